@@ -1,0 +1,37 @@
+// minifloat: the command. Each subcommand lives in its own file and only parses, calls the library, and prints.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <exception>
+#include <fmt/format.h>
+
+#include "common.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"minifloat: exact low-precision number formats for LLM inference (FP8, FP6, FP4, BF16, scales)",
+               "minifloat"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "minifloat 0.1.0");
+  mf::cli::register_formats(app);
+  mf::cli::register_show(app);
+  mf::cli::register_filters(app);
+  mf::cli::register_tour(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "minifloat: error: %s (see 'minifloat --help')\n", e.what());
+    return 2;
+  } catch (const mf::cli::UsageError& e) {
+    std::fprintf(stderr, "minifloat: error: %s\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "minifloat: internal error: %s\n", e.what());
+    return 3;
+  }
+  return 0;
+}

@@ -1,0 +1,198 @@
+// minifloat/codec.h: the scalar reference codec. Encode one f32 or f64 value into any Format, decode one code.
+//
+// Defaults are bit-exact with ml_dtypes (`np.float32(x).astype(dtype)`) for every f32 input:
+//   * round to nearest, ties to even; subnormals kept; the sign of zero kept;
+//   * overflow: formats with Inf give +-Inf; e4m3/ue4m3/ue8m0 give NaN (e4m3: 448 < |x| <= 464 still rounds to 448);
+//     formats without NaN (e3m2, e2m3, e2m1) saturate to +-max;
+//   * NaN: the format's NaN with the input's sign; formats without NaN give the zero of the *opposite* sign
+//     (ml_dtypes' choice; OCP MX leaves it open);
+//   * unsigned scale formats (ue8m0, ue4m3): negative inputs give NaN; ue8m0 has no zero, so 0 gives NaN too;
+//     below 2^-126, ue8m0 rounds on a subnormal-style grid: x <= 2^-127 -> 0x00, 2^-127 < x < 2^-126 -> 0x01.
+// Encoding from f64 rounds once, directly from the f64 value (ml_dtypes rounds f64 -> f32 -> format, twice).
+//
+// Options:
+//   * Overflow::saturate: finite overflow and +-Inf give +-max finite; NaN stays NaN where the format has one
+//     (CUDA's `.satfinite`).
+//   * Rounding::toward_zero: truncate the magnitude; finite values never overflow (IEEE round-toward-zero).
+//   * Rounding::stochastic: round |x| up with probability equal to the dropped fraction, decided by the caller's
+//     32 random bits: the top (at most 32) dropped bits plus random_bits, carry out means up. Reproducible.
+#pragma once
+
+#include <algorithm>
+#include <bit>
+#include <cstdint>
+#include <limits>
+
+#include "minifloat/format.h"
+
+namespace mf {
+
+enum class Rounding : std::uint8_t { nearest_even, toward_zero, stochastic };
+enum class Overflow : std::uint8_t { standard, saturate };  // standard: what the format does (see above)
+
+struct EncodeOptions {
+  Rounding rounding = Rounding::nearest_even;
+  Overflow overflow = Overflow::standard;
+  std::uint32_t random_bits = 0;  // used by Rounding::stochastic only
+};
+
+namespace detail {
+
+// The IEEE layout of a source type: float or double.
+template <class T>
+struct Source;
+template <>
+struct Source<float> {
+  using Bits = std::uint32_t;
+  static constexpr int mantissa_bits = 23, bias = 127;
+};
+template <>
+struct Source<double> {
+  using Bits = std::uint64_t;
+  static constexpr int mantissa_bits = 52, bias = 1023;
+};
+
+// Round the integer significand `sig` right by `shift` bits (shift >= 0, any size) as `o` says.
+constexpr std::uint64_t round_shift(std::uint64_t sig, int shift, const EncodeOptions& o) {
+  if (shift == 0) return sig;
+  const std::uint64_t kept = shift >= 64 ? 0 : sig >> shift;
+  const std::uint64_t dropped = shift >= 64 ? sig : sig & ((std::uint64_t{1} << shift) - 1);
+  switch (o.rounding) {
+    case Rounding::toward_zero: return kept;
+    case Rounding::nearest_even: {
+      if (shift > 64) return 0;  // sig < 2^64 <= half of the quantum
+      const std::uint64_t half = std::uint64_t{1} << (shift - 1);
+      return kept + ((dropped > half || (dropped == half && (kept & 1))) ? 1 : 0);
+    }
+    case Rounding::stochastic: {
+      // Resolve the dropped fraction to its top k <= 32 bits and add k random bits: carry out rounds up.
+      const int k = std::min(shift, 32);
+      const int low = shift - k;  // dropped bits below the resolved ones
+      const std::uint64_t top = low >= 64 ? 0 : dropped >> low;
+      const std::uint64_t r = o.random_bits & ((std::uint64_t{1} << k) - 1);
+      return kept + ((top + r) >> k);
+    }
+  }
+  return kept;
+}
+
+// The code of +-max finite, +-Inf or NaN when a value is too large for `f`.
+constexpr std::uint32_t overflow_code(const Format& f, std::uint32_t sign, const EncodeOptions& o) {
+  if (o.overflow == Overflow::saturate || o.rounding == Rounding::toward_zero || f.specials == Specials::finite) {
+    return sign | f.max_finite_code();
+  }
+  return f.has_inf() ? sign | f.inf_code() : f.nan_code(sign != 0);
+}
+
+template <class T>
+constexpr std::uint32_t encode(const Format& f, T x, const EncodeOptions& o) {
+  using S = Source<T>;
+  using Bits = typename S::Bits;
+  constexpr int width = static_cast<int>(sizeof(Bits) * 8);
+  constexpr Bits inf_bits = static_cast<Bits>((Bits{1} << (width - 1 - S::mantissa_bits)) - 1) << S::mantissa_bits;
+
+  // 1. Split the sign off.
+  const Bits bits = std::bit_cast<Bits>(x);
+  const bool negative = (bits >> (width - 1)) != 0;
+  const Bits mag = bits & (inf_bits | ((Bits{1} << S::mantissa_bits) - 1));
+  const std::uint32_t sign = negative ? f.sign_mask() : 0;
+
+  // 2. NaN, Inf, zero, and negatives in unsigned formats.
+  if (mag > inf_bits) return f.has_nan() ? f.nan_code(negative) : (negative ? 0 : f.sign_mask());
+  if (!f.is_signed() && negative && (mag != 0 || !f.has_zero)) return f.nan_code();
+  if (mag == inf_bits) {
+    if (o.overflow == Overflow::saturate || f.specials == Specials::finite) return sign | f.max_finite_code();
+    return f.has_inf() ? sign | f.inf_code() : f.nan_code(negative);
+  }
+  if (mag == 0) return f.has_zero ? sign : f.nan_code();
+
+  // 3. |x| = sig * 2^(e - M) with sig in [2^M, 2^(M+1)); normalize subnormal sources.
+  const int field = static_cast<int>(mag >> S::mantissa_bits);
+  std::uint64_t sig = mag & ((Bits{1} << S::mantissa_bits) - 1);
+  int e = field - S::bias;
+  if (field == 0) {
+    const int lead = (width - 1 - std::countl_zero(static_cast<Bits>(sig)));  // bit index of the leading one
+    sig <<= (S::mantissa_bits - lead);
+    e = 1 - S::bias - (S::mantissa_bits - lead);
+  } else {
+    sig |= std::uint64_t{1} << S::mantissa_bits;
+  }
+
+  // 4. The target's quantum at this magnitude: 2^q, where the grid below the smallest normal is the subnormal one.
+  const int q = std::max(e, 1 - f.bias) - f.mantissa_bits;
+  const std::uint64_t r = round_shift(sig, S::mantissa_bits + q - e, o);
+
+  // 5. Assemble: exponent field (q + M + bias - 1) plus r, whose implicit bit (or a rounding carry) lifts it.
+  const std::int64_t code = (static_cast<std::int64_t>(q + f.mantissa_bits + f.bias - 1) << f.mantissa_bits) +
+                            static_cast<std::int64_t>(r);
+  if (code > static_cast<std::int64_t>(f.max_finite_code())) return overflow_code(f, sign, o);
+  return sign | static_cast<std::uint32_t>(code);
+}
+
+}  // namespace detail
+
+// Encode one value. The code is in the low f.bits() bits.
+constexpr std::uint32_t encode(const Format& f, float x, const EncodeOptions& o = {}) {
+  if (f == mf::f32) {  // exact: the identity, NaN payload included, unless Inf must saturate
+    const std::uint32_t bits = std::bit_cast<std::uint32_t>(x);
+    const bool inf = (bits & 0x7FFFFFFFu) == 0x7F800000u;
+    return inf && o.overflow == Overflow::saturate ? (bits & 0x80000000u) | f32.max_finite_code() : bits;
+  }
+  return detail::encode(f, x, o);
+}
+constexpr std::uint32_t encode(const Format& f, double x, const EncodeOptions& o = {}) {
+  return detail::encode(f, x, o);
+}
+
+// Decode one code exactly (every value of every format is an f32). Only the low f.bits() bits are read.
+// NaN: 16- and 32-bit formats keep the payload (IEEE widening, as numpy and ml_dtypes do); narrower formats give
+// the canonical quiet NaN with the code's sign (as ml_dtypes does).
+constexpr float decode(const Format& f, std::uint32_t code) {
+  code &= static_cast<std::uint32_t>(f.code_count() - 1);
+  if (f == mf::f32) return std::bit_cast<float>(code);
+  const bool negative = (code & f.sign_mask()) != 0;
+  const std::uint32_t sign32 = negative ? 0x80000000u : 0u;
+  const std::uint32_t mag = code & f.magnitude_mask();
+  const std::uint32_t field = mag >> f.mantissa_bits;
+  const std::uint32_t mantissa = mag & f.mantissa_mask();
+  if (f.is_nan(code)) {
+    if (f.bits() >= 16) return std::bit_cast<float>(sign32 | 0x7F800000u | (mantissa << (23 - f.mantissa_bits)));
+    return std::bit_cast<float>(sign32 | 0x7FC00000u);
+  }
+  if (f.is_inf(code)) return std::bit_cast<float>(sign32 | 0x7F800000u);
+  // value = sig * 2^(exponent - M): subnormals (field 0, with a zero) have no implicit bit and exponent emin.
+  const bool subnormal = field == 0 && f.has_zero;
+  const std::uint32_t sig = subnormal ? mantissa : (mantissa | (std::uint32_t{1} << f.mantissa_bits));
+  const int exponent = subnormal ? f.emin() : static_cast<int>(field) - f.bias;
+  const float value = static_cast<float>(sig) * pow2f(exponent - f.mantissa_bits);
+  return negative ? -value : value;
+}
+
+// The bit fields of a code and the exponent they stand for.
+struct Fields {
+  std::uint32_t sign;                // 0 or 1
+  std::uint32_t exponent;            // the stored field
+  std::uint32_t mantissa;            // the stored field
+  int unbiased_exponent;             // field - bias; emin for subnormals and zero
+};
+constexpr Fields fields(const Format& f, std::uint32_t code) {
+  const std::uint32_t mag = code & f.magnitude_mask();
+  const std::uint32_t e = mag >> f.mantissa_bits;
+  const int unbiased = (e == 0 && f.has_zero) ? f.emin() : static_cast<int>(e) - f.bias;
+  return {(code & f.sign_mask()) ? 1u : 0u, e, mag & f.mantissa_mask(), unbiased};
+}
+
+enum class ValueClass : std::uint8_t { zero, subnormal, normal, inf, nan };
+constexpr ValueClass classify(const Format& f, std::uint32_t code) {
+  if (f.is_nan(code)) return ValueClass::nan;
+  if (f.is_inf(code)) return ValueClass::inf;
+  const std::uint32_t mag = code & f.magnitude_mask();
+  if (!f.has_zero || (mag >> f.mantissa_bits) != 0) return ValueClass::normal;
+  return mag == 0 ? ValueClass::zero : ValueClass::subnormal;
+}
+constexpr std::string_view to_string(ValueClass c) {
+  constexpr std::string_view names[] = {"zero", "subnormal", "normal", "inf", "nan"};
+  return names[static_cast<int>(c)];
+}
+
+}  // namespace mf

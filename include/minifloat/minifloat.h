@@ -1,0 +1,8 @@
+// minifloat/minifloat.h: everything public, in one include.
+#pragma once
+
+#include "minifloat/codec.h"
+#include "minifloat/describe.h"
+#include "minifloat/format.h"
+#include "minifloat/random.h"
+#include "minifloat/text.h"

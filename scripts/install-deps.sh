@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs what minifloat needs on a fresh Debian 12 machine: the build's apt packages and, with --python, a
+# virtual environment .venv with the test oracles (numpy, ml_dtypes). Fast and quiet when all is there already.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+
+apt_packages=(cmake ninja-build g++ pkg-config libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev libfmt-dev
+              nlohmann-json3-dev libhwy-dev libomp-dev python3-venv)
+missing=()
+for p in "${apt_packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  echo "install-deps: apt-get install ${missing[*]}" >&2
+  $sudo apt-get update -qq >&2
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >&2
+fi
+
+if [ "${1:-}" = "--python" ]; then
+  venv="$root/.venv"
+  req="$root/tests/requirements.txt"
+  if [ ! -x "$venv/bin/python" ]; then
+    echo "install-deps: creating $venv" >&2
+    python3 -m venv "$venv" >&2
+  fi
+  # Reinstall only when the requirements change.
+  if ! cmp -s "$req" "$venv/.requirements.installed"; then
+    echo "install-deps: pip install -r tests/requirements.txt" >&2
+    "$venv/bin/python" -m pip install -q --disable-pip-version-check -r "$req" >&2
+    cp "$req" "$venv/.requirements.installed"
+  fi
+fi
