@@ -119,6 +119,14 @@ constexpr std::uint32_t encode(const Format& f, T x, const EncodeOptions& o) {
   }
 
   // 4. The target's quantum at this magnitude: 2^q, where the grid below the smallest normal is the subnormal one.
+  //    Formats without zero (ue8m0) keep that grid for nearest and toward-zero rounding, as ml_dtypes does; but
+  //    stochastic rounding must not move the exact code 0 = 2^-bias, so it rounds on that code's own binade.
+  if (!f.has_zero && o.rounding == Rounding::stochastic && e < 1 - f.bias) {
+    const int q0 = -f.bias - f.mantissa_bits;
+    const std::uint64_t r0 = round_shift(sig, S::mantissa_bits + q0 - e, o);
+    const std::uint64_t implicit = std::uint64_t{1} << f.mantissa_bits;
+    return r0 <= implicit ? 0u : static_cast<std::uint32_t>(r0 - implicit);
+  }
   const int q = std::max(e, 1 - f.bias) - f.mantissa_bits;
   const std::uint64_t r = round_shift(sig, S::mantissa_bits + q - e, o);
 
