@@ -8,7 +8,10 @@ namespace mf::cli {
 
 std::string known_format_names() {
   std::string names;
-  for (const Format* f : all_formats) names += (names.empty() ? "" : ", ") + std::string(f->name);
+  for (const Format* f : all_formats) {
+    if (!names.empty()) names += ", ";
+    names += f->name;
+  }
   return names;
 }
 
@@ -48,6 +51,52 @@ EncodeOptions encode_options(const CodecFlags& flags) {
   o.rounding = flags.rounding == "toward_zero" ? Rounding::toward_zero
                : flags.rounding == "stochastic" ? Rounding::stochastic
                                                 : Rounding::nearest_even;
+  return o;
+}
+
+void add_block_flags(CLI::App& sub, BlockFlags& flags, bool with_layout, bool scheme_required) {
+  std::string names;
+  for (const std::string& n : scheme_names()) {
+    if (!names.empty()) names += ", ";
+    names += n;
+  }
+  auto* s = sub.add_option("--scheme", flags.scheme, "block scheme: " + names +
+                                                     ", or ELEMENT-BLOCK[-SCALE[-RULE]] (e2m1-1x32-ue8m0-rceil, int4-1x128)");
+  if (scheme_required) s->required();
+  sub.add_option("--rule", flags.rule, "scale rule: floor, rceil, even, f32, e4m3, mse (default: the scheme's)");
+  sub.add_option("--profile", flags.profile, "compatibility profile: ocp, deepseek, torchao, te, ggml");
+  if (with_layout) sub.add_option("--layout", flags.layout, "codes layout: packed, unpacked, ggml")->capture_default_str();
+  sub.add_option("--rotate", flags.rotate, "Hadamard rotation over groups of N values before quantizing (16..4096)");
+  sub.add_flag("--pad", flags.pad, "allow partial edge blocks (shapes that are not a multiple of the block)");
+  sub.add_option("--threads", flags.threads, "threads (default: all cores)");
+  sub.add_option("--nonfinite", flags.nonfinite, "NaN/Inf in a block: nan (the block's scale is NaN) or error")
+      ->check(CLI::IsMember({"nan", "error"}))
+      ->capture_default_str();
+}
+
+Scheme scheme_from(const BlockFlags& flags, const std::string& name) {
+  try {
+    Scheme s = scheme_named(name);
+    if (!flags.rule.empty()) s = with_rule(s, scale_rule_named(flags.rule));
+    if (!flags.profile.empty()) s = with_profile(s, profile_named(flags.profile));
+    return s;
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(e.what());
+  }
+}
+
+QuantizeOptions options_from(const BlockFlags& flags, const std::string& tensor_name) {
+  QuantizeOptions o;
+  try {
+    o.layout = layout_named(flags.layout);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(e.what());
+  }
+  o.rotate = flags.rotate;
+  o.pad = flags.pad;
+  o.threads = flags.threads;
+  o.nonfinite = flags.nonfinite == "error" ? NonFinite::error : NonFinite::nan;
+  o.tensor_name = tensor_name;
   return o;
 }
 

@@ -1,6 +1,7 @@
 // Shared pieces of the minifloat command: errors, option parsing, registration of subcommands.
 #pragma once
 
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -8,6 +9,8 @@
 
 #include "minifloat/codec.h"
 #include "minifloat/format.h"
+#include "minifloat/quantize.h"
+#include "minifloat/scheme.h"
 
 namespace CLI {
 class App;
@@ -35,11 +38,36 @@ struct CodecFlags {
 void add_codec_flags(CLI::App& sub, CodecFlags& flags);
 EncodeOptions encode_options(const CodecFlags& flags);  // random_bits left 0; see stochastic_bits()
 
+// --scheme, --rule, --profile, --layout, --rotate, --pad, --threads, --nonfinite for the block-scaling commands.
+struct BlockFlags {
+  std::string scheme;
+  std::string rule;
+  std::string profile;
+  std::string layout = "packed";
+  int rotate = 0;
+  bool pad = false;
+  int threads = 0;
+  std::string nonfinite = "nan";
+};
+// with_layout: add --layout (quantize only); the scheme option is required when scheme_required.
+void add_block_flags(CLI::App& sub, BlockFlags& flags, bool with_layout, bool scheme_required = true);
+// The scheme named `name` with --rule and --profile applied; UsageError for anything unknown or unfit.
+Scheme scheme_from(const BlockFlags& flags, const std::string& name);
+QuantizeOptions options_from(const BlockFlags& flags, const std::string& tensor_name);
+
 // Each subcommand file registers itself.
 void register_formats(CLI::App& app);
 void register_show(CLI::App& app);
 void register_filters(CLI::App& app);  // encode and decode
 void register_tour(CLI::App& app);
+void register_quantize(CLI::App& app);  // quantize and dequantize
+void register_error(CLI::App& app);
+void register_block(CLI::App& app);
+
+// Text pieces the tour reuses.
+std::string block_text(const std::vector<float>& values, const Scheme& scheme, const float* outlier);
+// seed 002's experiment: randn x 3 on 128 x 128, mxfp4 with rceil scales; mean |x - q| / mean |x| per seed.
+double fp4_experiment(std::uint64_t seed);
 
 // Text pieces the tour reuses.
 std::string formats_table_text();

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "common.h"
+#include "minifloat/dtype.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"minifloat: exact low-precision number formats for LLM inference (FP8, FP6, FP4, BF16, scales)",
@@ -14,6 +15,9 @@ int main(int argc, char** argv) {
   mf::cli::register_formats(app);
   mf::cli::register_show(app);
   mf::cli::register_filters(app);
+  mf::cli::register_quantize(app);
+  mf::cli::register_error(app);
+  mf::cli::register_block(app);
   mf::cli::register_tour(app);
   try {
     app.parse(argc, argv);
@@ -27,6 +31,12 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "minifloat: error: %s (see 'minifloat --help')\n", e.what());
     return 2;
   } catch (const mf::cli::UsageError& e) {
+    std::fprintf(stderr, "minifloat: error: %s\n", e.what());
+    return 2;
+  } catch (const mf::io::IoError& e) {  // a bad or unreadable file: names the file (and tensor)
+    std::fprintf(stderr, "minifloat: error: %s\n", e.what());
+    return 2;
+  } catch (const std::invalid_argument& e) {  // bad input the library refused (a shape that does not block, ...)
     std::fprintf(stderr, "minifloat: error: %s\n", e.what());
     return 2;
   } catch (const std::exception& e) {

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -34,5 +35,8 @@ std::string hex_code(const Format& f, std::uint32_t code);
 // A code's bits as sign | exponent | mantissa, e.g. e4m3 0x2a -> "0 | 0101 | 010" (no sign part when unsigned).
 std::string bit_fields(const Format& f, std::uint32_t code, std::string_view separator = " | ");
 std::string binary(std::uint32_t value, int width);
+
+// Integers joined by a separator: a shape [256, 4096] as "256, 4096" or "256,4096".
+std::string join_numbers(std::span<const std::int64_t> values, std::string_view separator = ", ");
 
 }  // namespace mf

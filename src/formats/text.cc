@@ -95,6 +95,15 @@ std::string binary(std::uint32_t value, int width) {
   return s;
 }
 
+std::string join_numbers(std::span<const std::int64_t> values, std::string_view separator) {
+  std::string s;
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    if (i) s += separator;
+    s += std::to_string(values[i]);
+  }
+  return s;
+}
+
 std::string bit_fields(const Format& f, std::uint32_t code, std::string_view separator) {
   const Fields fl = fields(f, code);
   std::string s;

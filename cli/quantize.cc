@@ -1,0 +1,87 @@
+// minifloat quantize / minifloat dequantize: tensors in files, block-scaled and back (SPEC sections 3-5).
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common.h"
+#include "minifloat/quantize.h"
+#include "minifloat/tensor_file.h"
+#include "minifloat/text.h"
+
+namespace mf::cli {
+namespace {
+
+struct QuantizeArgs {
+  BlockFlags block;
+  std::string tensor;
+  std::string in, out;
+};
+
+void run_quantize(const QuantizeArgs& a) {
+  const Scheme scheme = scheme_from(a.block, a.block.scheme);
+  options_from(a.block, "x");  // validate --layout before reading anything
+  const std::vector<io::FloatTensor> inputs = io::read_float_tensors(a.in, a.tensor);
+  std::vector<io::NamedQuantized> outputs;
+  std::string report;
+  for (const io::FloatTensor& t : inputs) {
+    const QuantizeOptions o = options_from(a.block, t.name);
+    outputs.push_back({t.name, quantize(t.values.data(), t.shape, scheme, o)});
+    const QuantizedTensor& q = outputs.back().tensor;
+    report += fmt::format("{}: [{}] -> {} ({}): {} bytes, {:.4g} bits per value\n", t.name, join_numbers(t.shape),
+                          scheme.name, to_string(scheme.rule), q.nbytes(),
+                          q.count() ? 8.0 * static_cast<double>(q.nbytes()) / static_cast<double>(q.count()) : 0.0);
+  }
+  io::write_quantized(a.out, outputs);
+  write_stdout(report + fmt::format("wrote {}\n", a.out));
+}
+
+struct DequantizeArgs {
+  std::string in, out;
+  std::string dtype = "f32";
+  int threads = 0;
+};
+
+void run_dequantize(const DequantizeArgs& a) {
+  const std::vector<io::NamedQuantized> inputs = io::read_quantized(a.in);
+  std::vector<io::FloatTensor> outputs;
+  for (const io::NamedQuantized& nq : inputs) {
+    io::FloatTensor t{nq.name, nq.tensor.shape, std::vector<float>(static_cast<std::size_t>(nq.tensor.count()))};
+    try {
+      dequantize(nq.tensor, t.values.data(), a.threads);
+    } catch (const std::exception& e) {
+      throw UsageError(fmt::format("{}: tensor '{}': {}", a.in, nq.name, e.what()));
+    }
+    outputs.push_back(std::move(t));
+  }
+  io::write_float_tensors(a.out, outputs, a.dtype == "bf16");
+  write_stdout(fmt::format("wrote {} tensor{} to {} ({})\n", outputs.size(), outputs.size() == 1 ? "" : "s", a.out,
+                           a.dtype));
+}
+
+}  // namespace
+
+void register_quantize(CLI::App& app) {
+  auto q = std::make_shared<QuantizeArgs>();
+  auto* qs = app.add_subcommand("quantize", "Block-quantize the floating tensors of a .npy or .safetensors file");
+  add_block_flags(*qs, q->block, true);
+  qs->add_option("--tensor", q->tensor, "only this tensor of a .safetensors input");
+  qs->add_option("IN", q->in, ".npy (f32 or f16) or .safetensors (F32, F16, BF16 tensors)")->required();
+  qs->add_option("OUT", q->out, ".safetensors: NAME (codes), NAME_scale, NAME_tensor_scale, scheme in metadata")
+      ->required();
+  qs->callback([q] { run_quantize(*q); });
+
+  auto d = std::make_shared<DequantizeArgs>();
+  auto* ds = app.add_subcommand("dequantize", "Dequantize what `minifloat quantize` wrote");
+  ds->add_option("IN", d->in, ".safetensors written by minifloat quantize")->required();
+  ds->add_option("OUT", d->out, ".safetensors (one tensor per input tensor), or .npy for a single f32 tensor")
+      ->required();
+  ds->add_option("--dtype", d->dtype, "f32 or bf16 (round to nearest even)")
+      ->check(CLI::IsMember({"f32", "bf16"}))
+      ->capture_default_str();
+  ds->add_option("--threads", d->threads, "threads (default: all cores)");
+  ds->callback([d] { run_dequantize(*d); });
+}
+
+}  // namespace mf::cli

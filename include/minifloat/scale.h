@@ -1,0 +1,153 @@
+// minifloat/scale.h: the scalar rules of block scaling, one block and one element at a time (SPEC section 3).
+//
+// These functions are the single definition of what a block's scale and an element's code are. The reference
+// quantizer (src/ref) is a loop over them; the SIMD quantizer (src/cpu) calls block_scale() once per block and
+// reproduces element_code() lane-wise, and is tested bit for bit against the reference.
+#pragma once
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstdint>
+
+#include "minifloat/codec.h"
+#include "minifloat/scheme.h"
+
+namespace mf {
+
+// DeepSeek's act_quant clamps amax to 1e-4 before computing the scale (inference/kernel.py), so an all-zero
+// block gets a small finite scale rather than 2^-127.
+inline constexpr float kDeepSeekMinAmax = 1e-4f;
+
+// The scale chosen for one block.
+struct BlockScale {
+  std::uint32_t code;  // in the scheme's scale format (for f32 scales: the f32 bits)
+  float divisor;       // what each element is divided by: decode(code), times the tensor scale for two-level schemes;
+                       // 0 means "every element is a signed zero", NaN means "non-finite block"
+};
+
+// floor(log2(a)) for a finite a > 0, exactly (f32 subnormals included).
+constexpr int floor_log2(float a) {
+  const std::uint32_t bits = std::bit_cast<std::uint32_t>(a) & 0x7FFFFFFFu;
+  const int field = static_cast<int>(bits >> 23);
+  if (field != 0) return field - 127;
+  return (31 - std::countl_zero(bits)) - 149;
+}
+
+// ceil(log2(a / b)) for finite a, b > 0, exactly: the f64 quotient is never rounded onto a power of two unless the
+// true quotient is one (a and b have 24-bit significands).
+inline int ceil_log2_ratio(float a, float b) {
+  const double q = static_cast<double>(a) / static_cast<double>(b);
+  int e = 0;
+  const double m = std::frexp(q, &e);  // q = m * 2^e, m in [0.5, 1)
+  return m == 0.5 ? e - 1 : e;
+}
+
+// The powers of two a scale format can hold, as exponents [lo, hi].
+constexpr int scale_exponent_min(const Format& s) { return s == f32 ? -149 : s.emin() - (s.has_subnormals() ? s.mantissa_bits : 0); }
+constexpr int scale_exponent_max(const Format& s) { return s == f32 ? 127 : s.emax(); }
+
+// The exponent k of a power-of-two scale S = 2^k for rules floor, rceil and even (amax > 0 finite).
+inline int power_of_two_exponent(const Scheme& s, float amax) {
+  const ElementType& el = s.element;
+  switch (s.rule) {
+    case ScaleRule::floor:
+      if (s.profile == Profile::ggml) return static_cast<int>(std::floor(std::log2(amax))) - el.emax();
+      return floor_log2(amax) - el.emax();
+    case ScaleRule::even: {
+      // Round amax to the element's mantissa width (RNE on the f32 bits), then floor.
+      const int drop = 23 - (el.is_int() ? el.int_bits - 1 : el.format->mantissa_bits);
+      std::uint32_t bits = std::bit_cast<std::uint32_t>(amax);
+      bits += ((std::uint32_t{1} << (drop - 1)) - 1) + ((bits >> drop) & 1);
+      return floor_log2(std::bit_cast<float>(bits & ~((std::uint32_t{1} << drop) - 1))) - el.emax();
+    }
+    default:  // rceil (and the starting point of mse)
+      return ceil_log2_ratio(amax, el.max());
+  }
+}
+
+// An exact power of two 2^k as an f32 (k in [-149, 127]).
+inline float exp2_exact(int k) { return pow2f(k); }
+
+// The scale of a power-of-two rule, clamped to what the scale format holds.
+inline BlockScale power_of_two_scale(const Scheme& s, int k, float tensor_scale) {
+  k = std::clamp(k, scale_exponent_min(*s.scale_format), scale_exponent_max(*s.scale_format));
+  const float S = exp2_exact(k);
+  const std::uint32_t code = encode(*s.scale_format, S);
+  return {code, s.tensor_scale ? S * tensor_scale : S};
+}
+
+// The block scale for rules other than mse (which needs the block's values: see mse_scale in quantize).
+// amax = max |x| over the block's finite values; nonfinite: the block holds NaN or +-Inf.
+inline BlockScale block_scale(const Scheme& s, float amax, bool nonfinite, float tensor_scale = 1.0f) {
+  const Format& sf = *s.scale_format;
+  if (nonfinite) return {sf.nan_code(), NAN};
+  if (s.profile == Profile::deepseek) amax = std::max(amax, kDeepSeekMinAmax);
+  switch (s.rule) {
+    case ScaleRule::f32: {
+      const float S = amax / s.element.max();
+      return {std::bit_cast<std::uint32_t>(S), S};
+    }
+    case ScaleRule::e4m3: {
+      // NVFP4: amax / 6 / tensor_scale in f32, saturated into ue4m3 (RNE); elements divide by S * tensor_scale.
+      const float ideal = tensor_scale > 0 ? amax / s.element.max() / tensor_scale : 0.0f;
+      const std::uint32_t code = encode(sf, ideal, {Rounding::nearest_even, Overflow::saturate, 0});
+      return {code, decode(sf, code) * tensor_scale};
+    }
+    default:
+      if (amax == 0) {
+        // Zero block: the smallest scale (ue8m0 0x00 = 2^-127); elements become signed zeros either way.
+        return power_of_two_scale(s, scale_exponent_min(sf), tensor_scale);
+      }
+      return power_of_two_scale(s, power_of_two_exponent(s, amax), tensor_scale);
+  }
+}
+
+// The per-tensor scale of two-level schemes: tensor_amax / (448 * 6) for NVFP4, 1 when the tensor is all zeros.
+inline float tensor_scale_for(const Scheme& s, float tensor_amax) {
+  if (!s.tensor_scale) return 1.0f;
+  const float ts = tensor_amax / (s.scale_format->max_finite() * s.element.max());
+  return ts > 0 && std::isfinite(ts) ? ts : 1.0f;
+}
+
+// ggml's element rule: the nearest of the 8 E2M1 magnitudes times d = S / 2 (ggml stores doubled values),
+// ties to the smaller magnitude (first match of a strict < scan), and never -0 (llama.cpp best_index_mxfp4).
+inline std::uint32_t ggml_e2m1_code(float x, float S) {
+  constexpr float kDoubled[8] = {0, 1, 2, 3, 4, 6, 8, 12};
+  const float d = S * 0.5f;
+  const float a = std::fabs(x);
+  std::uint32_t best = 0;
+  float best_err = std::fabs(kDoubled[0] * d - a);
+  for (std::uint32_t i = 1; i < 8; ++i) {
+    const float err = std::fabs(kDoubled[i] * d - a);
+    if (err < best_err) {
+      best = i;
+      best_err = err;
+    }
+  }
+  return (x < 0 && best != 0) ? (best | 0x8u) : best;
+}
+
+// The code of one element x in a block whose scale is `bs` (bs.divisor finite). Saturates to +-max.
+inline std::uint32_t element_code(const Scheme& s, float x, const BlockScale& bs) {
+  const ElementType& el = s.element;
+  if (s.profile == Profile::ggml && el.format == &e2m1) return ggml_e2m1_code(x, bs.divisor);
+  if (el.is_int()) {
+    if (bs.divisor == 0) return 0;
+    const float m = el.max();
+    const float q = std::clamp(std::nearbyint(x / bs.divisor), -m, m);
+    return static_cast<std::uint32_t>(static_cast<std::int32_t>(q)) & ((std::uint32_t{1} << el.int_bits) - 1);
+  }
+  const Format& f = *el.format;
+  if (bs.divisor == 0) return std::signbit(x) ? f.sign_mask() : 0;  // signed zero, as a plain cast of 0 gives
+  return encode(f, x / bs.divisor, {Rounding::nearest_even, Overflow::saturate, 0});
+}
+
+// The value of one element code, before the block scale.
+inline float element_value(const ElementType& el, std::uint32_t code) {
+  if (!el.is_int()) return decode(*el.format, code);
+  const int shift = 32 - el.int_bits;  // sign-extend the low int_bits bits
+  return static_cast<float>(static_cast<std::int32_t>(code << shift) >> shift);
+}
+
+}  // namespace mf

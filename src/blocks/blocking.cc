@@ -1,0 +1,173 @@
+#include "blocking.h"
+
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <string>
+
+#include "minifloat/pack.h"
+#include "minifloat/text.h"
+
+namespace mf::detail {
+namespace {
+
+std::string shape_text(std::span<const std::int64_t> shape) {
+  return "[" + join_numbers(shape) + "]";
+}
+
+}  // namespace
+
+Geometry blocking(std::span<const std::int64_t> shape, const Scheme& s, const QuantizeOptions& o) {
+  Geometry g;
+  g.cols = shape.empty() ? 1 : shape.back();
+  g.rows = 1;
+  for (std::size_t i = 0; i + 1 < shape.size(); ++i) {
+    if (shape[i] < 0 || (shape[i] > 0 && g.rows > std::numeric_limits<std::int64_t>::max() / shape[i])) {
+      throw QuantizeError("tensor '" + o.tensor_name + "': bad shape " + shape_text(shape));
+    }
+    g.rows *= shape[i];
+  }
+  if (g.cols < 0) throw QuantizeError("tensor '" + o.tensor_name + "': bad shape " + shape_text(shape));
+  g.br = s.block_rows;
+  g.bc = s.block_cols;
+  const auto check = [&](std::int64_t size, std::int64_t block, const char* dim) {
+    if (size % block != 0 && !o.pad) {
+      throw QuantizeError("tensor '" + o.tensor_name + "' of shape " + shape_text(shape) + ": " + dim + " (" +
+                          std::to_string(size) + ") is not a multiple of the " + s.name + " block's " +
+                          std::to_string(block) + "; use --pad (pad = true) to quantize partial edge blocks");
+    }
+  };
+  check(g.cols, g.bc, "the last dimension");
+  if (g.br > 1) check(g.rows, g.br, shape.size() > 1 ? "the rows (product of the leading dimensions)" : "the rows");
+  g.block_rows = (g.rows + g.br - 1) / g.br;
+  g.block_cols = (g.cols + g.bc - 1) / g.bc;
+  if (o.layout == Layout::ggml) {
+    if (!(s.element.format == &e2m1) || g.br != 1 || g.bc != 32 || !(*s.scale_format == ue8m0)) {
+      throw QuantizeError("layout ggml holds mxfp4 (e2m1, 1x32, ue8m0) only, not " + s.name);
+    }
+    if (g.cols % 32 != 0) throw QuantizeError("layout ggml needs whole 32-value blocks: --pad does not apply");
+  }
+  if (o.rotate != 0) {
+    if (o.rotate < 1 || (o.rotate & (o.rotate - 1)) != 0 || o.rotate > 4096) {
+      throw QuantizeError("rotate = " + std::to_string(o.rotate) + " is not a power of two up to 4096");
+    }
+    if (g.cols % o.rotate != 0) {
+      throw QuantizeError("tensor '" + o.tensor_name + "': the last dimension (" + std::to_string(g.cols) +
+                          ") is not a multiple of the rotation group " + std::to_string(o.rotate));
+    }
+  }
+  return g;
+}
+
+QuantizedTensor empty_result(std::span<const std::int64_t> shape, const Scheme& s, const QuantizeOptions& o,
+                             const Geometry& g) {
+  QuantizedTensor q;
+  q.shape.assign(shape.begin(), shape.end());
+  q.scheme = s;
+  q.layout = o.layout;
+  q.rotate = o.rotate;
+  if (o.layout != Layout::ggml) {
+    q.scale_shape = s.block_rows == 1 ? std::vector<std::int64_t>{g.rows, g.block_cols}
+                                      : std::vector<std::int64_t>{g.block_rows, g.block_cols};
+  }
+  return q;
+}
+
+Geometry geometry_of(const QuantizedTensor& q) {
+  QuantizeOptions o;
+  o.pad = true;
+  o.layout = q.layout;
+  return blocking(q.shape, q.scheme, o);
+}
+
+float finite_amax(const float* x, std::int64_t n) {
+  float amax = 0;
+  for (std::int64_t i = 0; i < n; ++i) {
+    const float a = std::fabs(x[i]);
+    if (a > amax && std::isfinite(a)) amax = a;
+  }
+  return amax;
+}
+
+BlockScale mse_scale(const Scheme& s, std::span<const float> values, float amax, float tensor_scale) {
+  if (amax == 0) return block_scale(s, 0, false, tensor_scale);
+  Scheme floor_s = s, rceil_s = s;
+  floor_s.rule = ScaleRule::floor;
+  rceil_s.rule = ScaleRule::rceil;
+  const int lo = power_of_two_exponent(floor_s, amax) - 1, hi = power_of_two_exponent(rceil_s, amax) + 1;
+  BlockScale best{};
+  double best_err = INFINITY;
+  for (int k = lo; k <= hi; ++k) {  // ties keep the smaller scale: finer steps for the same error
+    const BlockScale bs = power_of_two_scale(s, k, tensor_scale);
+    double err = 0;
+    for (const float x : values) {
+      const double d = static_cast<double>(x) - element_value(s.element, element_code(s, x, bs)) * bs.divisor;
+      err += d * d;
+    }
+    if (err < best_err) best_err = err, best = bs;
+  }
+  return best;
+}
+
+void throw_nonfinite(const QuantizedTensor& q, std::int64_t i, float value, const std::string& tensor) {
+  const Geometry g = geometry_of(q);
+  throw QuantizeError("tensor '" + tensor + "': " + (std::isnan(value) ? "NaN" : "Inf") + " at index " +
+                      std::to_string(i) + " (row " + std::to_string(i / std::max<std::int64_t>(g.cols, 1)) +
+                      ", column " + std::to_string(i % std::max<std::int64_t>(g.cols, 1)) +
+                      ") and nonfinite = error");
+}
+
+void store_codes(QuantizedTensor& q, std::span<const std::uint8_t> codes) {
+  if (q.layout == Layout::unpacked) {
+    q.codes.assign(codes.begin(), codes.end());
+    return;
+  }
+  q.codes.assign(packed_size(codes.size(), q.scheme.element.bits()), 0);
+  pack_codes(codes, q.scheme.element.bits(), q.codes);
+}
+
+void store_scales(QuantizedTensor& q, std::span<const std::uint32_t> scale_codes) {
+  const bool f32_scale = *q.scheme.scale_format == f32;
+  std::vector<std::uint8_t> scales(scale_codes.size() * (f32_scale ? 4 : 1));
+  for (std::size_t i = 0; i < scale_codes.size(); ++i) {
+    if (f32_scale) {
+      for (int b = 0; b < 4; ++b) scales[4 * i + b] = static_cast<std::uint8_t>(scale_codes[i] >> (8 * b));
+    } else {
+      scales[i] = static_cast<std::uint8_t>(scale_codes[i]);
+    }
+  }
+  if (q.layout != Layout::ggml) {
+    q.scales = std::move(scales);
+    return;
+  }
+  std::vector<std::uint8_t> blocks(scales.size() * kGgmlBlockBytes);  // q.codes holds the packed OCP codes
+  ocp_to_ggml_mxfp4(q.codes, scales, blocks);
+  q.codes = std::move(blocks);
+  q.scales.clear();
+}
+
+void load_codes(const QuantizedTensor& q, std::span<std::uint8_t> codes) {
+  const int bits = q.scheme.element.bits();
+  if (q.layout == Layout::unpacked) {
+    std::copy(q.codes.begin(), q.codes.begin() + static_cast<std::ptrdiff_t>(codes.size()), codes.begin());
+  } else if (q.layout == Layout::ggml) {
+    const std::size_t blocks = q.codes.size() / kGgmlBlockBytes;
+    std::vector<std::uint8_t> packed(blocks * 16), scales(blocks);
+    ggml_to_ocp_mxfp4(q.codes, packed, scales);
+    unpack_codes(packed, bits, codes);
+  } else {
+    unpack_codes(q.codes, bits, codes);
+  }
+}
+
+std::vector<float> load_divisors(const QuantizedTensor& q) {
+  const Geometry g = geometry_of(q);
+  std::vector<float> d(static_cast<std::size_t>(g.blocks()));
+  for (std::int64_t i = 0; i < g.blocks(); ++i) {
+    d[i] = scale_divisor(q.scheme, q.scale_code(i / g.block_cols, i % g.block_cols), q.tensor_scale);
+  }
+  return d;
+}
+
+}  // namespace mf::detail

@@ -1,0 +1,87 @@
+#include "minifloat/pack.h"
+
+#include <algorithm>
+#include <cassert>
+#include <stdexcept>
+#include <string>
+
+namespace mf {
+
+std::size_t packed_size(std::size_t count, int bits) {
+  switch (bits) {
+    case 4: return (count + 1) / 2;
+    case 6: return (count + 3) / 4 * 3;
+    case 8: return count;
+  }
+  throw std::invalid_argument("cannot pack " + std::to_string(bits) + "-bit codes");
+}
+
+void pack_codes(std::span<const std::uint8_t> codes, int bits, std::span<std::uint8_t> out) {
+  assert(out.size() == packed_size(codes.size(), bits));
+  const std::size_t n = codes.size();
+  if (bits == 8) {
+    std::copy(codes.begin(), codes.end(), out.begin());
+  } else if (bits == 4) {
+    for (std::size_t i = 0; i < out.size(); ++i) {
+      const std::uint8_t lo = codes[2 * i] & 0xF;
+      const std::uint8_t hi = 2 * i + 1 < n ? codes[2 * i + 1] & 0xF : 0;
+      out[i] = static_cast<std::uint8_t>(lo | hi << 4);
+    }
+  } else {
+    for (std::size_t g = 0; g < out.size() / 3; ++g) {
+      std::uint32_t word = 0;
+      for (std::size_t k = 0; k < 4 && 4 * g + k < n; ++k) word |= static_cast<std::uint32_t>(codes[4 * g + k] & 0x3F) << (6 * k);
+      for (int b = 0; b < 3; ++b) out[3 * g + b] = static_cast<std::uint8_t>(word >> (8 * b));
+    }
+  }
+}
+
+void unpack_codes(std::span<const std::uint8_t> packed, int bits, std::span<std::uint8_t> codes) {
+  assert(packed.size() >= packed_size(codes.size(), bits));
+  const std::size_t n = codes.size();
+  if (bits == 8) {
+    std::copy(packed.begin(), packed.begin() + static_cast<std::ptrdiff_t>(n), codes.begin());
+  } else if (bits == 4) {
+    for (std::size_t i = 0; i < n; ++i) codes[i] = (packed[i / 2] >> (4 * (i % 2))) & 0xF;
+  } else {
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::size_t g = i / 4;
+      const std::uint32_t word = packed[3 * g] | packed[3 * g + 1] << 8 | static_cast<std::uint32_t>(packed[3 * g + 2]) << 16;
+      codes[i] = (word >> (6 * (i % 4))) & 0x3F;
+    }
+  }
+}
+
+void ocp_to_ggml_mxfp4(std::span<const std::uint8_t> packed_codes, std::span<const std::uint8_t> scales,
+                       std::span<std::uint8_t> ggml_blocks) {
+  const std::size_t blocks = scales.size();
+  assert(packed_codes.size() == blocks * 16 && ggml_blocks.size() == blocks * kGgmlBlockBytes);
+  for (std::size_t b = 0; b < blocks; ++b) {
+    const std::uint8_t* in = packed_codes.data() + 16 * b;  // element e at byte e/2, nibble e%2
+    std::uint8_t* out = ggml_blocks.data() + kGgmlBlockBytes * b;
+    out[0] = scales[b];
+    for (int j = 0; j < 16; ++j) {
+      const int lo = (in[j / 2] >> (4 * (j % 2))) & 0xF;
+      const int hi = (in[(j + 16) / 2] >> (4 * (j % 2))) & 0xF;
+      out[1 + j] = static_cast<std::uint8_t>(lo | hi << 4);
+    }
+  }
+}
+
+void ggml_to_ocp_mxfp4(std::span<const std::uint8_t> ggml_blocks, std::span<std::uint8_t> packed_codes,
+                       std::span<std::uint8_t> scales) {
+  const std::size_t blocks = scales.size();
+  assert(packed_codes.size() == blocks * 16 && ggml_blocks.size() == blocks * kGgmlBlockBytes);
+  for (std::size_t b = 0; b < blocks; ++b) {
+    const std::uint8_t* in = ggml_blocks.data() + kGgmlBlockBytes * b;
+    std::uint8_t* out = packed_codes.data() + 16 * b;
+    scales[b] = in[0];
+    std::fill(out, out + 16, 0);
+    for (int j = 0; j < 16; ++j) {
+      out[j / 2] |= static_cast<std::uint8_t>((in[1 + j] & 0xF) << (4 * (j % 2)));
+      out[(j + 16) / 2] |= static_cast<std::uint8_t>((in[1 + j] >> 4) << (4 * (j % 2)));
+    }
+  }
+}
+
+}  // namespace mf

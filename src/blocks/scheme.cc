@@ -1,0 +1,180 @@
+#include "minifloat/scheme.h"
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <stdexcept>
+#include <string>
+
+namespace mf {
+namespace {
+
+struct Named {
+  std::string_view name;
+  std::string_view spelling;  // the custom spelling it stands for
+  bool tensor_scale;
+};
+// SPEC section 4.
+constexpr std::array<Named, 10> kNamed{{
+    {"mxfp8", "e4m3-1x32-ue8m0-floor", false},
+    {"mxfp8-e5m2", "e5m2-1x32-ue8m0-floor", false},
+    {"mxfp6-e3m2", "e3m2-1x32-ue8m0-floor", false},
+    {"mxfp6-e2m3", "e2m3-1x32-ue8m0-floor", false},
+    {"mxfp4", "e2m1-1x32-ue8m0-floor", false},
+    {"nvfp4", "e2m1-1x16-ue4m3-e4m3", true},
+    {"fp4-e4m3-16", "e2m1-1x16-ue4m3-e4m3", false},
+    {"fp8-1x128", "e4m3-1x128-ue8m0-rceil", false},
+    {"fp8-128x128", "e4m3-128x128-ue8m0-rceil", false},
+    {"fp8-32x32", "e4m3-32x32-ue8m0-rceil", false},
+}};
+
+constexpr std::array<std::string_view, 6> kRules{"floor", "rceil", "even", "f32", "e4m3", "mse"};
+constexpr std::array<std::string_view, 5> kProfiles{"ocp", "deepseek", "torchao", "te", "ggml"};
+constexpr std::array<std::string_view, 3> kLayouts{"packed", "unpacked", "ggml"};
+
+template <std::size_t N>
+std::string joined(const std::array<std::string_view, N>& names) {
+  std::string s;
+  for (auto n : names) {
+    if (!s.empty()) s += ", ";
+    s += n;
+  }
+  return s;
+}
+
+template <class E, std::size_t N>
+E named(std::string_view what, std::string_view name, const std::array<std::string_view, N>& names) {
+  for (std::size_t i = 0; i < N; ++i)
+    if (names[i] == name) return static_cast<E>(i);
+  throw std::invalid_argument("unknown " + std::string(what) + " '" + std::string(name) + "' (known: " +
+                              joined(names) + ")");
+}
+
+int parse_positive(std::string_view text, std::string_view whole) {
+  int v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size() || v <= 0 || v > (1 << 20)) {
+    throw std::invalid_argument("scheme '" + std::string(whole) + "': bad block size '" + std::string(text) + "'");
+  }
+  return v;
+}
+
+ElementType element_named(std::string_view name, std::string_view whole) {
+  if (name == "int8") return {nullptr, 8};
+  if (name == "int4") return {nullptr, 4};
+  const Format* f = find_format(name);
+  if (!f || !f->is_signed() || f->bits() > 8) {
+    throw std::invalid_argument("scheme '" + std::string(whole) + "': unknown element type '" + std::string(name) +
+                                "' (known: e4m3, e5m2, e3m2, e2m3, e2m1, int8, int4)");
+  }
+  return {f, 0};
+}
+
+ScaleRule default_rule(const ElementType& el, const Format& scale) {
+  if (scale == f32 || el.is_int()) return ScaleRule::f32;
+  if (scale == ue4m3) return ScaleRule::e4m3;
+  return ScaleRule::floor;
+}
+
+// ELEMENT-BLOCK[-SCALE[-RULE]]
+Scheme parse_custom(std::string_view whole) {
+  std::vector<std::string_view> part;
+  for (std::size_t start = 0;;) {
+    const std::size_t dash = whole.find('-', start);
+    part.push_back(whole.substr(start, dash == std::string_view::npos ? std::string_view::npos : dash - start));
+    if (dash == std::string_view::npos) break;
+    start = dash + 1;
+  }
+  const std::size_t n = part.size();
+  std::string known;
+  for (const Named& k : kNamed) {
+    if (!known.empty()) known += ", ";
+    known += k.name;
+  }
+  if (n < 2 || n > 4 || std::find(part.begin(), part.end(), std::string_view{}) != part.end()) {
+    throw std::invalid_argument("unknown scheme '" + std::string(whole) + "' (known: " + known +
+                                "; or ELEMENT-BLOCK[-SCALE[-RULE]] such as e2m1-1x32-ue8m0-rceil or int4-1x128)");
+  }
+  Scheme s;
+  s.element = element_named(part[0], whole);
+  const std::size_t x = part[1].find('x');
+  if (x == std::string_view::npos) {
+    throw std::invalid_argument("scheme '" + std::string(whole) + "': block '" + std::string(part[1]) +
+                                "' is not RxC (1x32, 128x128)");
+  }
+  s.block_rows = parse_positive(part[1].substr(0, x), whole);
+  s.block_cols = parse_positive(part[1].substr(x + 1), whole);
+  s.scale_format = s.element.is_int() ? &f32 : &ue8m0;
+  if (n >= 3) {
+    const Format* sf = find_format(part[2]);
+    if (!sf || !(*sf == ue8m0 || *sf == ue4m3 || *sf == f32)) {
+      throw std::invalid_argument("scheme '" + std::string(whole) + "': scale format '" + std::string(part[2]) +
+                                  "' is not one of ue8m0, ue4m3, f32");
+    }
+    s.scale_format = sf;
+  }
+  s.rule = n == 4 ? scale_rule_named(part[3]) : default_rule(s.element, *s.scale_format);
+  s = with_rule(s, s.rule);
+  s.name = s.element.name() + "-" + std::to_string(s.block_rows) + "x" + std::to_string(s.block_cols) + "-" +
+           std::string(s.scale_format->name) + "-" + std::string(to_string(s.rule));
+  return s;
+}
+
+}  // namespace
+
+std::string ElementType::name() const { return is_int() ? "int" + std::to_string(int_bits) : std::string(format->name); }
+
+Scheme scheme_named(std::string_view name) {
+  for (const Named& k : kNamed) {
+    if (k.name == name) {
+      Scheme s = parse_custom(k.spelling);
+      s.name = std::string(k.name);
+      s.tensor_scale = k.tensor_scale;
+      return s;
+    }
+  }
+  return parse_custom(name);
+}
+
+std::vector<std::string> scheme_names() {
+  std::vector<std::string> out;
+  for (const Named& k : kNamed) out.emplace_back(k.name);
+  return out;
+}
+
+ScaleRule scale_rule_named(std::string_view name) { return named<ScaleRule>("scale rule", name, kRules); }
+Profile profile_named(std::string_view name) { return named<Profile>("profile", name, kProfiles); }
+Layout layout_named(std::string_view name) { return named<Layout>("layout", name, kLayouts); }
+std::string_view to_string(ScaleRule r) { return kRules[static_cast<std::size_t>(r)]; }
+std::string_view to_string(Profile p) { return kProfiles[static_cast<std::size_t>(p)]; }
+std::string_view to_string(Layout l) { return kLayouts[static_cast<std::size_t>(l)]; }
+
+Scheme with_rule(Scheme s, ScaleRule r) {
+  const Format& sf = *s.scale_format;
+  const auto fail = [&](std::string_view why) {
+    throw std::invalid_argument("scale rule " + std::string(to_string(r)) + " does not fit scheme " + s.name + ": " +
+                                std::string(why));
+  };
+  if (r == ScaleRule::f32 && !(sf == f32)) fail("rule f32 stores amax / max as an f32 scale (use scale format f32)");
+  if (r == ScaleRule::e4m3 && !(sf == ue4m3)) fail("rule e4m3 needs a ue4m3 scale");
+  if (r != ScaleRule::f32 && r != ScaleRule::e4m3 && s.element.is_int() && r != ScaleRule::rceil) {
+    fail("integer elements take rule f32 or rceil");
+  }
+  if (s.tensor_scale && r != ScaleRule::e4m3) fail("two-level schemes (nvfp4) scale their blocks with rule e4m3");
+  s.rule = r;
+  return s;
+}
+
+Scheme with_profile(Scheme s, Profile p) {
+  s.profile = p;
+  if (p == Profile::deepseek && *s.scale_format == ue8m0) s.rule = ScaleRule::rceil;
+  if (p == Profile::ggml) {
+    if (!(s.element.format == &e2m1) || s.block_cols != 32 || s.block_rows != 1 || !(*s.scale_format == ue8m0)) {
+      throw std::invalid_argument("profile ggml is llama.cpp's MXFP4 (e2m1, 1x32, ue8m0), not " + s.name);
+    }
+    s.rule = ScaleRule::floor;
+  }
+  return s;
+}
+
+}  // namespace mf

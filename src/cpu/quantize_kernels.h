@@ -1,0 +1,38 @@
+// Internal: the row kernels of block quantization, dispatched per SIMD target (quantize-inl.h). Each one does, lane
+// by lane, exactly what the scalar rules of minifloat/scale.h do, so results are bit-identical to src/ref.
+#pragma once
+
+#include <cstdint>
+
+#include "minifloat/scale.h"
+#include "minifloat/scheme.h"
+
+namespace mf::cpu {
+
+// What the lanes need to know about an element type.
+struct ElementCodec {
+  const Scheme* scheme;  // for the scalar tails (element_code / element_value)
+  bool is_int;
+  int bits;              // element width
+  int exponent_bits, mantissa_bits, bias;
+  Specials specials;
+  float max;             // largest magnitude
+};
+ElementCodec element_codec(const Scheme& s);
+
+// Over one row of `cols` values cut into blocks of `bc` columns (the last may be partial): raises block_max_bits[b]
+// to the largest |x| bit pattern of block b (>= 0x7F800000 means the block holds Inf or NaN).
+void BlockMaxAbsBits(const float* x, std::int64_t cols, std::int64_t bc, std::uint32_t* block_max_bits);
+// Codes of one row, one per byte; divisors[b] is block b's divisor (0: signed zeros; NaN: codes 0).
+void EncodeRow(const float* x, std::int64_t cols, std::int64_t bc, const float* divisors, const ElementCodec& ec,
+               std::uint8_t* codes);
+// Values of one row from its codes (one per byte): element value * divisor.
+void DecodeRow(const std::uint8_t* codes, std::int64_t cols, std::int64_t bc, const float* divisors,
+               const ElementCodec& ec, float* out);
+// max |x| over the finite values of x[0, n).
+float FiniteAmax(const float* x, std::int64_t n);
+// bf16 / f16 bits to f32 (exact).
+void WidenBf16(const std::uint16_t* in, std::int64_t n, float* out);
+void WidenF16(const std::uint16_t* in, std::int64_t n, float* out);
+
+}  // namespace mf::cpu
