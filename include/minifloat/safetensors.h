@@ -1,0 +1,77 @@
+// minifloat/safetensors.h: safetensors checkpoints (SPEC section 9), read with every header field checked and
+// written all or nothing.
+//
+// Layout: 8-byte little-endian header length N (at most 100,000,000), N bytes of JSON
+//   {"__metadata__": {"key": "value", ...}, "name": {"dtype": "F32", "shape": [3, 4], "data_offsets": [0, 48]}, ...}
+// then the data section, which the tensors' [begin, end) offsets must tile exactly.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "minifloat/dtype.h"
+
+namespace mf::io {
+
+inline constexpr std::uint64_t kMaxSafetensorsHeader = 100'000'000;
+
+// A tensor to write, or a tensor of a file read, seen in place. `data` is little-endian, exactly shape x dtype bytes;
+// F4/F6 elements are packed and `shape` counts elements, not bytes.
+struct TensorView {
+  std::string_view name;
+  DType dtype;
+  std::span<const std::uint64_t> shape;
+  std::span<const std::byte> data;
+};
+
+// One header entry of a file read.
+struct SafetensorsTensor {
+  std::string name;
+  DType dtype;
+  std::vector<std::uint64_t> shape;
+  std::uint64_t begin;  // data_offsets, relative to the start of the data section
+  std::uint64_t end;
+};
+
+// A checked safetensors file. Tensor bytes are reached through bytes()/view() only, so that the storage can become
+// a memory mapping without changing callers; views live as long as the SafetensorsFile.
+class SafetensorsFile {
+ public:
+  const std::map<std::string, std::string>& metadata() const { return metadata_; }
+  // In data order (ascending offsets; header order among empty tensors at one offset).
+  const std::vector<SafetensorsTensor>& tensors() const { return tensors_; }
+  // The tensor named `name`, or nullptr (a linear search).
+  const SafetensorsTensor* find(std::string_view name) const;
+  // `tensor` must be one of tensors().
+  std::span<const std::byte> bytes(const SafetensorsTensor& tensor) const;
+  TensorView view(const SafetensorsTensor& tensor) const;
+  // All tensors as views, in data order: write_safetensors(path, file.views(), file.metadata()) copies a file.
+  std::vector<TensorView> views() const;
+
+ private:
+  friend SafetensorsFile read_safetensors(const std::filesystem::path& path);
+  std::map<std::string, std::string> metadata_;
+  std::vector<SafetensorsTensor> tensors_;
+  std::vector<std::byte> data_;  // the whole data section
+};
+
+// Reads and checks a whole file. Throws IoError with one code per failure: truncated (shorter than 8 bytes),
+// header_too_large, header_past_end, invalid_json, header_not_object, duplicate_key, invalid_metadata,
+// invalid_tensor_entry, unknown_dtype, invalid_shape, size_overflow, not_whole_bytes, size_mismatch,
+// offsets_out_of_range, offsets_gap, offsets_overlap, trailing_bytes (and open_failed, read_failed).
+SafetensorsFile read_safetensors(const std::filesystem::path& path);
+
+// Writes `tensors`, laid out in the order given, with a compact JSON header: "__metadata__" first (only when
+// `metadata` is not empty, keys sorted), then the tensors in order, each as {"dtype", "shape", "data_offsets"};
+// padded with spaces to a multiple of 8 bytes. All or nothing: a temporary file in the same directory is synced and
+// renamed over `path`. Throws IoError (invalid_name, duplicate_key, size_overflow, not_whole_bytes, size_mismatch,
+// header_too_large, write_failed).
+void write_safetensors(const std::filesystem::path& path, std::span<const TensorView> tensors,
+                       const std::map<std::string, std::string>& metadata = {});
+
+}  // namespace mf::io

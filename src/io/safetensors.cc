@@ -1,0 +1,316 @@
+#include "minifloat/safetensors.h"
+
+#include <algorithm>
+#include <array>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+#include <utility>
+
+#include "file.h"
+
+namespace mf::io {
+namespace {
+
+// std::map-backed: ordered_json inserts in linear time and copies values when it grows. The header's order, which
+// breaks ties between empty tensors at one offset, is recorded while parsing instead.
+using Json = nlohmann::json;
+using detail::cat;
+constexpr std::string_view kMetadataKey = "__metadata__";
+constexpr int kMaxDepth = 64;  // a valid header nests 3 deep (object, entry, shape)
+
+std::string shape_text(std::span<const std::uint64_t> shape) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < shape.size(); ++i) s += cat(i == 0 ? "" : ", ", shape[i]);
+  return s + "]";
+}
+
+std::string offsets_text(std::uint64_t begin, std::uint64_t end) {
+  return cat("data_offsets [", begin, ", ", end, "]");
+}
+
+// shape x dtype in bytes, or the IoError that says why there is no such number.
+std::uint64_t checked_size(DType dtype, std::span<const std::uint64_t> shape, const std::filesystem::path& file,
+                           std::string_view name) {
+  const TensorSize size = tensor_size(dtype, shape);
+  const std::string what = cat("shape ", shape_text(shape), " x ", dtype_name(dtype));
+  if (size.error == SizeError::overflow) {
+    throw IoError(IoErrc::size_overflow, file, name, cat(what, " overflows 64 bits"));
+  }
+  if (size.error == SizeError::not_whole_bytes) {
+    throw IoError(IoErrc::not_whole_bytes, file, name, cat(what, " is not a whole number of bytes"));
+  }
+  return size.bytes;
+}
+
+// ---- reading ----
+
+// An untrusted value for a message, cut short (parse_header bounds its depth, so dump() recursion is bounded too).
+std::string brief(const Json& value) {
+  const std::string text = value.dump();
+  return text.size() <= 80 ? text : cat(text.substr(0, 77), "...");
+}
+
+// The header as JSON, and its top-level keys in the order they appear.
+struct Header {
+  Json json;
+  std::vector<std::string> keys;
+};
+
+// Parses the header with a callback that sees every key: it records the top-level order, rejects a key repeated in
+// one object (nlohmann would keep the last one silently), and stops nesting deeper than kMaxDepth before anything
+// recurses over it.
+Header parse_header(std::string_view text, const std::filesystem::path& file) {
+  using Event = Json::parse_event_t;
+  Header header;
+  std::vector<std::set<std::string>> open_objects;
+  int depth = 0;
+  std::string duplicate;
+  const auto watch = [&](int, Event event, Json& parsed) {
+    if (event == Event::object_start || event == Event::array_start) {
+      if (++depth > kMaxDepth) throw IoError(IoErrc::invalid_json, file, cat("header nests deeper than ", kMaxDepth));
+      if (event == Event::object_start) open_objects.emplace_back();
+    } else if (event == Event::object_end || event == Event::array_end) {
+      --depth;
+      if (event == Event::object_end) open_objects.pop_back();
+    } else if (event == Event::key) {
+      const std::string& key = parsed.get_ref<const std::string&>();
+      if (!open_objects.back().insert(key).second && duplicate.empty()) duplicate = key;
+      if (depth == 1) header.keys.push_back(key);
+    }
+    return true;
+  };
+  try {
+    header.json = Json::parse(text, watch);
+  } catch (const Json::exception& e) {
+    throw IoError(IoErrc::invalid_json, file, cat("header is not valid JSON: ", e.what()));
+  }
+  if (!duplicate.empty()) throw IoError(IoErrc::duplicate_key, file, cat("key '", duplicate, "' appears twice"));
+  if (!header.json.is_object()) throw IoError(IoErrc::header_not_object, file, "header is not a JSON object");
+  return header;
+}
+
+std::map<std::string, std::string> parse_metadata(const Json& value, const std::filesystem::path& file) {
+  if (!value.is_object()) throw IoError(IoErrc::invalid_metadata, file, "__metadata__ is not an object");
+  std::map<std::string, std::string> metadata;
+  for (auto it = value.begin(); it != value.end(); ++it) {
+    if (!it.value().is_string()) {
+      throw IoError(IoErrc::invalid_metadata, file,
+                    cat("__metadata__ value of '", it.key(), "' is a ", it.value().type_name(), ", not a string"));
+    }
+    metadata.emplace(it.key(), it.value().get<std::string>());
+  }
+  return metadata;
+}
+
+std::vector<std::uint64_t> parse_shape(const Json& value, const std::filesystem::path& file, std::string_view name) {
+  if (!value.is_array()) throw IoError(IoErrc::invalid_shape, file, name, "shape is not a list");
+  std::vector<std::uint64_t> shape;
+  for (const Json& dim : value) {
+    if (!dim.is_number_unsigned()) {
+      throw IoError(IoErrc::invalid_shape, file, name,
+                    cat("shape ", brief(value), " is not all non-negative integers"));
+    }
+    shape.push_back(dim.get<std::uint64_t>());
+  }
+  return shape;
+}
+
+// One "name": {"dtype", "shape", "data_offsets"} entry, checked on its own (keys, types, size against offsets).
+SafetensorsTensor parse_tensor(const std::string& name, const Json& entry, std::uint64_t data_size,
+                               const std::filesystem::path& file) {
+  if (!entry.is_object()) throw IoError(IoErrc::invalid_tensor_entry, file, name, "entry is not an object");
+  for (const char* key : {"dtype", "shape", "data_offsets"}) {
+    if (!entry.contains(key)) {
+      throw IoError(IoErrc::invalid_tensor_entry, file, name, cat("entry has no \"", key, "\""));
+    }
+  }
+  const Json& dtype = entry.at("dtype");
+  if (!dtype.is_string()) throw IoError(IoErrc::invalid_tensor_entry, file, name, "dtype is not a string");
+  const std::optional<DType> known = find_dtype(dtype.get<std::string>());
+  if (!known) throw IoError(IoErrc::unknown_dtype, file, name, cat("unknown dtype ", brief(dtype)));
+  SafetensorsTensor t{name, *known, parse_shape(entry.at("shape"), file, name), 0, 0};
+
+  const Json& offsets = entry.at("data_offsets");
+  if (!offsets.is_array() || offsets.size() != 2 || !offsets[0].is_number_unsigned() ||
+      !offsets[1].is_number_unsigned() || offsets[0].get<std::uint64_t>() > offsets[1].get<std::uint64_t>()) {
+    throw IoError(IoErrc::invalid_tensor_entry, file, name,
+                  cat("data_offsets ", brief(offsets), " is not [begin, end] with begin <= end"));
+  }
+  t.begin = offsets[0].get<std::uint64_t>();
+  t.end = offsets[1].get<std::uint64_t>();
+  const std::uint64_t bytes = checked_size(t.dtype, t.shape, file, name);
+  if (t.end - t.begin != bytes) {
+    throw IoError(IoErrc::size_mismatch, file, name,
+                  cat(offsets_text(t.begin, t.end), " do not match shape ", shape_text(t.shape), " x ",
+                      dtype_name(t.dtype), " = ", bytes, " bytes"));
+  }
+  if (t.end > data_size) {
+    throw IoError(IoErrc::offsets_out_of_range, file, name,
+                  cat(offsets_text(t.begin, t.end), " run past the ", data_size, "-byte data section"));
+  }
+  return t;
+}
+
+// In data order, the tensors must cover [0, data_size) exactly once.
+void check_tiling(std::vector<SafetensorsTensor>& tensors, std::uint64_t data_size, const std::filesystem::path& file) {
+  std::stable_sort(tensors.begin(), tensors.end(), [](const SafetensorsTensor& a, const SafetensorsTensor& b) {
+    return std::pair(a.begin, a.end) < std::pair(b.begin, b.end);
+  });
+  std::uint64_t covered = 0;
+  const SafetensorsTensor* previous = nullptr;
+  for (const SafetensorsTensor& t : tensors) {
+    if (t.begin > covered) {
+      throw IoError(IoErrc::offsets_gap, file, t.name,
+                    cat(offsets_text(t.begin, t.end), " leave bytes [", covered, ", ", t.begin, ") before it unused"));
+    }
+    if (t.begin < covered) {
+      throw IoError(
+          IoErrc::offsets_overlap, file, t.name,
+          cat(offsets_text(t.begin, t.end), " overlap tensor '", previous->name, "', which ends at ", covered));
+    }
+    covered = t.end;
+    previous = &t;
+  }
+  if (covered != data_size) {
+    throw IoError(IoErrc::trailing_bytes, file,
+                  cat(data_size - covered, " bytes after the last tensor (data section is ", data_size,
+                      " bytes, tensors cover ", covered, ")"));
+  }
+}
+
+std::uint64_t read_header_length(const detail::InputFile& in) {
+  if (in.size() < 8) {
+    throw IoError(IoErrc::truncated, in.path(),
+                  cat("file is ", in.size(), " bytes, shorter than the 8-byte header length"));
+  }
+  const std::vector<std::byte> bytes = in.read(0, 8, "header length");
+  std::uint64_t n = 0;
+  for (std::size_t i = 8; i-- > 0;) n = n << 8 | static_cast<std::uint64_t>(bytes[i]);
+  if (n > kMaxSafetensorsHeader) {
+    throw IoError(IoErrc::header_too_large, in.path(),
+                  cat("header length ", n, " is over the limit of ", kMaxSafetensorsHeader));
+  }
+  if (n > in.size() - 8) {
+    throw IoError(IoErrc::header_past_end, in.path(),
+                  cat("header length ", n, " runs past the end of the ", in.size(), "-byte file"));
+  }
+  return n;
+}
+
+}  // namespace
+
+SafetensorsFile read_safetensors(const std::filesystem::path& path) {
+  const detail::InputFile in(path);
+  const std::uint64_t header_len = read_header_length(in);
+  const std::vector<std::byte> header_bytes = in.read(8, header_len, "header");
+  const Header header =
+      parse_header(std::string_view(reinterpret_cast<const char*>(header_bytes.data()), header_bytes.size()), path);
+  const std::uint64_t data_offset = 8 + header_len;
+  const std::uint64_t data_size = in.size() - data_offset;
+
+  SafetensorsFile file;
+  for (const std::string& key : header.keys) {
+    const Json& value = header.json.at(key);
+    if (key == kMetadataKey) {
+      file.metadata_ = parse_metadata(value, path);
+    } else {
+      file.tensors_.push_back(parse_tensor(key, value, data_size, path));
+    }
+  }
+  check_tiling(file.tensors_, data_size, path);
+  file.data_ = in.read(data_offset, data_size, "data section");
+  return file;
+}
+
+const SafetensorsTensor* SafetensorsFile::find(std::string_view name) const {
+  const auto it = std::find_if(tensors_.begin(), tensors_.end(), [&](const auto& t) { return t.name == name; });
+  return it == tensors_.end() ? nullptr : &*it;
+}
+
+std::span<const std::byte> SafetensorsFile::bytes(const SafetensorsTensor& tensor) const {
+  return std::span(data_).subspan(tensor.begin, tensor.end - tensor.begin);
+}
+
+TensorView SafetensorsFile::view(const SafetensorsTensor& tensor) const {
+  return {tensor.name, tensor.dtype, tensor.shape, bytes(tensor)};
+}
+
+std::vector<TensorView> SafetensorsFile::views() const {
+  std::vector<TensorView> out;
+  out.reserve(tensors_.size());
+  for (const SafetensorsTensor& t : tensors_) out.push_back(view(t));
+  return out;
+}
+
+// ---- writing ----
+namespace {
+
+// A JSON string literal; nlohmann rejects text that is not UTF-8.
+std::optional<std::string> json_string(std::string_view s) {
+  try {
+    return Json(s).dump();
+  } catch (const Json::exception&) {
+    return std::nullopt;
+  }
+}
+
+std::string metadata_json(const std::map<std::string, std::string>& metadata, const std::filesystem::path& file) {
+  std::string out = "{";
+  for (const auto& [key, value] : metadata) {
+    const std::optional<std::string> k = json_string(key), v = json_string(value);
+    if (!k || !v) throw IoError(IoErrc::invalid_metadata, file, cat("__metadata__ entry '", key, "' is not UTF-8"));
+    out += cat(out.size() == 1 ? "" : ",", *k, ":", *v);
+  }
+  return out + "}";
+}
+
+std::string tensor_json(const TensorView& t, std::uint64_t begin, std::uint64_t end) {
+  std::string shape = "[";
+  for (std::size_t i = 0; i < t.shape.size(); ++i) shape += cat(i == 0 ? "" : ",", t.shape[i]);
+  return cat("{\"dtype\":\"", dtype_name(t.dtype), "\",\"shape\":", shape, "],\"data_offsets\":[", begin, ",", end,
+             "]}");
+}
+
+// The header, padded with spaces to a multiple of 8; checks every name and size on the way.
+std::string header_json(std::span<const TensorView> tensors, const std::map<std::string, std::string>& metadata,
+                        const std::filesystem::path& file) {
+  std::string out = "{";
+  if (!metadata.empty()) out += cat("\"", kMetadataKey, "\":", metadata_json(metadata, file));
+  std::set<std::string_view> names;
+  std::uint64_t offset = 0;
+  for (const TensorView& t : tensors) {
+    const std::optional<std::string> name = json_string(t.name);
+    if (!name) throw IoError(IoErrc::invalid_name, file, t.name, "name is not UTF-8");
+    if (t.name == kMetadataKey) throw IoError(IoErrc::invalid_name, file, t.name, "name is reserved");
+    if (!names.insert(t.name).second) throw IoError(IoErrc::duplicate_key, file, t.name, "name given twice");
+    const std::uint64_t bytes = checked_size(t.dtype, t.shape, file, t.name);
+    if (bytes != t.data.size()) {
+      throw IoError(IoErrc::size_mismatch, file, t.name,
+                    cat(t.data.size(), " bytes of data do not match shape ", shape_text(t.shape), " x ",
+                        dtype_name(t.dtype), " = ", bytes, " bytes"));
+    }
+    out += cat(out.size() == 1 ? "" : ",", *name, ":", tensor_json(t, offset, offset + bytes));
+    offset += bytes;
+  }
+  out += "}";
+  out.append((8 - out.size() % 8) % 8, ' ');
+  if (out.size() > kMaxSafetensorsHeader) {
+    throw IoError(IoErrc::header_too_large, file, cat("header of ", out.size(), " bytes is over the limit"));
+  }
+  return out;
+}
+
+}  // namespace
+
+void write_safetensors(const std::filesystem::path& path, std::span<const TensorView> tensors,
+                       const std::map<std::string, std::string>& metadata) {
+  const std::string header = header_json(tensors, metadata, path);
+  std::array<std::byte, 8> length{};
+  for (std::size_t i = 0; i < 8; ++i) length[i] = static_cast<std::byte>(header.size() >> (8 * i) & 0xff);
+  std::vector<std::span<const std::byte>> pieces{length, std::as_bytes(std::span(header))};
+  for (const TensorView& t : tensors) pieces.push_back(t.data);
+  detail::write_atomically(path, pieces);
+}
+
+}  // namespace mf::io
