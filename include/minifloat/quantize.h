@@ -54,12 +54,17 @@ struct QuantizedTensor {
 // Quantize x (count = product of shape, row-major) into `scheme`. Throws QuantizeError for bad input.
 QuantizedTensor quantize(const float* x, std::span<const std::int64_t> shape, const Scheme& scheme,
                          const QuantizeOptions& options = {});
+// The same into `out`, reusing its buffers: no allocation (or page faults) when a loop quantizes same-sized tensors.
+void quantize(const float* x, std::span<const std::int64_t> shape, const Scheme& scheme, const QuantizeOptions& options,
+              QuantizedTensor& out);
 // From bf16 or f16 bits (exactly widened to f32 first).
 QuantizedTensor quantize(const std::uint16_t* x, InputType type, std::span<const std::int64_t> shape,
                          const Scheme& scheme, const QuantizeOptions& options = {});
 // out has q.count() elements.
 void dequantize(const QuantizedTensor& q, float* out, int threads = 0);
 void dequantize_bf16(const QuantizedTensor& q, std::uint16_t* out, int threads = 0);  // RNE
+void quantize(const std::uint16_t* x, InputType type, std::span<const std::int64_t> shape, const Scheme& scheme,
+              const QuantizeOptions& options, QuantizedTensor& out);
 // Quantize and dequantize in one pass, with no intermediate tensor: out = dequantize(quantize(x)).
 void fake_quantize(const float* x, float* out, std::span<const std::int64_t> shape, const Scheme& scheme,
                    const QuantizeOptions& options = {});

@@ -73,7 +73,8 @@ inline float exp2_exact(int k) { return pow2f(k); }
 inline BlockScale power_of_two_scale(const Scheme& s, int k, float tensor_scale) {
   k = std::clamp(k, scale_exponent_min(*s.scale_format), scale_exponent_max(*s.scale_format));
   const float S = exp2_exact(k);
-  const std::uint32_t code = encode(*s.scale_format, S);
+  // ue8m0 holds 2^k as k + 127 (the common case, per block, so not through the generic encoder).
+  const std::uint32_t code = *s.scale_format == ue8m0 ? static_cast<std::uint32_t>(k + 127) : encode(*s.scale_format, S);
   return {code, s.tensor_scale ? S * tensor_scale : S};
 }
 
@@ -91,8 +92,9 @@ inline BlockScale block_scale(const Scheme& s, float amax, bool nonfinite, float
     case ScaleRule::e4m3: {
       // NVFP4: amax / 6 / tensor_scale in f32, saturated into ue4m3 (RNE); elements divide by S * tensor_scale.
       const float ideal = tensor_scale > 0 ? amax / s.element.max() / tensor_scale : 0.0f;
-      const std::uint32_t code = encode(sf, ideal, {Rounding::nearest_even, Overflow::saturate, 0});
-      return {code, decode(sf, code) * tensor_scale};
+      // with_rule() guarantees a ue4m3 scale here; naming the constant lets the compiler fold the codec.
+      const std::uint32_t code = encode(ue4m3, ideal, {Rounding::nearest_even, Overflow::saturate, 0});
+      return {code, decode(ue4m3, code) * tensor_scale};
     }
     default:
       if (amax == 0) {

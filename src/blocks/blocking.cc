@@ -60,18 +60,18 @@ Geometry blocking(std::span<const std::int64_t> shape, const Scheme& s, const Qu
   return g;
 }
 
-QuantizedTensor empty_result(std::span<const std::int64_t> shape, const Scheme& s, const QuantizeOptions& o,
-                             const Geometry& g) {
-  QuantizedTensor q;
+void init_result(QuantizedTensor& q, std::span<const std::int64_t> shape, const Scheme& s, const QuantizeOptions& o,
+                 const Geometry& g) {
   q.shape.assign(shape.begin(), shape.end());
   q.scheme = s;
   q.layout = o.layout;
   q.rotate = o.rotate;
+  q.scale_shape.clear();
   if (o.layout != Layout::ggml) {
     q.scale_shape = s.block_rows == 1 ? std::vector<std::int64_t>{g.rows, g.block_cols}
                                       : std::vector<std::int64_t>{g.block_rows, g.block_cols};
   }
-  return q;
+  q.tensor_scale = 1.0f;
 }
 
 Geometry geometry_of(const QuantizedTensor& q) {

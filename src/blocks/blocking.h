@@ -22,9 +22,9 @@ struct Geometry {
 // Validates shape, scheme and options together; throws QuantizeError naming the problem.
 Geometry blocking(std::span<const std::int64_t> shape, const Scheme& s, const QuantizeOptions& o);
 
-// A QuantizedTensor with everything but codes, scales and tensor scale filled in.
-QuantizedTensor empty_result(std::span<const std::int64_t> shape, const Scheme& s, const QuantizeOptions& o,
-                             const Geometry& g);
+// Fills in everything but codes, scales and tensor scale; q's buffers keep their capacity for reuse.
+void init_result(QuantizedTensor& q, std::span<const std::int64_t> shape, const Scheme& s, const QuantizeOptions& o,
+                 const Geometry& g);
 
 // max |x| over finite values (0 if none).
 float finite_amax(const float* x, std::int64_t n);

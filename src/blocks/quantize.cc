@@ -40,8 +40,8 @@ float scale_divisor(const Scheme& s, std::uint32_t code, float tensor_scale) {
   return s.tensor_scale ? S * tensor_scale : S;
 }
 
-QuantizedTensor quantize(const float* x, std::span<const std::int64_t> shape, const Scheme& scheme,
-                         const QuantizeOptions& options) {
+void quantize(const float* x, std::span<const std::int64_t> shape, const Scheme& scheme, const QuantizeOptions& options,
+              QuantizedTensor& out) {
   const detail::Geometry g = detail::blocking(shape, scheme, options);
   std::vector<float> rotated;
   if (options.rotate) {
@@ -49,16 +49,31 @@ QuantizedTensor quantize(const float* x, std::span<const std::int64_t> shape, co
     rotate(rotated.data(), rotated.size(), options.rotate);
     x = rotated.data();
   }
-  return cpu::quantize_fast(x, shape, scheme, options, nullptr);
+  cpu::quantize_fast(x, InputType::f32, shape, scheme, options, nullptr, out);
+}
+
+QuantizedTensor quantize(const float* x, std::span<const std::int64_t> shape, const Scheme& scheme,
+                         const QuantizeOptions& options) {
+  QuantizedTensor q;
+  quantize(x, shape, scheme, options, q);
+  return q;
+}
+
+void quantize(const std::uint16_t* x, InputType type, std::span<const std::int64_t> shape, const Scheme& scheme,
+              const QuantizeOptions& options, QuantizedTensor& out) {
+  if (type == InputType::f32) throw QuantizeError("f32 input takes the float* overload");
+  const detail::Geometry g = detail::blocking(shape, scheme, options);
+  if (!options.rotate) return cpu::quantize_fast(x, type, shape, scheme, options, nullptr, out);
+  std::vector<float> wide(static_cast<std::size_t>(g.count()));
+  cpu::widen(x, type, g.count(), wide.data(), options.threads);
+  quantize(wide.data(), shape, scheme, options, out);
 }
 
 QuantizedTensor quantize(const std::uint16_t* x, InputType type, std::span<const std::int64_t> shape,
                          const Scheme& scheme, const QuantizeOptions& options) {
-  const detail::Geometry g = detail::blocking(shape, scheme, options);
-  std::vector<float> wide(static_cast<std::size_t>(g.count()));
-  if (type == InputType::f32) throw QuantizeError("f32 input takes the float* overload");
-  cpu::widen(x, type, g.count(), wide.data(), options.threads);
-  return quantize(wide.data(), shape, scheme, options);
+  QuantizedTensor q;
+  quantize(x, type, shape, scheme, options, q);
+  return q;
 }
 
 void dequantize(const QuantizedTensor& q, float* out, int threads) {
@@ -83,7 +98,8 @@ void fake_quantize(const float* x, float* out, std::span<const std::int64_t> sha
     rotate(out, static_cast<std::size_t>(g.count()), options.rotate);
     src = out;
   }
-  cpu::quantize_fast(src, shape, scheme, options, out);
+  QuantizedTensor unused;
+  cpu::quantize_fast(src, InputType::f32, shape, scheme, options, out, unused);
   if (options.rotate) rotate(out, static_cast<std::size_t>(g.count()), options.rotate);
 }
 

@@ -49,6 +49,31 @@ HWY_INLINE hn::Vec<DU> EncodeFloatLanes(hn::Vec<DF> y, const ElementCodec& ec) {
   return hn::Or(code, hn::ShiftRightSame(sign, 31 - (ec.exponent_bits + m)));
 }
 
+// The same with the format's fields as constants (shift counts become immediates; the hot formats use this).
+template <int kExp, int kMan, int kBias>
+HWY_INLINE hn::Vec<DU> EncodeFloatLanesT(hn::Vec<DF> y, hn::Vec<DF> max) {
+  const DF df;
+  const DU du;
+  constexpr int kDrop = 23 - kMan, kEmin = 1 - kBias;
+  const auto bits = hn::BitCast(du, y);
+  const auto a = hn::Min(hn::Abs(y), max);
+  const auto sub = hn::BitCast(du, hn::NearestInt(hn::Mul(a, hn::Set(df, pow2f(kMan - kEmin)))));
+  const auto ab = hn::BitCast(du, a);
+  const auto odd = hn::And(hn::ShiftRight<kDrop>(ab), hn::Set(du, 1u));
+  const auto rounded = hn::Add(ab, hn::Add(hn::Set(du, (1u << (kDrop - 1)) - 1), odd));
+  const auto normal = hn::Sub(hn::ShiftRight<kDrop>(rounded), hn::Set(du, static_cast<std::uint32_t>(127 - kBias) << kMan));
+  const auto code = hn::IfThenElse(hn::RebindMask(du, hn::Lt(a, hn::Set(df, pow2f(kEmin)))), sub, normal);
+  // The sign bit moves from bit 31 to bit kExp + kMan.
+  return hn::Or(code, hn::And(hn::ShiftRight<31 - (kExp + kMan)>(bits), hn::Set(du, 1u << (kExp + kMan))));
+}
+
+// Functors rather than lambdas, so they carry the target's attributes.
+template <int kExp, int kMan, int kBias>
+struct FloatEncoder {
+  hn::Vec<DF> max;
+  HWY_INLINE hn::Vec<DU> operator()(hn::Vec<DF> y) const { return EncodeFloatLanesT<kExp, kMan, kBias>(y, max); }
+};
+
 // Symmetric integers: round(y) to nearest even, clamped to +-max, two's complement in `bits` bits.
 HWY_INLINE hn::Vec<DU> EncodeIntLanes(hn::Vec<DF> y, const ElementCodec& ec) {
   const DF df;
@@ -57,6 +82,14 @@ HWY_INLINE hn::Vec<DU> EncodeIntLanes(hn::Vec<DF> y, const ElementCodec& ec) {
   const auto q = hn::NearestInt(hn::Min(hn::Max(y, hn::Neg(m)), m));
   return hn::And(hn::BitCast(du, q), hn::Set(du, (1u << ec.bits) - 1));
 }
+
+// Any element type, its fields read at run time.
+struct GenericEncoder {
+  const ElementCodec* ec;
+  HWY_INLINE hn::Vec<DU> operator()(hn::Vec<DF> y) const {
+    return ec->is_int ? EncodeIntLanes(y, *ec) : EncodeFloatLanes(y, *ec);
+  }
+};
 
 // codes in u32 lanes -> element values, exactly as decode() / element_value().
 HWY_INLINE hn::Vec<DF> DecodeLanes(hn::Vec<DU> c, const ElementCodec& ec) {
@@ -88,42 +121,111 @@ HWY_INLINE hn::Vec<DF> DecodeLanes(hn::Vec<DU> c, const ElementCodec& ec) {
   return hn::BitCast(df, hn::Or(hn::BitCast(du, v), sign));
 }
 
-void BlockMaxAbsBits(const float* x, std::int64_t cols, std::int64_t bc, std::uint32_t* block_max_bits) {
-  const DF df;
-  const DU du;
-  const auto N = static_cast<std::int64_t>(hn::Lanes(df));
-  for (std::int64_t b = 0, c0 = 0; c0 < cols; ++b, c0 += bc) {
-    const std::int64_t c1 = std::min(c0 + bc, cols);
-    auto acc = hn::Zero(du);
-    std::int64_t c = c0;
-    for (; c + N <= c1; c += N) acc = hn::Max(acc, hn::BitCast(du, hn::Abs(hn::LoadU(df, x + c))));
-    std::uint32_t m = hn::GetLane(hn::MaxOfLanes(du, acc));
-    for (; c < c1; ++c) m = std::max(m, std::bit_cast<std::uint32_t>(x[c]) & 0x7FFFFFFFu);
-    block_max_bits[b] = std::max(block_max_bits[b], m);
-  }
-}
-
-void EncodeRow(const float* x, std::int64_t cols, std::int64_t bc, const float* divisors, const ElementCodec& ec,
-               std::uint8_t* codes) {
+// Codes of x[c0, c1), one block whose divisor is d, one per byte.
+template <class Encoder>
+HWY_INLINE void EncodeBlock(const float* x, std::int64_t c0, std::int64_t c1, float d, const ElementCodec& ec,
+                            std::uint8_t* codes, const Encoder& encode_lanes) {
   const DF df;
   const DI di;
   const D8 d8;
   const auto N = static_cast<std::int64_t>(hn::Lanes(df));
-  for (std::int64_t b = 0, c0 = 0; c0 < cols; ++b, c0 += bc) {
-    const std::int64_t c1 = std::min(c0 + bc, cols);
-    const float d = divisors[b];
-    std::int64_t c = c0;
-    if (d > 0) {  // not a zero (signed zeros) or NaN (non-finite) block: those take the scalar rule below
-      const auto vd = hn::Set(df, d);
-      for (; c + N <= c1; c += N) {
-        const auto y = hn::Div(hn::LoadU(df, x + c), vd);
-        const auto code = ec.is_int ? EncodeIntLanes(y, ec) : EncodeFloatLanes(y, ec);
-        hn::StoreU(hn::DemoteTo(d8, hn::BitCast(di, code)), d8, codes + c);
-      }
+  std::int64_t c = c0;
+  if (d > 0) {  // not a zero (signed zeros) or NaN (non-finite) block: those take the scalar rule below
+    // x / 2^k and x * 2^-k are the same correctly rounded quotient: multiply when the reciprocal is exact.
+    const float r = 1.0f / d;
+    const bool exact = std::isfinite(r) && r * d == 1.0f && (std::bit_cast<std::uint32_t>(r) & 0x7FFFFFu) == 0;
+    const auto vd = hn::Set(df, d), vr = hn::Set(df, r);
+    for (; c + N <= c1; c += N) {
+      const auto v = hn::LoadU(df, x + c);
+      const auto y = exact ? hn::Mul(v, vr) : hn::Div(v, vd);
+      hn::StoreU(hn::DemoteTo(d8, hn::BitCast(di, encode_lanes(y))), d8, codes + c);
     }
-    const BlockScale bs{0, d};
-    for (; c < c1; ++c) codes[c] = std::isnan(d) ? 0 : static_cast<std::uint8_t>(element_code(*ec.scheme, x[c], bs));
   }
+  const BlockScale bs{0, d};
+  for (; c < c1; ++c) codes[c] = std::isnan(d) ? 0 : static_cast<std::uint8_t>(element_code(*ec.scheme, x[c], bs));
+}
+
+// The largest |x| bit pattern over x[c0, c1).
+HWY_INLINE std::uint32_t MaxAbsBits(const float* x, std::int64_t c0, std::int64_t c1) {
+  const DF df;
+  const DU du;
+  const auto N = static_cast<std::int64_t>(hn::Lanes(df));
+  auto acc = hn::Zero(du);
+  std::int64_t c = c0;
+  for (; c + N <= c1; c += N) acc = hn::Max(acc, hn::BitCast(du, hn::Abs(hn::LoadU(df, x + c))));
+  std::uint32_t m = c > c0 ? hn::GetLane(hn::MaxOfLanes(du, acc)) : 0;
+  for (; c < c1; ++c) m = std::max(m, std::bit_cast<std::uint32_t>(x[c]) & 0x7FFFFFFFu);
+  return m;
+}
+
+void BlockMaxAbsBits(const float* x, std::int64_t cols, std::int64_t bc, std::uint32_t* block_max_bits) {
+  for (std::int64_t b = 0, c0 = 0; c0 < cols; ++b, c0 += bc) {
+    block_max_bits[b] = std::max(block_max_bits[b], MaxAbsBits(x, c0, std::min(c0 + bc, cols)));
+  }
+}
+
+// Calls fn(encoder) with the encoder for ec's element type: constants for the formats of MX, NVFP4 and DeepSeek.
+template <class Fn>
+HWY_INLINE void WithEncoder(const ElementCodec& ec, const Fn& fn) {
+  const auto max = hn::Set(DF(), ec.max);
+  if (!ec.is_int) {
+    const int key = ec.exponent_bits * 256 + ec.mantissa_bits * 16 + ec.bias;
+    switch (key) {
+      case 4 * 256 + 3 * 16 + 7: return fn(FloatEncoder<4, 3, 7>{max});
+      case 5 * 256 + 2 * 16 + 15: return fn(FloatEncoder<5, 2, 15>{max});
+      case 3 * 256 + 2 * 16 + 3: return fn(FloatEncoder<3, 2, 3>{max});
+      case 2 * 256 + 3 * 16 + 1: return fn(FloatEncoder<2, 3, 1>{max});
+      case 2 * 256 + 1 * 16 + 1: return fn(FloatEncoder<2, 1, 1>{max});
+    }
+  }
+  fn(GenericEncoder{&ec});
+}
+
+struct EncodeRowFn {
+  const float* x;
+  std::int64_t cols, bc;
+  const float* divisors;
+  const ElementCodec& ec;
+  std::uint8_t* codes;
+  template <class Encoder>
+  HWY_INLINE void operator()(const Encoder& e) const {
+    for (std::int64_t b = 0, c0 = 0; c0 < cols; ++b, c0 += bc) {
+      EncodeBlock(x, c0, std::min(c0 + bc, cols), divisors[b], ec, codes, e);
+    }
+  }
+};
+
+// One row of 1 x bc blocks in one pass: each block's amax, its scale (the scalar rule), then its codes.
+struct QuantizeRowFn {
+  const float* x;
+  std::int64_t cols, bc;
+  float tensor_scale;
+  const ElementCodec& ec;
+  std::uint8_t* codes;
+  std::uint32_t* scale_codes;
+  float* divisors;
+  template <class Encoder>
+  HWY_INLINE void operator()(const Encoder& e) const {
+    for (std::int64_t b = 0, c0 = 0; c0 < cols; ++b, c0 += bc) {
+      const std::int64_t c1 = std::min(c0 + bc, cols);
+      const std::uint32_t m = MaxAbsBits(x, c0, c1);
+      const bool nonfinite = m >= 0x7F800000u;
+      const BlockScale bs = block_scale(*ec.scheme, nonfinite ? 0.0f : std::bit_cast<float>(m), nonfinite, tensor_scale);
+      scale_codes[b] = bs.code;
+      divisors[b] = bs.divisor;
+      EncodeBlock(x, c0, c1, bs.divisor, ec, codes, e);
+    }
+  }
+};
+
+void EncodeRow(const float* x, std::int64_t cols, std::int64_t bc, const float* divisors, const ElementCodec& ec,
+               std::uint8_t* codes) {
+  WithEncoder(ec, EncodeRowFn{x, cols, bc, divisors, ec, codes});
+}
+
+void QuantizeRow(const float* x, std::int64_t cols, std::int64_t bc, float tensor_scale, const ElementCodec& ec,
+                 std::uint8_t* codes, std::uint32_t* scale_codes, float* divisors) {
+  WithEncoder(ec, QuantizeRowFn{x, cols, bc, tensor_scale, ec, codes, scale_codes, divisors});
 }
 
 void DecodeRow(const std::uint8_t* codes, std::int64_t cols, std::int64_t bc, const float* divisors,

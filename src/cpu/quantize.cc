@@ -25,6 +25,7 @@ namespace mf::cpu {
 
 HWY_EXPORT(BlockMaxAbsBits);
 HWY_EXPORT(EncodeRow);
+HWY_EXPORT(QuantizeRow);
 HWY_EXPORT(DecodeRow);
 HWY_EXPORT(FiniteAmax);
 HWY_EXPORT(WidenBf16);
@@ -81,32 +82,67 @@ struct Sink {
   float* fake = nullptr;          // fake_quantize: dequantized values
 };
 
-void quantize_group(const float* x, const detail::Geometry& g, const Scheme& s, const ElementCodec& ec, float ts,
-                    std::int64_t bi, const Sink& sink, std::vector<std::uint8_t>& row_codes) {
+// The input: f32, or bf16/f16 bits widened one group of block rows at a time into a per-thread buffer.
+struct Source {
+  const float* f32 = nullptr;
+  const std::uint16_t* narrow = nullptr;
+  InputType type = InputType::f32;
+};
+
+// Rows r0 .. r1 of the source as f32 (pointing at row r0).
+const float* group_rows(const Source& src, const detail::Geometry& g, std::int64_t r0, std::int64_t r1,
+                        std::vector<float>& wide) {
+  if (src.type == InputType::f32) return src.f32 + r0 * g.cols;
+  wide.resize(static_cast<std::size_t>((r1 - r0) * g.cols));
+  const std::uint16_t* in = src.narrow + r0 * g.cols;
+  if (src.type == InputType::bf16) HWY_DYNAMIC_DISPATCH(WidenBf16)(in, (r1 - r0) * g.cols, wide.data());
+  else HWY_DYNAMIC_DISPATCH(WidenF16)(in, (r1 - r0) * g.cols, wide.data());
+  return wide.data();
+}
+
+// A row's codes (one per byte) go on: decoded into the fake-quantize output, or packed into q's codes when rows
+// pack on their own (otherwise they were written straight into the whole-tensor buffer).
+void emit_row(const detail::Geometry& g, const ElementCodec& ec, const Sink& sink, std::int64_t r,
+              const std::uint8_t* codes, const float* divisors) {
+  if (sink.fake) {
+    HWY_DYNAMIC_DISPATCH(DecodeRow)(codes, g.cols, g.bc, divisors, ec, sink.fake + r * g.cols);
+  } else if (!sink.all_codes) {
+    const std::size_t row_bytes = packed_size(static_cast<std::size_t>(g.cols), ec.bits);
+    std::uint8_t* out = sink.q->codes.data() + static_cast<std::size_t>(r) * row_bytes;
+    if (sink.q->layout == Layout::unpacked) {
+      std::memcpy(out, codes, static_cast<std::size_t>(g.cols));
+    } else {
+      pack_codes(std::span<const std::uint8_t>(codes, static_cast<std::size_t>(g.cols)), ec.bits,
+                 std::span<std::uint8_t>(out, row_bytes));
+    }
+  }
+}
+
+void quantize_group(const Source& src, const detail::Geometry& g, const Scheme& s, const ElementCodec& ec, float ts,
+                    std::int64_t bi, const Sink& sink, std::vector<std::uint8_t>& row_codes, std::vector<float>& wide) {
   const std::int64_t r0 = bi * g.br, r1 = std::min(r0 + g.br, g.rows);
-  std::vector<std::uint32_t> max_bits(static_cast<std::size_t>(g.block_cols), 0);
-  for (std::int64_t r = r0; r < r1; ++r) HWY_DYNAMIC_DISPATCH(BlockMaxAbsBits)(x + r * g.cols, g.cols, g.bc, max_bits.data());
+  const float* x = group_rows(src, g, r0, r1, wide);  // row r is x + (r - r0) * cols
   std::vector<float> divisors(static_cast<std::size_t>(g.block_cols));
+  if (g.br == 1) {  // 1 x B blocks: amax, scale and codes of each block in one pass over the row
+    std::uint8_t* codes = sink.all_codes ? sink.all_codes->data() + r0 * g.cols : row_codes.data();
+    std::uint32_t* scales = sink.scale_codes->data() + bi * g.block_cols;
+    HWY_DYNAMIC_DISPATCH(QuantizeRow)(x, g.cols, g.bc, ts, ec, codes, scales, divisors.data());
+    return emit_row(g, ec, sink, r0, codes, divisors.data());
+  }
+  std::vector<std::uint32_t> max_bits(static_cast<std::size_t>(g.block_cols), 0);
+  for (std::int64_t r = r0; r < r1; ++r) {
+    HWY_DYNAMIC_DISPATCH(BlockMaxAbsBits)(x + (r - r0) * g.cols, g.cols, g.bc, max_bits.data());
+  }
   for (std::int64_t bj = 0; bj < g.block_cols; ++bj) {
     const bool nonfinite = max_bits[bj] >= 0x7F800000u;
     const BlockScale bs = block_scale(s, nonfinite ? 0.0f : std::bit_cast<float>(max_bits[bj]), nonfinite, ts);
     divisors[bj] = bs.divisor;
-    if (sink.scale_codes) (*sink.scale_codes)[bi * g.block_cols + bj] = bs.code;
+    (*sink.scale_codes)[bi * g.block_cols + bj] = bs.code;
   }
-  const int bits = ec.bits;
   for (std::int64_t r = r0; r < r1; ++r) {
-    const float* xr = x + r * g.cols;
     std::uint8_t* codes = sink.all_codes ? sink.all_codes->data() + r * g.cols : row_codes.data();
-    HWY_DYNAMIC_DISPATCH(EncodeRow)(xr, g.cols, g.bc, divisors.data(), ec, codes);
-    if (sink.fake) {
-      HWY_DYNAMIC_DISPATCH(DecodeRow)(codes, g.cols, g.bc, divisors.data(), ec, sink.fake + r * g.cols);
-    } else if (!sink.all_codes) {
-      const std::size_t row_bytes = packed_size(static_cast<std::size_t>(g.cols), bits);
-      const std::span<const std::uint8_t> in(codes, static_cast<std::size_t>(g.cols));
-      std::uint8_t* out = sink.q->codes.data() + static_cast<std::size_t>(r) * row_bytes;
-      if (sink.q->layout == Layout::unpacked) std::memcpy(out, codes, static_cast<std::size_t>(g.cols));
-      else pack_codes(in, bits, std::span<std::uint8_t>(out, row_bytes));
-    }
+    HWY_DYNAMIC_DISPATCH(EncodeRow)(x + (r - r0) * g.cols, g.cols, g.bc, divisors.data(), ec, codes);
+    emit_row(g, ec, sink, r, codes, divisors.data());
   }
 }
 
@@ -115,19 +151,32 @@ bool needs_reference(const Scheme& s) { return s.rule == ScaleRule::mse || s.pro
 }  // namespace
 
 // The fast path behind mf::quantize / mf::fake_quantize (x already rotated if asked).
-QuantizedTensor quantize_fast(const float* x, std::span<const std::int64_t> shape, const Scheme& s,
-                              const QuantizeOptions& o, float* fake_out) {
+void quantize_fast(const void* input, InputType type, std::span<const std::int64_t> shape, const Scheme& s,
+                   const QuantizeOptions& o, float* fake_out, QuantizedTensor& q) {
   const detail::Geometry g = detail::blocking(shape, s, o);
+  // Narrow inputs go group by group, unless something needs the whole tensor as f32 first.
+  std::vector<float> widened;
+  Source src{static_cast<const float*>(input), nullptr, InputType::f32};
+  if (type != InputType::f32) {
+    if (needs_reference(s) || s.tensor_scale || o.nonfinite == NonFinite::error) {
+      widened.resize(static_cast<std::size_t>(g.count()));
+      widen(static_cast<const std::uint16_t*>(input), type, g.count(), widened.data(), o.threads);
+      src.f32 = widened.data();
+    } else {
+      src = {nullptr, static_cast<const std::uint16_t*>(input), type};
+    }
+  }
+  const float* x = src.f32;
   QuantizeOptions plain = o;
   plain.rotate = 0;
   if (needs_reference(s)) {
-    QuantizedTensor q = ref::quantize(x, shape, s, plain);
+    q = ref::quantize(x, shape, s, plain);
     if (fake_out) ref::dequantize(q, fake_out);
     q.rotate = o.rotate;
-    return q;
+    return;
   }
   const int threads = thread_count(o.threads);
-  QuantizedTensor q = detail::empty_result(shape, s, o, g);
+  detail::init_result(q, shape, s, o, g);
   if (o.nonfinite == NonFinite::error) {
     const std::int64_t bad = first_nonfinite(x, g);
     if (bad >= 0) detail::throw_nonfinite(q, bad, x[bad], o.tensor_name);
@@ -145,10 +194,10 @@ QuantizedTensor quantize_fast(const float* x, std::span<const std::int64_t> shap
   if (!fake_out) {
     if (rows_pack_alone && o.layout != Layout::ggml) {
       sink.q = &q;
-      q.codes.assign(o.layout == Layout::unpacked
+      // Every byte is written below: resize keeps a reused buffer's contents and capacity (no clearing pass).
+      q.codes.resize(o.layout == Layout::unpacked
                          ? static_cast<std::size_t>(g.count())
-                         : static_cast<std::size_t>(g.rows) * packed_size(static_cast<std::size_t>(g.cols), bits),
-                     0);
+                         : static_cast<std::size_t>(g.rows) * packed_size(static_cast<std::size_t>(g.cols), bits));
     } else {
       all_codes.resize(static_cast<std::size_t>(g.count()));
       sink.all_codes = &all_codes;
@@ -157,13 +206,15 @@ QuantizedTensor quantize_fast(const float* x, std::span<const std::int64_t> shap
 #pragma omp parallel num_threads(threads)
   {
     std::vector<std::uint8_t> row_codes(static_cast<std::size_t>(g.cols));
+    std::vector<float> wide;
 #pragma omp for schedule(static)
-    for (std::int64_t bi = 0; bi < g.block_rows; ++bi) quantize_group(x, g, s, ec, q.tensor_scale, bi, sink, row_codes);
+    for (std::int64_t bi = 0; bi < g.block_rows; ++bi) {
+      quantize_group(src, g, s, ec, q.tensor_scale, bi, sink, row_codes, wide);
+    }
   }
-  if (fake_out) return q;
+  if (fake_out) return;
   if (sink.all_codes) detail::store_codes(q, all_codes);
   detail::store_scales(q, scale_codes);
-  return q;
 }
 
 void dequantize_fast(const QuantizedTensor& q, float* out, int threads) {

@@ -8,10 +8,10 @@
 
 namespace mf::cpu {
 
-// Quantize x (already rotated when options.rotate is set). With fake_out, writes dequantized values there instead
-// of codes (the returned tensor then holds no codes or scales).
-QuantizedTensor quantize_fast(const float* x, std::span<const std::int64_t> shape, const Scheme& s,
-                              const QuantizeOptions& o, float* fake_out);
+// Quantize x (already rotated when options.rotate is set) into q, reusing q's buffers. With fake_out, writes
+// dequantized values there instead of codes (q then holds no codes or scales).
+void quantize_fast(const void* x, InputType type, std::span<const std::int64_t> shape, const Scheme& s,
+                   const QuantizeOptions& o, float* fake_out, QuantizedTensor& q);
 // Dequantize without undoing the rotation.
 void dequantize_fast(const QuantizedTensor& q, float* out, int threads);
 float finite_amax(const float* x, std::int64_t n, int threads);

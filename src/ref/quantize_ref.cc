@@ -12,7 +12,8 @@ namespace mf::ref {
 QuantizedTensor quantize(const float* x, std::span<const std::int64_t> shape, const Scheme& s,
                          const QuantizeOptions& o) {
   const detail::Geometry g = detail::blocking(shape, s, o);
-  QuantizedTensor q = detail::empty_result(shape, s, o, g);
+  QuantizedTensor q;
+  detail::init_result(q, shape, s, o, g);
   std::vector<float> rotated;
   if (o.rotate) {
     rotated.assign(x, x + g.count());
