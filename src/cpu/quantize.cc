@@ -42,9 +42,12 @@ ElementCodec element_codec(const Scheme& s) {
   return ec;
 }
 
+// 0 asks for OpenMP's default (all cores); num_threads() itself needs a positive count.
+static int thread_count(int requested) { return requested > 0 ? requested : omp_get_max_threads(); }
+
 float finite_amax(const float* x, std::int64_t n, int threads) {
   std::uint32_t m = 0;
-#pragma omp parallel for num_threads(threads) reduction(max : m) schedule(static)
+#pragma omp parallel for num_threads(thread_count(threads)) reduction(max : m) schedule(static)
   for (std::int64_t i = 0; i < n; i += (1 << 16)) {
     m = std::max(m, std::bit_cast<std::uint32_t>(HWY_DYNAMIC_DISPATCH(FiniteAmax)(x + i, std::min<std::int64_t>(n - i, 1 << 16))));
   }
@@ -52,7 +55,7 @@ float finite_amax(const float* x, std::int64_t n, int threads) {
 }
 
 void widen(const std::uint16_t* in, InputType type, std::int64_t n, float* out, int threads) {
-#pragma omp parallel for num_threads(threads) schedule(static)
+#pragma omp parallel for num_threads(thread_count(threads)) schedule(static)
   for (std::int64_t i = 0; i < n; i += (1 << 16)) {
     const std::int64_t len = std::min<std::int64_t>(n - i, 1 << 16);
     if (type == InputType::bf16) HWY_DYNAMIC_DISPATCH(WidenBf16)(in + i, len, out + i);
@@ -61,8 +64,6 @@ void widen(const std::uint16_t* in, InputType type, std::int64_t n, float* out, 
 }
 
 namespace {
-
-int thread_count(int requested) { return requested > 0 ? requested : omp_get_max_threads(); }
 
 // The first non-finite value in the reference's scan order (blocks row-major, rows then columns inside a block).
 std::int64_t first_nonfinite(const float* x, const detail::Geometry& g) {
@@ -107,10 +108,12 @@ void emit_row(const detail::Geometry& g, const ElementCodec& ec, const Sink& sin
   if (sink.fake) {
     HWY_DYNAMIC_DISPATCH(DecodeRow)(codes, g.cols, g.bc, divisors, ec, sink.fake + r * g.cols);
   } else if (!sink.all_codes) {
-    const std::size_t row_bytes = packed_size(static_cast<std::size_t>(g.cols), ec.bits);
+    const bool unpacked = sink.q->layout == Layout::unpacked;
+    const std::size_t row_bytes = unpacked ? static_cast<std::size_t>(g.cols)
+                                           : packed_size(static_cast<std::size_t>(g.cols), ec.bits);
     std::uint8_t* out = sink.q->codes.data() + static_cast<std::size_t>(r) * row_bytes;
-    if (sink.q->layout == Layout::unpacked) {
-      std::memcpy(out, codes, static_cast<std::size_t>(g.cols));
+    if (unpacked) {
+      std::memcpy(out, codes, row_bytes);
     } else {
       pack_codes(std::span<const std::uint8_t>(codes, static_cast<std::size_t>(g.cols)), ec.bits,
                  std::span<std::uint8_t>(out, row_bytes));
