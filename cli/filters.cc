@@ -91,7 +91,9 @@ void run_decode(const Args& args) {
                                    text, f.name, f.bits(), hex_code(f, f.max_finite_code())));
     }
     const float value = decode(f, *code);
-    out += args.bits ? hex_code(f32, std::bit_cast<std::uint32_t>(value)) : shortest(value);
+    // Shortest decimal that reads back as f64 to exactly this value, so `encode` (which reads f64) round-trips
+    // every code, also where a format rounds on either side of one of its own values (ue8m0 0x00 = 2^-127).
+    out += args.bits ? hex_code(f32, std::bit_cast<std::uint32_t>(value)) : shortest(static_cast<double>(value));
     out += '\n';
   });
   write_stdout(out);

@@ -2,6 +2,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <exception>
+#include <string>
 #include <fmt/format.h>
 
 #include "common.h"
@@ -19,6 +20,20 @@ int main(int argc, char** argv) {
   mf::cli::register_error(app);
   mf::cli::register_block(app);
   mf::cli::register_tour(app);
+  // CLI11 reports a mistyped subcommand as "a subcommand is required"; name it instead.
+  if (argc > 1 && argv[1][0] != '-') {
+    bool known = false;
+    std::string names;
+    for (const CLI::App* sub : app.get_subcommands({})) {
+      known = known || sub->get_name() == argv[1];
+      if (!names.empty()) names += ", ";
+      names += sub->get_name();
+    }
+    if (!known) {
+      std::fprintf(stderr, "minifloat: error: unknown subcommand '%s' (known: %s)\n", argv[1], names.c_str());
+      return 2;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -1,0 +1,611 @@
+// The `minifloat` command, run as a user would: arguments in, stdout/stderr/exit code out.
+//
+// Expected values are worked out by hand from SPEC.md (or read from the hand-typed golden tables), never from the
+// program itself; the one exception is docs/formats.md, which must equal `minifloat formats --markdown` so the
+// committed docs cannot drift from the format data.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#define MF_GOLDEN_DIR MF_SOURCE_DIR "/tests/golden"
+#include "../golden/golden_table.h"
+
+extern char** environ;
+
+namespace {
+
+using nlohmann::json;
+
+struct Result {
+  int exit_code = -1;  // 128 + signal when killed
+  std::string out, err;
+};
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Runs `minifloat args...` with `input` on stdin. Temp files instead of pipes: no deadlock on big inputs/outputs.
+// stdout goes to `stdout_path` instead when one is given (then Result::out stays empty).
+Result run(const std::vector<std::string>& args, const std::string& input = "", const char* stdout_path = nullptr) {
+  static std::atomic<int> counter{0};
+  const std::string base =
+      ::testing::TempDir() + "mf_cli_" + std::to_string(::getpid()) + "_" + std::to_string(counter++);
+  const std::string in_path = base + ".in", out_path = base + ".out", err_path = base + ".err";
+  std::ofstream(in_path, std::ios::binary) << input;
+
+  std::vector<std::string> argv_s{MF_CLI};
+  argv_s.insert(argv_s.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& a : argv_s) argv.push_back(a.data());
+  argv.push_back(nullptr);
+
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 0, in_path.c_str(), O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, 1, stdout_path ? stdout_path : out_path.c_str(),
+                                   O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  posix_spawn_file_actions_addopen(&actions, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  pid_t pid = 0;
+  Result r;
+  if (posix_spawn(&pid, MF_CLI, &actions, nullptr, argv.data(), environ) == 0) {
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  }
+  posix_spawn_file_actions_destroy(&actions);
+  r.out = read_file(out_path);
+  r.err = read_file(err_path);
+  for (const auto& p : {in_path, out_path, err_path}) std::remove(p.c_str());
+  return r;
+}
+
+std::vector<std::string> lines(std::string_view text) {
+  std::vector<std::string> out;
+  while (!text.empty()) {
+    const std::size_t nl = text.find('\n');
+    out.emplace_back(text.substr(0, nl));
+    text = nl == std::string_view::npos ? std::string_view{} : text.substr(nl + 1);
+  }
+  return out;
+}
+
+std::string joined(const std::vector<std::string>& items) {
+  std::string s;
+  for (const auto& i : items) s += i + "\n";
+  return s;
+}
+
+std::string hex(std::uint32_t v) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "0x%x", v);
+  return buf;
+}
+
+// The row of `show` output for a format: the line that starts with its name.
+std::string row(const std::string& out, std::string_view format) {
+  for (const auto& l : lines(out)) {
+    if (l.rfind(std::string(format) + " ", 0) == 0) return l;
+  }
+  return "";
+}
+
+// Each of `parts` occurs in `text`.
+void expect_contains(const std::string& text, std::initializer_list<std::string_view> parts) {
+  for (const std::string_view p : parts) EXPECT_NE(text.find(p), std::string::npos) << "'" << p << "' not in: " << text;
+}
+
+// Every user error: exit 2, nothing on stdout, exactly one line on stderr, naming `detail`.
+void expect_usage_error(const Result& r, std::string_view detail) {
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err.rfind("minifloat: error:", 0), 0u) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_EQ(r.err.back(), '\n');
+  EXPECT_NE(r.err.find(detail), std::string::npos) << "'" << detail << "' not in: " << r.err;
+}
+
+// ---- show: seed 000's worked example ----
+
+TEST(Show, PointThreeInTheDefaultFormats) {
+  const Result r = run({"show", "0.3"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  // 0.3 = 1.2 x 2^-2: exponent field = bias - 2. BF16 127 - 2 = 125, 0.2 x 2^7 = 25.6 -> 26 (0011010).
+  expect_contains(row(r.out, "bf16"), {"0x3e9a", "0 | 01111101 | 0011010", "0.30078125"});
+  // E4M3 7 - 2 = 5 (0101), 0.2 x 8 = 1.6 -> 2 (010): 1.25 x 2^-2 = 0.3125, error 0.0125 / 0.3 = 4.17%.
+  expect_contains(row(r.out, "e4m3"), {"0x2a", "0 | 0101 | 010", " normal ", "0.3125", "4.17%"});
+  // F16 15 - 2 = 13, 0.2 x 1024 = 204.8 -> 205; E5M2 15 - 2 = 13, 0.2 x 4 = 0.8 -> 1.
+  expect_contains(row(r.out, "f16"), {"0x34cd", "0 | 01101 | 0011001101"});
+  expect_contains(row(r.out, "e5m2"), {"0x35", "0 | 01101 | 01"});
+  // E2M1 has 0 and 0.5 near 0.3: 0.5 is nearer (subnormal code 0x1), error 0.2 / 0.3 = 66.7%.
+  expect_contains(row(r.out, "e2m1"), {"0x1", "0 | 00 | 1", "subnormal", "0.5", "66.7%"});
+  EXPECT_EQ(row(r.out, "e3m2"), "");  // not a default format
+}
+
+TEST(Show, ScaleMakesE2m1Accurate) {
+  const Result r = run({"show", "0.3", "--scale", "0.0625", "--formats", "e2m1"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // 0.3 / 0.0625 = 4.8 -> nearest E2M1 value 4 = 1.0 x 2^2 (0 | 11 | 0 = 0x6); 4 x 0.0625 = 0.25; 0.05 / 0.3.
+  expect_contains(r.out, {"4.8"});
+  expect_contains(row(r.out, "e2m1"), {"0x6", "0 | 11 | 0", "0.25", "16.7%"});
+  // Without the scale: 0.5 (0x1), 66.7%.
+  const std::size_t without = r.out.find("without the scale");
+  ASSERT_NE(without, std::string::npos) << r.out;
+  expect_contains(r.out.substr(without), {"0.5", "0x1", "66.7%"});
+}
+
+TEST(Show, AcceptsF32BitsAndNegatives) {
+  const Result bits = run({"show", "0x3e99999a", "--formats", "e4m3"});
+  ASSERT_EQ(bits.exit_code, 0) << bits.err;
+  expect_contains(bits.out, {"0.30000001192092896"});  // the f32 nearest 0.3, exactly
+  expect_contains(row(bits.out, "e4m3"), {"0x2a"});
+  const Result neg = run({"show", "-0.3", "--formats", "e4m3"});
+  ASSERT_EQ(neg.exit_code, 0) << neg.err;
+  expect_contains(row(neg.out, "e4m3"), {"0xaa", "1 | 0101 | 010"});  // sign bit set on 0x2a
+  const Result sat = run({"show", "1000", "--formats", "e4m3", "--overflow", "saturate"});
+  expect_contains(row(sat.out, "e4m3"), {"0x7e", "saturated", "448"});
+}
+
+// ---- show --json: the schema documented in docs/cli.md ----
+
+std::vector<std::string> keys(const json& j) {
+  std::vector<std::string> k;
+  for (auto it = j.begin(); it != j.end(); ++it) k.push_back(it.key());
+  std::sort(k.begin(), k.end());
+  return k;
+}
+const std::vector<std::string> kShowKeys = {"formats",  "input", "input_f32_bits", "overflow",
+                                            "rounding", "scale", "scaled_input"};
+const std::vector<std::string> kRowKeys = {"abs_error", "bits",           "class",  "code",
+                                           "exponent",  "exponent_field", "format", "mantissa_field",
+                                           "rel_error", "sign",           "stored", "value"};
+
+TEST(ShowJson, FieldsForPointThree) {
+  const Result r = run({"show", "0.3", "--formats", "e4m3,ue8m0", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json j = json::parse(r.out);
+  EXPECT_EQ(keys(j), kShowKeys);
+  EXPECT_EQ(j["input"], 0.3);
+  EXPECT_TRUE(j["input_f32_bits"].is_null());
+  EXPECT_EQ(j["scale"], 1.0);
+  EXPECT_EQ(j["scaled_input"], 0.3);
+  EXPECT_EQ(j["overflow"], "default");
+  EXPECT_EQ(j["rounding"], "nearest_even");
+  ASSERT_EQ(j["formats"].size(), 2u);
+  const json& e = j["formats"][0];
+  EXPECT_EQ(keys(e), kRowKeys);
+  EXPECT_EQ(e["format"], "e4m3");
+  EXPECT_EQ(e["code"], "0x2a");
+  EXPECT_EQ(e["bits"], "00101010");
+  EXPECT_EQ(e["sign"], 0);
+  EXPECT_EQ(e["exponent_field"], "0101");
+  EXPECT_EQ(e["exponent"], -2);
+  EXPECT_EQ(e["mantissa_field"], "010");
+  EXPECT_EQ(e["class"], "normal");
+  EXPECT_EQ(e["stored"], 0.3125);
+  EXPECT_EQ(e["value"], 0.3125);
+  EXPECT_NEAR(e["abs_error"].get<double>(), 0.0125, 1e-15);
+  EXPECT_NEAR(e["rel_error"].get<double>(), 0.0125 / 0.3, 1e-15);
+  // ue8m0: unsigned (sign null), no mantissa bits; 0.3 = 1.2 x 2^-2 rounds to 2^-2 (1.2 < 1.5): code 127 - 2.
+  const json& u = j["formats"][1];
+  EXPECT_TRUE(u["sign"].is_null());
+  EXPECT_EQ(u["code"], "0x7d");
+  EXPECT_EQ(u["mantissa_field"], "");
+  EXPECT_EQ(u["exponent"], -2);
+  EXPECT_EQ(u["stored"], 0.25);
+}
+
+TEST(ShowJson, ScaleAddsUnscaledAndBitsInputIsNamed) {
+  const Result r = run({"show", "0.3", "--scale", "0.0625", "--formats", "e2m1", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j["scale"], 0.0625);
+  EXPECT_NEAR(j["scaled_input"].get<double>(), 4.8, 1e-15);
+  const json& e = j["formats"][0];
+  EXPECT_EQ(e["code"], "0x6");
+  EXPECT_EQ(e["stored"], 4.0);
+  EXPECT_EQ(e["value"], 0.25);
+  EXPECT_NEAR(e["rel_error"].get<double>(), 1.0 / 6, 1e-12);
+  ASSERT_TRUE(e.contains("unscaled"));
+  EXPECT_EQ(e["unscaled"]["code"], "0x1");
+  EXPECT_EQ(e["unscaled"]["class"], "subnormal");
+  EXPECT_EQ(e["unscaled"]["value"], 0.5);
+  EXPECT_NEAR(e["unscaled"]["rel_error"].get<double>(), 2.0 / 3, 1e-12);
+
+  const json b = json::parse(run({"show", "0x3e99999a", "--formats", "bf16", "--json"}).out);
+  EXPECT_EQ(b["input_f32_bits"], "0x3e99999a");
+  EXPECT_EQ(b["input"], static_cast<double>(0.3f));
+}
+
+TEST(ShowJson, NonFiniteNumbersAreStrings) {
+  // Options before "--" so that "-inf" is read as X, not as an option.
+  const Result r = run({"show", "--formats", "e5m2,e4m3,e2m1", "--json", "--", "-inf"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j["input"], "-inf");
+  EXPECT_EQ(j["scaled_input"], "-inf");
+  const json& e5 = j["formats"][0];  // e5m2 keeps -Inf (0xfc), no error
+  EXPECT_EQ(e5["code"], "0xfc");
+  EXPECT_EQ(e5["class"], "inf");
+  EXPECT_EQ(e5["stored"], "-inf");
+  EXPECT_TRUE(e5["exponent"].is_null());
+  EXPECT_EQ(e5["abs_error"], 0.0);
+  const json& e4 = j["formats"][1];  // e4m3 has no Inf: -Inf becomes NaN with the sign (0xff)
+  EXPECT_EQ(e4["code"], "0xff");
+  EXPECT_EQ(e4["class"], "nan");
+  EXPECT_TRUE(e4["stored"].is_string());
+  EXPECT_NE(e4["stored"].get<std::string>().find("nan"), std::string::npos);
+  EXPECT_EQ(e4["rel_error"], "nan");
+  const json& e2 = j["formats"][2];  // e2m1 saturates: -6 (0xf)
+  EXPECT_EQ(e2["code"], "0xf");
+  EXPECT_EQ(e2["class"], "saturated");
+  EXPECT_EQ(e2["abs_error"], "inf");
+
+  const json n = json::parse(run({"show", "nan", "--formats", "e4m3", "--json"}).out);
+  EXPECT_EQ(n["input"], "nan");
+  EXPECT_EQ(n["formats"][0]["stored"], "nan");
+  EXPECT_EQ(n["formats"][0]["code"], "0x7f");
+}
+
+// ---- formats ----
+
+TEST(Formats, MarkdownEqualsCommittedDocs) {
+  const Result r = run({"formats", "--markdown"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string committed = read_file(MF_SOURCE_DIR "/docs/formats.md");
+  ASSERT_FALSE(committed.empty()) << "docs/formats.md is missing";
+  EXPECT_EQ(r.out, committed) << "regenerate: minifloat formats --markdown > docs/formats.md";
+}
+
+TEST(Formats, JsonMatchesSpecTable) {
+  const Result r = run({"formats", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json j = json::parse(r.out);
+  ASSERT_TRUE(j.is_array());
+  std::vector<std::string> names;
+  for (const auto& f : j) names.push_back(f["name"]);
+  EXPECT_EQ(names,
+            (std::vector<std::string>{"f32", "bf16", "f16", "e4m3", "e5m2", "e3m2", "e2m3", "e2m1", "ue8m0", "ue4m3"}));
+  const std::vector<std::string> format_keys = {
+      "also",          "bias",     "bits",          "exponent_bits", "has_inf",         "has_nan",
+      "has_zero",      "inf_code", "mantissa_bits", "max_finite",    "max_finite_code", "min_normal",
+      "min_subnormal", "name",     "nan_code",      "sign_bits"};
+  for (const auto& f : j) EXPECT_EQ(keys(f), format_keys) << f["name"];
+  // SPEC.md section 1, typed by hand.
+  const json& e4m3 = j[3];
+  EXPECT_EQ(e4m3["bits"], 8);
+  EXPECT_EQ(e4m3["bias"], 7);
+  EXPECT_EQ(e4m3["max_finite"], 448.0);
+  EXPECT_EQ(e4m3["max_finite_code"], 0x7e);
+  EXPECT_EQ(e4m3["min_normal"], std::ldexp(1.0, -6));
+  EXPECT_EQ(e4m3["min_subnormal"], std::ldexp(1.0, -9));
+  EXPECT_EQ(e4m3["has_inf"], false);
+  EXPECT_TRUE(e4m3["inf_code"].is_null());
+  EXPECT_EQ(e4m3["nan_code"], 0x7f);
+  const json& e5m2 = j[4];
+  EXPECT_EQ(e5m2["max_finite"], 57344.0);
+  EXPECT_EQ(e5m2["max_finite_code"], 0x7b);
+  EXPECT_EQ(e5m2["inf_code"], 0x7c);
+  EXPECT_EQ(j[2]["max_finite"], 65504.0);                                           // f16
+  EXPECT_EQ(j[1]["max_finite"], (2 - std::ldexp(1.0, -7)) * std::ldexp(1.0, 127));  // bf16
+  EXPECT_EQ(j[5]["max_finite"], 28.0);                                              // e3m2
+  EXPECT_EQ(j[6]["max_finite"], 7.5);                                               // e2m3
+  const json& e2m1 = j[7];
+  EXPECT_EQ(e2m1["max_finite"], 6.0);
+  EXPECT_EQ(e2m1["min_subnormal"], 0.5);
+  EXPECT_EQ(e2m1["has_nan"], false);
+  EXPECT_TRUE(e2m1["nan_code"].is_null());
+  const json& ue8m0 = j[8];
+  EXPECT_EQ(ue8m0["sign_bits"], 0);
+  EXPECT_EQ(ue8m0["has_zero"], false);
+  EXPECT_EQ(ue8m0["max_finite"], std::ldexp(1.0, 127));
+  EXPECT_EQ(ue8m0["max_finite_code"], 0xfe);
+  EXPECT_EQ(ue8m0["min_normal"], std::ldexp(1.0, -127));
+  EXPECT_TRUE(ue8m0["min_subnormal"].is_null());
+  EXPECT_EQ(ue8m0["nan_code"], 0xff);
+  EXPECT_EQ(j[9]["nan_code"], 0x7f);  // ue4m3
+}
+
+TEST(Formats, TextTable) {
+  const Result r = run({"formats"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  expect_contains(row(r.out, "e4m3"), {"1/4/3", "448 (0x7e)", "0x7f, 0xff"});
+  expect_contains(row(r.out, "e5m2"), {"57344 (0x7b)", "0x7c, 0xfc"});
+  EXPECT_EQ(lines(r.out).size(), 11u);  // header + 10 formats
+}
+
+// ---- encode / decode: every code round trips ----
+
+struct CodeSpace {
+  const char* name;
+  int bits;
+  std::uint32_t (*canonical)(std::uint32_t code);  // what decode-then-encode must give back
+};
+std::uint32_t same(std::uint32_t c) { return c; }
+// IEEE-style formats decode every NaN payload to "nan"; encoding that gives the quiet NaN with the sign.
+std::uint32_t e5m2_nan(std::uint32_t c) { return (c & 0x7f) > 0x7c ? (c & 0x80) | 0x7e : c; }
+std::uint32_t bf16_nan(std::uint32_t c) { return (c & 0x7fff) > 0x7f80 ? (c & 0x8000) | 0x7fc0 : c; }
+std::uint32_t f16_nan(std::uint32_t c) { return (c & 0x7fff) > 0x7c00 ? (c & 0x8000) | 0x7e00 : c; }
+
+void PrintTo(const CodeSpace& s, std::ostream* os) { *os << s.name; }
+
+class RoundTrip : public ::testing::TestWithParam<CodeSpace> {};
+
+TEST_P(RoundTrip, DecodeEveryCodeThenEncodeGivesItBack) {
+  const CodeSpace& s = GetParam();
+  std::vector<std::string> codes;
+  for (std::uint32_t c = 0; c < (1u << s.bits); ++c) codes.push_back(c % 2 ? hex(c) : std::to_string(c));
+  const Result dec = run({"decode", s.name}, joined(codes));
+  ASSERT_EQ(dec.exit_code, 0) << dec.err;
+  const auto values = lines(dec.out);
+  ASSERT_EQ(values.size(), codes.size());
+  const Result enc = run({"encode", s.name}, dec.out);
+  ASSERT_EQ(enc.exit_code, 0) << enc.err;
+  const auto back = lines(enc.out);
+  ASSERT_EQ(back.size(), codes.size());
+  const int digits = (s.bits + 3) / 4;
+  for (std::uint32_t c = 0; c < codes.size(); ++c) {
+    char want[16];
+    std::snprintf(want, sizeof want, "0x%0*x", digits, s.canonical(c));
+    EXPECT_EQ(back[c], want) << s.name << " code " << hex(c) << " decoded to " << values[c];
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Formats, RoundTrip,
+                         ::testing::Values(CodeSpace{"e4m3", 8, same}, CodeSpace{"e5m2", 8, e5m2_nan},
+                                           CodeSpace{"e3m2", 6, same}, CodeSpace{"e2m3", 6, same},
+                                           CodeSpace{"e2m1", 4, same}, CodeSpace{"ue8m0", 8, same},
+                                           CodeSpace{"ue4m3", 7, same}, CodeSpace{"bf16", 16, bf16_nan},
+                                           CodeSpace{"f16", 16, f16_nan}),
+                         [](const auto& info) { return std::string(info.param.name); });
+
+// The decimals decode prints read back (as f32) to the exact values of the hand-typed golden tables.
+TEST(Decode, EveryNarrowCodeMatchesGoldenTable) {
+  for (const char* name : {"e4m3", "e5m2", "e3m2", "e2m3", "e2m1", "ue8m0", "ue4m3"}) {
+    const auto golden = mf::test::load_golden(name);
+    std::vector<std::string> codes;
+    for (const auto& g : golden) codes.push_back(hex(g.code));
+    const Result r = run({"decode", name}, joined(codes));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto values = lines(r.out);
+    ASSERT_EQ(values.size(), golden.size()) << name;
+    for (std::size_t i = 0; i < golden.size(); ++i) {
+      const float got = std::strtof(values[i].c_str(), nullptr);
+      const float want = static_cast<float>(golden[i].value);
+      if (std::isnan(want)) {
+        EXPECT_TRUE(std::isnan(got)) << name << " " << codes[i] << " -> " << values[i];
+      } else {
+        EXPECT_EQ(got, want) << name << " " << codes[i] << " -> " << values[i];
+      }
+      EXPECT_EQ(std::signbit(got), std::signbit(want)) << name << " " << codes[i] << " -> " << values[i];
+    }
+  }
+}
+
+TEST(Decode, F32BitsThroughDecimalAndThroughBits) {
+  // Edges of f32 plus a spread of patterns (SplitMix64-style mixing: deterministic, no library code).
+  std::vector<std::uint32_t> codes = {0x00000000, 0x80000000, 0x00000001, 0x007fffff, 0x00800000, 0x3e99999a,
+                                      0x3f800000, 0x7f7fffff, 0xff7fffff, 0x7f800000, 0xff800000};
+  std::uint64_t x = 7;
+  for (int i = 0; i < 500; ++i) {
+    x += 0x9E3779B97F4A7C15ull;
+    std::uint64_t z = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    const auto c = static_cast<std::uint32_t>(z ^ (z >> 31));
+    if ((c & 0x7fffffff) <= 0x7f800000) codes.push_back(c);  // NaNs are checked below
+  }
+  std::vector<std::string> in;
+  for (auto c : codes) in.push_back(hex(c));
+  const Result dec = run({"decode", "f32"}, joined(in));
+  ASSERT_EQ(dec.exit_code, 0) << dec.err;
+  const Result enc = run({"encode", "f32"}, dec.out);
+  ASSERT_EQ(enc.exit_code, 0) << enc.err;
+  const auto back = lines(enc.out);
+  ASSERT_EQ(back.size(), codes.size());
+  for (std::size_t i = 0; i < codes.size(); ++i) {
+    char want[16];
+    std::snprintf(want, sizeof want, "0x%08x", codes[i]);
+    EXPECT_EQ(back[i], want);
+  }
+  // Through --bits on both sides the pattern is the identity, NaN payloads included.
+  const Result bits = run({"decode", "f32", "--bits", "0x7f800001", "0xffc00001", "0x3e99999a"});
+  EXPECT_EQ(bits.out, "0x7f800001\n0xffc00001\n0x3e99999a\n");
+  EXPECT_EQ(run({"encode", "f32", "--bits", "0x7f800001", "0xffc00001"}).out, "0x7f800001\n0xffc00001\n");
+}
+
+// ---- encode: defaults and options, from SPEC.md section 2 ----
+
+TEST(Encode, DefaultsAndEdgesFromTheSpec) {
+  // e4m3: 448 < |x| <= 464 -> 448; above, and +-Inf, -> NaN by sign. -1 = 1.0 x 2^0: 1 0111 000.
+  EXPECT_EQ(run({"encode", "e4m3"}, "0.3\n-1\n448\n464\n464.01\n-500\ninf\n-inf\nnan\n-0\n0.001953125\n").out,
+            "0x2a\n0xb8\n0x7e\n0x7e\n0x7f\n0xff\n0x7f\n0xff\n0x7f\n0x80\n0x01\n");
+  // e5m2 overflows to Inf from 61440; f16 from 65520; bf16 from f32 bits 0x7f7f8000.
+  EXPECT_EQ(run({"encode", "e5m2"}, "61439\n61440\n-61440\n57344\n").out, "0x7b\n0x7c\n0xfc\n0x7b\n");
+  EXPECT_EQ(run({"encode", "f16"}, "65519\n65520\n0.3\n").out, "0x7bff\n0x7c00\n0x34cd\n");
+  EXPECT_EQ(run({"encode", "bf16", "--bits"}, "0x7f7f7fff\n0x7f7f8000\n0x3e99999a\n").out, "0x7f7f\n0x7f80\n0x3e9a\n");
+  // e2m1 saturates and maps NaN to the zero of the opposite sign; 0.25 is the tie 0 / 0.5 -> even (0).
+  EXPECT_EQ(run({"encode", "e2m1"}, "100\n-inf\nnan\n-nan\n0.25\n0.75\n2.5\n5\n").out,
+            "0x7\n0xf\n0x8\n0x0\n0x0\n0x2\n0x4\n0x6\n");
+  // ue8m0: 1.m < 1.5 rounds down, 1.5 up; 0, negatives and NaN -> 0xff.
+  EXPECT_EQ(run({"encode", "ue8m0"}, "1\n1.49\n1.5\n0.25\n0\n-1\nnan\n").out,
+            "0x7f\n0x7f\n0x80\n0x7d\n0xff\n0xff\n0xff\n");
+}
+
+TEST(Encode, BitsInput) {
+  // 0x3e99999a is 0.3 in f32; 0x00000001 = 2^-149 rounds to +0; 0x80000000 is -0.
+  EXPECT_EQ(run({"encode", "e4m3", "--bits"}, "0x3e99999a\n0x00000001\n0x80000000\n0x43e00000\n").out,
+            "0x2a\n0x00\n0x80\n0x7e\n");  // 0x43e00000 = 448
+  const Result r = run({"encode", "e4m3", "--bits", "0x3f800000", "0xbf800000"});
+  EXPECT_EQ(r.out, "0x38\n0xb8\n");
+}
+
+TEST(Decode, ValuesAndBits) {
+  EXPECT_EQ(run({"decode", "e2m1"}, "0\n1\n2\n3\n4\n5\n6\n7\n8\n9\n15\n").out,
+            "0\n0.5\n1\n1.5\n2\n3\n4\n6\n-0\n-0.5\n-6\n");
+  EXPECT_EQ(run({"decode", "e4m3", "0x7e", "0x7f", "0x08", "0x01"}).out, "448\nnan\n0.015625\n0.001953125\n");
+  EXPECT_EQ(run({"decode", "e5m2", "0x7c", "0xfc", "0x7b"}).out, "inf\n-inf\n57344\n");
+  EXPECT_EQ(run({"decode", "ue8m0", "127", "0x80", "0xff"}).out, "1\n2\nnan\n");
+  // 0.3125 = 1.25 x 2^-2: f32 exponent 125 (0x7d), mantissa .01 -> 0x3ea00000; NaN -> quiet NaN with the sign.
+  EXPECT_EQ(run({"decode", "e4m3", "--bits", "0x2a", "0x7f", "0xff"}).out, "0x3ea00000\n0x7fc00000\n0xffc00000\n");
+  EXPECT_EQ(run({"decode", "bf16", "--bits", "0x3e9a", "0x7f81"}).out, "0x3e9a0000\n0x7f810000\n");
+}
+
+TEST(Encode, OverflowSaturate) {
+  EXPECT_EQ(run({"encode", "e4m3", "--overflow", "saturate"}, "500\n-inf\nnan\n").out, "0x7e\n0xfe\n0x7f\n");
+  EXPECT_EQ(run({"encode", "e5m2", "--overflow", "saturate"}, "inf\n-1e9\n").out, "0x7b\n0xfb\n");
+  EXPECT_EQ(run({"encode", "bf16", "--overflow", "saturate"}, "inf\n").out, "0x7f7f\n");
+  EXPECT_EQ(run({"encode", "f16", "--overflow", "saturate"}, "1e6\n").out, "0x7bff\n");
+}
+
+TEST(Encode, RoundingTowardZero) {
+  // 0.3 -> 1.125 x 2^-2 (0x29) not 1.25; finite values never overflow; e2m1 5.9 -> 4, 2.9 -> 2.
+  EXPECT_EQ(run({"encode", "e4m3", "--rounding", "toward_zero"}, "0.3\n-0.3\n479\n").out, "0x29\n0xa9\n0x7e\n");
+  EXPECT_EQ(run({"encode", "e2m1", "--rounding", "toward_zero"}, "5.9\n2.9\n0.49\n").out, "0x6\n0x4\n0x0\n");
+  EXPECT_EQ(run({"encode", "bf16", "--rounding", "toward_zero"}, "0.3\n").out, "0x3e99\n");
+  EXPECT_EQ(run({"encode", "e5m2", "--rounding", "toward_zero"}, "1e9\n").out, "0x7b\n");
+}
+
+TEST(Encode, StochasticIsReproducibleAndUnbiased) {
+  // 1.03125 sits a quarter of the way from 1 (0x38) to 1.125 (0x39): it must round up with probability 1/4.
+  const std::string input = joined(std::vector<std::string>(1000, "1.03125"));
+  const Result a = run({"encode", "e4m3", "--rounding", "stochastic", "--seed", "7"}, input);
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  EXPECT_EQ(run({"encode", "e4m3", "--rounding", "stochastic", "--seed", "7"}, input).out, a.out);
+  EXPECT_NE(run({"encode", "e4m3", "--rounding", "stochastic", "--seed", "8"}, input).out, a.out);
+  const auto codes = lines(a.out);
+  ASSERT_EQ(codes.size(), 1000u);
+  const auto up = std::count(codes.begin(), codes.end(), "0x39");
+  EXPECT_EQ(std::count(codes.begin(), codes.end(), "0x38") + up, 1000);
+  EXPECT_GT(up, 250 - 60) << "binomial(1000, 1/4): sd 13.7";
+  EXPECT_LT(up, 250 + 60);
+  // Values on the grid never move.
+  const Result exact = run({"encode", "e4m3", "--rounding", "stochastic", "--seed", "7"},
+                           joined(std::vector<std::string>(100, "1.125")));
+  EXPECT_EQ(exact.out, joined(std::vector<std::string>(100, "0x39")));
+}
+
+TEST(Filters, ArgumentsInsteadOfStdin) {
+  EXPECT_EQ(run({"encode", "e4m3", "0.3", "448", "-1"}).out, "0x2a\n0x7e\n0xb8\n");
+  EXPECT_EQ(run({"decode", "e2m1", "0x7", "15"}).out, "6\n-6\n");
+  // "-inf" would read as an option: after "--" it is a value (E4M3 has no Inf: NaN with the sign).
+  EXPECT_EQ(run({"encode", "e4m3", "--", "-inf", "-0"}).out, "0xff\n0x80\n");
+}
+
+TEST(Filters, LineEndingsAndBlanks) {
+  // CRLF, surrounding blanks and a missing final newline are all fine.
+  EXPECT_EQ(run({"encode", "e4m3"}, "1\r\n 2 \r\n3").out, "0x38\n0x40\n0x44\n");
+  EXPECT_EQ(run({"decode", "e4m3"}, "0x38\r\n0x40").out, "1\n2\n");
+}
+
+TEST(Tour, HasTheThreeSections) {
+  const Result r = run({"tour"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  // The three sections, 0.3 in e4m3, and the e2m1 scale example.
+  expect_contains(r.out, {"1. The formats", "2. One number, every format", "3. Scales keep small formats accurate",
+                          "0 | 0101 | 010", "16.7%"});
+}
+
+TEST(Help, EverySubcommandExitsZero) {
+  for (const char* sub : {"formats", "show", "encode", "decode", "tour"}) {
+    const Result r = run({sub, "--help"});
+    EXPECT_EQ(r.exit_code, 0) << sub << ": " << r.err;
+    expect_contains(r.out, {"Usage"});
+  }
+  const Result top = run({"--help"});
+  EXPECT_EQ(top.exit_code, 0);
+  expect_contains(top.out, {"formats", "show", "encode", "decode", "tour"});
+  expect_contains(run({"encode", "--help"}).out, {"--bits", "--overflow", "--rounding", "--seed"});
+  expect_contains(run({"show", "--help"}).out, {"--formats", "--scale", "--json"});
+}
+
+// ---- every error path: one line on stderr, exit 2, nothing on stdout ----
+
+TEST(Errors, UnparsableValueNamesTheLine) {
+  expect_usage_error(run({"encode", "e4m3"}, "0.5\n1.5\nabc\n"), "line 3");
+  expect_usage_error(run({"encode", "e4m3"}, "0.5\n1.5\nabc\n"), "abc");
+  expect_usage_error(run({"encode", "e4m3"}, "1\n\n2\n"), "line 2");      // a blank line is not a value
+  expect_usage_error(run({"encode", "e4m3"}, "0x3e99999a\n"), "--bits");  // hints at --bits
+  expect_usage_error(run({"decode", "e4m3"}, "0x2a\nzz\n"), "line 2");
+  expect_usage_error(run({"encode", "e4m3", "1", "x"}), "x");
+  expect_usage_error(run({"show", "abc"}), "abc");
+}
+
+TEST(Errors, UnknownFormat) {
+  expect_usage_error(run({"encode", "e9m9"}, "1\n"), "e9m9");
+  expect_usage_error(run({"decode", "fp8"}, "1\n"), "fp8");
+}
+
+TEST(Errors, BadFormatsList) {
+  expect_usage_error(run({"show", "0.3", "--formats", "e4m3,e9m9"}), "e9m9");
+  expect_usage_error(run({"show", "0.3", "--formats", ""}), "--formats");
+}
+
+TEST(Errors, UnknownOption) {
+  expect_usage_error(run({"encode", "e4m3", "--frob", "1"}), "--frob");
+  expect_usage_error(run({"show", "0.3", "--frob"}), "--frob");
+  expect_usage_error(run({"encode", "e4m3", "--rounding", "up", "1"}), "--rounding");
+  expect_usage_error(run({"encode", "e4m3", "--overflow", "wrap", "1"}), "--overflow");
+  expect_usage_error(run({"encode", "e4m3", "--seed", "abc", "1"}), "--seed");
+  expect_usage_error(run({"formats", "--markdown", "--json"}), "--json");
+}
+
+TEST(Errors, UnknownSubcommand) { expect_usage_error(run({"frobnicate"}), "frobnicate"); }
+
+TEST(Errors, NoSubcommand) { expect_usage_error(run({}), "subcommand"); }
+
+TEST(Errors, EmptyInput) {
+  expect_usage_error(run({"encode", "e4m3"}, ""), "empty");
+  expect_usage_error(run({"decode", "e4m3"}, ""), "empty");
+}
+
+TEST(Errors, CodeTooWideForTheFormat) {
+  expect_usage_error(run({"decode", "e2m1"}, "0x7\n0x10\n"), "line 2");
+  expect_usage_error(run({"decode", "e4m3", "256"}), "256");
+  expect_usage_error(run({"decode", "ue4m3", "0x80"}), "0x80");  // 7 bits
+}
+
+TEST(Errors, BadScale) {
+  for (const char* s : {"0", "-1", "inf", "nan"}) expect_usage_error(run({"show", "0.3", "--scale", s}), "--scale");
+  expect_usage_error(run({"show", "0.3", "--scale", "abc"}), "--scale");
+}
+
+TEST(Errors, BitsInputWithout0x) {
+  expect_usage_error(run({"encode", "e4m3", "--bits"}, "0x3e99999a\n1050253722\n"), "line 2");
+  expect_usage_error(run({"encode", "e4m3", "--bits"}, "0.3\n"), "0.3");
+  expect_usage_error(run({"encode", "e4m3", "--bits"}, "0x1ffffffff\n"), "line 1");  // more than 32 bits
+}
+
+TEST(Errors, MissingRequiredArgument) {
+  expect_usage_error(run({"show"}), "X");
+  expect_usage_error(run({"encode"}, "1\n"), "FORMAT");
+  expect_usage_error(run({"decode"}, "1\n"), "FORMAT");
+}
+
+TEST(Errors, UnwritableOutputIsAnErrorNotATruncation) {
+  // Every write to /dev/full fails: that must not pass for success.
+  expect_usage_error(run({"formats"}, "", "/dev/full"), "standard output");
+}
+
+}  // namespace
