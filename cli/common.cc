@@ -23,9 +23,13 @@ const Format& format_named(std::string_view name) {
 std::vector<const Format*> format_list(std::string_view list) {
   if (list == "all") return {all_formats.begin(), all_formats.end()};
   std::vector<const Format*> out;
+  if (!list.empty() && (list.back() == ',' || list.front() == ',')) {
+    throw UsageError("--formats has an empty entry (give names separated by commas, or 'all')");
+  }
   while (!list.empty()) {
     const std::size_t comma = list.find(',');
     const std::string_view name = list.substr(0, comma);
+    if (name.empty()) throw UsageError("--formats has an empty entry (give names separated by commas, or 'all')");
     out.push_back(&format_named(name));
     list = comma == std::string_view::npos ? std::string_view{} : list.substr(comma + 1);
   }

@@ -63,7 +63,7 @@ void run_encode(const Args& args) {
     std::uint32_t code = 0;
     if (args.bits) {
       const auto bits = parse_code(text, 32);
-      if (!bits || text.find("0x") == std::string_view::npos) {
+      if (!bits || (text.find("0x") == std::string_view::npos && text.find("0X") == std::string_view::npos)) {
         throw UsageError(fmt::format("{}: cannot read '{}' as f32 bits (0x3e99999a)", where(args, line), text));
       }
       code = encode(f, std::bit_cast<float>(*bits), options);

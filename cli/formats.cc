@@ -78,8 +78,9 @@ std::string markdown() {
   for (std::size_t i = 0; i < kHeader.size(); ++i) s += "---|";
   s += "\n";
   for (const Row& r : rows()) line(r.cells);
-  s += "\nValues are exact; codes are in hex. Default encoding rounds to nearest, ties to even, and matches "
-       "ml_dtypes bit for bit (see docs/encoding.md).\n";
+  s += "\nPowers of two are written 2^k; other values are the shortest decimal that reads back to the same f32. "
+       "Codes are in hex. Default encoding rounds to nearest, ties to even, and matches ml_dtypes bit for bit (see "
+       "docs/encoding.md).\n";
   s += "\nE2M1 codes 0x0-0x7: ";
   for (std::uint32_t c = 0; c < 8; ++c) s += (c ? ", " : "") + shortest(decode(e2m1, c));
   s += "; codes 0x8-0xf are the negatives (0x8 is -0).\n";
