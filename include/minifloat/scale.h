@@ -34,13 +34,17 @@ constexpr int floor_log2(float a) {
   return (31 - std::countl_zero(bits)) - 149;
 }
 
-// ceil(log2(a / b)) for finite a, b > 0, exactly: the f64 quotient is never rounded onto a power of two unless the
-// true quotient is one (a and b have 24-bit significands).
-inline int ceil_log2_ratio(float a, float b) {
-  const double q = static_cast<double>(a) / static_cast<double>(b);
-  int e = 0;
-  const double m = std::frexp(q, &e);  // q = m * 2^e, m in [0.5, 1)
-  return m == 0.5 ? e - 1 : e;
+// The significand of a finite a > 0 as a 24-bit integer in [2^23, 2^24) (f32 subnormals normalized).
+constexpr std::uint32_t normalized_significand(float a) {
+  const std::uint32_t bits = std::bit_cast<std::uint32_t>(a) & 0x7FFFFFFFu;
+  if (bits >> 23) return (bits & 0x7FFFFFu) | 0x800000u;
+  return bits << (std::countl_zero(bits) - 8);
+}
+
+// ceil(log2(a / b)) for finite a, b > 0, exactly, in integers: with a = sa * 2^ea and b = sb * 2^eb (sa, sb in
+// [1, 2)), a / b lies in (2^(ea-eb-1), 2^(ea-eb+1)), and above 2^(ea-eb) exactly when sa > sb.
+constexpr int ceil_log2_ratio(float a, float b) {
+  return floor_log2(a) - floor_log2(b) + (normalized_significand(a) > normalized_significand(b) ? 1 : 0);
 }
 
 // The powers of two a scale format can hold, as exponents [lo, hi].
@@ -48,7 +52,8 @@ constexpr int scale_exponent_min(const Format& s) { return s == f32 ? -149 : s.e
 constexpr int scale_exponent_max(const Format& s) { return s == f32 ? 127 : s.emax(); }
 
 // The exponent k of a power-of-two scale S = 2^k for rules floor, rceil and even (amax > 0 finite).
-inline int power_of_two_exponent(const Scheme& s, float amax) {
+// Always inlined, as are the two below: they run once per block inside the SIMD row kernels.
+[[gnu::always_inline]] inline int power_of_two_exponent(const Scheme& s, float amax) {
   const ElementType& el = s.element;
   switch (s.rule) {
     case ScaleRule::floor:
@@ -70,7 +75,7 @@ inline int power_of_two_exponent(const Scheme& s, float amax) {
 inline float exp2_exact(int k) { return pow2f(k); }
 
 // The scale of a power-of-two rule, clamped to what the scale format holds.
-inline BlockScale power_of_two_scale(const Scheme& s, int k, float tensor_scale) {
+[[gnu::always_inline]] inline BlockScale power_of_two_scale(const Scheme& s, int k, float tensor_scale) {
   k = std::clamp(k, scale_exponent_min(*s.scale_format), scale_exponent_max(*s.scale_format));
   const float S = exp2_exact(k);
   // ue8m0 holds 2^k as k + 127 (the common case, per block, so not through the generic encoder).
@@ -80,7 +85,8 @@ inline BlockScale power_of_two_scale(const Scheme& s, int k, float tensor_scale)
 
 // The block scale for rules other than mse (which needs the block's values: see mse_scale in quantize).
 // amax = max |x| over the block's finite values; nonfinite: the block holds NaN or +-Inf.
-inline BlockScale block_scale(const Scheme& s, float amax, bool nonfinite, float tensor_scale = 1.0f) {
+inline BlockScale block_scale(const Scheme& s, float amax, bool nonfinite,
+                                                     float tensor_scale = 1.0f) {
   const Format& sf = *s.scale_format;
   if (nonfinite) return {sf.nan_code(), NAN};
   if (s.profile == Profile::deepseek) amax = std::max(amax, kDeepSeekMinAmax);

@@ -164,6 +164,10 @@ void load_codes(const QuantizedTensor& q, std::span<std::uint8_t> codes) {
 std::vector<float> load_divisors(const QuantizedTensor& q) {
   const Geometry g = geometry_of(q);
   std::vector<float> d(static_cast<std::size_t>(g.blocks()));
+  if (q.layout != Layout::ggml && !(*q.scheme.scale_format == f32)) {  // one byte per scale: read them directly
+    for (std::size_t i = 0; i < d.size(); ++i) d[i] = scale_divisor(q.scheme, q.scales[i], q.tensor_scale);
+    return d;
+  }
   for (std::int64_t i = 0; i < g.blocks(); ++i) {
     d[i] = scale_divisor(q.scheme, q.scale_code(i / g.block_cols, i % g.block_cols), q.tensor_scale);
   }

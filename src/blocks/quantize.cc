@@ -36,6 +36,7 @@ std::uint32_t QuantizedTensor::scale_code(std::int64_t block_row, std::int64_t b
 }
 
 float scale_divisor(const Scheme& s, std::uint32_t code, float tensor_scale) {
+  if (*s.scale_format == ue8m0 && !s.tensor_scale) return code == 0xFF ? NAN : pow2f(static_cast<int>(code) - 127);
   const float S = decode(*s.scale_format, code);
   return s.tensor_scale ? S * tensor_scale : S;
 }

@@ -126,19 +126,20 @@ template <class Encoder>
 HWY_INLINE void EncodeBlock(const float* x, std::int64_t c0, std::int64_t c1, float d, const ElementCodec& ec,
                             std::uint8_t* codes, const Encoder& encode_lanes) {
   const DF df;
-  const DI di;
   const D8 d8;
   const auto N = static_cast<std::int64_t>(hn::Lanes(df));
   std::int64_t c = c0;
   if (d > 0) {  // not a zero (signed zeros) or NaN (non-finite) block: those take the scalar rule below
-    // x / 2^k and x * 2^-k are the same correctly rounded quotient: multiply when the reciprocal is exact.
-    const float r = 1.0f / d;
-    const bool exact = std::isfinite(r) && r * d == 1.0f && (std::bit_cast<std::uint32_t>(r) & 0x7FFFFFu) == 0;
+    // x / 2^k and x * 2^-k are the same correctly rounded quotient: multiply when d is a normal power of two whose
+    // reciprocal is normal too (from the bits: no division on the way to the block's first vector).
+    const std::uint32_t db = std::bit_cast<std::uint32_t>(d), field = db >> 23;
+    const bool exact = (db & 0x7FFFFFu) == 0 && field >= 1 && field <= 253;
+    const float r = std::bit_cast<float>((254u - (exact ? field : 127u)) << 23);
     const auto vd = hn::Set(df, d), vr = hn::Set(df, r);
     for (; c + N <= c1; c += N) {
       const auto v = hn::LoadU(df, x + c);
       const auto y = exact ? hn::Mul(v, vr) : hn::Div(v, vd);
-      hn::StoreU(hn::DemoteTo(d8, hn::BitCast(di, encode_lanes(y))), d8, codes + c);
+      hn::StoreU(hn::U8FromU32(encode_lanes(y)), d8, codes + c);
     }
   }
   const BlockScale bs{0, d};
@@ -228,22 +229,71 @@ void QuantizeRow(const float* x, std::int64_t cols, std::int64_t bc, float tenso
   WithEncoder(ec, QuantizeRowFn{x, cols, bc, tensor_scale, ec, codes, scale_codes, divisors});
 }
 
+// Decoders with the element's fields as constants (the common formats), or read at run time.
+template <int kExp, int kMan, int kBias, Specials kSpecials>
+struct FloatDecoder {
+  static constexpr ElementCodec kCodec{nullptr, false, 1 + kExp + kMan, kExp, kMan, kBias, kSpecials, 0.0f};
+  HWY_INLINE hn::Vec<DF> operator()(hn::Vec<DU> c) const { return DecodeLanes(c, kCodec); }
+};
+template <int kBits>
+struct IntDecoder {
+  static constexpr ElementCodec kCodec{nullptr, true, kBits, 0, 0, 0, Specials::finite, 0.0f};
+  HWY_INLINE hn::Vec<DF> operator()(hn::Vec<DU> c) const { return DecodeLanes(c, kCodec); }
+};
+struct GenericDecoder {
+  const ElementCodec* ec;
+  HWY_INLINE hn::Vec<DF> operator()(hn::Vec<DU> c) const { return DecodeLanes(c, *ec); }
+};
+
+template <class Fn>
+HWY_INLINE void WithDecoder(const ElementCodec& ec, const Fn& fn) {
+  if (ec.is_int) {
+    if (ec.bits == 8) return fn(IntDecoder<8>{});
+    if (ec.bits == 4) return fn(IntDecoder<4>{});
+    return fn(GenericDecoder{&ec});
+  }
+  switch (ec.exponent_bits * 256 + ec.mantissa_bits * 16 + ec.bias) {
+    case 4 * 256 + 3 * 16 + 7:
+      if (ec.specials == Specials::nan_only) return fn(FloatDecoder<4, 3, 7, Specials::nan_only>{});
+      break;
+    case 5 * 256 + 2 * 16 + 15:
+      if (ec.specials == Specials::ieee) return fn(FloatDecoder<5, 2, 15, Specials::ieee>{});
+      break;
+    case 3 * 256 + 2 * 16 + 3: return fn(FloatDecoder<3, 2, 3, Specials::finite>{});
+    case 2 * 256 + 3 * 16 + 1: return fn(FloatDecoder<2, 3, 1, Specials::finite>{});
+    case 2 * 256 + 1 * 16 + 1: return fn(FloatDecoder<2, 1, 1, Specials::finite>{});
+  }
+  fn(GenericDecoder{&ec});
+}
+
+struct DecodeRowFn {
+  const std::uint8_t* codes;
+  std::int64_t cols, bc;
+  const float* divisors;
+  const ElementCodec& ec;
+  float* out;
+  template <class Decoder>
+  HWY_INLINE void operator()(const Decoder& decode_lanes) const {
+    const DF df;
+    const DU du;
+    const D8 d8;
+    const auto N = static_cast<std::int64_t>(hn::Lanes(df));
+    for (std::int64_t b = 0, c0 = 0; c0 < cols; ++b, c0 += bc) {
+      const std::int64_t c1 = std::min(c0 + bc, cols);
+      const float d = divisors[b];
+      const auto vd = hn::Set(df, d);
+      std::int64_t c = c0;
+      for (; c + N <= c1; c += N) {
+        hn::StoreU(hn::Mul(decode_lanes(hn::PromoteTo(du, hn::LoadU(d8, codes + c))), vd), df, out + c);
+      }
+      for (; c < c1; ++c) out[c] = element_value(ec.scheme->element, codes[c]) * d;
+    }
+  }
+};
+
 void DecodeRow(const std::uint8_t* codes, std::int64_t cols, std::int64_t bc, const float* divisors,
                const ElementCodec& ec, float* out) {
-  const DF df;
-  const DU du;
-  const D8 d8;
-  const auto N = static_cast<std::int64_t>(hn::Lanes(df));
-  for (std::int64_t b = 0, c0 = 0; c0 < cols; ++b, c0 += bc) {
-    const std::int64_t c1 = std::min(c0 + bc, cols);
-    const auto vd = hn::Set(df, divisors[b]);
-    std::int64_t c = c0;
-    for (; c + N <= c1; c += N) {
-      const auto v = DecodeLanes(hn::PromoteTo(du, hn::LoadU(d8, codes + c)), ec);
-      hn::StoreU(hn::Mul(v, vd), df, out + c);
-    }
-    for (; c < c1; ++c) out[c] = element_value(ec.scheme->element, codes[c]) * divisors[b];
-  }
+  WithDecoder(ec, DecodeRowFn{codes, cols, bc, divisors, ec, out});
 }
 
 float FiniteAmax(const float* x, std::int64_t n) {
