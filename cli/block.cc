@@ -119,7 +119,7 @@ void register_block(CLI::App& app) {
   auto a = std::make_shared<Args>();
   auto* sub = app.add_subcommand("block", "One block of up to 32 values: the shared scale, each code, what became 0");
   sub->add_option("VALUES", a->values, "comma-separated values, e.g. 0.1,-0.25,0.3")->required();
-  add_block_flags(*sub, a->block, false, false);
+  add_block_flags(*sub, a->block, false, false, false);
   a->block.scheme = "mxfp4";
   sub->add_option("--outlier", a->outlier, "add this value (or replace the 32nd) and compare the zeros");
   sub->add_flag("--json", a->json, "JSON output");

@@ -58,7 +58,7 @@ EncodeOptions encode_options(const CodecFlags& flags) {
   return o;
 }
 
-void add_block_flags(CLI::App& sub, BlockFlags& flags, bool with_layout, bool scheme_required) {
+void add_block_flags(CLI::App& sub, BlockFlags& flags, bool with_layout, bool scheme_required, bool tensor_options) {
   std::string names;
   for (const std::string& n : scheme_names()) {
     if (!names.empty()) names += ", ";
@@ -70,7 +70,8 @@ void add_block_flags(CLI::App& sub, BlockFlags& flags, bool with_layout, bool sc
   sub.add_option("--rule", flags.rule, "scale rule: floor, rceil, even, f32, e4m3, mse (default: the scheme's)");
   sub.add_option("--profile", flags.profile, "compatibility profile: ocp, deepseek, torchao, te, ggml");
   if (with_layout) sub.add_option("--layout", flags.layout, "codes layout: packed, unpacked, ggml")->capture_default_str();
-  sub.add_option("--rotate", flags.rotate, "Hadamard rotation over groups of N values before quantizing (16..4096)");
+  if (!tensor_options) return;
+  sub.add_option("--rotate", flags.rotate, "Hadamard rotation over groups of N values before quantizing (a power of two up to 4096)");
   sub.add_flag("--pad", flags.pad, "allow partial edge blocks (shapes that are not a multiple of the block)");
   sub.add_option("--threads", flags.threads, "threads (default: all cores)");
   sub.add_option("--nonfinite", flags.nonfinite, "NaN/Inf in a block: nan (the block's scale is NaN) or error")

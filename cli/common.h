@@ -50,7 +50,9 @@ struct BlockFlags {
   std::string nonfinite = "nan";
 };
 // with_layout: add --layout (quantize only); the scheme option is required when scheme_required.
-void add_block_flags(CLI::App& sub, BlockFlags& flags, bool with_layout, bool scheme_required = true);
+// tensor_options: also --rotate, --pad, --threads and --nonfinite (not for one block of values).
+void add_block_flags(CLI::App& sub, BlockFlags& flags, bool with_layout, bool scheme_required = true,
+                     bool tensor_options = true);
 // The scheme named `name` with --rule and --profile applied; UsageError for anything unknown or unfit.
 Scheme scheme_from(const BlockFlags& flags, const std::string& name);
 QuantizeOptions options_from(const BlockFlags& flags, const std::string& tensor_name);

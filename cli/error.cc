@@ -53,6 +53,9 @@ std::vector<float> draw(const std::string& dist, std::int64_t n, double sigma, d
 std::vector<std::int64_t> parse_shape(const std::string& text) {
   std::vector<std::int64_t> shape;
   std::string_view rest = text;
+  if (!rest.empty() && (rest.back() == 'x' || rest.front() == 'x')) {
+    throw UsageError(fmt::format("--shape '{}' is not like 256x4096", text));
+  }
   while (!rest.empty()) {
     const std::size_t x = rest.find('x');
     const auto v = parse_code(rest.substr(0, x), 31);
@@ -66,8 +69,11 @@ std::vector<std::int64_t> parse_shape(const std::string& text) {
 
 std::string pct(double f) { return fmt::format("{:.3g}%", 100 * f); }
 
+// JSON has no NaN or Inf: those become the strings "nan", "inf", "-inf".
+nlohmann::json number(double x) { return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(shortest(x)); }
+
 nlohmann::json stats_json(const ErrorStats& e) {
-  const auto num = [](double x) { return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(shortest(x)); };
+  const auto num = number;
   return {{"count", e.count},
           {"nonfinite", e.nonfinite},
           {"mse", num(e.mse)},
@@ -113,8 +119,8 @@ void run(const Args& a) {
       nlohmann::json row{{"scheme", s.name}, {"rule", to_string(s.rule)}, {"profile", to_string(s.profile)},
                          {"bits_per_value", r.bits_per_value}, {"stats", stats_json(e)}};
       for (const BlockError& b : r.worst_blocks) {
-        row["worst_blocks"].push_back({{"block_row", b.block_row}, {"block_col", b.block_col}, {"mse", b.mse},
-                                       {"max_abs_error", b.max_abs_error}, {"amax", b.amax},
+        row["worst_blocks"].push_back({{"block_row", b.block_row}, {"block_col", b.block_col}, {"mse", number(b.mse)},
+                                       {"max_abs_error", number(b.max_abs_error)}, {"amax", b.amax},
                                        {"scale_code", b.scale_code}});
       }
       tj["schemes"].push_back(row);

@@ -1,5 +1,6 @@
 // minifloat quantize / minifloat dequantize: tensors in files, block-scaled and back (SPEC sections 3-5).
 #include <CLI/CLI.hpp>
+#include <filesystem>
 #include <fmt/format.h>
 #include <memory>
 #include <string>
@@ -22,6 +23,9 @@ struct QuantizeArgs {
 void run_quantize(const QuantizeArgs& a) {
   const Scheme scheme = scheme_from(a.block, a.block.scheme);
   options_from(a.block, "x");  // validate --layout before reading anything
+  if (std::filesystem::path(a.out).extension() != ".safetensors") {
+    throw UsageError(fmt::format("{}: the output of quantize is a .safetensors file", a.out));
+  }
   const std::vector<io::FloatTensor> inputs = io::read_float_tensors(a.in, a.tensor);
   std::vector<io::NamedQuantized> outputs;
   std::string report;

@@ -96,6 +96,7 @@ std::vector<FloatTensor> read_float_tensors(const std::filesystem::path& path, c
 }
 
 void write_quantized(const std::filesystem::path& path, const std::vector<NamedQuantized>& tensors) {
+  if (!ends_with(path, ".safetensors")) throw IoError(IoErrc::write_failed, path, "the output must be .safetensors");
   if (tensors.empty()) throw IoError(IoErrc::invalid_tensor_entry, path, "nothing to write");
   const QuantizedTensor& first = tensors.front().tensor;
   std::map<std::string, std::string> meta{{"minifloat.scheme", first.scheme.name},
@@ -135,6 +136,9 @@ void write_quantized(const std::filesystem::path& path, const std::vector<NamedQ
 }
 
 std::vector<NamedQuantized> read_quantized(const std::filesystem::path& path) {
+  if (!ends_with(path, ".safetensors")) {
+    throw IoError(IoErrc::open_failed, path, "expected a .safetensors file written by minifloat quantize");
+  }
   const SafetensorsFile file = read_safetensors(path);
   const auto& meta = file.metadata();
   const auto get = [&](const std::string& key) -> const std::string& {

@@ -25,60 +25,15 @@
 
 #define MF_GOLDEN_DIR MF_SOURCE_DIR "/tests/golden"
 #include "../golden/golden_table.h"
-
-extern char** environ;
+#include "run_cli.h"
 
 namespace {
 
 using nlohmann::json;
 
-struct Result {
-  int exit_code = -1;  // 128 + signal when killed
-  std::string out, err;
-};
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-// Runs `minifloat args...` with `input` on stdin. Temp files instead of pipes: no deadlock on big inputs/outputs.
-// stdout goes to `stdout_path` instead when one is given (then Result::out stays empty).
-Result run(const std::vector<std::string>& args, const std::string& input = "", const char* stdout_path = nullptr) {
-  static std::atomic<int> counter{0};
-  const std::string base =
-      ::testing::TempDir() + "mf_cli_" + std::to_string(::getpid()) + "_" + std::to_string(counter++);
-  const std::string in_path = base + ".in", out_path = base + ".out", err_path = base + ".err";
-  std::ofstream(in_path, std::ios::binary) << input;
-
-  std::vector<std::string> argv_s{MF_CLI};
-  argv_s.insert(argv_s.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (auto& a : argv_s) argv.push_back(a.data());
-  argv.push_back(nullptr);
-
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 0, in_path.c_str(), O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, 1, stdout_path ? stdout_path : out_path.c_str(),
-                                   O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  posix_spawn_file_actions_addopen(&actions, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  pid_t pid = 0;
-  Result r;
-  if (posix_spawn(&pid, MF_CLI, &actions, nullptr, argv.data(), environ) == 0) {
-    int status = 0;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
-    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  }
-  posix_spawn_file_actions_destroy(&actions);
-  r.out = read_file(out_path);
-  r.err = read_file(err_path);
-  for (const auto& p : {in_path, out_path, err_path}) std::remove(p.c_str());
-  return r;
-}
+using mf::test::read_file;
+using mf::test::Result;
+using mf::test::run;
 
 std::vector<std::string> lines(std::string_view text) {
   std::vector<std::string> out;
