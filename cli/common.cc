@@ -71,7 +71,8 @@ void add_block_flags(CLI::App& sub, BlockFlags& flags, bool with_layout, bool sc
   sub.add_option("--profile", flags.profile, "compatibility profile: ocp, deepseek, torchao, te, ggml");
   if (with_layout) sub.add_option("--layout", flags.layout, "codes layout: packed, unpacked, ggml")->capture_default_str();
   if (!tensor_options) return;
-  sub.add_option("--rotate", flags.rotate, "Hadamard rotation over groups of N values before quantizing (a power of two up to 4096)");
+  sub.add_option("--rotate", flags.rotate,
+                 "Hadamard rotation over groups of N values before quantizing (a power of two up to 4096)");
   sub.add_flag("--pad", flags.pad, "allow partial edge blocks (shapes that are not a multiple of the block)");
   sub.add_option("--threads", flags.threads, "threads (default: all cores)");
   sub.add_option("--nonfinite", flags.nonfinite, "NaN/Inf in a block: nan (the block's scale is NaN) or error")

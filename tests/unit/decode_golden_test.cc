@@ -11,17 +11,13 @@
 #include <vector>
 
 #include "../golden/golden_table.h"
+#include "test_util.h"
 #include "minifloat/codec.h"
 #include "minifloat/format.h"
 
 namespace mf::test {
 namespace {
 
-std::string hex(std::uint64_t v) {
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
-  return buf;
-}
 
 std::uint32_t bits_of(float x) { return std::bit_cast<std::uint32_t>(x); }
 

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "../golden/golden_table.h"
+#include "test_util.h"
 #include "minifloat/codec.h"
 #include "minifloat/format.h"
 #include "minifloat/random.h"
@@ -22,11 +23,6 @@
 namespace mf::test {
 namespace {
 
-std::string hex(std::uint64_t v) {
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
-  return buf;
-}
 float f32_bits(std::uint32_t b) { return std::bit_cast<float>(b); }
 std::string describe(float x) {
   char buf[64];

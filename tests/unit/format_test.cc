@@ -1,5 +1,6 @@
 // SPEC.md section 1 typed by hand from the standards, compared with what each mf::Format derives from its one line
 // of data. Nothing here is computed by format.h: the table below is the independent reference.
+#include "test_util.h"
 #include "minifloat/format.h"
 
 #include <gtest/gtest.h>
@@ -14,11 +15,6 @@
 namespace mf::test {
 namespace {
 
-std::string hex(std::uint64_t v) {
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
-  return buf;
-}
 
 // One row of SPEC.md section 1. Limits are hex-float literals so they are exact; codes are positive magnitudes.
 struct SpecRow {

@@ -1,5 +1,6 @@
 // Numbers and codes as text: parse_decimal, parse_code, parse_number, shortest, hex_code, bit_fields, binary, and
 // the reproducible random bits of random.h. Expected values are literals read by the compiler or hand-typed strings.
+#include "test_util.h"
 #include "minifloat/text.h"
 
 #include <gtest/gtest.h>
@@ -24,11 +25,6 @@
 namespace mf::test {
 namespace {
 
-std::string hex(std::uint64_t v) {
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
-  return buf;
-}
 std::uint64_t bits(double x) { return std::bit_cast<std::uint64_t>(x); }
 
 // parse_decimal(text) is exactly `expected`, bit for bit (so -0 and the NaN sign count).
