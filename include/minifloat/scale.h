@@ -74,6 +74,22 @@ constexpr int scale_exponent_max(const Format& s) { return s == f32 ? 127 : s.em
 // An exact power of two 2^k as an f32 (k in [-149, 127]).
 inline float exp2_exact(int k) { return pow2f(k); }
 
+// The rules floor and rceil with a ue8m0 scale, for a normal f32 amax (0x00800000 <= amax_bits < 0x7F800000), in a
+// few integer operations: the same clamped k (S = 2^k) as block_scale(), for the SIMD kernels, which build this
+// once per tensor. floor: floor_log2(amax) - emax; rceil: ceil_log2_ratio(amax, max), both on normal floats.
+struct PowerOfTwoFast {
+  int emax;                    // floor(log2(max_elem))
+  std::uint32_t max_mantissa;  // rceil: the mantissa bits of max_elem; floor: above any mantissa (never adds 1)
+  explicit PowerOfTwoFast(const Scheme& s)
+      : emax(s.element.emax()),
+        max_mantissa(s.rule == ScaleRule::rceil ? std::bit_cast<std::uint32_t>(s.element.max()) & 0x7FFFFFu
+                                                : 0xFFFFFFFFu) {}
+  int exponent(std::uint32_t amax_bits) const {
+    const int k = static_cast<int>(amax_bits >> 23) - 127 - emax + ((amax_bits & 0x7FFFFFu) > max_mantissa ? 1 : 0);
+    return std::clamp(k, -127, 127);
+  }
+};
+
 // The scale of a power-of-two rule, clamped to what the scale format holds.
 [[gnu::always_inline]] inline BlockScale power_of_two_scale(const Scheme& s, int k, float tensor_scale) {
   k = std::clamp(k, scale_exponent_min(*s.scale_format), scale_exponent_max(*s.scale_format));

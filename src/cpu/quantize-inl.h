@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "hwy/cache_control.h"
 #include "hwy/highway.h"
 #include "quantize_kernels.h"
 
@@ -121,20 +122,24 @@ HWY_INLINE hn::Vec<DF> DecodeLanes(hn::Vec<DU> c, const ElementCodec& ec) {
   return hn::BitCast(df, hn::Or(hn::BitCast(du, v), sign));
 }
 
-// Codes of x[c0, c1), one block whose divisor is d, one per byte.
+// 1 / d when d is a normal power of two whose reciprocal is normal too, else 0. x / 2^k and x * 2^-k are the same
+// correctly rounded quotient, so multiplying by it is exact; found from the bits, with no division.
+HWY_INLINE float exact_reciprocal(float d) {
+  const std::uint32_t db = std::bit_cast<std::uint32_t>(d), field = db >> 23;
+  if ((db & 0x7FFFFFu) != 0 || field < 1 || field > 253) return 0.0f;
+  return std::bit_cast<float>((254u - field) << 23);
+}
+
+// Codes of x[c0, c1), one block whose divisor is d, one per byte; r: exact_reciprocal(d) (0 when there is none).
 template <class Encoder>
-HWY_INLINE void EncodeBlock(const float* x, std::int64_t c0, std::int64_t c1, float d, const ElementCodec& ec,
-                            std::uint8_t* codes, const Encoder& encode_lanes) {
+HWY_INLINE void EncodeBlock(const float* x, std::int64_t c0, std::int64_t c1, float d, float r,
+                            const ElementCodec& ec, std::uint8_t* codes, const Encoder& encode_lanes) {
   const DF df;
   const D8 d8;
   const auto N = static_cast<std::int64_t>(hn::Lanes(df));
   std::int64_t c = c0;
   if (d > 0) {  // not a zero (signed zeros) or NaN (non-finite) block: those take the scalar rule below
-    // x / 2^k and x * 2^-k are the same correctly rounded quotient: multiply when d is a normal power of two whose
-    // reciprocal is normal too (from the bits: no division on the way to the block's first vector).
-    const std::uint32_t db = std::bit_cast<std::uint32_t>(d), field = db >> 23;
-    const bool exact = (db & 0x7FFFFFu) == 0 && field >= 1 && field <= 253;
-    const float r = std::bit_cast<float>((254u - (exact ? field : 127u)) << 23);
+    const bool exact = r > 0;
     const auto vd = hn::Set(df, d), vr = hn::Set(df, r);
     for (; c + N <= c1; c += N) {
       const auto v = hn::LoadU(df, x + c);
@@ -191,10 +196,12 @@ struct EncodeRowFn {
   template <class Encoder>
   HWY_INLINE void operator()(const Encoder& e) const {
     for (std::int64_t b = 0, c0 = 0; c0 < cols; ++b, c0 += bc) {
-      EncodeBlock(x, c0, std::min(c0 + bc, cols), divisors[b], ec, codes, e);
+      EncodeBlock(x, c0, std::min(c0 + bc, cols), divisors[b], exact_reciprocal(divisors[b]), ec, codes, e);
     }
   }
 };
+
+inline constexpr std::int64_t kPrefetchFloats = 512;
 
 // One row of 1 x bc blocks in one pass: each block's amax, its scale (the scalar rule), then its codes.
 struct QuantizeRowFn {
@@ -207,14 +214,33 @@ struct QuantizeRowFn {
   float* divisors;
   template <class Encoder>
   HWY_INLINE void operator()(const Encoder& e) const {
+    const Scheme& s = *ec.scheme;
+    // MX and DeepSeek scales (ue8m0, floor or rceil, one level) take PowerOfTwoFast; anything else, and blocks
+    // whose amax is zero, subnormal or not finite, take block_scale().
+    const bool fast = *s.scale_format == ue8m0 && !s.tensor_scale &&
+                      (s.rule == ScaleRule::floor || s.rule == ScaleRule::rceil) && s.profile != Profile::ggml;
+    const std::uint32_t floor_bits = s.profile == Profile::deepseek ? std::bit_cast<std::uint32_t>(kDeepSeekMinAmax) : 0;
+    const PowerOfTwoFast pow2(s);
     for (std::int64_t b = 0, c0 = 0; c0 < cols; ++b, c0 += bc) {
       const std::int64_t c1 = std::min(c0 + bc, cols);
-      const std::uint32_t m = MaxAbsBits(x, c0, c1);
+      // The per-block work is long enough that the hardware prefetcher falls behind: ask 2 KiB ahead.
+      if (c1 + kPrefetchFloats < cols) {
+        for (std::int64_t p = c0; p < c1; p += 16) hwy::Prefetch(x + p + kPrefetchFloats);
+      }
+      std::uint32_t m = MaxAbsBits(x, c0, c1);
+      if (m < 0x7F800000u) m = std::max(m, floor_bits);
+      if (fast && m >= 0x00800000u && m < 0x7F800000u) {
+        const int k = pow2.exponent(m);
+        scale_codes[b] = static_cast<std::uint32_t>(k + 127);
+        divisors[b] = pow2f(k);
+        EncodeBlock(x, c0, c1, divisors[b], pow2f(-k), ec, codes, e);
+        continue;
+      }
       const bool nonfinite = m >= 0x7F800000u;
-      const BlockScale bs = block_scale(*ec.scheme, nonfinite ? 0.0f : std::bit_cast<float>(m), nonfinite, tensor_scale);
+      const BlockScale bs = block_scale(s, nonfinite ? 0.0f : std::bit_cast<float>(m), nonfinite, tensor_scale);
       scale_codes[b] = bs.code;
       divisors[b] = bs.divisor;
-      EncodeBlock(x, c0, c1, bs.divisor, ec, codes, e);
+      EncodeBlock(x, c0, c1, bs.divisor, exact_reciprocal(bs.divisor), ec, codes, e);
     }
   }
 };
