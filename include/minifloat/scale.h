@@ -90,6 +90,24 @@ struct PowerOfTwoFast {
   }
 };
 
+// NVFP4's block scale (rule e4m3) without the general codec: ue4m3(RNE(amax / max / tensor_scale)), saturated, and
+// its divisor, for a finite amax and a finite tensor_scale > 0. The same result as block_scale(), for the kernels.
+[[gnu::always_inline]] inline BlockScale e4m3_scale_fast(float amax, float max_elem, float tensor_scale) {
+  const float y = amax / max_elem / tensor_scale;  // the reference's two divisions, in its order
+  std::uint32_t code;
+  if (!(y < 448.0f)) {
+    code = 0x7E;  // saturate (also +Inf from a tiny tensor scale)
+  } else if (y < 0x1p-6f) {
+    code = static_cast<std::uint32_t>(std::nearbyint(y * 0x1p9f));  // subnormal grid, quantum 2^-9 (exact scaling)
+  } else {
+    const std::uint32_t bits = std::bit_cast<std::uint32_t>(y);
+    code = ((bits + 0x7FFFFu + ((bits >> 20) & 1u)) >> 20) - (120u << 3);  // RNE to 3 mantissa bits, rebias 127 -> 7
+  }
+  const float S = code < 8 ? static_cast<float>(code) * 0x1p-9f
+                           : std::bit_cast<float>((((code >> 3) + 120u) << 23) | ((code & 7u) << 20));
+  return {code, S * tensor_scale};
+}
+
 // The scale of a power-of-two rule, clamped to what the scale format holds.
 [[gnu::always_inline]] inline BlockScale power_of_two_scale(const Scheme& s, int k, float tensor_scale) {
   k = std::clamp(k, scale_exponent_min(*s.scale_format), scale_exponent_max(*s.scale_format));

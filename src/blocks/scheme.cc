@@ -104,6 +104,9 @@ Scheme parse_custom(std::string_view whole) {
   }
   s.block_rows = parse_positive(part[1].substr(0, x), whole);
   s.block_cols = parse_positive(part[1].substr(x + 1), whole);
+  if (static_cast<std::int64_t>(s.block_rows) * s.block_cols > (std::int64_t{1} << 24)) {
+    throw std::invalid_argument("scheme '" + std::string(whole) + "': a block of more than 2^24 values");
+  }
   s.scale_format = s.element.is_int() ? &f32 : &ue8m0;
   if (n >= 3) {
     const Format* sf = find_format(part[2]);

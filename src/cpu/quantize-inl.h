@@ -221,6 +221,8 @@ struct QuantizeRowFn {
                       (s.rule == ScaleRule::floor || s.rule == ScaleRule::rceil) && s.profile != Profile::ggml;
     const std::uint32_t floor_bits = s.profile == Profile::deepseek ? std::bit_cast<std::uint32_t>(kDeepSeekMinAmax) : 0;
     const PowerOfTwoFast pow2(s);
+    const bool nvfp4 = s.rule == ScaleRule::e4m3 && *s.scale_format == ue4m3 && s.profile != Profile::deepseek &&
+                       tensor_scale > 0 && std::isfinite(tensor_scale);
     for (std::int64_t b = 0, c0 = 0; c0 < cols; ++b, c0 += bc) {
       const std::int64_t c1 = std::min(c0 + bc, cols);
       // The per-block work is long enough that the hardware prefetcher falls behind: ask 2 KiB ahead.
@@ -237,7 +239,9 @@ struct QuantizeRowFn {
         continue;
       }
       const bool nonfinite = m >= 0x7F800000u;
-      const BlockScale bs = block_scale(s, nonfinite ? 0.0f : std::bit_cast<float>(m), nonfinite, tensor_scale);
+      const BlockScale bs = (nvfp4 && !nonfinite)
+                                ? e4m3_scale_fast(std::bit_cast<float>(m), ec.max, tensor_scale)
+                                : block_scale(s, nonfinite ? 0.0f : std::bit_cast<float>(m), nonfinite, tensor_scale);
       scale_codes[b] = bs.code;
       divisors[b] = bs.divisor;
       EncodeBlock(x, c0, c1, bs.divisor, exact_reciprocal(bs.divisor), ec, codes, e);

@@ -21,6 +21,7 @@
 
 #include "minifloat/codec.h"
 #include "minifloat/quantize.h"
+#include "minifloat/scale.h"
 #include "minifloat/scheme.h"
 
 namespace {
@@ -381,7 +382,8 @@ TEST(Errors, ShapesThatDoNotBlockNameTheDimensionAndMentionPad) {
 }
 
 TEST(Errors, UnknownNamesAreInvalidArgumentsNamingThem) {
-  for (const char* bad : {"mxfp5", "nvfp8", ""}) {
+  // The last: a block of 2^40 values would overflow the block size.
+  for (const char* bad : {"mxfp5", "nvfp8", "", "e2m1-1x32-", "e2m1-x32", "e2m1-1048576x1048576"}) {
     EXPECT_THROW((void)mf::scheme_named(bad), std::invalid_argument) << bad;
   }
   EXPECT_NE(thrown_message([] { (void)mf::scheme_named("mxfp5"); }).find("mxfp5"), std::string::npos);
@@ -529,3 +531,23 @@ TEST(DeepSeekActQuant, Fp8_1x128WithTheDeepSeekProfileMatchesTheKernel) {
 }
 
 }  // namespace
+
+// The SIMD kernels' NVFP4 scale shortcut against the general rule, over f32 amax in [2^-30, 2^20) (every 13th
+// bit pattern) and several tensor scales: the same code and divisor, bit for bit.
+TEST(ScaleRules, E4m3FastMatchesBlockScale) {
+  const mf::Scheme s = mf::scheme_named("nvfp4");
+  for (const float ts : {1.0f, 0.37f, 3.1e-5f, 1.9e3f}) {
+    int mismatches = 0;
+    for (std::uint32_t bits = std::bit_cast<std::uint32_t>(0x1p-30f); bits < std::bit_cast<std::uint32_t>(0x1p20f);
+         bits += 13) {
+      const float amax = std::bit_cast<float>(bits);
+      const mf::BlockScale want = mf::block_scale(s, amax, false, ts);
+      const mf::BlockScale got = mf::e4m3_scale_fast(amax, 6.0f, ts);
+      if ((got.code != want.code || std::bit_cast<std::uint32_t>(got.divisor) !=
+                                         std::bit_cast<std::uint32_t>(want.divisor)) && ++mismatches <= 5) {
+        ADD_FAILURE() << "amax " << amax << " ts " << ts << ": code " << got.code << " vs " << want.code;
+      }
+    }
+    EXPECT_EQ(mismatches, 0) << "tensor scale " << ts;
+  }
+}
