@@ -1,6 +1,8 @@
 // The public block-quantization API: rotation, input widening and output narrowing around the fast path.
 #include "minifloat/quantize.h"
 
+#include <omp.h>
+
 #include <bit>
 #include <vector>
 
@@ -9,8 +11,6 @@
 #include "minifloat/codec.h"
 #include "minifloat/hadamard.h"
 #include "minifloat/pack.h"
-
-#include <omp.h>
 
 namespace mf {
 
