@@ -1,5 +1,6 @@
 #include "blocking.h"
 
+#include <array>
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -164,8 +165,11 @@ void load_codes(const QuantizedTensor& q, std::span<std::uint8_t> codes) {
 std::vector<float> load_divisors(const QuantizedTensor& q) {
   const Geometry g = geometry_of(q);
   std::vector<float> d(static_cast<std::size_t>(g.blocks()));
-  if (q.layout != Layout::ggml && !(*q.scheme.scale_format == f32)) {  // one byte per scale: read them directly
-    for (std::size_t i = 0; i < d.size(); ++i) d[i] = scale_divisor(q.scheme, q.scales[i], q.tensor_scale);
+  if (q.layout != Layout::ggml && !(*q.scheme.scale_format == f32)) {
+    // One byte per scale: each of the 256 divisors once, then a table lookup per block.
+    std::array<float, 256> table{};
+    for (std::uint32_t c = 0; c < 256; ++c) table[c] = scale_divisor(q.scheme, c, q.tensor_scale);
+    for (std::size_t i = 0; i < d.size(); ++i) d[i] = table[q.scales[i]];
     return d;
   }
   for (std::int64_t i = 0; i < g.blocks(); ++i) {
