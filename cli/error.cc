@@ -91,6 +91,13 @@ void run(const Args& a) {
   if (!a.in.empty()) {
     tensors = io::read_float_tensors(a.in, a.tensor);
   } else {
+    // The distributions' preconditions: a bad sigma or dof would be undefined behaviour, not an error.
+    if (!(a.sigma > 0) || !std::isfinite(a.sigma)) {
+      throw UsageError(fmt::format("--sigma must be a positive finite number, not {}", shortest(a.sigma)));
+    }
+    if (a.dist == "student-t" && (!(a.dof > 0) || !std::isfinite(a.dof))) {
+      throw UsageError(fmt::format("--dof must be a positive finite number, not {}", shortest(a.dof)));
+    }
     const auto shape = parse_shape(a.shape);
     std::int64_t n = 1;
     for (const auto d : shape) n *= d;

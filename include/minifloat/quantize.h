@@ -71,6 +71,10 @@ void fake_quantize(const float* x, float* out, std::span<const std::int64_t> sha
 // Dequantize q and quantize the result into another scheme.
 QuantizedTensor requantize(const QuantizedTensor& q, const Scheme& scheme, const QuantizeOptions& options = {});
 
+// Throws QuantizeError unless q's codes and scales have the sizes its shape, scheme and layout call for (a tensor
+// read from a file may not). dequantize() checks this first.
+void validate(const QuantizedTensor& q);
+
 // The divisor of one block given its scale code: decode(code) (* tensor scale); NaN for a NaN scale.
 float scale_divisor(const Scheme& s, std::uint32_t code, float tensor_scale);
 

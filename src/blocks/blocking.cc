@@ -7,6 +7,7 @@
 #include <limits>
 #include <string>
 
+#include "minifloat/hadamard.h"
 #include "minifloat/pack.h"
 #include "minifloat/text.h"
 
@@ -110,6 +111,53 @@ BlockScale mse_scale(const Scheme& s, std::span<const float> values, float amax,
   }
   return best;
 }
+
+}  // namespace mf::detail
+
+namespace mf {
+
+void validate(const QuantizedTensor& q) {
+  for (const std::int64_t d : q.shape) {
+    if (d < 0) throw QuantizeError("bad shape [" + join_numbers(q.shape) + "]");
+  }
+  detail::Geometry g;
+  try {
+    g = detail::geometry_of(q);
+  } catch (const QuantizeError& e) {
+    throw QuantizeError(std::string("inconsistent quantized tensor: ") + e.what());
+  }
+  if (q.rotate != 0) {
+    try {
+      validate_rotate(static_cast<std::size_t>(g.cols), q.rotate);
+    } catch (const std::invalid_argument& e) {
+      throw QuantizeError(std::string("inconsistent quantized tensor: ") + e.what());
+    }
+  }
+  const int bits = q.scheme.element.bits();
+  const auto count = static_cast<std::size_t>(g.count());
+  const std::size_t want_codes = q.layout == Layout::unpacked ? count
+                                 : q.layout == Layout::ggml   ? count / kGgmlBlockValues * kGgmlBlockBytes
+                                                              : packed_size(count, bits);
+  if (q.codes.size() != want_codes) {
+    throw QuantizeError("codes hold " + std::to_string(q.codes.size()) + " bytes; shape [" + join_numbers(q.shape) +
+                        "] in " + q.scheme.name + " (" + std::string(to_string(q.layout)) + ") needs " +
+                        std::to_string(want_codes));
+  }
+  if (q.layout == Layout::ggml) return;
+  const std::vector<std::int64_t> want_shape = q.scheme.block_rows == 1
+                                                   ? std::vector<std::int64_t>{g.rows, g.block_cols}
+                                                   : std::vector<std::int64_t>{g.block_rows, g.block_cols};
+  const std::size_t want_scales = static_cast<std::size_t>(g.blocks()) * (*q.scheme.scale_format == f32 ? 4 : 1);
+  if (q.scale_shape != want_shape || q.scales.size() != want_scales) {
+    throw QuantizeError("scales of shape [" + join_numbers(q.scale_shape) + "] (" + std::to_string(q.scales.size()) +
+                        " bytes); shape [" + join_numbers(q.shape) + "] in " + q.scheme.name + " needs [" +
+                        join_numbers(want_shape) + "] (" + std::to_string(want_scales) + " bytes)");
+  }
+}
+
+}  // namespace mf
+
+namespace mf::detail {
 
 void throw_nonfinite(const QuantizedTensor& q, std::int64_t i, float value, const std::string& tensor) {
   const Geometry g = geometry_of(q);

@@ -78,6 +78,7 @@ QuantizedTensor quantize(const std::uint16_t* x, InputType type, std::span<const
 }
 
 void dequantize(const QuantizedTensor& q, float* out, int threads) {
+  validate(q);
   cpu::dequantize_fast(q, out, threads);
   if (q.rotate) rotate(out, static_cast<std::size_t>(q.count()), q.rotate);
 }

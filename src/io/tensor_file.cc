@@ -186,6 +186,11 @@ std::vector<NamedQuantized> read_quantized(const std::filesystem::path& path) {
       }
       std::memcpy(&q.tensor_scale, file.bytes(*ts).data(), 4);
     }
+    try {
+      validate(q);
+    } catch (const QuantizeError& e) {
+      throw IoError(IoErrc::size_mismatch, path, nq.name, e.what());
+    }
     out.push_back(std::move(nq));
   }
   if (out.empty()) throw IoError(IoErrc::invalid_metadata, path, "no minifloat.shape.* entries in __metadata__");

@@ -62,6 +62,7 @@ QuantizedTensor quantize(const float* x, std::span<const std::int64_t> shape, co
 }
 
 void dequantize(const QuantizedTensor& q, float* out) {
+  validate(q);
   const detail::Geometry g = detail::geometry_of(q);
   std::vector<std::uint8_t> codes(static_cast<std::size_t>(g.count()));
   detail::load_codes(q, codes);

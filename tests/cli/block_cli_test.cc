@@ -131,6 +131,25 @@ TEST_F(BlockCli, BadInputsGetOneLineAndExitTwo) {
   EXPECT_FALSE(fs::exists(path("o.npy")));
 }
 
+TEST_F(BlockCli, DequantizeRefusesCodesOrScalesOfTheWrongSize) {
+  const std::string in = npy("x.npy", {2, 64}, std::vector<float>(128, 0.5f));
+  ASSERT_EQ(run({"quantize", "--scheme", "mxfp4", in, path("q.safetensors")}).exit_code, 0);
+  const io::SafetensorsFile f = io::read_safetensors(path("q.safetensors"));
+  // The same file with 8 bytes of codes missing, and one with a rotation its columns cannot have.
+  const auto codes = f.bytes(*f.find("x"));
+  const std::vector<std::uint64_t> short_shape{codes.size() - 8};
+  std::vector<io::TensorView> views{{"x", io::DType::U8, short_shape, codes.first(codes.size() - 8)},
+                                    f.view(*f.find("x_scale"))};
+  io::write_safetensors(path("short.safetensors"), views, f.metadata());
+  auto meta = f.metadata();
+  meta["minifloat.rotate"] = "48";
+  io::write_safetensors(path("rot.safetensors"), f.views(), meta);
+  expect_usage_error(run({"dequantize", path("short.safetensors"), path("a.npy")}), "tensor 'x'");
+  expect_usage_error(run({"dequantize", path("rot.safetensors"), path("b.npy")}), "rotate");
+  EXPECT_FALSE(fs::exists(path("a.npy")));
+  EXPECT_FALSE(fs::exists(path("b.npy")));
+}
+
 TEST_F(BlockCli, BlockShowsTheOutlierZeroingSmallValues) {
   // 0.5 and 1: amax 1, floor scale 2^(0 - 2) = 0.25: 0.5 -> 2 (0x4), 1 -> 4 (0x6). No zeros.
   // With the outlier 40: scale 2^(5 - 2) = 8: 0.5 / 8 = 0.0625 and 1 / 8 = 0.125 both round to 0 (below 0.25).
@@ -154,6 +173,8 @@ TEST_F(BlockCli, ErrorCommandComparesSchemes) {
   }
   expect_usage_error(run({"error", "--scheme", "mxfp4"}), "either IN or --dist");
   expect_usage_error(run({"error", "--scheme", "mxfp4", "--dist", "normal", "--shape", "12xq"}), "--shape");
+  expect_usage_error(run({"error", "--scheme", "mxfp4", "--dist", "normal", "--sigma", "-1"}), "--sigma");
+  expect_usage_error(run({"error", "--scheme", "mxfp4", "--dist", "student-t", "--dof", "0"}), "--dof");
 }
 
 }  // namespace
