@@ -7,6 +7,7 @@
 #include <string>
 #include <string_view>
 
+#include "minifloat/codec.h"
 #include "minifloat/format.h"
 
 namespace mf {
@@ -38,5 +39,10 @@ std::string binary(std::uint32_t value, int width);
 
 // Integers joined by a separator: a shape [256, 4096] as "256, 4096" or "256,4096".
 std::string join_numbers(std::span<const std::int64_t> values, std::string_view separator = ", ");
+
+// The codec options by the names the CLI and the Python package use: "nearest_even", "toward_zero", "stochastic";
+// "default" (or "standard"), "saturate". Anything else throws std::invalid_argument listing the known names.
+Rounding rounding_named(std::string_view name);
+Overflow overflow_named(std::string_view name);
 
 }  // namespace mf

@@ -5,6 +5,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <stdexcept>
 #include <system_error>
 
 #include "minifloat/codec.h"
@@ -117,6 +118,20 @@ std::string bit_fields(const Format& f, std::uint32_t code, std::string_view sep
     s += binary(fl.mantissa, f.mantissa_bits);
   }
   return s;
+}
+
+Rounding rounding_named(std::string_view name) {
+  if (name == "nearest_even") return Rounding::nearest_even;
+  if (name == "toward_zero") return Rounding::toward_zero;
+  if (name == "stochastic") return Rounding::stochastic;
+  throw std::invalid_argument("unknown rounding '" + std::string(name) +
+                              "' (known: nearest_even, toward_zero, stochastic)");
+}
+
+Overflow overflow_named(std::string_view name) {
+  if (name == "default" || name == "standard") return Overflow::standard;
+  if (name == "saturate") return Overflow::saturate;
+  throw std::invalid_argument("unknown overflow '" + std::string(name) + "' (known: default, standard, saturate)");
 }
 
 }  // namespace mf

@@ -1,0 +1,16 @@
+"""minifloat: exact low-precision number formats for LLM inference.
+
+The same verbs as the C++ API and the `minifloat` command:
+  encode(array, fmt) / decode(codes, fmt)     one value at a time (bit-exact with ml_dtypes by default)
+  quantize(array, scheme) -> QuantizedTensor  block scaling: mxfp8, mxfp6, mxfp4, nvfp4, DeepSeek fp8-1x128, ...
+  fake_quantize, error_report, rotate         quantize-dequantize, its error statistics, Hadamard rotation
+  formats(), schemes()                        the tables the library is built from
+Every number is computed by the C++ core (minifloat._core); this package converts arguments and arrays only.
+"""
+from ._codec import decode, encode
+from ._core import formats
+from ._quantize import QuantizedTensor, error_report, fake_quantize, quantize, rotate, schemes
+
+__all__ = ["encode", "decode", "quantize", "fake_quantize", "error_report", "rotate", "formats", "schemes",
+           "QuantizedTensor"]
+__version__ = "0.1.0"

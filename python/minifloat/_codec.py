@@ -1,0 +1,133 @@
+"""encode and decode: one value at a time, over whole arrays, by the C++ scalar codec."""
+from __future__ import annotations
+
+import numpy as np
+
+from . import _core
+from ._arrays import _STORAGE, as_array, is_torch_dtype, ml_dtype, to_torch, torch_dtype
+
+_FORMATS = {f["name"]: f for f in _core.formats()}
+
+
+def format_info(fmt, arg: str = "fmt") -> dict:
+    """The formats() entry of `fmt`; TypeError / ValueError naming the argument otherwise."""
+    if not isinstance(fmt, str):
+        raise TypeError(f"{arg}: a format name (str) is expected, not {type(fmt).__name__}")
+    if fmt not in _FORMATS:
+        raise ValueError(f"{arg}: unknown format '{fmt}' (known: {', '.join(_FORMATS)})")
+    return _FORMATS[fmt]
+
+
+def encode(array, fmt: str, overflow: str = "default", rounding: str = "nearest_even", seed=None):
+    """Encode every value of `array` into `fmt` codes.
+
+    array: float32, float64 (rounded once, directly), float16 or bfloat16 (numpy, ml_dtypes or torch), or integers.
+    overflow: "default" (what the format does: Inf, NaN or saturation, as ml_dtypes) or "saturate" (+-max finite).
+    rounding: "nearest_even", "toward_zero" or "stochastic" (random bits of element i, in row-major order, from
+    `seed`, default 0, exactly as `minifloat encode --seed`).
+    Returns the codes in the smallest unsigned type that holds them (uint8, uint16 for bf16/f16, uint32 for f32),
+    shaped like `array`; a torch input gives a torch tensor, in torch's own dtype where torch has the format.
+    """
+    info = format_info(fmt)
+    if not isinstance(overflow, str):
+        raise TypeError(f"overflow: a str is expected, not {type(overflow).__name__}")
+    if not isinstance(rounding, str):
+        raise TypeError(f"rounding: a str is expected, not {type(rounding).__name__}")
+    if seed is not None and rounding != "stochastic":
+        raise ValueError("seed: only used with rounding='stochastic'")
+    if seed is None:
+        seed = 0
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= int(seed) < 2**64:
+        raise ValueError(f"seed: an integer in [0, 2^64) is expected, not {seed!r}")
+    a, kind, from_torch = as_array(array, "array")
+    if kind.startswith("codes:") or kind in ("u8",):
+        raise TypeError(f"array: {'codes of ' + kind[6:] if kind.startswith('codes:') else 'uint8'} given; "
+                        "encode takes values (decode takes codes)")
+    if kind in ("int", "u16", "u32"):
+        a, kind = a.astype(np.float64), "f64"
+    out = np.empty(a.shape, dtype=_STORAGE[info["storage_bytes"]])
+    _core.encode(a, kind, out, fmt, overflow, rounding, int(seed))
+    if from_torch:
+        td = torch_dtype(fmt)
+        t = to_torch(out.view({1: np.uint8, 2: np.int16, 4: np.int32}[out.itemsize]))
+        return t.view(td) if td is not None and fmt != "e2m1" else t
+    return out
+
+
+def _codes_of(codes, fmt: str, info: dict) -> np.ndarray:
+    """Codes of `fmt` as a numpy unsigned array, range-checked."""
+    a, kind, _ = as_array(codes, "codes")
+    if kind.startswith("codes:"):
+        if kind[6:] != fmt:
+            raise ValueError(f"codes: an array of {kind[6:]} codes given for format {fmt}")
+        return a
+    if kind == "bf16" and fmt == "bf16":
+        return a
+    if kind in ("f32", "f64", "f16", "bf16"):
+        raise TypeError(f"codes: dtype {kind} holds values, not codes (encode turns values into codes)")
+    bits = info["bits"]
+    if a.size:
+        bad = np.flatnonzero((a < 0) | (a >= (1 << bits))) if kind == "int" else np.flatnonzero(a >= (1 << bits))
+        if bad.size:
+            i = int(bad[0])
+            raise ValueError(f"codes: element {i} is {a.reshape(-1)[i]}, not a code of {fmt} (0 .. {(1 << bits) - 1})")
+    if kind == "int":
+        a = a.astype(_STORAGE[info["storage_bytes"]])
+    return a
+
+
+def decode(codes, fmt: str, dtype=np.float32):
+    """The values of `fmt` codes, exactly.
+
+    codes: unsigned (or non-negative) integers below 2^bits, or an ml_dtypes / torch array of the format itself.
+    dtype: numpy.float32 or numpy.float64 (or torch.float32 / torch.float64) for values; or the format's own dtype
+    (ml_dtypes.float8_e4m3fn, torch.float8_e4m3fn, ...), which returns the codes as a view in that dtype, no copy;
+    torch.float4_e2m1fn_x2 packs e2m1 codes two per byte (element 2i in the low nibble), along the last dimension.
+    """
+    info = format_info(fmt)
+    a = _codes_of(codes, fmt, info)
+    if is_torch_dtype(dtype):
+        return _decode_torch(a, fmt, info, dtype)
+    try:
+        dt = np.dtype(dtype)
+    except TypeError:
+        raise TypeError(f"dtype: {dtype!r} is not a dtype") from None
+    if dt in (np.float32, np.float64):
+        out = np.empty(a.shape, dtype=dt)
+        _core.decode(a, out, fmt)
+        return out
+    own = ml_dtype(fmt)
+    if own is not None and dt == own:
+        return a.astype(_STORAGE[dt.itemsize], copy=False).view(dt)
+    raise TypeError(f"dtype: {dt} is neither float32, float64 nor {fmt}'s own dtype ({own})")
+
+
+def _decode_torch(a: np.ndarray, fmt: str, info: dict, dtype):
+    import torch
+
+    if dtype in (torch.float32, torch.float64):
+        return to_torch(decode(a, fmt, np.float32 if dtype == torch.float32 else np.float64))
+    own = torch_dtype(fmt)
+    if own is None or dtype != own:
+        raise TypeError(f"dtype: {dtype} is neither torch.float32, torch.float64 nor {fmt}'s own torch dtype ({own})")
+    if fmt == "e2m1":
+        return to_torch(pack_e2m1(a)).view(dtype)
+    storage = {1: np.uint8, 2: np.int16, 4: np.int32}[info["storage_bytes"]]
+    return to_torch(a.astype(_STORAGE[info["storage_bytes"]], copy=False).view(storage)).view(dtype)
+
+
+def pack_e2m1(codes: np.ndarray) -> np.ndarray:
+    """e2m1 codes (one per byte) packed two per byte along the last dimension, element 2i in the low nibble."""
+    codes = np.ascontiguousarray(codes, dtype=np.uint8)
+    if codes.ndim == 0 or codes.shape[-1] % 2:
+        raise ValueError(f"codes: packing e2m1 two per byte needs an even last dimension, not shape {codes.shape}")
+    out = np.empty(codes.shape[:-1] + (codes.shape[-1] // 2,), dtype=np.uint8)
+    _core.pack(codes, 4, out)
+    return out
+
+
+def unpack(packed: np.ndarray, bits: int, count: int) -> np.ndarray:
+    """`count` codes of `bits` bits out of packed bytes (the inverse of the library's packing)."""
+    out = np.empty(count, dtype=np.uint8)
+    _core.unpack(np.ascontiguousarray(packed, dtype=np.uint8), bits, out)
+    return out

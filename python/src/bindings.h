@@ -1,0 +1,35 @@
+// The pieces of minifloat._core, one file per area of the API. Each file only converts arguments and calls the
+// library: no number is computed here. To add an area, add a file with a bind_ function and call it in module.cc.
+#pragma once
+
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+
+#include <cstddef>
+#include <string>
+
+#include "minifloat/format.h"
+
+namespace mf::py {
+
+namespace nb = nanobind;
+
+// A C-contiguous CPU array of any dtype: the Python layer (minifloat/__init__.py) makes arrays contiguous and
+// checks dtypes first, so these types only guard against misuse of the private module.
+using Array = nb::ndarray<nb::device::cpu, nb::c_contig>;
+
+// The format called `name`; ValueError listing the known names otherwise.
+const Format& format_arg(const std::string& name);
+
+// Throws TypeError unless a has element type T (naming `what`); returns its data.
+template <class T>
+T* data_as(const Array& a, const char* what) {
+  if (a.dtype() != nb::dtype<T>()) throw nb::type_error((std::string(what) + ": unexpected dtype").c_str());
+  return static_cast<T*>(a.data());
+}
+
+void bind_formats(nb::module_& m);   // formats(), schemes(): metadata
+void bind_codec(nb::module_& m);     // encode, decode, pack, unpack
+void bind_quantize(nb::module_& m);  // quantize, dequantize, fake_quantize, error_report, rotate
+
+}  // namespace mf::py

@@ -1,0 +1,124 @@
+// encode / decode over whole arrays: a loop over the library's scalar codec (mf::encode, mf::decode), with the
+// GIL released. The loop is instantiated per format so the compiler folds each format's constants into it.
+#include <nanobind/stl/string.h>
+
+#include <array>
+#include <cstdint>
+#include <span>
+#include <stdexcept>
+#include <utility>
+
+#include "bindings.h"
+#include "minifloat/codec.h"
+#include "minifloat/pack.h"
+#include "minifloat/random.h"
+#include "minifloat/text.h"
+
+namespace mf::py {
+namespace {
+
+// Calls fn(std::integral_constant<const Format*, F>) with F the format equal to f, so that the codec sees a constant.
+template <std::size_t I = 0, class Fn>
+void with_format(const Format& f, Fn&& fn) {
+  if constexpr (I < all_formats.size()) {
+    constexpr const Format* F = all_formats[I];
+    if (f == *F) return fn(std::integral_constant<const Format*, F>{});
+    return with_format<I + 1>(f, std::forward<Fn>(fn));
+  } else {
+    throw std::invalid_argument("unknown format " + std::string(f.name));
+  }
+}
+
+// out[i] = encode(F, load(i)) with the stochastic bits of element i (as the CLI's --seed does).
+template <const Format* F, class Out, class Load>
+void encode_loop(std::size_t n, Out* out, EncodeOptions o, std::uint64_t seed, Load load) {
+  if (o.rounding == Rounding::stochastic) {
+    for (std::size_t i = 0; i < n; ++i) {
+      o.random_bits = stochastic_bits(seed, i);
+      out[i] = static_cast<Out>(encode(*F, load(i), o));
+    }
+  } else {
+    for (std::size_t i = 0; i < n; ++i) out[i] = static_cast<Out>(encode(*F, load(i), o));
+  }
+}
+
+// The input as a value loader: f32 and f64 are read directly; bf16/f16 bits are widened exactly by the decoder.
+template <const Format* F, class Out>
+void encode_any(const Array& x, const std::string& input, Out* out, const EncodeOptions& o, std::uint64_t seed) {
+  const std::size_t n = x.size();
+  if (input == "f32") {
+    const float* p = data_as<float>(x, "array");
+    encode_loop<F>(n, out, o, seed, [p](std::size_t i) { return p[i]; });
+  } else if (input == "f64") {
+    const double* p = data_as<double>(x, "array");
+    encode_loop<F>(n, out, o, seed, [p](std::size_t i) { return p[i]; });
+  } else if (input == "bf16" || input == "f16") {
+    const std::uint16_t* p = data_as<std::uint16_t>(x, "array");
+    if (input == "bf16") encode_loop<F>(n, out, o, seed, [p](std::size_t i) { return decode(bf16, p[i]); });
+    else encode_loop<F>(n, out, o, seed, [p](std::size_t i) { return decode(f16, p[i]); });
+  } else {
+    throw std::invalid_argument("array: unsupported input type " + input);
+  }
+}
+
+void encode_array(const Array& x, const std::string& input, Array out, const std::string& fmt,
+                  const std::string& overflow, const std::string& rounding, std::uint64_t seed) {
+  const Format& f = format_arg(fmt);
+  const EncodeOptions o{rounding_named(rounding), overflow_named(overflow), 0};
+  if (out.size() != x.size()) throw std::invalid_argument("out: size differs from the input's");
+  nb::gil_scoped_release release;
+  with_format(f, [&](auto F) {
+    switch (F.value->storage_bytes()) {
+      case 1: return encode_any<F.value>(x, input, data_as<std::uint8_t>(out, "out"), o, seed);
+      case 2: return encode_any<F.value>(x, input, data_as<std::uint16_t>(out, "out"), o, seed);
+      default: return encode_any<F.value>(x, input, data_as<std::uint32_t>(out, "out"), o, seed);
+    }
+  });
+}
+
+template <const Format* F, class In, class Out>
+void decode_loop(std::size_t n, const In* codes, Out* out) {
+  for (std::size_t i = 0; i < n; ++i) out[i] = static_cast<Out>(decode(*F, codes[i]));
+}
+
+template <const Format* F, class Out>
+void decode_any(const Array& codes, Out* out) {
+  const std::size_t n = codes.size();
+  if (codes.dtype() == nb::dtype<std::uint8_t>()) return decode_loop<F>(n, static_cast<const std::uint8_t*>(codes.data()), out);
+  if (codes.dtype() == nb::dtype<std::uint16_t>()) return decode_loop<F>(n, static_cast<const std::uint16_t*>(codes.data()), out);
+  decode_loop<F>(n, data_as<std::uint32_t>(codes, "codes"), out);
+}
+
+void decode_array(const Array& codes, Array out, const std::string& fmt) {
+  const Format& f = format_arg(fmt);
+  if (out.size() != codes.size()) throw std::invalid_argument("out: size differs from the codes'");
+  nb::gil_scoped_release release;
+  with_format(f, [&](auto F) {
+    if (out.dtype() == nb::dtype<double>()) return decode_any<F.value>(codes, static_cast<double*>(out.data()));
+    decode_any<F.value>(codes, data_as<float>(out, "out"));
+  });
+}
+
+std::span<const std::uint8_t> bytes_of(const Array& a, const char* what) {
+  return {data_as<std::uint8_t>(a, what), a.size()};
+}
+std::span<std::uint8_t> bytes_of(Array& a, const char* what) { return {data_as<std::uint8_t>(a, what), a.size()}; }
+
+}  // namespace
+
+void bind_codec(nb::module_& m) {
+  m.def("encode", &encode_array, nb::arg("x"), nb::arg("input"), nb::arg("out"), nb::arg("fmt"), nb::arg("overflow"),
+        nb::arg("rounding"), nb::arg("seed"));
+  m.def("decode", &decode_array, nb::arg("codes"), nb::arg("out"), nb::arg("fmt"));
+  m.def("packed_size", &packed_size, nb::arg("count"), nb::arg("bits"));
+  m.def("pack", [](const Array& codes, int bits, Array out) {
+    if (out.size() != packed_size(codes.size(), bits)) throw std::invalid_argument("out: wrong packed size");
+    pack_codes(bytes_of(codes, "codes"), bits, bytes_of(out, "out"));
+  });
+  m.def("unpack", [](const Array& packed, int bits, Array out) {
+    if (packed.size() != packed_size(out.size(), bits)) throw std::invalid_argument("packed: wrong packed size");
+    unpack_codes(bytes_of(packed, "packed"), bits, bytes_of(out, "out"));
+  });
+}
+
+}  // namespace mf::py
