@@ -66,9 +66,11 @@ def from_torch(t, arg: str):
     if t.device.type != "cpu":
         raise TypeError(f"{arg}: a torch tensor on {t.device} (move it to the CPU first)")
     t = t.detach().contiguous()
-    if t.dtype in (torch.float32, torch.float64, torch.float16, torch.uint8):
+    if t.dtype in (torch.float32, torch.float64, torch.uint8):
         a = np.from_dlpack(t)
-        return a, {np.float32: "f32", np.float64: "f64", np.float16: "f16", np.uint8: "u8"}[a.dtype.type]
+        return a, {np.float32: "f32", np.float64: "f64", np.uint8: "u8"}[a.dtype.type]
+    if t.dtype == torch.float16:
+        return np.from_dlpack(t).view(np.uint16), "f16"
     if t.dtype == torch.bfloat16:
         return t.view(torch.int16).numpy().view(np.uint16), "bf16"
     fmt = torch_fmt(t.dtype)
@@ -79,25 +81,29 @@ def from_torch(t, arg: str):
     raise TypeError(f"{arg}: torch dtype {t.dtype} is not supported")
 
 
+def _contiguous(a: np.ndarray) -> np.ndarray:
+    return a if a.flags.c_contiguous else np.ascontiguousarray(a)  # (ascontiguousarray makes 0-d arrays 1-d)
+
+
 def as_array(x, arg: str):
     """Any array-like as (C-contiguous numpy array, kind, came_from_torch). kind: "f32", "f64", "f16", "bf16"
-    (uint16 bits), "int", "u8"/"u16"/"u32" (unsigned integers), or "codes:<fmt>" (an ml_dtypes/torch narrow dtype,
+    (f16 and bf16 as their uint16 bits), "int", "u8"/"u16"/"u32" (unsigned integers), or "codes:<fmt>" (an ml_dtypes/torch narrow dtype,
     viewed as its codes). Contiguous numpy and torch inputs are not copied."""
     if is_torch_tensor(x):
         a, kind = from_torch(x, arg)
-        return np.ascontiguousarray(a), kind, True
+        return _contiguous(a), kind, True
     try:
         a = np.asarray(x)
     except Exception as e:  # e.g. ragged lists
         raise TypeError(f"{arg}: cannot be read as an array ({e})") from None
-    a = np.ascontiguousarray(a)
+    a = _contiguous(a)
     dt = a.dtype
     if dt == np.float32:
         return a, "f32", False
     if dt == np.float64:
         return a, "f64", False
     if dt == np.float16:
-        return a, "f16", False
+        return a.view(np.uint16), "f16", False
     for fmt, name in _ML_DTYPE_NAMES.items():
         if name == dt.name and fmt not in ("f32", "f16"):
             storage = _STORAGE[dt.itemsize]

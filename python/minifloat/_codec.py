@@ -61,7 +61,7 @@ def _codes_of(codes, fmt: str, info: dict) -> np.ndarray:
         if kind[6:] != fmt:
             raise ValueError(f"codes: an array of {kind[6:]} codes given for format {fmt}")
         return a
-    if kind == "bf16" and fmt == "bf16":
+    if kind == fmt and kind in ("bf16", "f16"):  # an array of the format itself: its bits are the codes
         return a
     if kind in ("f32", "f64", "f16", "bf16"):
         raise TypeError(f"codes: dtype {kind} holds values, not codes (encode turns values into codes)")
