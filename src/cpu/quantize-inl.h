@@ -30,42 +30,34 @@ using DI = hn::RebindToSigned<DF>;
 using D8 = hn::Rebind<std::uint8_t, DF>;
 
 // y (finite, already divided by the block's divisor) -> codes in u32 lanes: RNE, saturated to +-max, sign kept.
-HWY_INLINE hn::Vec<DU> EncodeFloatLanes(hn::Vec<DF> y, const ElementCodec& ec) {
+// One float addition rounds |y| to the element grid: C = 2^(E + 23 - m), with E = max(exponent of |y|, emin), has
+// an ulp equal to the grid's quantum at |y| (normal or subnormal), so a + C rounds a to the grid, ties to even, and
+// the bits of a + C above those of C count quanta. The code is that count plus (E - emin) << m: the leading bit
+// carries into the exponent field by itself, also when rounding up to the next binade. The fields are arguments so
+// that constants fold where the caller knows the format.
+HWY_INLINE hn::Vec<DU> EncodeFloatLanes(hn::Vec<DF> y, hn::Vec<DF> max, int m, int emin, int em) {
   const DF df;
   const DU du;
-  const int m = ec.mantissa_bits, drop = 23 - m;
-  const auto bits = hn::BitCast(du, y);
-  const auto sign = hn::And(bits, hn::Set(du, 0x80000000u));
-  const auto a = hn::Min(hn::Abs(y), hn::Set(df, ec.max));
-  // Below the smallest normal: the subnormal grid, quantum 2^(1 - bias - m); scaling by a power of two is exact.
-  const int emin = 1 - ec.bias;
-  const auto sub = hn::BitCast(du, hn::NearestInt(hn::Mul(a, hn::Set(df, pow2f(m - emin)))));
-  // Normal: round the f32 mantissa to m bits (ties to even) and rebias the exponent.
-  const auto ab = hn::BitCast(du, a);
-  const auto odd = hn::And(hn::ShiftRightSame(ab, drop), hn::Set(du, 1u));
-  const auto rounded = hn::Add(ab, hn::Add(hn::Set(du, (1u << (drop - 1)) - 1), odd));
-  const auto normal = hn::Sub(hn::ShiftRightSame(rounded, drop),
-                              hn::Set(du, static_cast<std::uint32_t>(127 - ec.bias) << m));
-  const auto code = hn::IfThenElse(hn::RebindMask(du, hn::Lt(a, hn::Set(df, pow2f(emin)))), sub, normal);
-  return hn::Or(code, hn::ShiftRightSame(sign, 31 - (ec.exponent_bits + m)));
+  const auto a = hn::Min(hn::Abs(y), max);
+  const auto e = hn::Max(hn::And(hn::BitCast(du, a), hn::Set(du, 0x7F800000u)),
+                         hn::Set(du, static_cast<std::uint32_t>(127 + emin) << 23));
+  const auto c = hn::Add(e, hn::Set(du, static_cast<std::uint32_t>(23 - m) << 23));
+  const auto quanta = hn::Sub(hn::BitCast(du, hn::Add(a, hn::BitCast(df, c))), c);
+  const auto binade = hn::ShiftRightSame(hn::Sub(e, hn::Set(du, static_cast<std::uint32_t>(127 + emin) << 23)), 23 - m);
+  // The sign bit moves from bit 31 to bit em (exponent + mantissa bits).
+  const auto sign = hn::And(hn::ShiftRightSame(hn::BitCast(du, y), 31 - em), hn::Set(du, 1u << em));
+  return hn::Or(hn::Add(quanta, binade), sign);
+}
+
+HWY_INLINE hn::Vec<DU> EncodeFloatLanes(hn::Vec<DF> y, const ElementCodec& ec) {
+  return EncodeFloatLanes(y, hn::Set(DF(), ec.max), ec.mantissa_bits, 1 - ec.bias,
+                          ec.exponent_bits + ec.mantissa_bits);
 }
 
 // The same with the format's fields as constants (shift counts become immediates; the hot formats use this).
 template <int kExp, int kMan, int kBias>
 HWY_INLINE hn::Vec<DU> EncodeFloatLanesT(hn::Vec<DF> y, hn::Vec<DF> max) {
-  const DF df;
-  const DU du;
-  constexpr int kDrop = 23 - kMan, kEmin = 1 - kBias;
-  const auto bits = hn::BitCast(du, y);
-  const auto a = hn::Min(hn::Abs(y), max);
-  const auto sub = hn::BitCast(du, hn::NearestInt(hn::Mul(a, hn::Set(df, pow2f(kMan - kEmin)))));
-  const auto ab = hn::BitCast(du, a);
-  const auto odd = hn::And(hn::ShiftRight<kDrop>(ab), hn::Set(du, 1u));
-  const auto rounded = hn::Add(ab, hn::Add(hn::Set(du, (1u << (kDrop - 1)) - 1), odd));
-  const auto normal = hn::Sub(hn::ShiftRight<kDrop>(rounded), hn::Set(du, static_cast<std::uint32_t>(127 - kBias) << kMan));
-  const auto code = hn::IfThenElse(hn::RebindMask(du, hn::Lt(a, hn::Set(df, pow2f(kEmin)))), sub, normal);
-  // The sign bit moves from bit 31 to bit kExp + kMan.
-  return hn::Or(code, hn::And(hn::ShiftRight<31 - (kExp + kMan)>(bits), hn::Set(du, 1u << (kExp + kMan))));
+  return EncodeFloatLanes(y, max, kMan, 1 - kBias, kExp + kMan);
 }
 
 // Functors rather than lambdas, so they carry the target's attributes.
@@ -203,6 +195,78 @@ struct EncodeRowFn {
 
 inline constexpr std::int64_t kPrefetchFloats = 512;
 
+#if HWY_TARGET != HWY_SCALAR
+// ---- N consecutive 1 x bc blocks at once (N = lanes, bc a multiple of N): the N maxima and scales sit in one
+// vector each, so no block pays for a horizontal reduction or a scalar dependency chain of its own.
+
+inline constexpr std::size_t kGroup = hn::MaxLanes(DF());
+
+// Lane i: the largest |x| bit pattern of block i (x + i * bc). Each block's lane-wise maximum, then a
+// transpose-reduce: every level pairs adjacent lanes (ConcatEven/ConcatOdd) and halves the vector count, so after
+// log2(N) levels lane i holds block i's maximum.
+HWY_INLINE hn::Vec<DU> GroupMaxAbsBits(const float* x, std::int64_t bc) {
+  const DF df;
+  const DU du;
+  constexpr std::int64_t N = kGroup;
+  HWY_ALIGN std::uint32_t partial[kGroup * kGroup];
+  for (std::size_t i = 0; i < kGroup; ++i) {
+    const float* block = x + static_cast<std::int64_t>(i) * bc;
+    auto acc = hn::BitCast(du, hn::Abs(hn::LoadU(df, block)));
+    for (std::int64_t c = N; c < bc; c += N) acc = hn::Max(acc, hn::BitCast(du, hn::Abs(hn::LoadU(df, block + c))));
+    hn::Store(acc, du, partial + i * kGroup);
+  }
+  for (std::size_t count = kGroup; count > 1; count /= 2) {
+    for (std::size_t j = 0; j < count / 2; ++j) {
+      const auto lo = hn::Load(du, partial + 2 * j * kGroup), hi = hn::Load(du, partial + (2 * j + 1) * kGroup);
+      hn::Store(hn::Max(hn::ConcatEven(du, hi, lo), hn::ConcatOdd(du, hi, lo)), du, partial + j * kGroup);
+    }
+  }
+  return hn::Load(du, partial);
+}
+
+// PowerOfTwoFast::exponent on N blocks: scale codes k + 127, divisors 2^k and reciprocals 2^-k. False (nothing
+// stored) when a block needs block_scale(): an amax that is zero, subnormal or not finite, or a k that the reference
+// clamps or whose reciprocal is not a normal float (|k| > 126).
+HWY_INLINE bool GroupPowerOfTwo(hn::Vec<DU> m, const PowerOfTwoFast& p, std::uint32_t* scale_codes, float* divisors,
+                                float* reciprocals) {
+  const DU du;
+  const DI di;
+  const auto normal = hn::And(hn::Lt(hn::Set(du, 0x007FFFFFu), m), hn::Lt(m, hn::Set(du, 0x7F800000u)));
+  if (!hn::AllTrue(du, normal)) return false;
+  const auto round_up = hn::Lt(hn::Set(du, p.max_mantissa), hn::And(m, hn::Set(du, 0x7FFFFFu)));
+  // A true mask lane is all ones, i.e. -1: subtracting it adds 1.
+  const auto k = hn::Sub(hn::Sub(hn::BitCast(di, hn::ShiftRight<23>(m)), hn::Set(di, 127 + p.emax)),
+                         hn::BitCast(di, hn::VecFromMask(du, round_up)));
+  const auto in_range = hn::And(hn::Lt(hn::Set(di, -127), k), hn::Lt(k, hn::Set(di, 127)));
+  if (!hn::AllTrue(di, in_range)) return false;
+  const auto biased = hn::BitCast(du, hn::Add(k, hn::Set(di, 127)));
+  hn::StoreU(biased, du, scale_codes);
+  hn::StoreU(hn::ShiftLeft<23>(biased), du, reinterpret_cast<std::uint32_t*>(divisors));
+  hn::StoreU(hn::ShiftLeft<23>(hn::Sub(hn::Set(du, 254u), biased)), du, reinterpret_cast<std::uint32_t*>(reciprocals));
+  return true;
+}
+
+// e4m3_scale_fast on N blocks (NVFP4): codes ue4m3(RNE(amax / max / tensor_scale)) and divisors S * tensor_scale,
+// the same operations lane by lane. False when a block needs block_scale() (amax zero or not finite) or gets a
+// divisor that is zero or not finite.
+HWY_INLINE bool GroupE4m3(hn::Vec<DU> m, float max_elem, float tensor_scale, std::uint32_t* scale_codes,
+                          float* divisors) {
+  const DF df;
+  const DU du;
+  const auto finite = hn::And(hn::Lt(hn::Zero(du), m), hn::Lt(m, hn::Set(du, 0x7F800000u)));
+  if (!hn::AllTrue(du, finite)) return false;
+  const auto y = hn::Div(hn::Div(hn::BitCast(df, m), hn::Set(df, max_elem)), hn::Set(df, tensor_scale));
+  const auto code = EncodeFloatLanesT<4, 3, 7>(y, hn::Set(df, 448.0f));  // y >= 0: no sign; >= 448 saturates
+  constexpr ElementCodec kE4m3{nullptr, false, 8, 4, 3, 7, Specials::nan_only, 448.0f};
+  const auto d = hn::Mul(DecodeLanes(code, kE4m3), hn::Set(df, tensor_scale));
+  const auto usable = hn::And(hn::Lt(hn::Zero(df), d), hn::Lt(d, hn::Set(df, INFINITY)));
+  if (!hn::AllTrue(df, usable)) return false;
+  hn::StoreU(code, du, scale_codes);
+  hn::StoreU(d, df, divisors);
+  return true;
+}
+#endif  // HWY_TARGET != HWY_SCALAR
+
 // One row of 1 x bc blocks in one pass: each block's amax, its scale (the scalar rule), then its codes.
 struct QuantizeRowFn {
   const float* x;
@@ -212,40 +276,85 @@ struct QuantizeRowFn {
   std::uint8_t* codes;
   std::uint32_t* scale_codes;
   float* divisors;
+
+  // MX and DeepSeek scales (ue8m0, floor or rceil, one level) have a power-of-two rule without the general codec;
+  // NVFP4's (ue4m3 of amax / max / tensor scale) has its own. Anything else takes block_scale().
+  bool power_of_two() const {
+    const Scheme& s = *ec.scheme;
+    return *s.scale_format == ue8m0 && !s.tensor_scale && (s.rule == ScaleRule::floor || s.rule == ScaleRule::rceil) &&
+           s.profile != Profile::ggml;
+  }
+  bool nvfp4() const {
+    const Scheme& s = *ec.scheme;
+    return s.rule == ScaleRule::e4m3 && *s.scale_format == ue4m3 && s.profile != Profile::deepseek &&
+           tensor_scale > 0 && std::isfinite(tensor_scale);
+  }
+  std::uint32_t floor_bits() const {
+    return ec.scheme->profile == Profile::deepseek ? std::bit_cast<std::uint32_t>(kDeepSeekMinAmax) : 0;
+  }
+
   template <class Encoder>
   HWY_INLINE void operator()(const Encoder& e) const {
-    const Scheme& s = *ec.scheme;
-    // MX and DeepSeek scales (ue8m0, floor or rceil, one level) take PowerOfTwoFast; anything else, and blocks
-    // whose amax is zero, subnormal or not finite, take block_scale().
-    const bool fast = *s.scale_format == ue8m0 && !s.tensor_scale &&
-                      (s.rule == ScaleRule::floor || s.rule == ScaleRule::rceil) && s.profile != Profile::ggml;
-    const std::uint32_t floor_bits = s.profile == Profile::deepseek ? std::bit_cast<std::uint32_t>(kDeepSeekMinAmax) : 0;
-    const PowerOfTwoFast pow2(s);
-    const bool nvfp4 = s.rule == ScaleRule::e4m3 && *s.scale_format == ue4m3 && s.profile != Profile::deepseek &&
-                       tensor_scale > 0 && std::isfinite(tensor_scale);
-    for (std::int64_t b = 0, c0 = 0; c0 < cols; ++b, c0 += bc) {
-      const std::int64_t c1 = std::min(c0 + bc, cols);
-      // The per-block work is long enough that the hardware prefetcher falls behind: ask 2 KiB ahead.
-      if (c1 + kPrefetchFloats < cols) {
-        for (std::int64_t p = c0; p < c1; p += 16) hwy::Prefetch(x + p + kPrefetchFloats);
+    const bool pow2 = power_of_two(), e4m3 = nvfp4();
+    const PowerOfTwoFast p(*ec.scheme);
+    std::int64_t b = 0, c0 = 0;
+#if HWY_TARGET != HWY_SCALAR
+    if ((pow2 || e4m3) && bc % static_cast<std::int64_t>(kGroup) == 0) {
+      const DU du;
+      const auto floor = hn::Set(du, floor_bits());
+      const std::int64_t span = static_cast<std::int64_t>(kGroup) * bc;
+      HWY_ALIGN float reciprocals[kGroup];
+      for (; c0 + span <= cols; b += kGroup, c0 += span) {
+        if (c0 + span + kPrefetchFloats < cols) {
+          for (std::int64_t q = 0; q < span; q += 16) hwy::Prefetch(x + c0 + q + kPrefetchFloats);
+        }
+        auto m = GroupMaxAbsBits(x + c0, bc);
+        m = hn::IfThenElse(hn::Lt(m, hn::Set(du, 0x7F800000u)), hn::Max(m, floor), m);
+        const bool done = pow2 ? GroupPowerOfTwo(m, p, scale_codes + b, divisors + b, reciprocals)
+                               : GroupE4m3(m, ec.max, tensor_scale, scale_codes + b, divisors + b);
+        for (std::size_t i = 0; i < kGroup; ++i) {
+          const std::int64_t bi = b + static_cast<std::int64_t>(i), ci = c0 + static_cast<std::int64_t>(i) * bc;
+          if (!done) {
+            Block(bi, ci, pow2, e4m3, p, e);
+          } else {
+            EncodeBlock(x, ci, ci + bc, divisors[bi], pow2 ? reciprocals[i] : exact_reciprocal(divisors[bi]), ec,
+                        codes, e);
+          }
+        }
       }
-      std::uint32_t m = MaxAbsBits(x, c0, c1);
-      if (m < 0x7F800000u) m = std::max(m, floor_bits);
-      if (fast && m >= 0x00800000u && m < 0x7F800000u) {
-        const int k = pow2.exponent(m);
-        scale_codes[b] = static_cast<std::uint32_t>(k + 127);
-        divisors[b] = pow2f(k);
-        EncodeBlock(x, c0, c1, divisors[b], pow2f(-k), ec, codes, e);
-        continue;
-      }
-      const bool nonfinite = m >= 0x7F800000u;
-      const BlockScale bs = (nvfp4 && !nonfinite)
-                                ? e4m3_scale_fast(std::bit_cast<float>(m), ec.max, tensor_scale)
-                                : block_scale(s, nonfinite ? 0.0f : std::bit_cast<float>(m), nonfinite, tensor_scale);
-      scale_codes[b] = bs.code;
-      divisors[b] = bs.divisor;
-      EncodeBlock(x, c0, c1, bs.divisor, exact_reciprocal(bs.divisor), ec, codes, e);
     }
+#endif
+    for (; c0 < cols; ++b, c0 += bc) {
+      // The per-block work is long enough that the hardware prefetcher falls behind: ask 2 KiB ahead.
+      if (c0 + bc + kPrefetchFloats < cols) {
+        for (std::int64_t q = c0; q < c0 + bc; q += 16) hwy::Prefetch(x + q + kPrefetchFloats);
+      }
+      Block(b, c0, pow2, e4m3, p, e);
+    }
+  }
+
+  // Block b (columns c0 .. c0 + bc, cut at cols) on its own.
+  template <class Encoder>
+  HWY_INLINE void Block(std::int64_t b, std::int64_t c0, bool pow2, bool e4m3, const PowerOfTwoFast& p,
+                        const Encoder& e) const {
+    const std::int64_t c1 = std::min(c0 + bc, cols);
+    std::uint32_t m = MaxAbsBits(x, c0, c1);
+    if (m < 0x7F800000u) m = std::max(m, floor_bits());
+    if (pow2 && m >= 0x00800000u && m < 0x7F800000u) {
+      const int k = p.exponent(m);
+      scale_codes[b] = static_cast<std::uint32_t>(k + 127);
+      divisors[b] = pow2f(k);
+      EncodeBlock(x, c0, c1, divisors[b], pow2f(-k), ec, codes, e);
+      return;
+    }
+    const Scheme& s = *ec.scheme;
+    const bool nonfinite = m >= 0x7F800000u;
+    const BlockScale bs = (e4m3 && !nonfinite)
+                              ? e4m3_scale_fast(std::bit_cast<float>(m), ec.max, tensor_scale)
+                              : block_scale(s, nonfinite ? 0.0f : std::bit_cast<float>(m), nonfinite, tensor_scale);
+    scale_codes[b] = bs.code;
+    divisors[b] = bs.divisor;
+    EncodeBlock(x, c0, c1, bs.divisor, exact_reciprocal(bs.divisor), ec, codes, e);
   }
 };
 

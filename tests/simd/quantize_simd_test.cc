@@ -346,6 +346,31 @@ TEST(QuantizeSimd, CustomSchemesOnEveryInputKind) {
   }
 }
 
+// Rows of 1 x B blocks wide enough for the kernels that take N blocks at once (N = 4, 8 or 16 lanes) and a partial
+// group after them: every block of one kind, then a random kind per block, so that some groups mix blocks the
+// vector scale path takes with blocks (zero, subnormal, NaN) that need the scalar rule.
+TEST(QuantizeSimd, GroupsOfBlocksOnWideRows) {
+  std::uint32_t seed = 2500;
+  std::vector<std::string> names = mf::scheme_names();
+  names.insert(names.end(), kCustom.begin(), kCustom.end());
+  for (const std::string& name : names) {
+    for (const mf::Profile p : {mf::Profile::ocp, mf::Profile::deepseek}) {
+      const mf::Scheme s = scheme(name, p);
+      if (s.block_rows != 1) continue;
+      const Shape shape{3, 37 * s.block_cols};
+      expect_all_kinds(s, options(), shape, seed += 100);
+      Input mixed{"a random kind per block", shape, std::vector<float>(static_cast<std::size_t>(count_of(shape)) + 1)};
+      std::mt19937 rng(seed + 50);
+      for_each_block(shape, s, rng, [&](std::mt19937& r, const std::vector<std::int64_t>& idx) {
+        // Mostly normal blocks, so that whole groups take the vector path and single odd blocks sit among them.
+        const std::size_t k = r() % 4 ? kNormal : r() % kinds().size();
+        kinds()[k].block(r, idx, s, mixed.buffer.data() + 1);
+      });
+      expect_fast_matches_ref(s, options(), mixed);
+    }
+  }
+}
+
 TEST(QuantizeSimd, Profiles) {
   std::uint32_t seed = 3000;
   for (const mf::Profile p : {mf::Profile::ocp, mf::Profile::deepseek, mf::Profile::ggml}) {
