@@ -65,6 +65,8 @@ void register_tour(CLI::App& app);
 void register_quantize(CLI::App& app);  // quantize and dequantize
 void register_error(CLI::App& app);
 void register_block(CLI::App& app);
+void register_kv(CLI::App& app);
+void register_pack_scales(CLI::App& app);  // pack-scales and unpack-scales
 
 // Text pieces the tour reuses.
 std::string block_text(const std::vector<float>& values, const Scheme& scheme, const float* outlier);
