@@ -1,0 +1,79 @@
+// The fast GEMMs: operands checked into a Problem (src/ops/gemm_problem.cc), activations padded, then OpenMP threads
+// over blocks of 16 weight rows, each running the per-target kernels of gemm-inl.h. Weights are read once per pass
+// of activation rows (once in all for M <= 256), so decode-shaped calls stream the packed weights once.
+#include <omp.h>
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "../ops/gemm_problem.h"
+#include "minifloat/gemm.h"
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "../src/cpu/gemm.cc"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/highway.h"
+#include "gemm-inl.h"
+
+#if HWY_ONCE
+namespace mf {
+namespace gemm {
+
+HWY_EXPORT(ComputeColumns);
+HWY_EXPORT(NativeFma);
+
+namespace {
+
+// Activations with rows padded to the register tile (4) or the row pass, and K to a multiple of 16, with zeros.
+std::vector<float> padded_activations(const Problem& p, std::int64_t mp, std::size_t lda) {
+  std::vector<float> a(static_cast<std::size_t>(mp) * lda, 0.0f);
+  for (std::int64_t r = 0; r < p.m; ++r) {
+    std::memcpy(a.data() + r * lda, p.a.data() + r * p.k, static_cast<std::size_t>(p.k) * sizeof(float));
+  }
+  return a;
+}
+
+void fast(const Problem& p) {
+  if (p.m == 0 || p.n == 0) return;
+  // bf16 and f32 products can round (or underflow), and huge weight scales can make a product overflow: then only a
+  // real fma gives the definition's result.
+  if (!p.products_exact && !HWY_DYNAMIC_DISPATCH(NativeFma)()) return reference(p);
+  const std::int64_t tile = p.m <= 2 ? p.m : 4, pass = 256;
+  const std::int64_t mp = p.m <= pass ? (p.m + tile - 1) / tile * tile : (p.m + pass - 1) / pass * pass;
+  const auto lda = static_cast<std::size_t>((p.k + kLanes - 1) / kLanes * kLanes);
+  const std::vector<float> a = padded_activations(p, mp, lda);
+  const std::int64_t blocks = (p.n + kLanes - 1) / kLanes;
+  const int threads = static_cast<int>(std::min<std::int64_t>(p.threads > 0 ? p.threads : omp_get_max_threads(),
+                                                              blocks));
+  // Small problems are not worth starting threads for.
+  const bool parallel = threads > 1 && static_cast<double>(p.m) * static_cast<double>(p.n) * p.k > 1 << 20;
+#pragma omp parallel num_threads(threads) if (parallel)
+  {
+    const std::int64_t t = omp_get_thread_num(), count = omp_get_num_threads();
+    const std::int64_t begin = blocks / count * t + std::min(t, blocks % count);
+    const std::int64_t end = begin + blocks / count + (t < blocks % count ? 1 : 0);
+    if (begin < end) HWY_DYNAMIC_DISPATCH(ComputeColumns)(p, a.data(), lda, mp, begin * kLanes, end - begin);
+  }
+}
+
+}  // namespace
+}  // namespace gemm
+
+void fp8_gemm(const QuantizedTensor& a, const QuantizedTensor& w, GemmOut out, const GemmOptions& o) {
+  gemm::fast(gemm::fp8_problem("fp8_gemm", a, w, out, o));
+}
+void fp4_gemm(const QuantizedTensor& a, const QuantizedTensor& w, GemmOut out, const GemmOptions& o) {
+  gemm::fast(gemm::fp4_problem(a, w, out, o));
+}
+void bf16_gemm(const std::uint16_t* a, const std::uint16_t* w, std::int64_t m, std::int64_t n, std::int64_t k,
+               GemmOut out, const GemmOptions& o) {
+  gemm::fast(gemm::plain_problem(a, nullptr, w, nullptr, m, n, k, out, o));
+}
+void f32_gemm(const float* a, const float* w, std::int64_t m, std::int64_t n, std::int64_t k, GemmOut out,
+              const GemmOptions& o) {
+  gemm::fast(gemm::plain_problem(nullptr, a, nullptr, w, m, n, k, out, o));
+}
+
+}  // namespace mf
+#endif  // HWY_ONCE

@@ -1,0 +1,217 @@
+// Checking GEMM operands and turning them into one Problem; writing finished rows. Shared by the reference and the
+// fast path, so both see exactly the same decoded activations, scales and output rounding.
+#include "gemm_problem.h"
+
+#include <array>
+#include <bit>
+#include <cstring>
+
+#include "../blocks/blocking.h"
+#include "minifloat/codec.h"
+
+namespace mf::gemm {
+namespace {
+
+[[noreturn]] void fail(const char* op, const std::string& a_name, const std::string& a_shape,
+                       const std::string& w_shape, const std::string& why) {
+  throw GemmError(std::string(op) + ": " + a_name + " " + a_shape + " and weight " + w_shape + ": " + why);
+}
+
+std::string dims(const std::vector<std::int64_t>& shape) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    if (i) s += ", ";
+    s += std::to_string(shape[i]);
+  }
+  return s + "]";
+}
+
+void check_out(const char* op, GemmOut out, const std::string& a_shape, const std::string& w_shape) {
+  if ((out.f32 == nullptr) == (out.bf16 == nullptr)) {
+    fail(op, "activation", a_shape, w_shape, "set exactly one output (f32 or bf16)");
+  }
+}
+
+// The activation: e4m3 in 1x128 blocks with ue8m0 or f32 scales (act_quant's output).
+void check_activation(const char* op, const QuantizedTensor& a, const std::string& as, const std::string& ws) {
+  const Scheme& s = a.scheme;
+  if (s.element.format != &e4m3 || s.block_rows != 1 || s.block_cols != kActBlock || s.tensor_scale ||
+      !(*s.scale_format == ue8m0 || *s.scale_format == f32) || a.layout == Layout::ggml) {
+    fail(op, "activation", as, ws, "the activation must be e4m3 in 1x128 blocks with ue8m0 or f32 scales "
+                                   "(act_quant's output), not " + s.name);
+  }
+}
+
+// Scale tensors must have exactly the shape the scheme calls for: a tensor whose scales were packed for another
+// platform (NVIDIA: four ue8m0 codes per int32; Ascend: two per int16) has fewer, wider ones.
+void check_scales(const char* op, const char* which, const QuantizedTensor& q, const std::string& as,
+                  const std::string& ws) {
+  const detail::Geometry g = detail::geometry_of(q);
+  const std::vector<std::int64_t> expected{g.block_rows, g.block_cols};
+  const std::size_t width = *q.scheme.scale_format == f32 ? 4 : 1;
+  if (q.scale_shape != expected || q.scales.size() != static_cast<std::size_t>(g.blocks()) * width) {
+    fail(op, "activation", as, ws, std::string(which) + " scales " + dims(q.scale_shape) + " (" +
+                                       std::to_string(q.scales.size()) + " bytes) are not the " + dims(expected) +
+                                       " " + std::string(q.scheme.scale_format->name) + " scales of " +
+                                       q.scheme.name + " (scales packed for another platform? unpack them first)");
+  }
+  try {
+    validate(q);
+  } catch (const QuantizeError& e) {
+    fail(op, "activation", as, ws, std::string(which) + ": " + e.what());
+  }
+}
+
+// Activation codes decoded to f32 (unscaled) and the activation scales.
+void load_activation(Problem& p, const QuantizedTensor& a) {
+  std::array<float, 256> table{};
+  for (std::uint32_t c = 0; c < 256; ++c) table[c] = decode(e4m3, c);
+  p.a.resize(a.codes.size());
+  for (std::size_t i = 0; i < a.codes.size(); ++i) p.a[i] = table[a.codes[i]];
+  p.sa = detail::load_divisors(a);
+}
+
+Problem quantized_problem(const char* op, const QuantizedTensor& a, const QuantizedTensor& w, GemmOut out,
+                          const GemmOptions& o, const std::string& as, const std::string& ws) {
+  check_activation(op, a, as, ws);
+  if (a.cols() != w.cols()) fail(op, "activation", as, ws, "K differs");
+  if (a.cols() % kActBlock != 0) fail(op, "activation", as, ws, "K is not a multiple of the activation block 128");
+  check_out(op, out, as, ws);
+  check_scales(op, "activation", a, as, ws);
+  check_scales(op, "weight", w, as, ws);
+  Problem p;
+  p.m = a.rows();
+  p.n = w.rows();
+  p.k = a.cols();
+  p.codes = w.codes.data();
+  p.br = w.scheme.block_rows;
+  p.bc = w.scheme.block_cols;
+  p.sb_cols = (p.k + p.bc - 1) / p.bc;
+  p.sb = detail::load_divisors(w);
+  p.sb_inside = *w.scheme.scale_format == ue8m0;
+  p.group = p.sb_inside ? kActBlock : std::min(kActBlock, p.bc);
+  // |a| <= 448 and |element| <= 448: below 2^128 while the scale is at most 2^100 (NaN scales give NaN either way).
+  p.products_exact = true;
+  if (p.sb_inside) {
+    for (const float s : p.sb) p.products_exact = p.products_exact && !(s > 0x1p100f);
+  }
+  p.out = out;
+  p.accumulate = o.accumulate;
+  p.threads = o.threads;
+  load_activation(p, a);
+  return p;
+}
+
+}  // namespace
+
+std::string shape_text(std::int64_t rows, std::int64_t cols) {
+  std::string s = "[";
+  s += std::to_string(rows);
+  s += ", ";
+  s += std::to_string(cols);
+  return s + "]";
+}
+
+Problem fp8_problem(const char* op, const QuantizedTensor& a, const QuantizedTensor& w, GemmOut out,
+                    const GemmOptions& o) {
+  const std::string as = dims(a.shape), ws = dims(w.shape);
+  const Scheme& s = w.scheme;
+  const bool width_ok = s.block_cols % kLanes == 0 && (kActBlock % s.block_cols == 0 || s.block_cols % kActBlock == 0);
+  if (s.element.format != &e4m3 || s.tensor_scale || !(*s.scale_format == ue8m0 || *s.scale_format == f32) ||
+      !width_ok || w.layout == Layout::ggml || w.shape.size() != 2) {
+    fail(op, "activation", as, ws, "the weight must be a 2-D e4m3 tensor with ue8m0 or f32 scales in blocks whose "
+                                   "width is a multiple of 16 dividing 128 or a multiple of it (fp8-128x128, "
+                                   "fp8-32x32), not " + s.name + " in layout " + std::string(to_string(w.layout)));
+  }
+  Problem p = quantized_problem(op, a, w, out, o, as, ws);
+  p.kind = WeightKind::e4m3;
+  return p;
+}
+
+Problem fp4_problem(const QuantizedTensor& a, const QuantizedTensor& w, GemmOut out, const GemmOptions& o) {
+  const char* op = "fp4_gemm";
+  const std::string as = dims(a.shape), ws = dims(w.shape);
+  const Scheme& s = w.scheme;
+  if (s.element.format != &e2m1 || s.block_rows != 1 || s.block_cols != 32 || !(*s.scale_format == ue8m0) ||
+      s.tensor_scale || w.layout != Layout::packed || w.shape.size() != 2) {
+    fail(op, "activation", as, ws, "the weight must be a 2-D e2m1 tensor, packed two per byte, in 1x32 blocks with "
+                                   "ue8m0 scales (mxfp4), not " + s.name + " in layout " +
+                                   std::string(to_string(w.layout)));
+  }
+  Problem p = quantized_problem(op, a, w, out, o, as, ws);
+  p.kind = WeightKind::e2m1;
+  return p;
+}
+
+Problem plain_problem(const std::uint16_t* a16, const float* a32, const std::uint16_t* w16, const float* w32,
+                      std::int64_t m, std::int64_t n, std::int64_t k, GemmOut out, const GemmOptions& o) {
+  const char* op = w16 ? "bf16_gemm" : "f32_gemm";
+  if (m < 0 || n < 0 || k < 0) {
+    fail(op, "activation", shape_text(m, k), shape_text(n, k), "negative dimension");
+  }
+  check_out(op, out, shape_text(m, k), shape_text(n, k));
+  Problem p;
+  p.m = m;
+  p.n = n;
+  p.k = k;
+  p.kind = w16 ? WeightKind::bf16 : WeightKind::f32;
+  p.w_bf16 = w16;
+  p.w_f32 = w32;
+  p.a.resize(static_cast<std::size_t>(m * k));
+  for (std::size_t i = 0; i < p.a.size(); ++i) {
+    p.a[i] = a16 ? std::bit_cast<float>(static_cast<std::uint32_t>(a16[i]) << 16) : a32[i];
+  }
+  p.out = out;
+  p.accumulate = o.accumulate;
+  p.threads = o.threads;
+  return p;
+}
+
+float Problem::weight(std::int64_t row, std::int64_t col) const {
+  const std::size_t i = static_cast<std::size_t>(row * k + col);
+  float v = 0;
+  switch (kind) {
+    case WeightKind::e4m3: v = decode(e4m3, codes[i]); break;
+    case WeightKind::e2m1: v = decode(e2m1, codes[i / 2] >> (4 * (i % 2))); break;
+    case WeightKind::bf16: return std::bit_cast<float>(static_cast<std::uint32_t>(w_bf16[i]) << 16);
+    case WeightKind::f32: return w_f32[i];
+  }
+  if (sb_inside) v *= sb[static_cast<std::size_t>(row / br * sb_cols + col / bc)];
+  return v;
+}
+
+float Problem::group_scale(std::int64_t row, std::int64_t col, std::int64_t g) const {
+  const std::int64_t k0 = g * group;
+  const float s_a = sa.empty() ? 1.0f : sa[static_cast<std::size_t>(row * (k / kActBlock) + k0 / kActBlock)];
+  const float s_b = sb.empty() || sb_inside ? 1.0f : sb[static_cast<std::size_t>(col / br * sb_cols + k0 / bc)];
+  return s_a * s_b;
+}
+
+std::uint16_t bf16_rne(float x) {
+  const std::uint32_t bits = std::bit_cast<std::uint32_t>(x);
+  if ((bits & 0x7FFFFFFFu) > 0x7F800000u) return static_cast<std::uint16_t>((bits >> 16) & 0x8000u) | 0x7FC0u;
+  return static_cast<std::uint16_t>((bits + 0x7FFFu + ((bits >> 16) & 1u)) >> 16);
+}
+
+void finish(const Problem& p, std::int64_t row, std::int64_t col0, std::int64_t count, const float* c) {
+  const std::size_t base = static_cast<std::size_t>(row * p.n + col0);
+  if (p.out.f32) {
+    float* y = p.out.f32 + base;
+    for (std::int64_t j = 0; j < count; ++j) y[j] = p.accumulate ? y[j] + c[j] : c[j];
+    return;
+  }
+  std::uint16_t* y = p.out.bf16 + base;
+  for (std::int64_t j = 0; j < count; ++j) {
+    const float old = std::bit_cast<float>(static_cast<std::uint32_t>(y[j]) << 16);
+    y[j] = bf16_rne(p.accumulate ? old + c[j] : c[j]);
+  }
+}
+
+float tree_sum(const float* p) {
+  float q[8], r[4];
+  for (int i = 0; i < 8; ++i) q[i] = p[i] + p[i + 8];
+  for (int i = 0; i < 4; ++i) r[i] = q[i] + q[i + 4];
+  return (r[0] + r[2]) + (r[1] + r[3]);
+}
+
+}  // namespace mf::gemm

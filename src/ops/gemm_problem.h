@@ -1,0 +1,63 @@
+// One GEMM after its operands are checked: what the reference (src/ref/gemm_ref.cc) and the fast path
+// (src/cpu/gemm.cc) both compute from. Internal; the public API is minifloat/gemm.h.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "minifloat/gemm.h"
+
+namespace mf::gemm {
+
+enum class WeightKind : std::uint8_t { e4m3, e2m1, bf16, f32 };
+
+// The width of an activation block (fp8-1x128) and of an accumulation group unless weight scales ask for less.
+inline constexpr int kActBlock = 128;
+// The number of lane-strided partial sums within a group (minifloat/gemm.h).
+inline constexpr int kLanes = 16;
+
+struct Problem {
+  std::int64_t m = 0, n = 0, k = 0;
+  int group = kActBlock;     // G: the K range summed before its scale is applied
+  std::vector<float> a;      // [m][k] exact: e4m3 codes decoded (unscaled), bf16 widened, or f32
+  std::vector<float> sa;     // [m][k / 128] activation scales (decoded); empty: 1
+  WeightKind kind = WeightKind::f32;
+  const std::uint8_t* codes = nullptr;  // e4m3 [n][k] one per byte; e2m1 [n][k / 2], element 2i in the low nibble
+  const std::uint16_t* w_bf16 = nullptr;
+  const float* w_f32 = nullptr;
+  int br = 1, bc = 1;               // the weight's scale block
+  std::int64_t sb_cols = 0;         // ceil(k / bc)
+  std::vector<float> sb;            // [ceil(n / br)][sb_cols] decoded weight scales; empty: none
+  bool sb_inside = false;           // powers of two, multiplied into w (exact); else applied per group
+  // Every product a * w is exact in f32, so an fma and a multiply-then-add agree: e4m3 activations times e4m3 or
+  // e2m1 weights whose scales (when inside w) are at most 2^100, so that no product overflows.
+  bool products_exact = false;
+  GemmOut out;
+  bool accumulate = false;
+  int threads = 0;
+
+  // w[n, k] as the GEMM reads it: the element, times its scale when sb_inside.
+  float weight(std::int64_t row, std::int64_t col) const;
+  // s = sa[m, group] * sb[n, group] (1 where absent), the factor of group g's sum.
+  float group_scale(std::int64_t row, std::int64_t col, std::int64_t g) const;
+};
+
+Problem fp8_problem(const char* op, const QuantizedTensor& a, const QuantizedTensor& w, GemmOut out,
+                    const GemmOptions& o);
+Problem fp4_problem(const QuantizedTensor& a, const QuantizedTensor& w, GemmOut out, const GemmOptions& o);
+Problem plain_problem(const std::uint16_t* a16, const float* a32, const std::uint16_t* w16, const float* w32,
+                      std::int64_t m, std::int64_t n, std::int64_t k, GemmOut out, const GemmOptions& o);
+
+// bf16 bits of x, rounded to nearest even (NaN -> the quiet NaN with x's sign, as mf::encode(bf16, x)).
+std::uint16_t bf16_rne(float x);
+// Writes C[row, col0 + j] for j < count from the f32 sums c[j]: c, or old + c with accumulate; bf16 rounds once.
+void finish(const Problem& p, std::int64_t row, std::int64_t col0, std::int64_t count, const float* c);
+// The scalar definition: all of C for p.
+void reference(const Problem& p);
+// The sum of 16 partial sums in the fixed tree of minifloat/gemm.h.
+float tree_sum(const float* partial);
+// "[4, 256]"
+std::string shape_text(std::int64_t rows, std::int64_t cols);
+
+}  // namespace mf::gemm

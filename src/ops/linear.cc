@@ -1,0 +1,52 @@
+// linear(x, W): the GEMM that W's format calls for (SPEC section 7).
+#include <bit>
+#include <vector>
+
+#include "gemm_problem.h"
+#include "minifloat/gemm.h"
+
+namespace mf {
+namespace {
+
+std::int64_t leading(std::span<const std::int64_t> shape) {
+  std::int64_t rows = 1;
+  for (std::size_t i = 0; i + 1 < shape.size(); ++i) rows *= shape[i];
+  return rows;
+}
+
+void check_plain(const Weight& w, std::int64_t k) {
+  const int set = (w.quantized != nullptr) + (w.bf16 != nullptr) + (w.f32 != nullptr);
+  if (set != 1) throw GemmError("linear: set exactly one of the weight's quantized, bf16 or f32");
+  if (!w.quantized && w.k != k) {
+    throw GemmError("linear: activation [..., " + std::to_string(k) + "] and weight " + gemm::shape_text(w.n, w.k) +
+                    ": K differs");
+  }
+}
+
+}  // namespace
+
+void linear(const float* x, std::span<const std::int64_t> x_shape, const Weight& w, GemmOut out,
+            const GemmOptions& o) {
+  const std::int64_t k = x_shape.empty() ? 1 : x_shape.back(), m = leading(x_shape);
+  check_plain(w, k);
+  if (w.quantized) {
+    const QuantizedTensor& q = *w.quantized;
+    if (q.scheme.element.format == &e2m1) return fp4_gemm(act_quant(x, x_shape, ActScale::ue8m0, o.threads), q, out, o);
+    const ActScale scale = *q.scheme.scale_format == f32 ? ActScale::f32 : ActScale::ue8m0;
+    return fp8_gemm(act_quant(x, x_shape, scale, o.threads), q, out, o);
+  }
+  if (w.f32) return f32_gemm(x, w.f32, m, w.n, k, out, o);
+  std::vector<std::uint16_t> xb(static_cast<std::size_t>(m * k));
+  for (std::size_t i = 0; i < xb.size(); ++i) xb[i] = gemm::bf16_rne(x[i]);
+  bf16_gemm(xb.data(), w.bf16, m, w.n, k, out, o);
+}
+
+std::vector<float> linear(const float* x, std::span<const std::int64_t> x_shape, const Weight& w, int threads) {
+  std::vector<float> y(static_cast<std::size_t>(leading(x_shape) * w.rows()));
+  GemmOptions o;
+  o.threads = threads;
+  linear(x, x_shape, w, GemmOut{y.data(), nullptr}, o);
+  return y;
+}
+
+}  // namespace mf

@@ -1,0 +1,200 @@
+// The fast GEMMs (mf::fp8_gemm, fp4_gemm, bf16_gemm, f32_gemm: Highway SIMD + OpenMP) against the scalar
+// definitions (mf::ref::), bit for bit (every NaN counts as equal to every NaN), on every Highway target this CPU
+// supports and the build compiled, with 1 and 2 threads, f32 and bf16 output, with and without accumulate.
+// Shapes cover each register tile (M = 1, 2, 3 and more), row passes (M > 256), partial weight blocks (N not a
+// multiple of 16) and partial groups (bf16/f32 with K not a multiple of 16 or 128). Inputs: normal, outlier-heavy,
+// and adversarial codes: e4m3 subnormals, -0, NaN codes (0x7F/0xFF), extreme and NaN ue8m0 scales.
+#include <gtest/gtest.h>
+#include <hwy/targets.h>  // target enumeration only: the library is called through its public headers
+
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "minifloat/gemm.h"
+#include "minifloat/quantize.h"
+#include "minifloat/scheme.h"
+
+namespace {
+
+using Shape = std::vector<std::int64_t>;
+
+void for_each_target(const std::function<void(std::int64_t)>& fn) {
+  struct Restore {
+    ~Restore() { hwy::SetSupportedTargetsForTest(0); }
+  } restore;
+  for (const std::int64_t t : hwy::SupportedAndGeneratedTargets()) {
+    hwy::SetSupportedTargetsForTest(t);
+    fn(t);
+  }
+}
+
+enum class Kind { normal, outliers, adversarial };
+
+std::vector<float> values(std::int64_t n, Kind kind, std::mt19937& rng) {
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::uniform_real_distribution<float> unit(0.0f, 1.0f);
+  std::vector<float> x(static_cast<std::size_t>(n));
+  for (float& v : x) {
+    v = normal(rng);
+    if (kind != Kind::normal && unit(rng) < 0.02f) v *= 1000.0f;  // outliers
+    if (kind == Kind::adversarial && unit(rng) < 0.05f) v *= 1e-6f;  // small values: e4m3 subnormals
+  }
+  return x;
+}
+
+// Overwrites some codes and scales with edge values: NaN codes, -0, subnormals, extreme and NaN scales.
+void spoil(mf::QuantizedTensor& q, std::mt19937& rng) {
+  std::uniform_int_distribution<std::size_t> pick(0, q.codes.size() - 1);
+  const bool e4m3 = q.scheme.element.format == &mf::e4m3;
+  const std::uint8_t codes[] = {0x7F, 0xFF, 0x80, 0x01, 0x87, 0x00};
+  for (const std::uint8_t c : codes) q.codes[pick(rng)] = e4m3 ? c : static_cast<std::uint8_t>(c & 0x88);
+  if (*q.scheme.scale_format == mf::ue8m0) {
+    std::uniform_int_distribution<std::size_t> s(0, q.scales.size() - 1);
+    for (const std::uint8_t c : {0x00, 0xFE, 0xFF, 0xF0, 0x10}) q.scales[s(rng)] = c;
+  }
+}
+
+mf::QuantizedTensor weight(const std::string& scheme, std::int64_t n, std::int64_t k, Kind kind, std::mt19937& rng) {
+  const std::vector<float> w = values(n * k, kind, rng);
+  mf::QuantizeOptions o;
+  o.pad = true;
+  mf::QuantizedTensor q = mf::quantize(w.data(), Shape{n, k}, mf::scheme_named(scheme), o);
+  if (kind == Kind::adversarial) spoil(q, rng);
+  return q;
+}
+
+bool same(float a, float b) {
+  return (std::isnan(a) && std::isnan(b)) || std::bit_cast<std::uint32_t>(a) == std::bit_cast<std::uint32_t>(b);
+}
+bool same(std::uint16_t a, std::uint16_t b) {
+  const bool nan_a = (a & 0x7FFF) > 0x7F80, nan_b = (b & 0x7FFF) > 0x7F80;
+  return (nan_a && nan_b) || a == b;
+}
+
+// Runs `gemm(out, options)` as fast path and as reference in every output/accumulate/thread setting.
+using Gemm = std::function<void(bool fast, mf::GemmOut out, const mf::GemmOptions& o)>;
+
+template <class T>
+void expect_same(const std::vector<T>& fast, const std::vector<T>& ref, const std::string& what) {
+  for (std::size_t i = 0; i < ref.size(); ++i) {
+    if (!same(fast[i], ref[i])) {
+      FAIL() << what << ": first mismatch at " << i << " of " << ref.size() << ": fast " << +fast[i] << " ref "
+             << +ref[i];
+    }
+  }
+}
+
+void expect_fast_matches_ref(const Gemm& gemm, std::int64_t m, std::int64_t n, const std::string& what) {
+  const auto size = static_cast<std::size_t>(m * n);
+  std::vector<float> old32(size);
+  std::vector<std::uint16_t> old16(size);
+  for (std::size_t i = 0; i < size; ++i) {
+    old32[i] = static_cast<float>(i % 7) - 3.25f;
+    old16[i] = static_cast<std::uint16_t>(0x3F80 + i % 11);
+  }
+  for_each_target([&](std::int64_t target) {
+    for (const int threads : {1, 2}) {
+      for (const bool accumulate : {false, true}) {
+        const std::string tag = what + " target " + hwy::TargetName(target) + " threads " + std::to_string(threads) +
+                                (accumulate ? " accumulate" : "");
+        mf::GemmOptions o;
+        o.threads = threads;
+        o.accumulate = accumulate;
+        std::vector<float> f = old32, r = old32;
+        gemm(true, mf::GemmOut{f.data(), nullptr}, o);
+        gemm(false, mf::GemmOut{r.data(), nullptr}, o);
+        expect_same(f, r, tag + " f32");
+        std::vector<std::uint16_t> fb = old16, rb = old16;
+        gemm(true, mf::GemmOut{nullptr, fb.data()}, o);
+        gemm(false, mf::GemmOut{nullptr, rb.data()}, o);
+        expect_same(fb, rb, tag + " bf16");
+      }
+    }
+  });
+}
+
+struct Dims {
+  std::int64_t m, n, k;
+};
+const Dims kShapes[] = {{1, 16, 128}, {1, 50, 384}, {2, 33, 256}, {3, 17, 128}, {5, 64, 512}, {260, 20, 256}};
+
+std::string dims_text(const Dims& d) {
+  return "M=" + std::to_string(d.m) + " N=" + std::to_string(d.n) + " K=" + std::to_string(d.k);
+}
+
+void check_quantized(const std::string& scheme, mf::ActScale act_scale, Kind kind, std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  const bool fp4 = scheme == "mxfp4";
+  for (const Dims& d : kShapes) {
+    const std::vector<float> x = values(d.m * d.k, kind, rng);
+    mf::QuantizedTensor a = mf::act_quant(x.data(), Shape{d.m, d.k}, act_scale);
+    if (kind == Kind::adversarial) spoil(a, rng);
+    const mf::QuantizedTensor w = weight(scheme, d.n, d.k, kind, rng);
+    const Gemm gemm = [&](bool fast, mf::GemmOut out, const mf::GemmOptions& o) {
+      if (fp4) {
+        fast ? mf::fp4_gemm(a, w, out, o) : mf::ref::fp4_gemm(a, w, out, o);
+      } else {
+        fast ? mf::fp8_gemm(a, w, out, o) : mf::ref::fp8_gemm(a, w, out, o);
+      }
+    };
+    expect_fast_matches_ref(gemm, d.m, d.n,
+                            scheme + (act_scale == mf::ActScale::f32 ? " (f32 activation scales) " : " ") +
+                                dims_text(d) + " kind " + std::to_string(static_cast<int>(kind)));
+  }
+}
+
+TEST(GemmSimd, Fp8Weights128x128) {
+  for (const Kind k : {Kind::normal, Kind::outliers, Kind::adversarial}) check_quantized("fp8-128x128", mf::ActScale::ue8m0, k, 1);
+}
+TEST(GemmSimd, Fp8Weights32x32) {
+  for (const Kind k : {Kind::normal, Kind::adversarial}) check_quantized("fp8-32x32", mf::ActScale::ue8m0, k, 2);
+}
+TEST(GemmSimd, Fp8WeightsWithF32Scales) {
+  // f32 weight scales stay outside the products: groups of 128, or 32 for 32-wide blocks.
+  for (const Kind k : {Kind::normal, Kind::outliers}) {
+    check_quantized("e4m3-128x128-f32", mf::ActScale::f32, k, 3);
+    check_quantized("e4m3-32x32-f32", mf::ActScale::f32, k, 4);
+    check_quantized("e4m3-1x128-f32", mf::ActScale::ue8m0, k, 5);
+  }
+}
+TEST(GemmSimd, Fp4Weights) {
+  for (const Kind k : {Kind::normal, Kind::outliers, Kind::adversarial}) check_quantized("mxfp4", mf::ActScale::ue8m0, k, 6);
+}
+
+TEST(GemmSimd, PlainBf16AndF32) {
+  std::mt19937 rng(7);
+  const Dims shapes[] = {{1, 16, 128}, {1, 21, 40}, {2, 33, 300}, {3, 17, 7}, {6, 40, 129}, {261, 18, 64}};
+  for (const Dims& d : shapes) {
+    for (const Kind kind : {Kind::normal, Kind::outliers, Kind::adversarial}) {
+      const std::vector<float> a = values(d.m * d.k, kind, rng), w = values(d.n * d.k, kind, rng);
+      std::vector<std::uint16_t> a16(a.size()), w16(w.size());
+      for (std::size_t i = 0; i < a.size(); ++i) a16[i] = static_cast<std::uint16_t>(std::bit_cast<std::uint32_t>(a[i]) >> 16);
+      for (std::size_t i = 0; i < w.size(); ++i) w16[i] = static_cast<std::uint16_t>(std::bit_cast<std::uint32_t>(w[i]) >> 16);
+      expect_fast_matches_ref(
+          [&](bool fast, mf::GemmOut out, const mf::GemmOptions& o) {
+            fast ? mf::bf16_gemm(a16.data(), w16.data(), d.m, d.n, d.k, out, o)
+                 : mf::ref::bf16_gemm(a16.data(), w16.data(), d.m, d.n, d.k, out, o);
+          },
+          d.m, d.n, "bf16 " + dims_text(d));
+      expect_fast_matches_ref(
+          [&](bool fast, mf::GemmOut out, const mf::GemmOptions& o) {
+            fast ? mf::f32_gemm(a.data(), w.data(), d.m, d.n, d.k, out, o)
+                 : mf::ref::f32_gemm(a.data(), w.data(), d.m, d.n, d.k, out, o);
+          },
+          d.m, d.n, "f32 " + dims_text(d));
+    }
+  }
+}
+
+TEST(GemmSimd, TargetsCompiled) {
+  for (const std::int64_t t : hwy::SupportedAndGeneratedTargets()) std::printf("compiled and supported: %s\n", hwy::TargetName(t));
+  EXPECT_FALSE(hwy::SupportedAndGeneratedTargets().empty());
+}
+
+}  // namespace
