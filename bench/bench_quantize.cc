@@ -3,6 +3,9 @@
 // this with repetitions and prints medians and the ratios to memcpy (BENCHMARKS.md).
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
@@ -13,8 +16,14 @@
 
 namespace {
 
-constexpr std::int64_t kRows = 2048, kCols = 4096;  // 8 Mi values: 32 MiB of f32, well past the L2 caches
-constexpr std::int64_t kCount = kRows * kCols;
+// 2048 x 4096 = 8 Mi values: 32 MiB of f32, past the L2 caches but inside a large L3. MF_BENCH_ROWS=32768 makes it
+// 512 MiB, past any L3, so that memcpy and the kernels both stream from DRAM.
+const std::int64_t kRows = [] {
+  const char* rows = std::getenv("MF_BENCH_ROWS");
+  return rows ? std::max<std::int64_t>(1, std::atoll(rows)) : 2048;
+}();
+constexpr std::int64_t kCols = 4096;
+const std::int64_t kCount = kRows * kCols;
 
 const std::vector<float>& input_f32() {
   static const std::vector<float> x = [] {
@@ -46,10 +55,15 @@ void BM_Memcpy(benchmark::State& state) {
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * 2 * bytes));
 }
 
-void BM_Quantize(benchmark::State& state, const std::string& scheme_name, bool bf16_input) {
+// given_amax: a two-level scheme told the tensor's amax (QuantizeOptions::tensor_amax), as an engine with delayed
+// scaling or calibration does, instead of finding it in a first pass.
+void BM_Quantize(benchmark::State& state, const std::string& scheme_name, bool bf16_input, bool given_amax) {
   const mf::Scheme scheme = mf::scheme_named(scheme_name);
   mf::QuantizeOptions o;
   o.threads = static_cast<int>(state.range(0));
+  if (given_amax) {
+    for (const float v : input_f32()) o.tensor_amax = std::max(o.tensor_amax, std::abs(v));
+  }
   const std::vector<std::int64_t> shape{kRows, kCols};
   // One output reused across iterations, as an engine reuses its buffers: page faults are not quantization.
   mf::QuantizedTensor q;
@@ -85,7 +99,11 @@ const int kRegistered = [] {
   benchmark::RegisterBenchmark("Memcpy", BM_Memcpy)->UseRealTime()->Unit(benchmark::kMillisecond);
   for (const std::string& s : mf::scheme_names()) {
     for (const bool bf16 : {false, true}) {
-      benchmark::RegisterBenchmark(("Quantize/" + s + (bf16 ? "/bf16" : "/f32")).c_str(), BM_Quantize, s, bf16)
+      benchmark::RegisterBenchmark(("Quantize/" + s + (bf16 ? "/bf16" : "/f32")).c_str(), BM_Quantize, s, bf16, false)
+          ->Arg(1)->Arg(2)->ArgName("threads")->UseRealTime()->Unit(benchmark::kMillisecond);
+    }
+    if (mf::scheme_named(s).tensor_scale) {
+      benchmark::RegisterBenchmark(("Quantize/" + s + "/f32-given-amax").c_str(), BM_Quantize, s, false, true)
           ->Arg(1)->Arg(2)->ArgName("threads")->UseRealTime()->Unit(benchmark::kMillisecond);
     }
     benchmark::RegisterBenchmark(("Dequantize/" + s).c_str(), BM_Dequantize, s)

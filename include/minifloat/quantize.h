@@ -26,6 +26,10 @@ struct QuantizeOptions {
   bool pad = false;             // allow partial edge blocks (scaled over their valid elements only)
   int rotate = 0;               // Hadamard group size applied before quantization and undone after dequantization
   int threads = 0;              // 0: all (OpenMP's default)
+  // Two-level schemes (NVFP4): the tensor's amax when the caller knows it (calibrated, or the previous step's as in
+  // Transformer Engine's delayed scaling), which saves a pass over the input; values above it saturate. 0: computed
+  // from the input (after the rotation, if any).
+  float tensor_amax = 0.0f;
   std::string tensor_name = "x";  // names the tensor in error messages
 };
 

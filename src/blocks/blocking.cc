@@ -59,6 +59,9 @@ Geometry blocking(std::span<const std::int64_t> shape, const Scheme& s, const Qu
                           ") is not a multiple of the rotation group " + std::to_string(o.rotate));
     }
   }
+  if (!(o.tensor_amax >= 0.0f) || !std::isfinite(o.tensor_amax)) {
+    throw QuantizeError("tensor_amax = " + std::to_string(o.tensor_amax) + " is not a finite amax >= 0");
+  }
   return g;
 }
 

@@ -184,7 +184,8 @@ void quantize_fast(const void* input, InputType type, std::span<const std::int64
     const std::int64_t bad = first_nonfinite(x, g);
     if (bad >= 0) detail::throw_nonfinite(q, bad, x[bad], o.tensor_name);
   }
-  q.tensor_scale = s.tensor_scale ? tensor_scale_for(s, finite_amax(x, g.count(), threads)) : 1.0f;
+  const auto amax = [&] { return o.tensor_amax > 0 ? o.tensor_amax : finite_amax(x, g.count(), threads); };
+  q.tensor_scale = s.tensor_scale ? tensor_scale_for(s, amax()) : 1.0f;
   const ElementCodec ec = element_codec(s);
   const int bits = ec.bits;
   const bool rows_pack_alone = o.layout == Layout::unpacked || bits == 8 || (bits == 4 && g.cols % 2 == 0) ||

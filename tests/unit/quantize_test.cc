@@ -281,6 +281,29 @@ TEST(ScaleRules, Nvfp4TwoLevelScales) {
   for (int i = 32; i < 48; ++i) EXPECT_EQ(d[i], 0.0f);
 }
 
+// A known tensor amax replaces the pass over the input: 2688 gives tensor scale 1 whatever the data; then the
+// block of amax 10 scales as in Nvfp4TwoLevelScales, and the value 5000 above the given amax saturates to 6 * 448.
+TEST(ScaleRules, Nvfp4GivenTensorAmax) {
+  const mf::Scheme s = mf::scheme_named("nvfp4");
+  std::vector<float> x(32, 0.0f);
+  x[0] = 5000.0f;
+  x[16] = 10.0f;
+  mf::QuantizeOptions o;
+  o.tensor_amax = 2688.0f;
+  for (const bool fast : {true, false}) {
+    const mf::QuantizedTensor q = fast ? mf::quantize(x.data(), Shape{32}, s, o) : mf::ref::quantize(x.data(), Shape{32}, s, o);
+    EXPECT_EQ(q.tensor_scale, 1.0f);
+    EXPECT_EQ(q.scales, (std::vector<std::uint8_t>{0x7E, 0x3D}));
+    const std::vector<float> d = dequantized(q);
+    EXPECT_EQ(d[0], 2688.0f);
+    EXPECT_EQ(d[16], 9.75f);
+  }
+  for (const float bad : {-1.0f, std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN()}) {
+    o.tensor_amax = bad;
+    EXPECT_THROW(mf::quantize(x.data(), Shape{32}, s, o), mf::QuantizeError) << bad;
+  }
+}
+
 TEST(ZeroBlocks, FloorGivesTheSmallestScaleAndElementsKeepTheirSign) {
   std::vector<float> x(64, 0.0f);
   std::fill(x.begin() + 32, x.end(), -0.0f);
