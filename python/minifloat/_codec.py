@@ -66,8 +66,10 @@ def _codes_of(codes, fmt: str, info: dict) -> np.ndarray:
     if kind in ("f32", "f64", "f16", "bf16"):
         raise TypeError(f"codes: dtype {kind} holds values, not codes (encode turns values into codes)")
     bits = info["bits"]
-    if a.size:
-        bad = np.flatnonzero((a < 0) | (a >= (1 << bits))) if kind == "int" else np.flatnonzero(a >= (1 << bits))
+    # Only where the dtype can hold more than a code (a uint16 array always holds bf16 codes), and cheaply first.
+    if a.size and (kind == "int" or np.iinfo(a.dtype).max >= (1 << bits)) and (
+            a.max() >= (1 << bits) or (kind == "int" and a.min() < 0)):
+        bad = np.flatnonzero((a < 0) | (a >= (1 << bits)))
         if bad.size:
             i = int(bad[0])
             raise ValueError(f"codes: element {i} is {a.reshape(-1)[i]}, not a code of {fmt} (0 .. {(1 << bits) - 1})")

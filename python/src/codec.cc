@@ -7,6 +7,7 @@
 #include <span>
 #include <stdexcept>
 #include <utility>
+#include <vector>
 
 #include "bindings.h"
 #include "minifloat/codec.h"
@@ -81,6 +82,17 @@ void encode_array(const Array& x, const std::string& input, Array out, const std
 
 template <const Format* F, class In, class Out>
 void decode_loop(std::size_t n, const In* codes, Out* out) {
+  // decode is a pure function of the code: for formats up to 16 bits and enough codes, decode every code once with
+  // the library and look the rest up (only the low bits() bits are read, as mf::decode does).
+  if constexpr (F->bits() <= 16) {
+    constexpr std::uint32_t count = static_cast<std::uint32_t>(F->code_count());
+    if (n >= count / 8) {
+      std::vector<Out> table(count);
+      for (std::uint32_t c = 0; c < count; ++c) table[c] = static_cast<Out>(decode(*F, c));
+      for (std::size_t i = 0; i < n; ++i) out[i] = table[codes[i] & (count - 1)];
+      return;
+    }
+  }
   for (std::size_t i = 0; i < n; ++i) out[i] = static_cast<Out>(decode(*F, codes[i]));
 }
 
