@@ -69,37 +69,42 @@ HWY_INLINE void DecodeE4m3Row(const Problem& p, std::int64_t row, std::int64_t k
   const hn::Rebind<std::uint8_t, DF> d8;
   const std::uint8_t* codes = p.codes + row * p.k;
   const float* scales = p.sb_inside ? p.sb.data() + row / p.br * p.sb_cols : nullptr;
-  for (std::int64_t i = 0; i < len; i += static_cast<std::int64_t>(kL)) {
-    const std::int64_t k = k0 + i;
-    VF v = DecodeE4m3(df, hn::PromoteTo(du, hn::LoadU(d8, codes + k)));
-    if (scales) v = hn::Mul(v, hn::Set(df, scales[k / p.bc]));  // a block is a whole number of vectors
-    hn::StoreU(v, df, dst + i);
+  // A scale block is a whole number of vectors (its width is a multiple of 16); one scale per block.
+  for (std::int64_t i = 0; i < len;) {
+    const std::int64_t end = std::min(len, ((k0 + i) / p.bc + 1) * p.bc - k0);
+    const VF scale = hn::Set(df, scales ? scales[(k0 + i) / p.bc] : 1.0f);
+    for (; i < end; i += static_cast<std::int64_t>(kL)) {
+      const VF v = DecodeE4m3(df, hn::PromoteTo(du, hn::LoadU(d8, codes + k0 + i)));
+      hn::StoreU(scales ? hn::Mul(v, scale) : v, df, dst + i);
+    }
   }
 }
 
+#if MF_GEMM_WIDE
+// Eight bytes of e2m1 codes -> sixteen lanes holding byte i / 2 -> the low nibble in even lanes, the high one in odd
+// lanes (a variable shift) -> a 16-entry table lookup.
+HWY_INLINE VF DecodeE2m1x16(DF df, const std::uint8_t* bytes) {
+  alignas(64) static constexpr float kTable[16] = {0, 0.5f, 1, 1.5f, 2, 3, 4, 6, -0.0f, -0.5f, -1, -1.5f, -2, -3, -4, -6};
+  alignas(64) static constexpr std::uint32_t kShift[16] = {0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4};
+  const DU du;
+  const hn::Full128<std::uint8_t> d8;
+  const auto half = hn::LoadU(hn::Full64<std::uint8_t>(), bytes);
+  const auto pairs = hn::InterleaveLower(d8, hn::ZeroExtendVector(d8, half), hn::ZeroExtendVector(d8, half));
+  const auto idx = hn::And(hn::Shr(hn::PromoteTo(du, pairs), hn::Load(du, kShift)), hn::Set(du, 0xFu));
+  return hn::TableLookupLanes(hn::Load(df, kTable), hn::IndicesFromVec(df, hn::BitCast(DI(), idx)));
+}
+#endif
+
 HWY_INLINE void DecodeE2m1Row(const Problem& p, std::int64_t row, std::int64_t k0, std::int64_t len, float* dst) {
-  const DF df;
   const std::uint8_t* codes = p.codes + row * (p.k / 2);
   const float* scales = p.sb.data() + row * p.sb_cols;
 #if MF_GEMM_WIDE
-  // Eight bytes -> sixteen nibbles (low nibble first) -> a 16-entry table lookup.
-  alignas(64) static constexpr float kTable[16] = {0, 0.5f, 1, 1.5f, 2, 3, 4, 6, -0.0f, -0.5f, -1, -1.5f, -2, -3, -4, -6};
-  const VF table = hn::Load(df, kTable);
-  const hn::CappedTag<std::uint8_t, 8> d8;
-  const hn::Rebind<std::uint16_t, decltype(d8)> d16;
-  const hn::Repartition<std::uint8_t, decltype(d16)> d8x16;
-  const DU du;
-  const DI di;
+  const DF df;
   for (std::int64_t i = 0; i < len; i += 16) {
     const std::int64_t k = k0 + i;
-    const auto bytes = hn::PromoteTo(d16, hn::LoadU(d8, codes + k / 2));
-    const auto nibbles = hn::Or(hn::And(bytes, hn::Set(d16, 0x0F)), hn::ShiftLeft<4>(hn::And(bytes, hn::Set(d16, 0xF0))));
-    const auto idx = hn::BitCast(di, hn::PromoteTo(du, hn::BitCast(d8x16, nibbles)));
-    const VF v = hn::TableLookupLanes(table, hn::IndicesFromVec(df, idx));
-    hn::StoreU(hn::Mul(v, hn::Set(df, scales[k / 32])), df, dst + i);
+    hn::StoreU(hn::Mul(DecodeE2m1x16(df, codes + k / 2), hn::Set(df, scales[k / 32])), df, dst + i);
   }
 #else
-  (void)df;
   for (std::int64_t i = 0; i < len; ++i) {
     const std::int64_t k = k0 + i;
     dst[i] = decode(e2m1, codes[k / 2] >> (4 * (k % 2))) * scales[k / 32];
@@ -199,10 +204,12 @@ HWY_INLINE void TileGroup(const float* HWY_RESTRICT a, std::size_t lda, const fl
     for (auto& v : o) v = hn::Zero(df);
   }
   for (std::size_t k = 0; k < len; k += kLanes) {
+#pragma GCC unroll 16
     for (std::size_t v = 0; v < kV; ++v) {
       const std::size_t at = k + v * kL;
       VF av[MR];
       for (int mi = 0; mi < MR; ++mi) av[mi] = hn::LoadU(df, a + mi * lda + at);
+#pragma GCC unroll 16
       for (int ni = 0; ni < NR; ++ni) {
         const VF bv = hn::LoadU(df, b + ni * ldb + at);
         for (int mi = 0; mi < MR; ++mi) acc[mi * NR + ni][v] = hn::MulAdd(av[mi], bv, acc[mi * NR + ni][v]);
@@ -222,8 +229,10 @@ HWY_INLINE void ScaleAdd(float* HWY_RESTRICT c, const float* HWY_RESTRICT s, con
 
 // ---- the loops: cache blocks of the panel (16 weight rows x kKc) and of activation rows ----
 
-constexpr std::int64_t kKc = 256;  // panel columns: 16 rows x 256 f32 = 16 KiB, in L1 with the activation tiles
-constexpr std::int64_t kMc = 256;  // activation rows per pass when M is large: 256 x kKc f32 = 256 KiB, in L2
+// Panel columns. Large M: 16 rows x 256 f32 = 16 KiB, in L1 beside the activation tiles. Small M: up to 4096, so
+// that each weight row is read as one long run (which the hardware prefetcher follows) into a panel in L2.
+constexpr std::int64_t kKcLarge = 256, kKcSmall = 4096;
+constexpr std::int64_t kMc = 256;  // activation rows per pass when M is large: 256 x 256 f32 = 256 KiB, in L2
 
 struct Pass {
   const Problem* p;
@@ -232,7 +241,8 @@ struct Pass {
   std::int64_t n0, nblocks;  // this thread's columns: blocks of 16 from n0
   float* cs;              // running C per (m tile, n block) of this pass: 16 / NR tiles of 16 lanes
   std::int64_t m_base;    // the pass's first row
-  const float* panel;     // 16 x kKc decoded weights of block nb, columns k0..
+  const float* panel;     // 16 x kc decoded weights of block nb, columns k0..
+  std::int64_t kc;        // the panel's row stride
 };
 
 // Group scales for the 16 outputs of a tile (lane order), rows and columns clamped to the real ones.
@@ -259,7 +269,7 @@ void BlockPass(const Pass& w, std::int64_t nb, std::int64_t m0, std::int64_t m1,
       const std::int64_t kg = g * p.group, len = (std::min(p.k, kg + p.group) - kg + kLanes - 1) / kLanes * kLanes;
       if (per_row) FillScales<MR, NR>(p, m, col0, g, s);
       for (int nt = 0; nt < kLanes / NR; ++nt) {
-        TileGroup<MR, NR>(w.a + m * w.lda + kg, w.lda, w.panel + nt * NR * kKc + (kg - k0), kKc,
+        TileGroup<MR, NR>(w.a + m * w.lda + kg, w.lda, w.panel + nt * NR * w.kc + (kg - k0), w.kc,
                           static_cast<std::size_t>(len), red);
         if (!per_row) FillScales<MR, NR>(p, m, col0 + nt * NR, g, s);
         ScaleAdd(cs + nt * kLanes, s, red);
@@ -291,35 +301,26 @@ template <int MR, int NR>
 void Columns(const Problem& p, const float* a, std::size_t lda, std::int64_t mp, std::int64_t n0,
              std::int64_t nblocks) {
   const std::int64_t mc = std::min(mp, kMc);
-  std::vector<float> panel(static_cast<std::size_t>(kLanes * kKc)), row_buf(static_cast<std::size_t>(nblocks * kLanes));
-  std::vector<float> cs(static_cast<std::size_t>(mc / MR * nblocks * (kLanes / NR) * kLanes));
-  Pass w{&p, a, lda, n0, nblocks, cs.data(), 0, panel.data()};
   const std::int64_t kp = static_cast<std::int64_t>(lda);
+  const std::int64_t kc = mp <= kMc ? std::min(kKcSmall, (kp + kKcLarge - 1) / kKcLarge * kKcLarge) : kKcLarge;
+  std::vector<float> panel(static_cast<std::size_t>(kLanes * kc)), row_buf(static_cast<std::size_t>(nblocks * kLanes));
+  std::vector<float> cs(static_cast<std::size_t>(mc / MR * nblocks * (kLanes / NR) * kLanes));
+  Pass w{&p, a, lda, n0, nblocks, cs.data(), 0, panel.data(), kc};
   for (std::int64_t m0 = 0; m0 < mp; m0 += mc) {
     std::fill(cs.begin(), cs.end(), 0.0f);
     w.m_base = m0;
     const std::int64_t m1 = std::min(mp, m0 + mc);
-    for (std::int64_t outer = 0; outer < (mp <= kMc ? nblocks : (kp + kKc - 1) / kKc); ++outer) {
-      for (std::int64_t inner = 0; inner < (mp <= kMc ? (kp + kKc - 1) / kKc : nblocks); ++inner) {
-        const std::int64_t nb = mp <= kMc ? outer : inner, k0 = (mp <= kMc ? inner : outer) * kKc;
-        const std::int64_t klen = std::min(kKc, kp - k0);
-        DecodePanel(p, n0 + nb * kLanes, k0, klen, kKc, panel.data());
+    for (std::int64_t outer = 0; outer < (mp <= kMc ? nblocks : (kp + kc - 1) / kc); ++outer) {
+      for (std::int64_t inner = 0; inner < (mp <= kMc ? (kp + kc - 1) / kc : nblocks); ++inner) {
+        const std::int64_t nb = mp <= kMc ? outer : inner, k0 = (mp <= kMc ? inner : outer) * kc;
+        const std::int64_t klen = std::min(kc, kp - k0);
+        DecodePanel(p, n0 + nb * kLanes, k0, klen, kc, panel.data());
         BlockPass<MR, NR>(w, nb, m0, m1, k0, klen);
       }
     }
     FinishRows<MR, NR>(w, m0, m1, row_buf.data());
   }
 }
-
-// The export: the register tile by M (one row: 1 x 16; two: 2 x 8; more: 4 x 4).
-void ComputeColumns(const Problem& p, const float* a, std::size_t lda, std::int64_t mp, std::int64_t n0,
-                    std::int64_t nblocks) {
-  if (p.m == 1) return Columns<1, 16>(p, a, lda, mp, n0, nblocks);
-  if (p.m == 2) return Columns<2, 8>(p, a, lda, mp, n0, nblocks);
-  Columns<4, 4>(p, a, lda, mp, n0, nblocks);
-}
-
-bool NativeFma() { return HWY_NATIVE_FMA != 0; }
 
 }  // namespace HWY_NAMESPACE
 }  // namespace mf::gemm

@@ -15,6 +15,27 @@
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
 #include "gemm-inl.h"
+#include "gemv-inl.h"
+
+// The per-target entry points: one activation row straight from the codes (gemv-inl.h), or the register tile by M
+// (two rows: 2 x 8; more: 4 x 4) over decoded panels (gemm-inl.h).
+HWY_BEFORE_NAMESPACE();
+namespace mf::gemm {
+namespace HWY_NAMESPACE {
+
+void ComputeColumns(const Problem& p, const float* a, std::size_t lda, std::int64_t mp, std::int64_t n0,
+                    std::int64_t nblocks) {
+  if (p.m == 1 && GemvFits(p)) return GemvColumns(p, a, n0, nblocks);
+  if (p.m == 1) return Columns<1, 16>(p, a, lda, mp, n0, nblocks);
+  if (p.m == 2) return Columns<2, 8>(p, a, lda, mp, n0, nblocks);
+  Columns<4, 4>(p, a, lda, mp, n0, nblocks);
+}
+
+bool NativeFma() { return HWY_NATIVE_FMA != 0; }
+
+}  // namespace HWY_NAMESPACE
+}  // namespace mf::gemm
+HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
 namespace mf {

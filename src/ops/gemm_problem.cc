@@ -125,6 +125,12 @@ Problem fp8_problem(const char* op, const QuantizedTensor& a, const QuantizedTen
   }
   Problem p = quantized_problem(op, a, w, out, o, as, ws);
   p.kind = WeightKind::e4m3;
+  bool fits = true;
+  for (const float v : p.sb) fits = fits && !(v > 0x1p7f);
+  if (fits) {
+    p.e4m3_factor.resize(p.sb_inside ? p.sb.size() : 1, 0x1p120f);
+    for (std::size_t i = 0; p.sb_inside && i < p.sb.size(); ++i) p.e4m3_factor[i] = p.sb[i] * 0x1p120f;
+  }
   return p;
 }
 

@@ -33,6 +33,9 @@ struct Problem {
   // Every product a * w is exact in f32, so an fma and a multiply-then-add agree: e4m3 activations times e4m3 or
   // e2m1 weights whose scales (when inside w) are at most 2^100, so that no product overflows.
   bool products_exact = false;
+  // e4m3 weights: sb * 2^120 per scale block, the one factor that turns a code's bits moved into f32 place
+  // ((code << 20), an f32 2^-120 times the value) into value * scale; empty when some scale exceeds 2^7.
+  std::vector<float> e4m3_factor;
   GemmOut out;
   bool accumulate = false;
   int threads = 0;

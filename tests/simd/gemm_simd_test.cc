@@ -34,7 +34,8 @@ void for_each_target(const std::function<void(std::int64_t)>& fn) {
   }
 }
 
-enum class Kind { normal, outliers, adversarial };
+// adversarial: edge codes and scales that keep every product finite; extreme: also scales up to 2^127.
+enum class Kind { normal, outliers, adversarial, extreme };
 
 std::vector<float> values(std::int64_t n, Kind kind, std::mt19937& rng) {
   std::normal_distribution<float> normal(0.0f, 1.0f);
@@ -49,14 +50,17 @@ std::vector<float> values(std::int64_t n, Kind kind, std::mt19937& rng) {
 }
 
 // Overwrites some codes and scales with edge values: NaN codes, -0, subnormals, extreme and NaN scales.
-void spoil(mf::QuantizedTensor& q, std::mt19937& rng) {
+void spoil(mf::QuantizedTensor& q, std::mt19937& rng, bool extreme) {
   std::uniform_int_distribution<std::size_t> pick(0, q.codes.size() - 1);
   const bool e4m3 = q.scheme.element.format == &mf::e4m3;
   const std::uint8_t codes[] = {0x7F, 0xFF, 0x80, 0x01, 0x87, 0x00};
   for (const std::uint8_t c : codes) q.codes[pick(rng)] = e4m3 ? c : static_cast<std::uint8_t>(c & 0x88);
   if (*q.scheme.scale_format == mf::ue8m0) {
     std::uniform_int_distribution<std::size_t> s(0, q.scales.size() - 1);
-    for (const std::uint8_t c : {0x00, 0xFE, 0xFF, 0xF0, 0x10}) q.scales[s(rng)] = c;
+    for (const std::uint8_t c : {0x00, 0xFF, 0x10, 0x86}) q.scales[s(rng)] = c;
+    if (extreme) {
+      for (const std::uint8_t c : {0xFE, 0xF0}) q.scales[s(rng)] = c;
+    }
   }
 }
 
@@ -65,7 +69,7 @@ mf::QuantizedTensor weight(const std::string& scheme, std::int64_t n, std::int64
   mf::QuantizeOptions o;
   o.pad = true;
   mf::QuantizedTensor q = mf::quantize(w.data(), Shape{n, k}, mf::scheme_named(scheme), o);
-  if (kind == Kind::adversarial) spoil(q, rng);
+  if (kind == Kind::adversarial || kind == Kind::extreme) spoil(q, rng, kind == Kind::extreme);
   return q;
 }
 
@@ -134,7 +138,7 @@ void check_quantized(const std::string& scheme, mf::ActScale act_scale, Kind kin
   for (const Dims& d : kShapes) {
     const std::vector<float> x = values(d.m * d.k, kind, rng);
     mf::QuantizedTensor a = mf::act_quant(x.data(), Shape{d.m, d.k}, act_scale);
-    if (kind == Kind::adversarial) spoil(a, rng);
+    if (kind == Kind::adversarial || kind == Kind::extreme) spoil(a, rng, kind == Kind::extreme);
     const mf::QuantizedTensor w = weight(scheme, d.n, d.k, kind, rng);
     const Gemm gemm = [&](bool fast, mf::GemmOut out, const mf::GemmOptions& o) {
       if (fp4) {
@@ -150,21 +154,25 @@ void check_quantized(const std::string& scheme, mf::ActScale act_scale, Kind kin
 }
 
 TEST(GemmSimd, Fp8Weights128x128) {
-  for (const Kind k : {Kind::normal, Kind::outliers, Kind::adversarial}) check_quantized("fp8-128x128", mf::ActScale::ue8m0, k, 1);
+  for (const Kind k : {Kind::normal, Kind::outliers, Kind::adversarial, Kind::extreme}) {
+    check_quantized("fp8-128x128", mf::ActScale::ue8m0, k, 1);
+  }
 }
 TEST(GemmSimd, Fp8Weights32x32) {
-  for (const Kind k : {Kind::normal, Kind::adversarial}) check_quantized("fp8-32x32", mf::ActScale::ue8m0, k, 2);
+  for (const Kind k : {Kind::normal, Kind::adversarial, Kind::extreme}) check_quantized("fp8-32x32", mf::ActScale::ue8m0, k, 2);
 }
 TEST(GemmSimd, Fp8WeightsWithF32Scales) {
   // f32 weight scales stay outside the products: groups of 128, or 32 for 32-wide blocks.
-  for (const Kind k : {Kind::normal, Kind::outliers}) {
+  for (const Kind k : {Kind::normal, Kind::outliers, Kind::adversarial}) {
     check_quantized("e4m3-128x128-f32", mf::ActScale::f32, k, 3);
     check_quantized("e4m3-32x32-f32", mf::ActScale::f32, k, 4);
     check_quantized("e4m3-1x128-f32", mf::ActScale::ue8m0, k, 5);
   }
 }
 TEST(GemmSimd, Fp4Weights) {
-  for (const Kind k : {Kind::normal, Kind::outliers, Kind::adversarial}) check_quantized("mxfp4", mf::ActScale::ue8m0, k, 6);
+  for (const Kind k : {Kind::normal, Kind::outliers, Kind::adversarial, Kind::extreme}) {
+    check_quantized("mxfp4", mf::ActScale::ue8m0, k, 6);
+  }
 }
 
 TEST(GemmSimd, PlainBf16AndF32) {

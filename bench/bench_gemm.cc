@@ -1,0 +1,73 @@
+// GEMM throughput: minifloat's bf16, fp8 (fp8-128x128 weights, act_quant activations) and mxfp4 GEMMs beside OpenBLAS
+// sgemm (sgemv at M = 1) on the dequantized f32 weights and beside dequantize-then-sgemm, at N = K = 4096 and
+// N x K = 7168 x 2048 for M in {1, 8, 32, 128, 512, 2048}; plus this machine's FMA peak and memory read bandwidth,
+// measured in the same run. Counters: GFLOP/s (2 M N K per call) and weight GB/s (weight bytes read per call).
+// bench/gemm_report.py runs this with repetitions and prints medians and ratios (BENCHMARKS.md).
+#include <benchmark/benchmark.h>
+
+#include <memory>
+#include <string>
+
+#include "../cli/gemm_cases.h"
+
+namespace {
+
+using mf::bench::Way;
+
+mf::bench::Operands& operands(std::int64_t m, std::int64_t n, std::int64_t k) {
+  static std::unique_ptr<mf::bench::Operands> cached;  // one shape at a time: the largest take ~300 MiB
+  if (!cached || cached->m != m || cached->n != n || cached->k != k) {
+    cached.reset();
+    cached = std::make_unique<mf::bench::Operands>(mf::bench::make_operands(m, n, k));
+  }
+  return *cached;
+}
+
+void BM_Gemm(benchmark::State& state, Way way, std::int64_t n, std::int64_t k, int threads) {
+  const std::int64_t m = state.range(0);
+  mf::bench::Operands& o = operands(m, n, k);
+  mf::bench::set_threads(threads);
+  for (auto _ : state) {
+    mf::bench::run(o, way, threads);
+    benchmark::ClobberMemory();
+  }
+  const double calls = static_cast<double>(state.iterations());
+  state.counters["GFLOPs"] = benchmark::Counter(2.0 * m * n * k * calls / 1e9, benchmark::Counter::kIsRate);
+  state.counters["wGBs"] = benchmark::Counter(mf::bench::weight_bytes(o, way) * calls / 1e9,
+                                              benchmark::Counter::kIsRate);
+}
+
+void BM_FmaPeak(benchmark::State& state) {
+  double g = 0;
+  for (auto _ : state) g = mf::bench::fma_peak_gflops(static_cast<int>(state.range(0)));
+  state.counters["GFLOPs"] = g;
+}
+
+void BM_ReadBandwidth(benchmark::State& state) {
+  double g = 0;
+  for (auto _ : state) g = mf::bench::read_bandwidth_gbs(static_cast<int>(state.range(0)));
+  state.counters["GBs"] = g;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  const int threads = omp_get_max_threads();
+  benchmark::RegisterBenchmark("FmaPeak", BM_FmaPeak)->Arg(threads)->Iterations(1)->UseRealTime();
+  benchmark::RegisterBenchmark("ReadBandwidth", BM_ReadBandwidth)->Arg(threads)->Iterations(1)->UseRealTime();
+  const std::pair<std::int64_t, std::int64_t> shapes[] = {{4096, 4096}, {7168, 2048}};
+  for (const auto& [n, k] : shapes) {
+    for (const std::int64_t m : {1, 8, 32, 128, 512, 2048}) {
+      for (const Way w : {Way::mf_bf16, Way::mf_fp8, Way::mf_mxfp4, Way::blas_f32, Way::deq_fp8_blas}) {
+        if (!mf::bench::have_blas() && (w == Way::blas_f32 || w == Way::deq_fp8_blas)) continue;
+        const std::string name = std::string("Gemm/") + mf::bench::way_name(w) + "/N" + std::to_string(n) + "xK" +
+                                 std::to_string(k) + "/threads:" + std::to_string(threads);
+        benchmark::RegisterBenchmark(name.c_str(), BM_Gemm, w, n, k, threads)
+            ->Arg(m)->UseRealTime()->MinTime(0.2)->Unit(benchmark::kMillisecond);
+      }
+    }
+  }
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+}

@@ -1,0 +1,191 @@
+// The GEMM benchmark's cases, shared by bench/bench_gemm.cc (Google Benchmark) and `minifloat gemm-bench`: the
+// operands of one shape, each way of computing it (minifloat's bf16, fp8 and mxfp4 GEMMs; OpenBLAS sgemm or sgemv
+// on the dequantized f32 weights; dequantize-then-sgemm), and the machine's FMA peak and memory read bandwidth.
+// OpenBLAS is used here only, never by the library (MF_HAVE_OPENBLAS is set where CMake found it).
+#pragma once
+
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "minifloat/codec.h"
+#include "minifloat/gemm.h"
+#include "minifloat/quantize.h"
+
+#if MF_HAVE_OPENBLAS
+#include <cblas.h>
+#endif
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+namespace mf::bench {
+
+enum class Way { mf_bf16, mf_fp8, mf_mxfp4, blas_f32, deq_fp8_blas };
+inline const char* way_name(Way w) {
+  constexpr const char* names[] = {"bf16", "fp8", "mxfp4", "openblas-f32", "dequant-fp8+openblas"};
+  return names[static_cast<int>(w)];
+}
+inline bool have_blas() { return MF_HAVE_OPENBLAS != 0; }
+
+// One weight [N, K] in every form, and activations [M, K].
+struct Operands {
+  std::int64_t m = 0, n = 0, k = 0;
+  std::vector<float> x;                 // activations f32
+  std::vector<std::uint16_t> x_bf16;
+  QuantizedTensor x_fp8;                // act_quant(x)
+  std::vector<std::uint16_t> w_bf16;
+  QuantizedTensor w_fp8, w_fp4;         // fp8-128x128, mxfp4
+  std::vector<float> w_f32;             // dequantized fp8 weights: what OpenBLAS multiplies
+  std::vector<float> c, deq;            // outputs, and the dequantize-then-sgemm buffer
+};
+
+inline Operands make_operands(std::int64_t m, std::int64_t n, std::int64_t k) {
+  Operands o;
+  o.m = m;
+  o.n = n;
+  o.k = k;
+  std::mt19937 rng(1);
+  std::normal_distribution<float> d(0.0f, 1.0f);
+  o.x.resize(static_cast<std::size_t>(m * k));
+  for (float& v : o.x) v = d(rng);
+  std::vector<float> w(static_cast<std::size_t>(n * k));
+  for (float& v : w) v = d(rng) * 0.02f;
+  const std::vector<std::int64_t> xs{m, k}, ws{n, k};
+  o.x_bf16.resize(o.x.size());
+  for (std::size_t i = 0; i < o.x.size(); ++i) o.x_bf16[i] = static_cast<std::uint16_t>(encode(bf16, o.x[i]));
+  o.x_fp8 = act_quant(o.x.data(), xs);
+  o.w_bf16.resize(w.size());
+  for (std::size_t i = 0; i < w.size(); ++i) o.w_bf16[i] = static_cast<std::uint16_t>(encode(bf16, w[i]));
+  o.w_fp8 = quantize(w.data(), ws, scheme_named("fp8-128x128"));
+  o.w_fp4 = quantize(w.data(), ws, scheme_named("mxfp4"));
+  o.w_f32.resize(w.size());
+  dequantize(o.w_fp8, o.w_f32.data());
+  o.c.resize(static_cast<std::size_t>(m * n));
+  o.deq.resize(w.size());
+  return o;
+}
+
+// Bytes of weight data (codes + scales) each way reads.
+inline double weight_bytes(const Operands& o, Way w) {
+  switch (w) {
+    case Way::mf_bf16: return 2.0 * static_cast<double>(o.w_bf16.size());
+    case Way::mf_fp8: return static_cast<double>(o.w_fp8.nbytes());
+    case Way::mf_mxfp4: return static_cast<double>(o.w_fp4.nbytes());
+    case Way::blas_f32: return 4.0 * static_cast<double>(o.w_f32.size());
+    case Way::deq_fp8_blas: return static_cast<double>(o.w_fp8.nbytes());
+  }
+  return 0;
+}
+
+#if MF_HAVE_OPENBLAS
+// y = x W^T: sgemv for one row (what a decode step calls), sgemm otherwise.
+inline void blas_gemm(const Operands& o, const float* w, float* c) {
+  const auto m = static_cast<int>(o.m), n = static_cast<int>(o.n), k = static_cast<int>(o.k);
+  if (m == 1) {
+    cblas_sgemv(CblasRowMajor, CblasNoTrans, n, k, 1.0f, w, k, o.x.data(), 1, 0.0f, c, 1);
+  } else {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, k, 1.0f, o.x.data(), k, w, k, 0.0f, c, n);
+  }
+}
+#endif
+
+inline void set_threads(int threads) {
+  omp_set_num_threads(threads);
+#if MF_HAVE_OPENBLAS
+  openblas_set_num_threads(threads);
+#endif
+}
+
+inline void run(Operands& o, Way w, int threads) {
+  GemmOptions opt;
+  opt.threads = threads;
+  const GemmOut out{o.c.data(), nullptr};
+  switch (w) {
+    case Way::mf_bf16: return bf16_gemm(o.x_bf16.data(), o.w_bf16.data(), o.m, o.n, o.k, out, opt);
+    case Way::mf_fp8: return fp8_gemm(o.x_fp8, o.w_fp8, out, opt);
+    case Way::mf_mxfp4: return fp4_gemm(o.x_fp8, o.w_fp4, out, opt);
+#if MF_HAVE_OPENBLAS
+    case Way::blas_f32: return blas_gemm(o, o.w_f32.data(), o.c.data());
+    case Way::deq_fp8_blas:
+      dequantize(o.w_fp8, o.deq.data(), threads);
+      return blas_gemm(o, o.deq.data(), o.c.data());
+#else
+    default: return;
+#endif
+  }
+}
+
+// ---- the machine ----
+
+#if defined(__x86_64__)
+// Twelve independent chains of 16-lane fmas: enough in flight to fill two FMA ports of 4-cycle latency.
+__attribute__((target("avx512f"))) inline float fma_loop_512(std::int64_t iters) {
+  __m512 acc[12];
+  for (int i = 0; i < 12; ++i) acc[i] = _mm512_set1_ps(static_cast<float>(i));
+  const __m512 a = _mm512_set1_ps(0.999999f), b = _mm512_set1_ps(1e-7f);
+  for (std::int64_t it = 0; it < iters; ++it) {
+    for (auto& v : acc) v = _mm512_fmadd_ps(v, a, b);
+  }
+  __m512 s = acc[0];
+  for (int i = 1; i < 12; ++i) s = _mm512_add_ps(s, acc[i]);
+  float out[16];
+  _mm512_storeu_ps(out, s);
+  return out[0];
+}
+__attribute__((target("avx2,fma"))) inline float fma_loop_256(std::int64_t iters) {
+  __m256 acc[12];
+  for (int i = 0; i < 12; ++i) acc[i] = _mm256_set1_ps(static_cast<float>(i));
+  const __m256 a = _mm256_set1_ps(0.999999f), b = _mm256_set1_ps(1e-7f);
+  for (std::int64_t it = 0; it < iters; ++it) {
+    for (auto& v : acc) v = _mm256_fmadd_ps(v, a, b);
+  }
+  float out[8];
+  __m256 s = acc[0];
+  for (int i = 1; i < 12; ++i) s = _mm256_add_ps(s, acc[i]);
+  _mm256_storeu_ps(out, s);
+  return out[0];
+}
+#endif
+
+// f32 FMA peak in GFLOP/s (2 flops per lane per fma) over `threads` threads, one timed run.
+inline double fma_peak_gflops(int threads, std::int64_t iters = 20'000'000) {
+#if defined(__x86_64__)
+  const bool wide = __builtin_cpu_supports("avx512f");
+  const int lanes = wide ? 16 : 8;
+  volatile float sink = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+#pragma omp parallel num_threads(threads)
+  {
+    const float r = wide ? fma_loop_512(iters) : fma_loop_256(iters);
+    if (r == 12345.0f) sink = r;
+  }
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  (void)sink;
+  return 2.0 * lanes * 12 * static_cast<double>(iters) * threads / s / 1e9;
+#else
+  (void)threads;
+  (void)iters;
+  return 0;
+#endif
+}
+
+// Memory read bandwidth in GB/s: `threads` threads summing a 256 MiB array (far past the caches), one timed run.
+inline double read_bandwidth_gbs(int threads) {
+  static std::vector<std::uint64_t> data(std::size_t{32} << 20, 1);  // touched once here: no page faults below
+  std::uint64_t x = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+#pragma omp parallel for num_threads(threads) reduction(^ : x) schedule(static)
+  for (std::size_t i = 0; i < data.size(); ++i) x ^= data[i];
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (x == 42) data[0] = 2;  // keeps the loop
+  return static_cast<double>(data.size() * sizeof(std::uint64_t)) / s / 1e9;
+}
+
+}  // namespace mf::bench

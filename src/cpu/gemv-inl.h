@@ -1,0 +1,147 @@
+// Per-target SIMD code for one activation row (M = 1, a decode step): the weights go straight from their codes
+// into the fma, with no panel in between, so each weight byte is read once and touched by a handful of
+// instructions. The arithmetic is that of gemm-inl.h's 1 x 16 register tile (and so of the definition): the same
+// exact decoded weights, the same lane-strided partial sums, tree and group order.
+//
+// Included once per Highway target by gemm.cc, after gemm-inl.h; hence the toggle include guard.
+#if defined(MINIFLOAT_SRC_CPU_GEMV_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef MINIFLOAT_SRC_CPU_GEMV_INL_H_
+#undef MINIFLOAT_SRC_CPU_GEMV_INL_H_
+#else
+#define MINIFLOAT_SRC_CPU_GEMV_INL_H_
+#endif
+
+#include <algorithm>
+#include <bit>
+#include <cstdint>
+#include <limits>
+
+#include "../ops/gemm_problem.h"
+#include "hwy/cache_control.h"
+#include "hwy/highway.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace mf::gemm {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// One weight row as the GEMV reads it: its codes (or bf16 bits) and its scales.
+struct WeightRow {
+  const std::uint8_t* codes;
+  const std::uint16_t* bf16;
+  const float* scales;  // e2m1: the row's scales; e4m3: its factors (Problem::e4m3_factor)
+};
+
+template <WeightKind K>
+HWY_INLINE WeightRow RowOf(const Problem& p, std::int64_t row) {
+  if constexpr (K == WeightKind::bf16) return {nullptr, p.w_bf16 + row * p.k, nullptr};
+  if constexpr (K == WeightKind::e2m1) return {p.codes + row * p.k / 2, nullptr, p.sb.data() + row * p.sb_cols};
+  return {p.codes + row * p.k, nullptr, p.e4m3_factor.data() + (p.sb_inside ? row / p.br * p.sb_cols : 0)};
+}
+
+// kL lanes of w[row, k..] exactly as Problem::weight gives them. e4m3: the code, sign-extended, shifted so that
+// its fields sit where f32's do (bits 20-26, sign at 31) is the value times 2^-120 (an f32 subnormal for subnormal
+// codes, as exact); one product by 2^120 * scale gives value * scale exactly (it is representable); NaN codes are
+// put back after.
+template <WeightKind K>
+HWY_INLINE VF LoadWeights(const WeightRow& r, std::int64_t k, int shift) {
+  const DF df;
+  if constexpr (K == WeightKind::bf16) {
+    const hn::Rebind<std::uint16_t, DF> d16;
+    return hn::BitCast(df, hn::ShiftLeft<16>(hn::PromoteTo(DU(), hn::LoadU(d16, r.bf16 + k))));
+  } else if constexpr (K == WeightKind::e4m3) {
+    const DI di;
+    const hn::Rebind<std::int8_t, DF> d8;
+    const auto c = hn::PromoteTo(di, hn::LoadU(d8, reinterpret_cast<const std::int8_t*>(r.codes + k)));
+    const auto bits = hn::And(hn::ShiftLeft<20>(c), hn::Set(di, static_cast<std::int32_t>(0x87F00000u)));
+    const VF v = hn::Mul(hn::BitCast(df, bits), hn::Set(df, r.scales[k >> shift]));
+    const auto nan = hn::RebindMask(df, hn::Eq(hn::And(c, hn::Set(di, 0x7F)), hn::Set(di, 0x7F)));
+    return hn::IfThenElse(nan, hn::Set(df, std::numeric_limits<float>::quiet_NaN()), v);
+  } else {
+#if MF_GEMM_WIDE
+    return hn::Mul(DecodeE2m1x16(df, r.codes + k / 2), hn::Set(df, r.scales[k >> shift]));
+#else
+    static_assert(K != WeightKind::e2m1, "e2m1 rows are decoded 16 at a time: 16-lane targets only");
+    return hn::Zero(df);
+#endif
+  }
+}
+
+// An address in the row about 1 KiB of codes past column k (the row's last byte at most).
+template <WeightKind K>
+HWY_INLINE const void* Ahead(const Problem& p, const WeightRow& r, std::int64_t k) {
+  const std::int64_t per_2k = K == WeightKind::bf16 ? 4 : K == WeightKind::e4m3 ? 2 : 1;  // bytes per 2 columns
+  const auto* base = K == WeightKind::bf16 ? reinterpret_cast<const std::uint8_t*>(r.bf16) : r.codes;
+  return base + std::min(p.k * per_2k / 2 - 1, k * per_2k / 2 + 1024);
+}
+
+// C[0, n0 .. n0 + 16) into c (lane order of the 1 x 16 tile: column n0 + i in lane bitrev4(i)).
+template <WeightKind K>
+void GemvBlock(const Problem& p, const float* HWY_RESTRICT a, std::int64_t n0, float* HWY_RESTRICT c) {
+  const DF df;
+  // k >> shift is the scale column (GemvFits: a power-of-two block width); 62 keeps one factor for f32 scales.
+  const int shift = K == WeightKind::e4m3 && !p.sb_inside ? 62 : std::countr_zero(static_cast<unsigned>(p.bc));
+  WeightRow rows[kLanes];
+  for (int i = 0; i < kLanes; ++i) rows[i] = RowOf<K>(p, std::min(n0 + i, p.n - 1));  // rows past N: dropped
+  alignas(64) float red[kLanes], s[kLanes];
+  const std::int64_t groups = (p.k + p.group - 1) / p.group;
+  for (std::int64_t g = 0; g < groups; ++g) {
+    VF acc[kLanes][kV];
+    for (auto& o : acc) {
+      for (auto& v : o) v = hn::Zero(df);
+    }
+    const std::int64_t end = std::min(p.k, (g + 1) * p.group);
+    for (std::int64_t k = g * p.group; k < end; k += kLanes) {
+#pragma GCC unroll 16
+      for (std::size_t v = 0; v < kV; ++v) {
+        const std::int64_t at = k + static_cast<std::int64_t>(v * kL);
+        const VF av = hn::LoadU(df, a + at);
+#pragma GCC unroll 16
+        for (int i = 0; i < kLanes; ++i) acc[i][v] = hn::MulAdd(av, LoadWeights<K>(rows[i], at, shift), acc[i][v]);
+      }
+    }
+    // The rows advance by only one group per pass: ask for their next lines well ahead of the stream.
+    for (int i = 0; i < kLanes; ++i) hwy::Prefetch(Ahead<K>(p, rows[i], end));
+    Reduce(df, acc, red);
+    if (p.sb.empty() || p.sb_inside) {  // one factor for the whole row: sa[0, group] (or 1)
+      std::fill(s, s + kLanes, p.group_scale(0, n0, g));
+    } else {
+      FillScales<1, kLanes>(p, 0, n0, g, s);
+    }
+    ScaleAdd(c, s, red);
+  }
+}
+
+// Whether GemvBlock<kind> runs on this target for p: e2m1 needs 16 lanes, bf16 whole vectors along K.
+HWY_INLINE bool GemvFits(const Problem& p) {
+  switch (p.kind) {
+    case WeightKind::e4m3: return !p.e4m3_factor.empty() && std::has_single_bit(static_cast<unsigned>(p.bc));
+    case WeightKind::e2m1: return MF_GEMM_WIDE != 0;
+    case WeightKind::bf16: return p.k % kLanes == 0;
+    case WeightKind::f32: return false;
+  }
+  return false;
+}
+
+// One activation row, this thread's blocks of 16 columns.
+HWY_INLINE void GemvColumns(const Problem& p, const float* a, std::int64_t n0, std::int64_t nblocks) {
+  alignas(64) float c[kLanes];
+  float row[kLanes];
+  for (std::int64_t b = 0; b < nblocks; ++b) {
+    const std::int64_t col0 = n0 + b * kLanes;
+    std::fill(c, c + kLanes, 0.0f);
+    if (p.kind == WeightKind::e4m3) GemvBlock<WeightKind::e4m3>(p, a, col0, c);
+#if MF_GEMM_WIDE
+    if (p.kind == WeightKind::e2m1) GemvBlock<WeightKind::e2m1>(p, a, col0, c);
+#endif
+    if (p.kind == WeightKind::bf16) GemvBlock<WeightKind::bf16>(p, a, col0, c);
+    for (int i = 0; i < kLanes; ++i) row[i] = c[bitrev4(i)];
+    finish(p, 0, col0, std::min<std::int64_t>(kLanes, p.n - col0), row);
+  }
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace mf::gemm
+HWY_AFTER_NAMESPACE();
+
+#endif  // include guard
