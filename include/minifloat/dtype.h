@@ -110,6 +110,16 @@ enum class IoErrc : std::uint8_t {
   offsets_out_of_range,  // data_offsets past the end of the data section
   offsets_gap,           // bytes between two tensors that no tensor covers
   offsets_overlap,       // two tensors share bytes
+  // sharded checkpoints (model.safetensors.index.json) and checkpoint directories
+  index_not_object,        // the index is JSON but not an object
+  index_no_weight_map,     // no "weight_map" object
+  index_bad_entry,         // a weight_map value is not a string
+  index_bad_total_size,    // metadata.total_size is not a non-negative integer
+  index_bad_shard_name,    // a shard name that is empty, absolute, or reaches outside the index's directory
+  index_tensor_missing,    // the index puts a tensor in a shard that does not hold it
+  index_tensor_unlisted,   // a shard holds a tensor the index does not list there
+  index_total_size,        // metadata.total_size differs from the sum of the tensors' bytes
+  no_checkpoint,           // a directory with no .safetensors file, or several and no index
 };
 
 // The io layer's one exception. what() reads "<file>: <detail>" or "<file>: tensor '<name>': <detail>".

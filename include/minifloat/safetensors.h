@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -38,10 +39,15 @@ struct SafetensorsTensor {
   std::uint64_t end;
 };
 
-// A checked safetensors file. Tensor bytes are reached through bytes()/view() only, so that the storage can become
-// a memory mapping without changing callers; views live as long as the SafetensorsFile.
+// A checked safetensors file, memory-mapped: tensor bytes are read in place (zero-copy) through bytes()/view(), and
+// only the pages a caller touches are read from disk. Copies share the mapping; views stay valid while any copy of
+// the SafetensorsFile lives.
 class SafetensorsFile {
  public:
+  // Bytes before the data section: the 8-byte length and the header.
+  std::uint64_t header_size() const { return header_bytes_; }
+  // Bytes of the data section (the sum of the tensors' sizes).
+  std::uint64_t data_size() const { return data_.size(); }
   const std::map<std::string, std::string>& metadata() const { return metadata_; }
   // In data order (ascending offsets; header order among empty tensors at one offset).
   const std::vector<SafetensorsTensor>& tensors() const { return tensors_; }
@@ -55,16 +61,27 @@ class SafetensorsFile {
 
  private:
   friend SafetensorsFile read_safetensors(const std::filesystem::path& path);
+// The same checks on bytes in memory (copied; `name` stands for the file in messages): for fuzzing and for callers
+// that already hold a file's bytes.
+SafetensorsFile parse_safetensors(std::span<const std::byte> bytes, const std::filesystem::path& name);
+  friend SafetensorsFile parse_safetensors(std::span<const std::byte> bytes, const std::filesystem::path& name);
+  static SafetensorsFile parse(std::span<const std::byte> all, std::shared_ptr<const void> owner,
+                               const std::filesystem::path& path);
   std::map<std::string, std::string> metadata_;
   std::vector<SafetensorsTensor> tensors_;
-  std::vector<std::byte> data_;  // the whole data section
+  std::shared_ptr<const void> owner_;  // the mapping (or copied bytes) that data_ points into
+  std::span<const std::byte> data_;    // the whole data section
+  std::uint64_t header_bytes_ = 0;
 };
 
-// Reads and checks a whole file. Throws IoError with one code per failure: truncated (shorter than 8 bytes),
+// Maps and checks a whole file. Throws IoError with one code per failure: truncated (shorter than 8 bytes),
 // header_too_large, header_past_end, invalid_json, header_not_object, duplicate_key, invalid_metadata,
 // invalid_tensor_entry, unknown_dtype, invalid_shape, size_overflow, not_whole_bytes, size_mismatch,
 // offsets_out_of_range, offsets_gap, offsets_overlap, trailing_bytes (and open_failed, read_failed).
 SafetensorsFile read_safetensors(const std::filesystem::path& path);
+// The same checks on bytes in memory (copied; `name` stands for the file in messages): for fuzzing and for callers
+// that already hold a file's bytes.
+SafetensorsFile parse_safetensors(std::span<const std::byte> bytes, const std::filesystem::path& name);
 
 // Writes `tensors`, laid out in the order given, with a compact JSON header: "__metadata__" first (only when
 // `metadata` is not empty, keys sorted), then the tensors in order, each as {"dtype", "shape", "data_offsets"};

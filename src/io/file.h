@@ -2,6 +2,7 @@
 #pragma once
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -60,6 +61,7 @@ class InputFile {
 
   std::uint64_t size() const { return size_; }
   const std::filesystem::path& path() const { return path_; }
+  int fd() const { return fd_; }
 
   // Throws `truncated` unless the file holds `count` bytes from `offset`; `what` names what would be cut off.
   void require(std::uint64_t offset, std::uint64_t count, std::string_view what) const {
@@ -88,6 +90,30 @@ class InputFile {
   std::filesystem::path path_;
   int fd_ = -1;
   std::uint64_t size_ = 0;
+};
+
+// A whole regular file mapped read-only: tensors are read in place, and the OS pages them in (and drops them under
+// memory pressure) as callers touch them. A file truncated by another process while mapped raises SIGBUS on access;
+// checkpoints are written by rename, which never truncates a file in place.
+class MappedFile {
+ public:
+  explicit MappedFile(const std::filesystem::path& path) : in_(path) {
+    if (in_.size() == 0) return;  // mmap of zero bytes fails; an empty span is the answer
+    void* p = ::mmap(nullptr, static_cast<std::size_t>(in_.size()), PROT_READ, MAP_PRIVATE, in_.fd(), 0);
+    if (p == MAP_FAILED) throw IoError(IoErrc::read_failed, path, os_error("cannot map"));
+    data_ = static_cast<const std::byte*>(p);
+    ::madvise(p, static_cast<std::size_t>(in_.size()), MADV_SEQUENTIAL);
+  }
+  ~MappedFile() {
+    if (data_ != nullptr) ::munmap(const_cast<std::byte*>(data_), static_cast<std::size_t>(in_.size()));
+  }
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+  std::span<const std::byte> bytes() const { return {data_, static_cast<std::size_t>(in_.size())}; }
+
+ private:
+  InputFile in_;
+  const std::byte* data_ = nullptr;
 };
 
 // A fresh file next to `path` (same directory, so the final rename stays on one file system). O_EXCL with a

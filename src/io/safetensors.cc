@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
@@ -179,35 +180,34 @@ void check_tiling(std::vector<SafetensorsTensor>& tensors, std::uint64_t data_si
   }
 }
 
-std::uint64_t read_header_length(const detail::InputFile& in) {
-  if (in.size() < 8) {
-    throw IoError(IoErrc::truncated, in.path(),
-                  cat("file is ", in.size(), " bytes, shorter than the 8-byte header length"));
+std::uint64_t read_header_length(std::span<const std::byte> all, const std::filesystem::path& file) {
+  if (all.size() < 8) {
+    throw IoError(IoErrc::truncated, file, cat("file is ", all.size(), " bytes, shorter than the 8-byte header length"));
   }
-  const std::vector<std::byte> bytes = in.read(0, 8, "header length");
   std::uint64_t n = 0;
-  for (std::size_t i = 8; i-- > 0;) n = n << 8 | static_cast<std::uint64_t>(bytes[i]);
+  for (std::size_t i = 8; i-- > 0;) n = n << 8 | static_cast<std::uint64_t>(all[i]);
   if (n > kMaxSafetensorsHeader) {
-    throw IoError(IoErrc::header_too_large, in.path(),
+    throw IoError(IoErrc::header_too_large, file,
                   cat("header length ", n, " is over the limit of ", kMaxSafetensorsHeader));
   }
-  if (n > in.size() - 8) {
-    throw IoError(IoErrc::header_past_end, in.path(),
-                  cat("header length ", n, " runs past the end of the ", in.size(), "-byte file"));
+  if (n > all.size() - 8) {
+    throw IoError(IoErrc::header_past_end, file,
+                  cat("header length ", n, " runs past the end of the ", all.size(), "-byte file"));
   }
   return n;
 }
 
 }  // namespace
 
-SafetensorsFile read_safetensors(const std::filesystem::path& path) {
-  const detail::InputFile in(path);
-  const std::uint64_t header_len = read_header_length(in);
-  const std::vector<std::byte> header_bytes = in.read(8, header_len, "header");
+// The checks, in order, on the whole file's bytes; `owner` keeps them alive for the views.
+SafetensorsFile SafetensorsFile::parse(std::span<const std::byte> all, std::shared_ptr<const void> owner,
+                                       const std::filesystem::path& path) {
+  const std::uint64_t header_len = read_header_length(all, path);
+  const std::span<const std::byte> header_bytes = all.subspan(8, header_len);
   const Header header =
       parse_header(std::string_view(reinterpret_cast<const char*>(header_bytes.data()), header_bytes.size()), path);
   const std::uint64_t data_offset = 8 + header_len;
-  const std::uint64_t data_size = in.size() - data_offset;
+  const std::uint64_t data_size = all.size() - data_offset;
 
   SafetensorsFile file;
   for (const std::string& key : header.keys) {
@@ -219,8 +219,22 @@ SafetensorsFile read_safetensors(const std::filesystem::path& path) {
     }
   }
   check_tiling(file.tensors_, data_size, path);
-  file.data_ = in.read(data_offset, data_size, "data section");
+  file.header_bytes_ = data_offset;
+  file.owner_ = std::move(owner);
+  file.data_ = all.subspan(data_offset);
   return file;
+}
+
+SafetensorsFile read_safetensors(const std::filesystem::path& path) {
+  auto mapping = std::make_shared<const detail::MappedFile>(path);
+  const std::span<const std::byte> all = mapping->bytes();
+  return SafetensorsFile::parse(all, std::move(mapping), path);
+}
+
+SafetensorsFile parse_safetensors(std::span<const std::byte> bytes, const std::filesystem::path& name) {
+  auto copy = std::make_shared<const std::vector<std::byte>>(bytes.begin(), bytes.end());
+  const std::span<const std::byte> all(*copy);
+  return SafetensorsFile::parse(all, std::move(copy), name);
 }
 
 const SafetensorsTensor* SafetensorsFile::find(std::string_view name) const {
@@ -229,7 +243,7 @@ const SafetensorsTensor* SafetensorsFile::find(std::string_view name) const {
 }
 
 std::span<const std::byte> SafetensorsFile::bytes(const SafetensorsTensor& tensor) const {
-  return std::span(data_).subspan(tensor.begin, tensor.end - tensor.begin);
+  return data_.subspan(tensor.begin, tensor.end - tensor.begin);
 }
 
 TensorView SafetensorsFile::view(const SafetensorsTensor& tensor) const {

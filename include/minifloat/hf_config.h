@@ -1,0 +1,88 @@
+// minifloat/hf_config.h: a Hugging Face config.json, its quantization_config checked by the rules of the engine that
+// will load it, and the precision flags that follow (SPEC section 9; seed 000 for DeepInfer's rules).
+//
+// Two rule sets:
+//   deepseek   DeepSeek V3/V4: {"quant_method": "fp8", "fmt": "e4m3", "activation_scheme": "dynamic",
+//              "weight_block_size": [128, 128]}, plus optional "scale_fmt": "ue8m0" (V3.1, V4; absent: f32 scales)
+//              and "expert_dtype": "fp4" (FP4 routed experts). No quantization_config at all: a plain model.
+//   deepinfer  exactly quant_method "fp8", expert_dtype "fp4", activation_scheme "dynamic", weight_block_size
+//              [32, 32], scale_fmt "ue8m0" (fmt, if present, "e4m3"), and model dtype bfloat16.
+// A value that differs fails with DeepInfer's text, `Unsupported HF {key}: {value!r}; expected {expected!r}` (values
+// written as Python's repr writes them); a missing or unknown key fails naming it.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+namespace mf::io {
+
+enum class ConfigRules : std::uint8_t { detect, deepseek, deepinfer };
+// "auto" (or "detect"), "deepseek", "deepinfer"; throws std::invalid_argument.
+ConfigRules config_rules_named(std::string_view name);
+std::string_view to_string(ConfigRules r);
+
+struct QuantizationConfig {
+  std::string quant_method = "fp8";
+  std::string fmt = "e4m3";              // "" when absent (deepinfer allows that)
+  std::string activation_scheme = "dynamic";
+  int block_rows = 128, block_cols = 128;  // weight_block_size
+  std::string scale_fmt = "ue8m0";       // "" when absent: f32 scales (DeepSeek V3)
+  std::string expert_dtype;              // "fp4", or "" when absent
+};
+
+// What a loader decides from the config (DeepInfer's flags; the same derivation for DeepSeek's rules):
+//   fp8_attn, fp8_mlp  the attention and MLP linears are FP8 (quant_method == "fp8");
+//   mxfp8              those FP8 weights' scales are ue8m0 powers of two over blocks 32 wide, so each 1x32 row
+//                      piece is an MXFP8 block (DeepInfer's [32, 32]; not DeepSeek's [128, 128]);
+//   mxfp4              routed experts are MXFP4 (expert_dtype == "fp4").
+struct PrecisionFlags {
+  bool fp8_attn = false, fp8_mlp = false, mxfp8 = false, mxfp4 = false;
+};
+
+struct HfConfig {
+  ConfigRules rules = ConfigRules::deepseek;  // the rule set applied (detect picks one)
+  std::string model_type;                     // "" when absent
+  std::string dtype;                          // torch_dtype (or the newer "dtype"); "" when absent
+  std::optional<QuantizationConfig> quantization;
+  PrecisionFlags flags;
+  // The integer fields of the top level (hidden_size, num_hidden_layers, n_routed_experts, ...), for `memory`.
+  std::map<std::string, std::int64_t> numbers;
+
+  // numbers[key], or a HfConfigError (missing_key) naming it.
+  std::int64_t number(const std::string& key) const;
+  std::int64_t number_or(const std::string& key, std::int64_t fallback) const;
+};
+
+enum class HfErrc : std::uint8_t {
+  invalid_json,             // not JSON
+  not_object,               // config.json or quantization_config is not an object
+  missing_key,              // a required key is absent (quantization_config under deepinfer rules, one of its keys)
+  unknown_key,              // quantization_config has a key neither rule set knows
+  bad_type,                 // a value of the wrong JSON type (weight_block_size not two integers, ...)
+  unsupported_value,        // Unsupported HF {key}: {value!r}; expected {expected!r}
+};
+
+struct HfConfigError : std::invalid_argument {
+  HfConfigError(HfErrc code, const std::string& what) : std::invalid_argument(what), code(code) {}
+  HfErrc code;
+};
+
+// Parses and checks config.json text. `detect` picks deepinfer when quantization_config's weight_block_size is
+// [32, 32], else deepseek.
+HfConfig parse_hf_config(std::string_view json, ConfigRules rules = ConfigRules::detect);
+// The same for a file; errors are prefixed with its path. Throws IoError if it cannot be read.
+HfConfig read_hf_config(const std::filesystem::path& path, ConfigRules rules = ConfigRules::detect);
+
+// config.json text with quantization_config replaced by `q` (removed when nullopt) and everything else kept, as
+// indented JSON. For convert and dequantize. Throws HfConfigError if `json` is not an object.
+std::string hf_config_with_quantization(std::string_view json, const std::optional<QuantizationConfig>& q);
+
+// Python's repr of a JSON value ('fp8', [32, 32], True, None): how DeepInfer's messages print values.
+std::string python_repr_of_json(std::string_view json);
+
+}  // namespace mf::io
