@@ -67,11 +67,14 @@ void register_error(CLI::App& app);
 void register_block(CLI::App& app);
 void register_kv(CLI::App& app);
 void register_pack_scales(CLI::App& app);  // pack-scales and unpack-scales
+void register_gemm(CLI::App& app);  // gemm-error and gemm-bench
 
 // Text pieces the tour reuses.
 std::string block_text(const std::vector<float>& values, const Scheme& scheme, const float* outlier);
 // seed 002's experiment: randn x 3 on 128 x 128, mxfp4 with rceil scales; mean |x - q| / mean |x| per seed.
 double fp4_experiment(std::uint64_t seed);
+// The tour's GEMM section (gemm.cc).
+std::string gemm_tour_text();
 
 // Text pieces the tour reuses.
 std::string formats_table_text();

@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
   mf::cli::register_block(app);
   mf::cli::register_kv(app);
   mf::cli::register_pack_scales(app);
+  mf::cli::register_gemm(app);
   mf::cli::register_tour(app);
   // CLI11 reports a mistyped subcommand as "a subcommand is required"; name it instead.
   if (argc > 1 && argv[1][0] != '-') {

@@ -57,7 +57,10 @@ std::string tour_text() {
   s += "\n(the seed reports about 11.7%; try: minifloat error --scheme e2m1-1x32-ue8m0-rceil --dist normal "
        "--sigma 3 --shape 128x128 --compare mxfp4,nvfp4,fp8-1x128)\n\n";
 
-  s += "6. For scripts\n\n"
+  s += "6. Block-scaled GEMM\n\n";
+  s += gemm_tour_text();
+
+  s += "7. For scripts\n\n"
        "  printf '0.3\\n448\\n500\\n' | minifloat encode e4m3         # 0x2a, 0x7e, 0x7f (NaN: E4M3 has no Inf)\n"
        "  printf '0.3\\n500\\n' | minifloat encode e4m3 --overflow saturate\n"
        "  printf '0x2a\\n0x7e\\n' | minifloat decode e4m3\n"
