@@ -30,14 +30,6 @@ def _int_or_none(value, arg: str) -> int:
     return int(value)
 
 
-def _call(fn, *args):
-    """Calls into the core; a ValueError from the library names what was wrong, prefixed by the function."""
-    try:
-        return fn(*args)
-    except ValueError as e:
-        raise ValueError(str(e)) from None
-
-
 def _input(array, arg: str = "array", widen: bool = False):
     """array as (contiguous f32 or bf16/f16 bits, kind, from_torch). widen: bf16/f16 become f32 (exactly)."""
     a, kind, from_torch = as_array(array, arg)
@@ -137,7 +129,7 @@ class QuantizedTensor:
         dt = np.dtype(dtype)
         if dt == np.float32 or dt == np.float64:
             out = np.empty(self.shape, dtype=np.float32)
-            _call(self._q.dequantize, out, threads)
+            self._q.dequantize(out, threads)
             return out if dt == np.float32 else out.astype(np.float64)
         if dt == ml_dtype("bf16"):
             return self._dequantize_bf16(threads).view(dt)
@@ -145,7 +137,7 @@ class QuantizedTensor:
 
     def _dequantize_bf16(self, threads: int) -> np.ndarray:
         out = np.empty(self.shape, dtype=np.uint16)
-        _call(self._q.dequantize, out, threads)
+        self._q.dequantize(out, threads)
         return out
 
     def codes_as(self, dtype):
@@ -205,8 +197,8 @@ def quantize(array, scheme: str, rule=None, profile=None, layout=None, rotate=No
     """
     a, kind, _ = _input(array)
     opts = _options(layout, rotate, threads, pad, nonfinite)
-    return QuantizedTensor(_call(_core.quantize, a, kind, _scheme_arg(scheme), _str_or_none(rule, "rule"),
-                                 _str_or_none(profile, "profile"), opts))
+    return QuantizedTensor(_core.quantize(a, kind, _scheme_arg(scheme), _str_or_none(rule, "rule"),
+                                          _str_or_none(profile, "profile"), opts))
 
 
 def fake_quantize(array, scheme: str, rule=None, profile=None, rotate=None, threads=None, *, pad=False,
@@ -215,8 +207,8 @@ def fake_quantize(array, scheme: str, rule=None, profile=None, rotate=None, thre
     a, _, from_torch = _input(array, widen=True)
     out = np.empty(a.shape, dtype=np.float32)
     opts = _options("packed", rotate, threads, pad, nonfinite)
-    _call(_core.fake_quantize, a, out, _scheme_arg(scheme), _str_or_none(rule, "rule"),
-          _str_or_none(profile, "profile"), opts)
+    _core.fake_quantize(a, out, _scheme_arg(scheme), _str_or_none(rule, "rule"), _str_or_none(profile, "profile"),
+                        opts)
     return to_torch(out) if from_torch else out
 
 
@@ -228,7 +220,7 @@ def error_report(array, scheme: str, rule=None, profile=None, rotate=None, threa
     `minifloat error --json`."""
     a, _, _ = _input(array, widen=True)
     q = quantize(a, scheme, rule, profile, None, rotate, threads, pad=pad)
-    return _call(q._q.error_report, a, _int_or_none(worst_blocks, "worst_blocks"))
+    return q._q.error_report(a, _int_or_none(worst_blocks, "worst_blocks"))
 
 
 def rotate(array, n: int):
@@ -236,7 +228,7 @@ def rotate(array, n: int):
     float32; it is its own inverse. A new array (a torch input gives a torch tensor)."""
     a, _, from_torch = _input(array, widen=True)
     out = np.array(a, dtype=np.float32, copy=True)
-    _call(_core.rotate, out, _int_or_none(n, "n"))
+    _core.rotate(out, _int_or_none(n, "n"))
     return to_torch(out) if from_torch else out
 
 

@@ -6,6 +6,7 @@
 #include <nanobind/ndarray.h>
 
 #include <cstddef>
+#include <stdexcept>
 #include <string>
 
 #include "minifloat/format.h"
@@ -26,6 +27,16 @@ template <class T>
 T* data_as(const Array& a, const char* what) {
   if (a.dtype() != nb::dtype<T>()) throw nb::type_error((std::string(what) + ": unexpected dtype").c_str());
   return static_cast<T*>(a.data());
+}
+
+// fn(), with a std::invalid_argument from it prefixed by the Python argument it came from ("rule: unknown ...").
+template <class Fn>
+auto for_arg(const char* arg, Fn&& fn) {
+  try {
+    return fn();
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(std::string(arg) + ": " + e.what());
+  }
 }
 
 void bind_formats(nb::module_& m);   // formats(), schemes(): metadata

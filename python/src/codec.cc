@@ -68,7 +68,8 @@ void encode_any(const Array& x, const std::string& input, Out* out, const Encode
 void encode_array(const Array& x, const std::string& input, Array out, const std::string& fmt,
                   const std::string& overflow, const std::string& rounding, std::uint64_t seed) {
   const Format& f = format_arg(fmt);
-  const EncodeOptions o{rounding_named(rounding), overflow_named(overflow), 0};
+  const EncodeOptions o{for_arg("rounding", [&] { return rounding_named(rounding); }),
+                        for_arg("overflow", [&] { return overflow_named(overflow); }), 0};
   if (out.size() != x.size()) throw std::invalid_argument("out: size differs from the input's");
   nb::gil_scoped_release release;
   with_format(f, [&](auto F) {

@@ -18,9 +18,9 @@ namespace {
 
 // The scheme with the caller's rule and profile, applied in the CLI's order (rule first).
 Scheme make_scheme(const std::string& name, const std::string& rule, const std::string& profile) {
-  Scheme s = scheme_named(name);
-  if (!rule.empty()) s = with_rule(s, scale_rule_named(rule));
-  if (!profile.empty()) s = with_profile(s, profile_named(profile));
+  Scheme s = for_arg("scheme", [&] { return scheme_named(name); });
+  if (!rule.empty()) s = for_arg("rule", [&] { return with_rule(s, scale_rule_named(rule)); });
+  if (!profile.empty()) s = for_arg("profile", [&] { return with_profile(s, profile_named(profile)); });
   return s;
 }
 
@@ -32,12 +32,12 @@ struct Options {  // what Python passes for mf::QuantizeOptions
   std::string nonfinite;
   QuantizeOptions get() const {
     QuantizeOptions o;
-    o.layout = layout_named(layout);
+    o.layout = for_arg("layout", [&] { return layout_named(layout); });
     o.rotate = rotate;
     o.threads = threads;
     o.pad = pad;
     if (nonfinite != "nan" && nonfinite != "error") {
-      throw std::invalid_argument("nonfinite must be 'nan' or 'error', not '" + nonfinite + "'");
+      throw std::invalid_argument("nonfinite: 'nan' or 'error', not '" + nonfinite + "'");
     }
     o.nonfinite = nonfinite == "error" ? NonFinite::error : NonFinite::nan;
     o.tensor_name = "array";
@@ -176,7 +176,7 @@ void bind_quantize(nb::module_& m) {
         nb::arg("profile"), nb::arg("options"));
   m.def("rotate", [](Array x, int n) {
     float* p = data_as<float>(x, "array");
-    validate_rotate(x.size(), n);
+    validate_rotate(x.size(), n);  // its message names count and n
     nb::gil_scoped_release release;
     rotate(p, x.size(), n);
   }, nb::arg("x"), nb::arg("n"));
