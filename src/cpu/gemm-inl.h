@@ -254,6 +254,14 @@ HWY_INLINE void FillScales(const Problem& p, std::int64_t row0, std::int64_t col
   }
 }
 
+// The same when the scale depends on the row only (weight scales inside w, or none): one look-up per row.
+template <int MR, int NR>
+HWY_INLINE void FillRowScales(const Problem& p, std::int64_t row0, std::int64_t g, float* s) {
+  float per_row[MR];
+  for (int mi = 0; mi < MR; ++mi) per_row[mi] = p.group_scale(std::min(row0 + mi, p.m - 1), 0, g);
+  for (int o = 0; o < kLanes; ++o) s[bitrev4(o)] = per_row[o / NR];
+}
+
 // Adds panel columns [k0, k0 + klen) of block nb to C for activation rows [m0, m1) (multiples of MR).
 template <int MR, int NR>
 void BlockPass(const Pass& w, std::int64_t nb, std::int64_t m0, std::int64_t m1, std::int64_t k0, std::int64_t klen) {
@@ -267,7 +275,7 @@ void BlockPass(const Pass& w, std::int64_t nb, std::int64_t m0, std::int64_t m1,
     float* cs = w.cs + (((m - w.m_base) / MR) * w.nblocks + nb) * (kLanes / NR) * kLanes;
     for (std::int64_t g = g0; g < g1; ++g) {
       const std::int64_t kg = g * p.group, len = (std::min(p.k, kg + p.group) - kg + kLanes - 1) / kLanes * kLanes;
-      if (per_row) FillScales<MR, NR>(p, m, col0, g, s);
+      if (per_row) FillRowScales<MR, NR>(p, m, g, s);
       for (int nt = 0; nt < kLanes / NR; ++nt) {
         TileGroup<MR, NR>(w.a + m * w.lda + kg, w.lda, w.panel + nt * NR * w.kc + (kg - k0), w.kc,
                           static_cast<std::size_t>(len), red);
