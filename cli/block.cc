@@ -4,11 +4,11 @@
 #include <cmath>
 #include <fmt/format.h>
 #include <memory>
-#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "common.h"
+#include "minifloat/block_demo.h"
 #include "minifloat/quantize.h"
 #include "minifloat/scale.h"
 #include "minifloat/text.h"
@@ -16,39 +16,9 @@
 namespace mf::cli {
 namespace {
 
-constexpr std::size_t kMaxValues = 32;
+constexpr std::size_t kMaxValues = kBlockDemoMaxValues;
 
-struct BlockResult {
-  QuantizedTensor q;
-  std::vector<std::uint8_t> codes;  // one per value
-  std::vector<float> stored;        // dequantized values
-  int zeroed = 0, nonzero = 0;
-};
-
-BlockResult run_block(const std::vector<float>& values, const Scheme& scheme) {
-  QuantizeOptions o;
-  o.layout = Layout::unpacked;
-  o.pad = true;
-  o.tensor_name = "block";
-  const std::vector<std::int64_t> shape{static_cast<std::int64_t>(values.size())};
-  BlockResult r{quantize(values.data(), shape, scheme, o), {}, std::vector<float>(values.size()), 0, 0};
-  r.codes = r.q.codes;
-  dequantize(r.q, r.stored.data());
-  for (std::size_t i = 0; i < values.size(); ++i) {
-    if (values[i] == 0) continue;
-    ++r.nonzero;
-    if (r.stored[i] == 0) ++r.zeroed;
-  }
-  return r;
-}
-
-std::vector<float> with_outlier(std::vector<float> values, float outlier) {
-  if (values.size() < kMaxValues) values.push_back(outlier);
-  else values.back() = outlier;
-  return values;
-}
-
-std::string scale_line(const BlockResult& r, std::int64_t b) {
+std::string scale_line(const BlockDemo& r, std::int64_t b) {
   const Scheme& s = r.q.scheme;
   const std::uint32_t code = r.q.scale_code(0, b);
   std::string line = fmt::format("block {}: scale {} {} = {}", b, s.scale_format->name, hex_code(*s.scale_format, code),
@@ -58,7 +28,7 @@ std::string scale_line(const BlockResult& r, std::int64_t b) {
   return line + "\n";
 }
 
-std::string table(const std::vector<float>& values, const BlockResult& r) {
+std::string table(const std::vector<float>& values, const BlockDemo& r) {
   const ElementType& el = r.q.scheme.element;
   std::string s;
   for (std::int64_t b = 0; b < r.q.scale_shape.back(); ++b) s += scale_line(r, b);
@@ -75,35 +45,16 @@ std::string table(const std::vector<float>& values, const BlockResult& r) {
   return s;
 }
 
-nlohmann::json block_json(const std::vector<float>& values, const BlockResult& r) {
-  nlohmann::json j;
-  const Scheme& s = r.q.scheme;
-  for (std::int64_t b = 0; b < r.q.scale_shape.back(); ++b) {
-    const std::uint32_t code = r.q.scale_code(0, b);
-    const float v = decode(*s.scale_format, code);
-    j["scales"].push_back({{"code", hex_code(*s.scale_format, code)},
-                           {"value", std::isfinite(v) ? nlohmann::json(v) : nlohmann::json("nan")}});
-  }
-  j["tensor_scale"] = s.tensor_scale ? nlohmann::json(r.q.tensor_scale) : nlohmann::json(nullptr);
-  for (std::size_t i = 0; i < values.size(); ++i) {
-    const auto num = [](double x) { return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(shortest(x)); };
-    j["values"].push_back({{"input", num(values[i])}, {"code", r.codes[i]}, {"stored", num(r.stored[i])}});
-  }
-  j["nonzero"] = r.nonzero;
-  j["zeroed"] = r.zeroed;
-  return j;
-}
-
 }  // namespace
 
 std::string block_text(const std::vector<float>& values, const Scheme& scheme, const float* outlier) {
-  const BlockResult plain = run_block(values, scheme);
+  const BlockDemo plain = block_demo(values, scheme);
   if (!outlier) {
     return table(values, plain) +
            fmt::format("\n{} of {} nonzero values became 0\n", plain.zeroed, plain.nonzero);
   }
   const std::vector<float> more = with_outlier(values, *outlier);
-  const BlockResult r = run_block(more, scheme);
+  const BlockDemo r = block_demo(more, scheme);
   return table(more, r) + fmt::format("\nwithout the outlier: {} of {} nonzero values became 0\n"
                                       "with the outlier {}:  {} of {} nonzero values became 0\n",
                                       plain.zeroed, plain.nonzero, shortest(*outlier), r.zeroed, r.nonzero);
@@ -145,14 +96,7 @@ void register_block(CLI::App& app) {
       outlier = static_cast<float>(*v);
     }
     if (!a->json) return write_stdout(block_text(values, scheme, outlier ? &*outlier : nullptr));
-    nlohmann::json j;
-    j["scheme"] = scheme.name;
-    j["block"] = block_json(values, run_block(values, scheme));
-    if (outlier) {
-      const auto more = with_outlier(values, *outlier);
-      j["with_outlier"] = block_json(more, run_block(more, scheme));
-    }
-    write_stdout(j.dump(2) + "\n");
+    write_stdout(block_demo_json(values, scheme, outlier ? &*outlier : nullptr) + "\n");
   });
 }
 

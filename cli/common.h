@@ -68,6 +68,8 @@ void register_block(CLI::App& app);
 void register_kv(CLI::App& app);
 void register_pack_scales(CLI::App& app);  // pack-scales and unpack-scales
 void register_gemm(CLI::App& app);  // gemm-error and gemm-bench
+void register_serve(CLI::App& app);
+void register_plot(CLI::App& app);
 
 // Text pieces the tour reuses.
 std::string block_text(const std::vector<float>& values, const Scheme& scheme, const float* outlier);

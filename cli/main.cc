@@ -21,6 +21,8 @@ int main(int argc, char** argv) {
   mf::cli::register_block(app);
   mf::cli::register_kv(app);
   mf::cli::register_pack_scales(app);
+  mf::cli::register_plot(app);
+  mf::cli::register_serve(app);
   mf::cli::register_gemm(app);
   mf::cli::register_tour(app);
   // CLI11 reports a mistyped subcommand as "a subcommand is required"; name it instead.

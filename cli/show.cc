@@ -2,12 +2,12 @@
 #include <CLI/CLI.hpp>
 #include <cmath>
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "common.h"
 #include "minifloat/describe.h"
+#include "minifloat/describe_json.h"
 #include "minifloat/random.h"
 #include "minifloat/text.h"
 
@@ -26,30 +26,6 @@ std::string exponent_text(const Description& d) {
     return "-";
   }
   return std::to_string(d.fields.unbiased_exponent);
-}
-
-// JSON has no NaN or Inf: those become the strings "nan", "inf", "-inf".
-nlohmann::json number_json(double x) {
-  if (std::isfinite(x)) return x;
-  return shortest(x);
-}
-
-nlohmann::json description_json(const Description& d) {
-  const Format& f = *d.format;
-  nlohmann::json j;
-  j["format"] = f.name;
-  j["code"] = hex_code(f, d.code);
-  j["bits"] = bit_fields(f, d.code, "");
-  j["sign"] = f.is_signed() ? nlohmann::json(d.fields.sign) : nlohmann::json(nullptr);
-  j["exponent_field"] = binary(d.fields.exponent, f.exponent_bits);
-  j["exponent"] = exponent_text(d) == "-" ? nlohmann::json(nullptr) : nlohmann::json(d.fields.unbiased_exponent);
-  j["mantissa_field"] = binary(d.fields.mantissa, f.mantissa_bits);
-  j["class"] = class_name(d);
-  j["stored"] = number_json(static_cast<double>(d.stored));
-  j["value"] = number_json(d.value);
-  j["abs_error"] = number_json(d.abs_error);
-  j["rel_error"] = number_json(d.rel_error);
-  return j;
 }
 
 }  // namespace
@@ -116,21 +92,7 @@ void register_show(CLI::App& app) {
     EncodeOptions options = encode_options(args->codec);
     options.random_bits = stochastic_bits(args->codec.seed, 0);
     if (!args->json) return write_stdout(show_text(parsed->value, parsed->from_f32_bits, formats, args->scale, options));
-    nlohmann::json j;
-    j["input"] = number_json(parsed->value);
-    j["input_f32_bits"] =
-        parsed->from_f32_bits ? nlohmann::json(hex_code(f32, encode(f32, static_cast<float>(parsed->value))))
-                              : nlohmann::json(nullptr);
-    j["scale"] = args->scale;
-    j["scaled_input"] = number_json(parsed->value / args->scale);
-    j["overflow"] = args->codec.overflow == "saturate" ? "saturate" : "default";
-    j["rounding"] = args->codec.rounding;
-    for (const Format* f : formats) {
-      nlohmann::json row = description_json(describe(*f, parsed->value, args->scale, options));
-      if (args->scale != 1) row["unscaled"] = description_json(describe(*f, parsed->value, 1.0, options));
-      j["formats"].push_back(row);
-    }
-    write_stdout(j.dump(2) + "\n");
+    write_stdout(describe_json(parsed->value, parsed->from_f32_bits, formats, args->scale, options) + "\n");
   });
 }
 
