@@ -1,0 +1,56 @@
+#!/usr/bin/env python3
+"""Runs bench_gemm with repetitions and prints medians and ratios as a Markdown table (BENCHMARKS.md).
+
+Usage: bench/gemm_report.py BUILD_DIR/bench/bench_gemm [REPETITIONS] [FILTER]
+Columns: GFLOP/s (2 M N K / time) of minifloat's bf16, fp8 (fp8-128x128) and mxfp4 GEMMs, of OpenBLAS (sgemv at
+M = 1, sgemm otherwise) on the dequantized f32 weights and of dequantize-then-OpenBLAS; the ratios of fp8 and mxfp4
+to OpenBLAS; weight bytes per second. FMA peak and read bandwidth come from the same run.
+"""
+import json
+import os
+import subprocess
+import sys
+
+WAYS = ["bf16", "fp8", "mxfp4", "openblas-f32", "dequant-fp8+openblas"]
+
+
+def main():
+    exe = sys.argv[1]
+    reps = sys.argv[2] if len(sys.argv) > 2 else "3"
+    flt = sys.argv[3] if len(sys.argv) > 3 else "."
+    out = subprocess.run([exe, f"--benchmark_repetitions={reps}", "--benchmark_report_aggregates_only=true",
+                          f"--benchmark_filter={flt}|FmaPeak|ReadBandwidth", "--benchmark_format=json"],
+                         check=True, capture_output=True, text=True).stdout
+    doc = json.loads(out)
+    cells, machine = {}, {}
+    for b in doc["benchmarks"]:
+        if b.get("aggregate_name") != "median":
+            continue
+        name = b["run_name"]
+        if name.startswith("FmaPeak"):
+            machine["fma"] = b["GFLOPs"]
+        elif name.startswith("ReadBandwidth"):
+            machine["read"] = b["GBs"]
+        else:  # Gemm/<way>/N<n>xK<k>/threads:<t>/<m>/...
+            parts = name.split("/")
+            way, shape, threads, m = parts[1], parts[2], parts[3], int(parts[4])
+            cells[(shape, m, way)] = (b["GFLOPs"], b["wGBs"])
+            machine["threads"] = threads.split(":")[1]
+    print(f"threads: {machine.get('threads')} (minifloat and OpenBLAS); median of {reps}; "
+          f"load average at the end: {os.getloadavg()[0]:.1f}")
+    print(f"FMA peak {machine.get('fma', 0):.1f} GFLOP/s, memory read bandwidth {machine.get('read', 0):.1f} GB/s\n")
+    print("| N x K | M | bf16 | fp8 | mxfp4 | OpenBLAS f32 | dequant+OpenBLAS | fp8 / OpenBLAS | mxfp4 / OpenBLAS "
+          "| fp8 / peak | fp8 weight GB/s | mxfp4 weight GB/s |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for shape in sorted({k[0] for k in cells}, key=lambda s: s != "N4096xK4096"):
+        for m in sorted({k[1] for k in cells if k[0] == shape}):
+            g = {w: cells.get((shape, m, w), (0, 0)) for w in WAYS}
+            blas = g["openblas-f32"][0]
+            ratio = lambda w: f"{g[w][0] / blas:.2f}" if blas else "-"
+            peak = f"{g['fp8'][0] / machine['fma']:.0%}" if machine.get("fma") else "-"
+            print(f"| {shape[1:].replace('xK', 'x')} | {m} | " + " | ".join(f"{g[w][0]:.1f}" for w in WAYS) +
+                  f" | {ratio('fp8')} | {ratio('mxfp4')} | {peak} | {g['fp8'][1]:.1f} | {g['mxfp4'][1]:.1f} |")
+
+
+if __name__ == "__main__":
+    main()
