@@ -4,6 +4,7 @@
 #include "minifloat/codec.h"
 #include "minifloat/describe.h"
 #include "minifloat/format.h"
+#include "minifloat/gemm.h"
 #include "minifloat/kv.h"
 #include "minifloat/random.h"
 #include "minifloat/scale_layout.h"
