@@ -5,6 +5,7 @@
 #include <string>
 #include <fmt/format.h>
 
+#include "checkpoint_cli.h"
 #include "common.h"
 #include "minifloat/dtype.h"
 
@@ -24,6 +25,11 @@ int main(int argc, char** argv) {
   mf::cli::register_plot(app);
   mf::cli::register_serve(app);
   mf::cli::register_gemm(app);
+  mf::cli::register_inspect(app);
+  mf::cli::register_convert(app);
+  mf::cli::register_verify(app);
+  mf::cli::register_memory(app);
+  mf::cli::register_example_checkpoint(app);
   mf::cli::register_tour(app);
   // CLI11 reports a mistyped subcommand as "a subcommand is required"; name it instead.
   if (argc > 1 && argv[1][0] != '-') {

@@ -6,7 +6,9 @@
 #include <string>
 #include <vector>
 
+#include "checkpoint_cli.h"
 #include "common.h"
+#include "minifloat/checkpoint_ops.h"
 #include "minifloat/quantize.h"
 #include "minifloat/tensor_file.h"
 #include "minifloat/text.h"
@@ -47,7 +49,28 @@ struct DequantizeArgs {
   int threads = 0;
 };
 
+// DeepSeek-style checkpoints (W + W_scale_inv, NVFP4 W + W_scale + W_scale_2) as a directory, an index, or a
+// .safetensors file not written by `minifloat quantize` (whose __metadata__ records minifloat.scheme).
+bool is_checkpoint(const std::string& in) {
+  const std::filesystem::path p(in);
+  if (std::filesystem::is_directory(p) || p.extension() == ".json") return true;
+  if (p.extension() != ".safetensors") return false;
+  return !io::read_safetensors(p).metadata().contains("minifloat.scheme");
+}
+
+void run_dequantize_checkpoint(const DequantizeArgs& a) {
+  io::ConvertOptions o;
+  o.threads = a.threads;
+  ProgressBar bar("dequantize");
+  o.progress = [&bar](std::uint64_t done, std::uint64_t total) { bar.update(done, total); };
+  const io::ConvertReport r = io::dequantize_checkpoint(a.in, a.out, a.dtype == "bf16", o);
+  write_stdout(fmt::format("wrote {} ({}): {} shard{}, {} -> {}\n", a.out, a.dtype, r.shards_written,
+                           r.shards_written == 1 ? "" : "s", human_bytes(static_cast<double>(r.input_bytes)),
+                           human_bytes(static_cast<double>(r.output_bytes))));
+}
+
 void run_dequantize(const DequantizeArgs& a) {
+  if (is_checkpoint(a.in)) return run_dequantize_checkpoint(a);
   const std::vector<io::NamedQuantized> inputs = io::read_quantized(a.in);
   std::vector<io::FloatTensor> outputs;
   for (const io::NamedQuantized& nq : inputs) {
@@ -77,9 +100,13 @@ void register_quantize(CLI::App& app) {
   qs->callback([q] { run_quantize(*q); });
 
   auto d = std::make_shared<DequantizeArgs>();
-  auto* ds = app.add_subcommand("dequantize", "Dequantize what `minifloat quantize` wrote");
-  ds->add_option("IN", d->in, ".safetensors written by minifloat quantize")->required();
-  ds->add_option("OUT", d->out, ".safetensors (one tensor per input tensor), or .npy for a single f32 tensor")
+  auto* ds = app.add_subcommand("dequantize",
+                                 "Dequantize what `minifloat quantize` wrote, or an FP8/FP4 checkpoint (W + W_scale_inv)");
+  ds->add_option("IN", d->in,
+                 ".safetensors written by minifloat quantize; or a checkpoint: a directory, an index, a .safetensors")
+      ->required();
+  ds->add_option("OUT", d->out,
+                 ".safetensors or .npy (single f32 tensor); for a checkpoint: a directory (or .safetensors for one file)")
       ->required();
   ds->add_option("--dtype", d->dtype, "f32 or bf16 (round to nearest even)")
       ->check(CLI::IsMember({"f32", "bf16"}))

@@ -44,6 +44,8 @@ struct SafetensorsTensor {
 // the SafetensorsFile lives.
 class SafetensorsFile {
  public:
+  // The file's path (or the name given to parse_safetensors), for messages.
+  const std::filesystem::path& path() const { return path_; }
   // Bytes before the data section: the 8-byte length and the header.
   std::uint64_t header_size() const { return header_bytes_; }
   // Bytes of the data section (the sum of the tensors' sizes).
@@ -72,6 +74,7 @@ SafetensorsFile parse_safetensors(std::span<const std::byte> bytes, const std::f
   std::shared_ptr<const void> owner_;  // the mapping (or copied bytes) that data_ points into
   std::span<const std::byte> data_;    // the whole data section
   std::uint64_t header_bytes_ = 0;
+  std::filesystem::path path_;
 };
 
 // Maps and checks a whole file. Throws IoError with one code per failure: truncated (shorter than 8 bytes),
@@ -90,5 +93,32 @@ SafetensorsFile parse_safetensors(std::span<const std::byte> bytes, const std::f
 // header_too_large, write_failed).
 void write_safetensors(const std::filesystem::path& path, std::span<const TensorView> tensors,
                        const std::map<std::string, std::string>& metadata = {});
+
+// A safetensors file written tensor by tensor, for outputs larger than memory: the header is planned from the specs,
+// then each tensor's bytes are appended in spec order (in as many pieces as convenient), and commit() syncs the
+// temporary file and renames it over `path`. Destroyed without commit(), it removes the temporary file: the target
+// never holds a partial file. Same layout and errors as write_safetensors.
+class SafetensorsWriter {
+ public:
+  struct Spec {
+    std::string name;
+    DType dtype;
+    std::vector<std::uint64_t> shape;
+  };
+  SafetensorsWriter(const std::filesystem::path& path, std::vector<Spec> specs,
+                    const std::map<std::string, std::string>& metadata = {});
+  ~SafetensorsWriter();
+  SafetensorsWriter(const SafetensorsWriter&) = delete;
+  SafetensorsWriter& operator=(const SafetensorsWriter&) = delete;
+
+  void write(std::span<const std::byte> bytes);  // throws IoError (write_failed, or size_mismatch past the end)
+  void commit();                                  // throws IoError (size_mismatch if bytes are missing)
+  std::uint64_t bytes_total() const { return total_; }  // header included
+
+ private:
+  std::filesystem::path path_, temp_;
+  int fd_ = -1;
+  std::uint64_t total_ = 0, written_ = 0;
+};
 
 }  // namespace mf::io

@@ -220,6 +220,7 @@ SafetensorsFile SafetensorsFile::parse(std::span<const std::byte> all, std::shar
   }
   check_tiling(file.tensors_, data_size, path);
   file.header_bytes_ = data_offset;
+  file.path_ = path;
   file.owner_ = std::move(owner);
   file.data_ = all.subspan(data_offset);
   return file;
@@ -288,7 +289,7 @@ std::string tensor_json(const TensorView& t, std::uint64_t begin, std::uint64_t 
 
 // The header, padded with spaces to a multiple of 8; checks every name and size on the way.
 std::string header_json(std::span<const TensorView> tensors, const std::map<std::string, std::string>& metadata,
-                        const std::filesystem::path& file) {
+                        const std::filesystem::path& file, bool check_data = true) {
   std::string out = "{";
   if (!metadata.empty()) out += cat("\"", kMetadataKey, "\":", metadata_json(metadata, file));
   std::set<std::string_view> names;
@@ -299,7 +300,7 @@ std::string header_json(std::span<const TensorView> tensors, const std::map<std:
     if (t.name == kMetadataKey) throw IoError(IoErrc::invalid_name, file, t.name, "name is reserved");
     if (!names.insert(t.name).second) throw IoError(IoErrc::duplicate_key, file, t.name, "name given twice");
     const std::uint64_t bytes = checked_size(t.dtype, t.shape, file, t.name);
-    if (bytes != t.data.size()) {
+    if (check_data && bytes != t.data.size()) {
       throw IoError(IoErrc::size_mismatch, file, t.name,
                     cat(t.data.size(), " bytes of data do not match shape ", shape_text(t.shape), " x ",
                         dtype_name(t.dtype), " = ", bytes, " bytes"));
@@ -325,6 +326,61 @@ void write_safetensors(const std::filesystem::path& path, std::span<const Tensor
   std::vector<std::span<const std::byte>> pieces{length, std::as_bytes(std::span(header))};
   for (const TensorView& t : tensors) pieces.push_back(t.data);
   detail::write_atomically(path, pieces);
+}
+
+SafetensorsWriter::SafetensorsWriter(const std::filesystem::path& path, std::vector<Spec> specs,
+                                     const std::map<std::string, std::string>& metadata)
+    : path_(path) {
+  std::vector<TensorView> views;
+  views.reserve(specs.size());
+  for (const Spec& s : specs) views.push_back({s.name, s.dtype, s.shape, {}});
+  const std::string header = header_json(views, metadata, path, false);
+  std::uint64_t data = 0;
+  for (const Spec& s : specs) data += tensor_size(s.dtype, s.shape).bytes;  // checked by header_json
+  std::array<std::byte, 8> length{};
+  for (std::size_t i = 0; i < 8; ++i) length[i] = static_cast<std::byte>(header.size() >> (8 * i) & 0xff);
+  fd_ = detail::create_temp_next_to(path, temp_);
+  if (fd_ < 0) throw IoError(IoErrc::write_failed, path, detail::os_error("cannot create a temporary file"));
+  total_ = 8 + header.size() + data;
+  if (!detail::write_all(fd_, length) || !detail::write_all(fd_, std::as_bytes(std::span(header)))) {
+    const std::string error = detail::os_error("write error");
+    ::close(fd_);
+    ::unlink(temp_.c_str());
+    throw IoError(IoErrc::write_failed, path, error);
+  }
+  written_ = 8 + header.size();
+}
+
+SafetensorsWriter::~SafetensorsWriter() {
+  if (fd_ >= 0) {
+    ::close(fd_);
+    ::unlink(temp_.c_str());
+  }
+}
+
+void SafetensorsWriter::write(std::span<const std::byte> bytes) {
+  if (fd_ < 0) throw IoError(IoErrc::write_failed, path_, "write after commit");
+  if (bytes.size() > total_ - written_) {
+    throw IoError(IoErrc::size_mismatch, path_, cat("tensor data runs ", bytes.size() - (total_ - written_),
+                                                    " bytes past what the header announces"));
+  }
+  if (!detail::write_all(fd_, bytes)) throw IoError(IoErrc::write_failed, path_, detail::os_error("write error"));
+  written_ += bytes.size();
+}
+
+void SafetensorsWriter::commit() {
+  if (written_ != total_) {
+    throw IoError(IoErrc::size_mismatch, path_, cat("only ", written_, " of ", total_, " bytes were written"));
+  }
+  std::string error;
+  if (::fsync(fd_) != 0) error = detail::os_error("fsync failed");
+  if (::close(fd_) != 0 && error.empty()) error = detail::os_error("close failed");
+  fd_ = -1;
+  if (error.empty() && ::rename(temp_.c_str(), path_.c_str()) != 0) error = detail::os_error("rename failed");
+  if (!error.empty()) {
+    ::unlink(temp_.c_str());
+    throw IoError(IoErrc::write_failed, path_, error);
+  }
 }
 
 }  // namespace mf::io

@@ -4,11 +4,17 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
+#include <cmath>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "io_test_util.h"
+#include "minifloat/checkpoint_ops.h"
+#include "minifloat/checkpoint_tensors.h"
+#include "minifloat/codec.h"
 
 namespace mf::io {
 namespace {
@@ -233,6 +239,175 @@ TEST_F(CheckpointTest, BadShardIsReportedWithItsOwnError) {
   write_file(dir_ / shard_file_name(1, 2), str(le(2, 8), "{}x"));
   expect_io_error([&] { check_checkpoint(open_checkpoint(dir_.path())); }, IoErrc::trailing_bytes,
                   "model-00002-of-00002.safetensors: 1 bytes after the last tensor");
+}
+
+
+// ---- the streaming writer ----
+
+TEST(SafetensorsWriter, StreamedBytesEqualWriteSafetensors) {
+  TempDir dir;
+  const Shape a_shape{2, 3}, b_shape{4};
+  const Bytes a = pattern_bytes(24, 1), b = pattern_bytes(2, 2);
+  const std::array<TensorView, 2> views{{{"a", DType::F32, a_shape, a}, {"b", DType::F4, b_shape, b}}};
+  write_safetensors(dir / "whole.safetensors", views, {{"format", "pt"}});
+  {
+    SafetensorsWriter w(dir / "streamed.safetensors", {{"a", DType::F32, a_shape}, {"b", DType::F4, b_shape}},
+                        {{"format", "pt"}});
+    w.write(std::span(a).first(10));
+    w.write(std::span(a).subspan(10));
+    w.write(b);
+    EXPECT_EQ(w.bytes_total(), fs::file_size(dir / "whole.safetensors"));
+    w.commit();
+  }
+  EXPECT_EQ(read_file(dir / "streamed.safetensors"), read_file(dir / "whole.safetensors"));
+}
+
+TEST(SafetensorsWriter, NothingIsLeftUnlessEveryByteArrives) {
+  TempDir dir;
+  const Shape shape{2};
+  {
+    SafetensorsWriter w(dir / "x.safetensors", {{"a", DType::F32, shape}});
+    w.write(pattern_bytes(4, 1));
+    expect_io_error([&] { w.commit(); }, IoErrc::size_mismatch, "only 68 of 72 bytes were written");
+  }
+  {
+    SafetensorsWriter w(dir / "x.safetensors", {{"a", DType::F32, shape}});
+    expect_io_error([&] { w.write(pattern_bytes(9, 1)); }, IoErrc::size_mismatch,
+                    "tensor data runs 1 bytes past what the header announces");
+  }
+  { SafetensorsWriter abandoned(dir / "x.safetensors", {{"a", DType::F32, shape}}); }
+  EXPECT_TRUE(dir.entries().empty()) << "no temporary file and no partial target";
+  expect_io_error([&] { SafetensorsWriter w(dir / "x.safetensors", {{"a", DType::F4, Shape{3}}}); },
+                  IoErrc::not_whole_bytes, "shape [3] x F4 is not a whole number of bytes");
+}
+
+// ---- quantized pairs ----
+
+TEST(QuantizedPairs, RoundTripThroughAFileInBothForms) {
+  TempDir dir;
+  std::vector<float> x(64 * 96);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(std::sin(0.37 * static_cast<double>(i))) * 3;
+  const std::vector<std::int64_t> shape{64, 96};
+  QuantizeOptions o;
+  o.pad = true;
+  const std::vector<std::pair<std::string, std::string>> cases{
+      {"fp8", "fp8-128x128"}, {"fp8v3", "e4m3-128x128-f32"}, {"fp4", "e2m1-1x32-ue8m0-rceil"}, {"nv", "nvfp4"},
+      {"mx8", "mxfp8"}};
+  std::vector<OwnedTensor> all;
+  std::vector<QuantizedTensor> qs;
+  for (const auto& [name, scheme] : cases) {
+    qs.push_back(quantize(x.data(), shape, scheme_named(scheme), o));
+    for (OwnedTensor& t : pair_tensors(name, qs.back())) all.push_back(std::move(t));
+  }
+  EXPECT_EQ(all[1].name, "fp8_scale_inv");
+  EXPECT_EQ(all[1].dtype, DType::F8_E8M0);
+  EXPECT_EQ(all[3].dtype, DType::F32);
+  EXPECT_EQ(all[4].dtype, DType::F4);
+  EXPECT_EQ(all[5].shape, (Shape{64, 3}));
+  EXPECT_EQ(all[7].name, "nv_scale");
+  EXPECT_EQ(all[8].name, "nv_scale_2");
+  std::vector<TensorView> views;
+  for (const OwnedTensor& t : all) views.push_back(t.view());
+  write_safetensors(dir / "q.safetensors", views);
+  const SafetensorsFile f = read_safetensors(dir / "q.safetensors");
+  const std::vector<QuantizedPair> pairs = find_pairs(f);
+  ASSERT_EQ(pairs.size(), cases.size());
+  std::map<std::string, std::string> found;
+  for (const QuantizedPair& p : pairs) found[p.weight] = p.scheme.name;
+  EXPECT_EQ(found, (std::map<std::string, std::string>{{"fp8", "e4m3-128x128-ue8m0-rceil"},
+                                                       {"fp8v3", "e4m3-128x128-f32-f32"},
+                                                       {"fp4", "e2m1-1x32-ue8m0-rceil"},
+                                                       {"nv", "nvfp4"},
+                                                       {"mx8", "e4m3-1x32-ue8m0-rceil"}}));
+  for (const QuantizedPair& p : pairs) {
+    const std::size_t k = static_cast<std::size_t>(
+        std::find_if(cases.begin(), cases.end(), [&](const auto& c) { return c.first == p.weight; }) - cases.begin());
+    const QuantizedTensor back = read_pair(f, p);
+    EXPECT_EQ(back.codes, qs[k].codes) << p.weight;
+    EXPECT_EQ(back.scales, qs[k].scales) << p.weight;
+    EXPECT_EQ(back.tensor_scale, qs[k].tensor_scale) << p.weight;
+    std::vector<float> a(x.size()), b(x.size());
+    dequantize(back, a.data());
+    dequantize(qs[k], b.data());
+    EXPECT_EQ(a, b) << p.weight;
+  }
+}
+
+TEST(QuantizedPairs, ScaleGridThatFitsNoBlockIsNamed) {
+  TempDir dir;
+  const Shape w_shape{64, 96}, s_shape{5, 5};
+  const std::vector<TensorView> t{{"w", DType::F8_E4M3, w_shape, Bytes(64 * 96)},
+                                  {"w_scale_inv", DType::F32, s_shape, Bytes(100)}};
+  write_safetensors(dir / "q.safetensors", t);
+  expect_io_error([&] { find_pairs(read_safetensors(dir / "q.safetensors")); }, IoErrc::size_mismatch,
+                  "tensor 'w': scale w_scale_inv [5, 5] fits no block of [64, 96]");
+}
+
+// DeepInfer's FP4-QAT condition, block by block.
+TEST(Fp4Qat, BlocksOfE2m1ValuesTimesOnePowerOfTwo) {
+  const auto codes = [](std::initializer_list<float> values) {
+    std::vector<std::uint8_t> out;
+    for (const float v : values) out.push_back(static_cast<std::uint8_t>(encode(e4m3, v)));
+    return out;
+  };
+  EXPECT_TRUE(fp4_qat_block(codes({0, 0, -0.0f})));
+  EXPECT_TRUE(fp4_qat_block(codes({6, 4, 3, 2, 1.5f, 1, 0.5f, -6})));
+  EXPECT_TRUE(fp4_qat_block(codes({48, 32, 24, 4})));          // x 8: 6, 4, 3, 0.5
+  EXPECT_TRUE(fp4_qat_block(codes({0.75f, 0.0625f})));         // x 1/8: 6, 0.5
+  EXPECT_TRUE(fp4_qat_block(codes({3, 1})));                   // 3, 1 (or 6, 2 at x 1/2)
+  EXPECT_FALSE(fp4_qat_block(codes({6, 2.5f})));               // 2.5 is no e2m1 value at any shared power
+  EXPECT_FALSE(fp4_qat_block(codes({6, 0.25f})));              // 0.25 needs a finer grid than 0.5 x 2^0
+  EXPECT_FALSE(fp4_qat_block(codes({5})));                     // 5 is 1.25 x 4, 2.5 x 2, ...: never on the grid
+  EXPECT_FALSE(fp4_qat_block(std::vector<std::uint8_t>{0x7F}));  // NaN
+}
+
+// ---- memory: seed 002's accounting, tensor by tensor ----
+
+// Seed 002, section 12.5: wkv [512, 7168] in FP8 with 128x128 ue8m0 scales is 3,670,016 bytes plus 4 x 56 = 224 scale
+// bytes (0.006%); an expert w1 [3072, 7168] in FP4 is 3072 x 3584 = 11,010,048 bytes plus [3072, 224] = 688,128 scale
+// bytes. Per parameter that is 0.5 + 1/32 = 0.53125 bytes (the seed rounds the 6.25% overhead to "about 0.5625",
+// which would be 0.5 + 0.0625; its own byte counts give 0.53125).
+TEST(Memory, Seed002TensorFigures) {
+  const HfConfig config = parse_hf_config(R"({"model_type": "deepseek_v4", "torch_dtype": "bfloat16",
+      "vocab_size": 16, "hidden_size": 7168, "num_hidden_layers": 1, "num_attention_heads": 1, "head_dim": 512,
+      "q_lora_rank": 128, "n_routed_experts": 1, "n_shared_experts": 0, "moe_intermediate_size": 3072})");
+  const Recipe recipe = parse_recipe(R"({"*attn.wkv.weight": "fp8-128x128", "*.experts.*": "e2m1-1x32-ue8m0-rceil"})");
+  const MemoryReport r = memory_report(config, recipe);
+  std::map<std::string, MemoryClass> by;
+  for (const MemoryClass& c : r.classes) by[c.target] = c;
+  EXPECT_EQ(by["fp8-128x128"].params, 512u * 7168);
+  EXPECT_EQ(by["fp8-128x128"].data_bytes, 3'670'016u);
+  EXPECT_EQ(by["fp8-128x128"].scale_bytes, 224u);
+  EXPECT_NEAR(224.0 / 3'670'016 * 100, 0.006, 0.0005);
+  const MemoryClass& fp4 = by["e2m1-1x32-ue8m0-rceil"];
+  EXPECT_EQ(fp4.tensors, 3u);  // w1, w2, w3
+  EXPECT_EQ(fp4.data_bytes, 3u * 11'010'048);
+  EXPECT_EQ(fp4.scale_bytes, 3u * 688'128);
+  EXPECT_EQ(static_cast<double>(fp4.data_bytes + fp4.scale_bytes) / static_cast<double>(fp4.params), 0.53125);
+  EXPECT_EQ(r.params, by["fp8-128x128"].params + fp4.params + by["keep"].params);
+  EXPECT_EQ(by["keep"].data_bytes, 2 * by["keep"].params);  // bf16
+}
+
+TEST(Memory, ShardsOfAJobArray) {
+  EXPECT_TRUE(shard_is_mine(0, 0, 1));
+  EXPECT_TRUE(shard_is_mine(5, 1, 2));
+  EXPECT_FALSE(shard_is_mine(5, 0, 2));
+  EXPECT_THROW(shard_is_mine(0, 2, 2), std::invalid_argument);
+  EXPECT_THROW(shard_is_mine(0, 0, 0), std::invalid_argument);
+}
+
+TEST(ExampleCheckpoint, IsConsistentAndDeterministic) {
+  TempDir a, b;
+  write_example_checkpoint(a.path());
+  write_example_checkpoint(b.path(), 2);
+  const CheckpointSummary s = check_checkpoint(open_checkpoint(a.path()));
+  EXPECT_EQ(s.tensors, 63u);
+  for (const char* f : {"config.json", "model.safetensors.index.json", "model-00001-of-00002.safetensors"}) {
+    EXPECT_EQ(read_file(a / f), read_file(b / f)) << f;
+  }
+  const HfConfig c = read_hf_config(a / "config.json");
+  EXPECT_EQ(c.model_type, "deepseek_v4");
+  EXPECT_FALSE(c.quantization.has_value());
 }
 
 }  // namespace

@@ -1,0 +1,116 @@
+// minifloat convert: bf16 / f16 / f32 checkpoints to quantized ones by a recipe; the shared progress bar.
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <fmt/format.h>
+#include <memory>
+
+#include "checkpoint_cli.h"
+#include "common.h"
+#include "minifloat/checkpoint_ops.h"
+
+namespace mf::cli {
+
+std::string human_bytes(double b) {
+  const char* units[] = {"B", "kB", "MB", "GB", "TB"};
+  int u = 0;
+  while (b >= 1000 && u < 4) {
+    b /= 1000;
+    ++u;
+  }
+  return fmt::format("{:.{}f} {}", b, u == 0 ? 0 : 2, units[u]);
+}
+
+ProgressBar::ProgressBar(std::string label)
+    : label_(std::move(label)), enabled_(::isatty(2) == 1), start_(std::chrono::steady_clock::now()), last_(start_) {}
+
+ProgressBar::~ProgressBar() {
+  if (drawn_) std::fputc('\n', stderr);
+}
+
+void ProgressBar::update(std::uint64_t done, std::uint64_t total) {
+  if (!enabled_ || total == 0) return;
+  const auto now = std::chrono::steady_clock::now();
+  if (done < total && now - last_ < std::chrono::milliseconds(100)) return;  // redraw at most 10 times a second
+  last_ = now;
+  const double seconds = std::chrono::duration<double>(now - start_).count();
+  const double rate = seconds > 0 ? static_cast<double>(done) / seconds : 0;
+  const double left = rate > 0 ? static_cast<double>(total - done) / rate : 0;
+  constexpr int kWidth = 30;
+  const int filled = static_cast<int>(kWidth * static_cast<double>(done) / static_cast<double>(total));
+  std::fprintf(stderr, "\r%s [%s%s] %s / %s  %s/s  %d:%02d left ", label_.c_str(), std::string(filled, '#').c_str(),
+               std::string(kWidth - filled, '.').c_str(), human_bytes(static_cast<double>(done)).c_str(),
+               human_bytes(static_cast<double>(total)).c_str(), human_bytes(rate).c_str(),
+               static_cast<int>(left) / 60, static_cast<int>(left) % 60);
+  std::fflush(stderr);
+  drawn_ = true;
+}
+
+namespace {
+
+struct ConvertArgs {
+  std::string in, out, recipe;
+  std::size_t shard_index = 0, shard_count = 1;
+  bool resume = false, merge = false;
+  int threads = 0;
+};
+
+std::string error_table(const io::ConvertReport& r) {
+  std::string out = fmt::format("{:<56} {:<24} {:>11} {:>11} {:>9}\n", "tensor", "target", "rmse", "max |err|",
+                                "rel rmse");
+  for (const io::TensorError& e : r.tensors) {
+    out += fmt::format("{:<56} {:<24} {:>11.4g} {:>11.4g} {:>8.3f}%\n", e.name, e.target, e.rmse, e.max_abs,
+                       100 * e.rel_rmse);
+  }
+  return out;
+}
+
+void run_convert(const ConvertArgs& a) {
+  const io::Recipe recipe = io::load_recipe(a.recipe);
+  if (a.merge) {
+    io::merge_index(a.in, a.out, &recipe);
+    write_stdout(fmt::format("merged: wrote the index and config.json of {}\n", a.out));
+    return;
+  }
+  io::ConvertOptions o;
+  o.job_index = a.shard_index;
+  o.job_count = a.shard_count;
+  o.resume = a.resume;
+  o.threads = a.threads;
+  if (o.job_count == 0 || o.job_index >= o.job_count) {
+    throw UsageError("--shard-index must be less than --shard-count");
+  }
+  ProgressBar bar("convert");
+  o.progress = [&bar](std::uint64_t done, std::uint64_t total) { bar.update(done, total); };
+  const io::ConvertReport r = io::convert_checkpoint(a.in, a.out, recipe, o);
+  std::string text = error_table(r);
+  text += fmt::format("recipe {}: {} shard{} written, {} kept from an earlier run; {} -> {}\n", recipe.name,
+                      r.shards_written, r.shards_written == 1 ? "" : "s", r.shards_skipped,
+                      human_bytes(static_cast<double>(r.input_bytes)), human_bytes(static_cast<double>(r.output_bytes)));
+  if (o.job_count > 1) {
+    text += fmt::format("job {} of {} done; when all are, run: minifloat convert --merge {} {} --recipe {}\n",
+                        o.job_index, o.job_count, a.in, a.out, a.recipe);
+  }
+  write_stdout(text);
+}
+
+}  // namespace
+
+void register_convert(CLI::App& app) {
+  auto a = std::make_shared<ConvertArgs>();
+  auto* s = app.add_subcommand("convert", "Quantize a bf16/f16/f32 checkpoint by a recipe (sharded, resumable)");
+  s->add_option("IN", a->in, "checkpoint: a .safetensors file, an index, or a directory")->required();
+  s->add_option("OUT", a->out, "output directory (not IN); one shard per input shard, index, config.json")->required();
+  s->add_option("--recipe", a->recipe,
+                "deepseek-v4, deepinfer, fp8-block, mxfp8, mxfp4, nvfp4, or a .json file of pattern: target rules")
+      ->required();
+  s->add_option("--shard-index", a->shard_index, "this job's index in a job array (Slurm, Kubernetes indexed jobs)");
+  s->add_option("--shard-count", a->shard_count, "jobs in the array; job i converts shards i, i + N, ...");
+  s->add_flag("--resume", a->resume, "keep output shards a previous run finished");
+  s->add_flag("--merge", a->merge, "after a job array: write OUT's index and config.json");
+  s->add_option("--threads", a->threads, "threads per tensor (default: all cores)");
+  s->callback([a] { run_convert(*a); });
+}
+
+}  // namespace mf::cli

@@ -1,0 +1,95 @@
+// minifloat inspect: a checkpoint's tensors, dtypes, shapes, detected schemes, bytes and bits per parameter.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "checkpoint_cli.h"
+#include "common.h"
+#include "minifloat/checkpoint_ops.h"
+
+namespace mf::cli {
+namespace {
+
+struct InspectArgs {
+  std::string path, rules = "auto";
+  bool stats = false, json = false;
+};
+
+std::string shape_text(const std::vector<std::uint64_t>& shape) {
+  std::string s;
+  for (std::size_t i = 0; i < shape.size(); ++i) s += fmt::format("{}{}", i ? ", " : "", shape[i]);
+  return "[" + s + "]";
+}
+
+std::string flags_text(const io::HfConfig& c) {
+  return fmt::format("fp8_attn={} fp8_mlp={} mxfp8={} mxfp4={}", c.flags.fp8_attn, c.flags.fp8_mlp, c.flags.mxfp8,
+                     c.flags.mxfp4);
+}
+
+std::string as_json(const io::InspectReport& r) {
+  nlohmann::ordered_json j;
+  j["shards"] = r.checkpoint.shards;
+  j["params"] = r.params;
+  j["bytes"] = r.bytes;
+  j["bits_per_param"] = r.params ? 8.0 * static_cast<double>(r.bytes) / static_cast<double>(r.params) : 0.0;
+  j["schemes"] = r.scheme_summary;
+  if (r.config) {
+    j["config"] = {{"rules", std::string(io::to_string(r.config->rules))},
+                   {"dtype", r.config->dtype},
+                   {"fp8_attn", r.config->flags.fp8_attn},
+                   {"fp8_mlp", r.config->flags.fp8_mlp},
+                   {"mxfp8", r.config->flags.mxfp8},
+                   {"mxfp4", r.config->flags.mxfp4}};
+  }
+  nlohmann::ordered_json tensors = nlohmann::ordered_json::array();
+  for (const io::TensorInfo& t : r.tensors) {
+    nlohmann::ordered_json e{{"name", t.name},   {"shard", t.shard},   {"dtype", std::string(io::dtype_name(t.dtype))},
+                             {"shape", t.shape}, {"bytes", t.bytes},   {"params", t.params},
+                             {"role", t.role}};
+    if (t.min) e["stats"] = {{"min", *t.min}, {"max", *t.max}, {"mean", *t.mean}, {"rms", *t.rms}, {"nonfinite", t.nonfinite}};
+    tensors.push_back(std::move(e));
+  }
+  j["tensors"] = std::move(tensors);
+  return j.dump(2) + "\n";
+}
+
+std::string as_text(const io::InspectReport& r) {
+  std::string out;
+  for (const io::TensorInfo& t : r.tensors) {
+    out += fmt::format("{:<52} {:<8} {:<16} {:>12}  {}", t.name, io::dtype_name(t.dtype), shape_text(t.shape), t.bytes,
+                       t.role);
+    if (t.min) out += fmt::format("  min {:.4g} max {:.4g} mean {:.4g} rms {:.4g}", *t.min, *t.max, *t.mean, *t.rms);
+    if (t.nonfinite) out += fmt::format("  nonfinite {}", t.nonfinite);
+    out += "\n";
+  }
+  out += fmt::format("{} tensors in {} shard{}; {} parameters, {} ({:.4g} bits per parameter)\n", r.tensors.size(),
+                     r.checkpoint.shards.size(), r.checkpoint.shards.size() == 1 ? "" : "s", r.params,
+                     human_bytes(static_cast<double>(r.bytes)),
+                     r.params ? 8.0 * static_cast<double>(r.bytes) / static_cast<double>(r.params) : 0.0);
+  out += fmt::format("schemes (from tensor pairs): {}\n", r.scheme_summary);
+  if (r.config) {
+    out += fmt::format("config.json: valid under {} rules; dtype {}; {}\n", io::to_string(r.config->rules),
+                       r.config->dtype.empty() ? "unset" : r.config->dtype, flags_text(*r.config));
+  }
+  return out;
+}
+
+}  // namespace
+
+void register_inspect(CLI::App& app) {
+  auto a = std::make_shared<InspectArgs>();
+  auto* s = app.add_subcommand("inspect", "List a checkpoint's tensors, schemes and bytes; check its config.json");
+  s->add_option("PATH", a->path, "a .safetensors file, model.safetensors.index.json, or a directory")->required();
+  s->add_flag("--stats", a->stats, "per-tensor min, max, mean, rms (quantized pairs dequantized)");
+  s->add_flag("--json", a->json, "machine-readable output");
+  s->add_option("--config-rules", a->rules, "auto, deepseek or deepinfer: the rules config.json must pass")
+      ->check(CLI::IsMember({"auto", "deepseek", "deepinfer"}))
+      ->capture_default_str();
+  s->callback([a] {
+    const io::InspectReport r = io::inspect_checkpoint(a->path, a->stats, io::config_rules_named(a->rules));
+    write_stdout(a->json ? as_json(r) : as_text(r));
+  });
+}
+
+}  // namespace mf::cli

@@ -1,0 +1,42 @@
+// minifloat verify: index and shards consistent, config.json valid, scales finite, FP8 experts FP4-QAT when asked.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <memory>
+
+#include "checkpoint_cli.h"
+#include "common.h"
+#include "minifloat/checkpoint_ops.h"
+
+namespace mf::cli {
+
+void register_verify(CLI::App& app) {
+  struct Args {
+    std::string path, rules = "auto";
+    bool fp4_qat = false;
+  };
+  auto a = std::make_shared<Args>();
+  auto* s = app.add_subcommand("verify", "Check a checkpoint: index vs shards, config.json, scales, FP4-QAT experts");
+  s->add_option("PATH", a->path, "a .safetensors file, model.safetensors.index.json, or a directory")->required();
+  s->add_option("--config-rules", a->rules, "auto, deepseek or deepinfer")
+      ->check(CLI::IsMember({"auto", "deepseek", "deepinfer"}))
+      ->capture_default_str();
+  s->add_flag("--fp4-qat", a->fp4_qat, "require FP8 routed experts to be FP4 values times powers of two");
+  s->callback([a] {
+    io::VerifyOptions o;
+    o.rules = io::config_rules_named(a->rules);
+    o.fp4_qat = a->fp4_qat;
+    try {
+      const io::VerifyReport r = io::verify_checkpoint(a->path, o);
+      write_stdout(fmt::format("ok: {} tensors, {} quantized pairs, {} FP4-QAT tensors checked{}\n", r.summary.tensors,
+                               r.pairs, r.qat_tensors,
+                               r.config ? fmt::format("; config.json valid under {} rules", io::to_string(r.config->rules))
+                                        : std::string("; no config.json")));
+    } catch (const io::VerifyError& e) {
+      throw UsageError(fmt::format("verify failed at tensor '{}': {}", e.tensor, e.what()));
+    } catch (const io::HfConfigError& e) {
+      throw UsageError(e.what());
+    }
+  });
+}
+
+}  // namespace mf::cli

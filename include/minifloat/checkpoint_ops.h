@@ -1,0 +1,145 @@
+// minifloat/checkpoint_ops.h: whole-checkpoint operations behind `minifloat inspect | convert | dequantize | verify |
+// memory | make-example-checkpoint`. Each streams tensor by tensor: inputs are memory-mapped and only one tensor's
+// working buffers (plus the output shard being assembled) are held at a time.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <optional>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "minifloat/checkpoint.h"
+#include "minifloat/hf_config.h"
+#include "minifloat/recipe.h"
+
+namespace mf::io {
+
+// ---- the tensors a config implies ----
+
+struct ShapedName {
+  std::string name;
+  std::vector<std::uint64_t> shape;
+};
+
+// Every parameter tensor of the model `config` describes, with its shape, in checkpoint order:
+//   model_type "deepseek_v4": DeepSeek's own names (embed, layers.N.attn.wq_a, ffn.experts.E.w1, ffn.shared_experts,
+//     attn.compressor, attn.indexer, hc_attn_fn, head), the shape make-example-checkpoint writes;
+//   otherwise DeepSeek V3's Hugging Face names (MLA attention, first_k_dense_replace dense layers, MoE layers with
+//     n_routed_experts + n_shared_experts, no MTP layers).
+// Throws HfConfigError (missing_key) naming a missing field.
+std::vector<ShapedName> model_tensors(const HfConfig& config);
+
+// ---- make-example-checkpoint ----
+
+// A tiny V4-shaped bf16 checkpoint in `dir` (created): config.json, `shards` shards and their index; deterministic
+// values (normal, std 0.02 for linears, near 1 for norms). Returns the config.
+HfConfig write_example_checkpoint(const std::filesystem::path& dir, int shards = 2);
+
+// ---- memory ----
+
+struct MemoryClass {
+  std::string target;            // "fp8-128x128", "e2m1-1x32-ue8m0-rceil", "bf16", "f32", "keep"
+  std::uint64_t params = 0;
+  std::uint64_t data_bytes = 0;  // elements
+  std::uint64_t scale_bytes = 0;
+  std::uint64_t tensors = 0;
+};
+struct MemoryReport {
+  std::vector<MemoryClass> classes;  // by target, largest first
+  std::uint64_t params = 0, bytes = 0;
+};
+// Parameter count and bytes per precision class when `recipe` is applied to model_tensors(config). "keep" counts
+// the config's dtype (bf16 unless torch_dtype says float32 / float16).
+MemoryReport memory_report(const HfConfig& config, const Recipe& recipe);
+
+// ---- split work across a job array ----
+
+// Which shards of `count` a job does: shard i belongs to job i % job_count. Throws std::invalid_argument unless
+// 0 <= job_index < job_count.
+bool shard_is_mine(std::size_t shard, std::size_t job_index, std::size_t job_count);
+
+// ---- convert and dequantize ----
+
+struct TensorError {
+  std::string name, target;
+  double rmse = 0, max_abs = 0, rel_rmse = 0;  // of the dequantized tensor against the input (quantized targets)
+};
+struct ConvertOptions {
+  std::size_t job_index = 0, job_count = 1;  // --shard-index / --shard-count: a job converts only its shards
+  bool resume = false;                       // skip output shards that already exist and check
+  bool write_index = true;                   // the job (or merge step) that writes the index and config.json
+  int threads = 0;
+  std::function<void(std::uint64_t done, std::uint64_t total)> progress;  // input bytes, after each tensor
+};
+struct ConvertReport {
+  std::vector<TensorError> tensors;
+  std::uint64_t input_bytes = 0, output_bytes = 0;
+  std::size_t shards_written = 0, shards_skipped = 0;
+};
+// bf16 / f16 / f32 weights to the recipe's targets; one output shard per input shard (same names), an index, and
+// config.json with quantization_config set as the recipe says. `out` must not be `in` (nor hold it). Each shard is
+// written to a temporary name and renamed, so an interrupted run leaves only whole shards; `resume` keeps them.
+ConvertReport convert_checkpoint(const std::filesystem::path& in, const std::filesystem::path& out,
+                                 const Recipe& recipe, const ConvertOptions& options = {});
+// Writes out/model.safetensors.index.json (and config.json) from the shards present in `out`: the merge step after a
+// job array. Throws IoError if a shard of the input's index is missing in `out`.
+void merge_index(const std::filesystem::path& in, const std::filesystem::path& out, const Recipe* recipe);
+
+// FP8 / FP4 pairs (W + W_scale_inv, W + W_scale + W_scale_2) back to plain F32 or BF16 weights named W; other tensors
+// copied. config.json loses its quantization_config. Same streaming, sharding and all-or-nothing rules as convert.
+ConvertReport dequantize_checkpoint(const std::filesystem::path& in, const std::filesystem::path& out, bool bf16,
+                                    const ConvertOptions& options = {});
+
+// ---- verify ----
+
+struct VerifyError : std::runtime_error {
+  VerifyError(std::string tensor, const std::string& what) : std::runtime_error(what), tensor(std::move(tensor)) {}
+  std::string tensor;
+};
+struct VerifyOptions {
+  ConfigRules rules = ConfigRules::detect;
+  bool fp4_qat = false;  // check FP8 routed experts for FP4-QAT even when config.json does not ask for FP4 experts
+};
+struct VerifyReport {
+  CheckpointSummary summary;
+  std::size_t pairs = 0, qat_tensors = 0;
+  std::optional<HfConfig> config;
+};
+// The index against the shards (check_checkpoint), config.json by its rules, every quantized pair (finite,
+// positive scales; weight codes that are not NaN; shapes that fit one block scheme), and seed 000's FP4-QAT
+// condition on FP8 routed experts (`*.experts.*`) when the config asks for FP4 experts or fp4_qat is set: each 1x32
+// block is e2m1 values times one power of two, else "Only support FP4-QAT checkpoint". Throws VerifyError naming
+// the tensor, or IoError / HfConfigError.
+VerifyReport verify_checkpoint(const std::filesystem::path& path, const VerifyOptions& options = {});
+
+// True when the 32 (or fewer) e4m3 codes are e2m1 values times one power of two (DeepInfer's FP4-QAT check).
+bool fp4_qat_block(std::span<const std::uint8_t> e4m3_codes);
+
+// ---- inspect ----
+
+struct TensorInfo {
+  std::string name, shard;
+  DType dtype;
+  std::vector<std::uint64_t> shape;
+  std::uint64_t bytes = 0;
+  std::string role;  // "weight of <scheme>", "scale of W", "tensor scale of W", or "" for a plain tensor
+  std::uint64_t params = 0;  // logical elements (scales count 0: they are overhead)
+  // --stats, floating tensors and dequantized pairs: over the values
+  std::optional<double> min, max, mean, rms;
+  std::uint64_t nonfinite = 0;
+};
+struct InspectReport {
+  Checkpoint checkpoint;
+  std::vector<TensorInfo> tensors;  // in shard order, then data order
+  std::uint64_t params = 0, bytes = 0;
+  std::optional<HfConfig> config;  // when config.json is there
+  std::string scheme_summary;      // "fp8-128x128 x 12, e2m1-1x32-ue8m0-rceil x 24" or "none"
+};
+InspectReport inspect_checkpoint(const std::filesystem::path& path, bool stats, ConfigRules rules);
+
+}  // namespace mf::io

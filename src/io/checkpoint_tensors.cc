@@ -1,0 +1,168 @@
+// Quantized weights in checkpoints: W with W_scale_inv (DeepSeek) or W_scale with W_scale_2 (NVFP4), both ways.
+#include "minifloat/checkpoint_tensors.h"
+
+#include <array>
+#include <cstring>
+
+#include "file.h"
+
+namespace mf::io {
+namespace {
+
+using detail::cat;
+
+// Block shapes tried in order when reading a scale grid: DeepSeek's tiles first, then the row blocks.
+constexpr std::array<std::array<int, 2>, 5> kBlocks{{{128, 128}, {32, 32}, {1, 128}, {1, 32}, {1, 16}}};
+
+const Format* element_of(DType t) {
+  switch (t) {
+    case DType::F8_E4M3: return &e4m3;
+    case DType::F8_E5M2: return &e5m2;
+    case DType::F6_E3M2: return &e3m2;
+    case DType::F6_E2M3: return &e2m3;
+    case DType::F4: case DType::U8: case DType::I8: return &e2m1;  // U8/I8: two e2m1 codes per byte
+    default: return nullptr;
+  }
+}
+
+const Format* scale_of(DType t) {
+  switch (t) {
+    case DType::F32: return &f32;
+    case DType::F8_E8M0: return &ue8m0;
+    case DType::F8_E4M3: return &ue4m3;
+    default: return nullptr;
+  }
+}
+
+DType dtype_of_scale(const Format& f) { return f == ue8m0 ? DType::F8_E8M0 : f == ue4m3 ? DType::F8_E4M3 : DType::F32; }
+
+DType dtype_of_element(const Format& f) {
+  return f == e4m3 ? DType::F8_E4M3 : f == e5m2 ? DType::F8_E5M2 : f == e3m2 ? DType::F6_E3M2
+       : f == e2m3 ? DType::F6_E2M3 : DType::F4;
+}
+
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+
+// The logical [R, C] of a stored weight: U8/I8 hold two e2m1 codes per byte.
+std::optional<std::vector<std::int64_t>> logical_shape(const SafetensorsTensor& w) {
+  if (w.shape.size() != 2) return std::nullopt;
+  std::vector<std::int64_t> s{static_cast<std::int64_t>(w.shape[0]), static_cast<std::int64_t>(w.shape[1])};
+  if (w.dtype == DType::U8 || w.dtype == DType::I8) s[1] *= 2;
+  return s;
+}
+
+std::string scheme_text(const Format& element, int br, int bc, const Format& scale) {
+  const char* rule = scale == f32 ? "f32" : scale == ue4m3 ? "e4m3" : "rceil";
+  return cat(element.name, "-", br, "x", bc, "-", scale.name, "-", rule);
+}
+
+std::optional<QuantizedPair> match(const SafetensorsFile& file, const SafetensorsTensor& w) {
+  const Format* element = element_of(w.dtype);
+  if (element == nullptr) return std::nullopt;
+  const SafetensorsTensor* scale = file.find(w.name + "_scale_inv");
+  const SafetensorsTensor* scale2 = nullptr;
+  PairForm form = PairForm::deepseek;
+  if (scale == nullptr) {
+    scale = file.find(w.name + "_scale");
+    scale2 = file.find(w.name + "_scale_2");
+    if (scale == nullptr || scale2 == nullptr) return std::nullopt;
+    form = PairForm::nvfp4;
+  }
+  const auto shape = logical_shape(w);
+  const Format* scale_format = scale_of(scale->dtype);
+  if (!shape || scale_format == nullptr || scale->shape.size() != 2) {
+    throw IoError(IoErrc::size_mismatch, file.path(), w.name,
+                  cat("weight ", dtype_name(w.dtype), " with scale ", dtype_name(scale->dtype),
+                      " is not a 2-D weight with a 2-D F32, F8_E8M0 or F8_E4M3 scale"));
+  }
+  if (form == PairForm::nvfp4 && (scale2->dtype != DType::F32 || !scale2->shape.empty() || *element != e2m1)) {
+    throw IoError(IoErrc::size_mismatch, file.path(), w.name, "NVFP4 needs e2m1 data and an F32 scalar _scale_2");
+  }
+  for (const auto& [br, bc] : kBlocks) {
+    if ((form == PairForm::nvfp4) != (br == 1 && bc == 16)) continue;
+    // FP4 weights in the DeepSeek form are MXFP4-shaped (1x32 along K, seed 002 section 12.5); a short row would
+    // otherwise also fit 1x128.
+    if (form == PairForm::deepseek && *element == e2m1 && !(br == 1 && bc == 32)) continue;
+    if (ceil_div((*shape)[0], br) != static_cast<std::int64_t>(scale->shape[0]) ||
+        ceil_div((*shape)[1], bc) != static_cast<std::int64_t>(scale->shape[1])) {
+      continue;
+    }
+    QuantizedPair p;
+    p.form = form;
+    p.weight = w.name;
+    p.scale = scale->name;
+    if (scale2) p.tensor_scale = scale2->name;
+    p.shape = *shape;
+    p.scheme = form == PairForm::nvfp4 ? scheme_named("nvfp4") : scheme_named(scheme_text(*element, br, bc, *scale_format));
+    return p;
+  }
+  throw IoError(IoErrc::size_mismatch, file.path(), w.name,
+                cat("scale ", scale->name, " [", scale->shape[0], ", ", scale->shape[1], "] fits no block of [",
+                    (*shape)[0], ", ", (*shape)[1], "] (tried 128x128, 32x32, 1x128, 1x32, 1x16)"));
+}
+
+std::vector<std::uint8_t> copy_bytes(std::span<const std::byte> b) {
+  const auto* p = reinterpret_cast<const std::uint8_t*>(b.data());
+  return {p, p + b.size()};
+}
+
+}  // namespace
+
+std::vector<QuantizedPair> find_pairs(const SafetensorsFile& file) {
+  std::vector<QuantizedPair> out;
+  for (const SafetensorsTensor& t : file.tensors()) {
+    if (std::optional<QuantizedPair> p = match(file, t)) out.push_back(std::move(*p));
+  }
+  return out;
+}
+
+QuantizedTensor read_pair(const SafetensorsFile& file, const QuantizedPair& pair, Profile profile) {
+  const SafetensorsTensor* w = file.find(pair.weight);
+  const SafetensorsTensor* s = file.find(pair.scale);
+  if (w == nullptr || s == nullptr) throw IoError(IoErrc::invalid_tensor_entry, file.path(), pair.weight, "pair is gone");
+  QuantizedTensor q;
+  q.shape = pair.shape;
+  q.scheme = pair.scheme;
+  q.scheme.profile = profile;
+  q.codes = copy_bytes(file.bytes(*w));
+  q.scales = copy_bytes(file.bytes(*s));
+  q.scale_shape = {static_cast<std::int64_t>(s->shape[0]), static_cast<std::int64_t>(s->shape[1])};
+  if (!pair.tensor_scale.empty()) {
+    const SafetensorsTensor* t = file.find(pair.tensor_scale);
+    std::memcpy(&q.tensor_scale, file.bytes(*t).data(), 4);
+  }
+  try {
+    validate(q);
+  } catch (const QuantizeError& e) {
+    throw IoError(IoErrc::size_mismatch, file.path(), pair.weight, e.what());
+  }
+  return q;
+}
+
+std::vector<OwnedTensor> pair_tensors(const std::string& name, const QuantizedTensor& q) {
+  if (q.layout != Layout::packed || q.scheme.element.is_int() || q.shape.size() != 2) {
+    throw IoError(IoErrc::invalid_tensor_entry, "", name,
+                  "checkpoints hold 2-D float-element tensors in the packed layout");
+  }
+  std::vector<OwnedTensor> out;
+  const auto bytes = [](const std::vector<std::uint8_t>& v) {
+    std::vector<std::byte> b(v.size());
+    std::memcpy(b.data(), v.data(), v.size());
+    return b;
+  };
+  const std::vector<std::uint64_t> shape{static_cast<std::uint64_t>(q.shape[0]), static_cast<std::uint64_t>(q.shape[1])};
+  out.push_back({name, dtype_of_element(*q.scheme.element.format), shape, bytes(q.codes)});
+  const std::vector<std::uint64_t> scale_shape{static_cast<std::uint64_t>(q.scale_shape[0]),
+                                               static_cast<std::uint64_t>(q.scale_shape[1])};
+  const bool two_level = q.scheme.tensor_scale;
+  out.push_back({name + (two_level ? "_scale" : "_scale_inv"), dtype_of_scale(*q.scheme.scale_format), scale_shape,
+                 bytes(q.scales)});
+  if (two_level) {
+    std::vector<std::byte> t(4);
+    std::memcpy(t.data(), &q.tensor_scale, 4);
+    out.push_back({name + "_scale_2", DType::F32, {}, std::move(t)});
+  }
+  return out;
+}
+
+}  // namespace mf::io

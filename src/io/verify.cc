@@ -1,0 +1,114 @@
+// verify: the index against its shards, config.json by its rules, every quantized pair's scales and codes, and
+// seed 000's FP4-QAT condition on FP8 routed experts.
+#include <bit>
+#include <cmath>
+
+#include "file.h"
+#include "minifloat/checkpoint_ops.h"
+#include "minifloat/checkpoint_tensors.h"
+#include "minifloat/codec.h"
+
+namespace mf::io {
+namespace {
+
+using detail::cat;
+
+bool nan_code(const Format& f, std::uint32_t code) { return std::isnan(decode(f, code)); }
+
+// Scales: finite and positive (a zero or NaN scale makes every element of its block meaningless).
+void check_scales(const QuantizedTensor& q, const std::string& name, const std::string& scale_name) {
+  const Format& f = *q.scheme.scale_format;
+  const std::size_t width = f == mf::f32 ? 4 : 1;
+  for (std::size_t i = 0; i < q.scales.size() / width; ++i) {
+    std::uint32_t code = 0;
+    for (std::size_t b = 0; b < width; ++b) code |= static_cast<std::uint32_t>(q.scales[i * width + b]) << (8 * b);
+    const float v = decode(f, code);
+    if (!std::isfinite(v) || !(v > 0)) {
+      throw VerifyError(name, cat("tensor '", scale_name, "': scale ", i, " is ", std::isnan(v) ? "NaN" : "not positive",
+                                  " (", f.name, " code ", code, ")"));
+    }
+  }
+  if (q.scheme.tensor_scale && !(std::isfinite(q.tensor_scale) && q.tensor_scale > 0)) {
+    throw VerifyError(name, cat("tensor '", name, "': the tensor scale is not finite and positive"));
+  }
+}
+
+void check_codes(const QuantizedTensor& q, const std::string& name) {
+  const Format& f = *q.scheme.element.format;
+  if (f.bits() != 8) return;  // e2m1 and the 6-bit formats have no NaN
+  for (std::size_t i = 0; i < q.codes.size(); ++i) {
+    if (nan_code(f, q.codes[i])) throw VerifyError(name, cat("tensor '", name, "': element ", i, " is NaN"));
+  }
+}
+
+void check_fp4_qat(const SafetensorsFile& file, const SafetensorsTensor& t) {
+  const std::span<const std::byte> bytes = file.bytes(t);
+  const std::uint64_t cols = t.shape.empty() ? 1 : t.shape.back();
+  const auto* codes = reinterpret_cast<const std::uint8_t*>(bytes.data());
+  for (std::uint64_t row_start = 0; row_start < bytes.size(); row_start += cols) {
+    for (std::uint64_t c = 0; c < cols; c += 32) {
+      const std::uint64_t n = std::min<std::uint64_t>(32, cols - c);
+      if (!fp4_qat_block({codes + row_start + c, n})) {
+        // DeepInfer's assertion text (mlp.py:60), then where.
+        throw VerifyError(t.name, cat("Only support FP4-QAT checkpoint: tensor '", t.name, "' block at element ",
+                                      row_start + c, " is not e2m1 values times one power of two"));
+      }
+    }
+  }
+}
+
+}  // namespace
+
+bool fp4_qat_block(std::span<const std::uint8_t> codes) {
+  // Every value v must be e * 2^k with e in the e2m1 grid and one k for the block. Fix k from the largest value:
+  // it must be 0.5, 1, 1.5, 2, 3, 4 or 6 times 2^k; try each, as small grids can fit it more than one way.
+  float amax = 0;
+  for (const std::uint8_t c : codes) {
+    const float v = decode(e4m3, c);
+    if (std::isnan(v)) return false;
+    amax = std::max(amax, std::fabs(v));
+  }
+  if (amax == 0) return true;
+  for (const float top : {0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f}) {
+    const float scale = amax / top;
+    int exp = 0;
+    if (std::frexp(scale, &exp) != 0.5f) continue;  // not a power of two
+    bool ok = true;
+    for (const std::uint8_t c : codes) {
+      const float e = decode(e4m3, c) / scale;  // exact: dividing by a power of two
+      if (decode(e2m1, encode(e2m1, e)) != e) {
+        ok = false;
+        break;
+      }
+    }
+    if (ok) return true;
+  }
+  return false;
+}
+
+VerifyReport verify_checkpoint(const std::filesystem::path& path, const VerifyOptions& options) {
+  VerifyReport r;
+  const Checkpoint c = open_checkpoint(path);
+  r.summary = check_checkpoint(c);
+  if (const auto config = c.config_path()) r.config = read_hf_config(*config, options.rules);
+  const bool qat = options.fp4_qat || (r.config && r.config->flags.mxfp4);
+  for (std::size_t i = 0; i < c.shards.size(); ++i) {
+    const SafetensorsFile file = read_safetensors(c.shard_path(i));
+    for (const QuantizedPair& p : find_pairs(file)) {
+      const QuantizedTensor q = read_pair(file, p);
+      check_scales(q, p.weight, p.scale);
+      check_codes(q, p.weight);
+      ++r.pairs;
+    }
+    if (!qat) continue;
+    for (const SafetensorsTensor& t : file.tensors()) {
+      if (t.dtype == DType::F8_E4M3 && glob_match("*.experts.*", t.name) && !glob_match("*_scale*", t.name)) {
+        check_fp4_qat(file, t);
+        ++r.qat_tensors;
+      }
+    }
+  }
+  return r;
+}
+
+}  // namespace mf::io
