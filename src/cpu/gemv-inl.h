@@ -67,12 +67,12 @@ HWY_INLINE VF LoadWeights(const WeightRow& r, std::int64_t k, int shift) {
   }
 }
 
-// An address in the row about 1 KiB of codes past column k (the row's last byte at most).
+// An address in the row about 1 KiB (+ extra bytes) of codes past column k (the row's last byte at most).
 template <WeightKind K>
-HWY_INLINE const void* Ahead(const Problem& p, const WeightRow& r, std::int64_t k) {
+HWY_INLINE const void* Ahead(const Problem& p, const WeightRow& r, std::int64_t k, std::int64_t extra) {
   const std::int64_t per_2k = K == WeightKind::bf16 ? 4 : K == WeightKind::e4m3 ? 2 : 1;  // bytes per 2 columns
   const auto* base = K == WeightKind::bf16 ? reinterpret_cast<const std::uint8_t*>(r.bf16) : r.codes;
-  return base + std::min(p.k * per_2k / 2 - 1, k * per_2k / 2 + 1024);
+  return base + std::min(p.k * per_2k / 2 - 1, k * per_2k / 2 + 1024 + extra);
 }
 
 // C[0, n0 .. n0 + 16) into c (lane order of the 1 x 16 tile: column n0 + i in lane bitrev4(i)).
@@ -100,8 +100,14 @@ void GemvBlock(const Problem& p, const float* HWY_RESTRICT a, std::int64_t n0, f
         for (int i = 0; i < kLanes; ++i) acc[i][v] = hn::MulAdd(av, LoadWeights<K>(rows[i], at, shift), acc[i][v]);
       }
     }
-    // The rows advance by only one group per pass: ask for their next lines well ahead of the stream.
-    for (int i = 0; i < kLanes; ++i) hwy::Prefetch(Ahead<K>(p, rows[i], end));
+    // The rows advance by only one group per pass: ask for their next lines (as many as a group takes) well ahead
+    // of the stream.
+    const std::int64_t group_bytes = p.group * (K == WeightKind::bf16 ? 2 : 1) / (K == WeightKind::e2m1 ? 2 : 1);
+    for (int i = 0; i < kLanes; ++i) {
+      for (std::int64_t b = 0; b < group_bytes; b += 64) {
+        hwy::Prefetch(Ahead<K>(p, rows[i], end, b));
+      }
+    }
     Reduce(df, acc, red);
     if (p.sb.empty() || p.sb_inside) {  // one factor for the whole row: sa[0, group] (or 1)
       std::fill(s, s + kLanes, p.group_scale(0, n0, g));
