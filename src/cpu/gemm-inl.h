@@ -93,6 +93,22 @@ HWY_INLINE VF DecodeE2m1x16(DF df, const std::uint8_t* bytes) {
   const auto idx = hn::And(hn::Shr(hn::PromoteTo(du, pairs), hn::Load(du, kShift)), hn::Set(du, 0xFu));
   return hn::TableLookupLanes(hn::Load(df, kTable), hn::IndicesFromVec(df, hn::BitCast(DI(), idx)));
 }
+
+// Sixteen bytes -> 32 weights (w0: codes 0-15, w1: 16-31) of one 1x32 block, its scale multiplied into the table
+// (the same product, value x scale, as multiplying each decoded value).
+HWY_INLINE void DecodeE2m1x32(DF df, const std::uint8_t* bytes, float scale, VF& w0, VF& w1) {
+  alignas(64) static constexpr float kTable[16] = {0, 0.5f, 1, 1.5f, 2, 3, 4, 6, -0.0f, -0.5f, -1, -1.5f, -2, -3, -4, -6};
+  alignas(64) static constexpr std::uint32_t kShift[16] = {0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4};
+  const DU du;
+  const hn::Full128<std::uint8_t> d8;
+  const auto b = hn::LoadU(d8, bytes);
+  const auto shift = hn::Load(du, kShift), low = hn::Set(du, 0xFu);
+  const auto i0 = hn::And(hn::Shr(hn::PromoteTo(du, hn::InterleaveLower(d8, b, b)), shift), low);
+  const auto i1 = hn::And(hn::Shr(hn::PromoteTo(du, hn::InterleaveUpper(d8, b, b)), shift), low);
+  const VF table = hn::Mul(hn::Load(df, kTable), hn::Set(df, scale));
+  w0 = hn::TableLookupLanes(table, hn::IndicesFromVec(df, hn::BitCast(DI(), i0)));
+  w1 = hn::TableLookupLanes(table, hn::IndicesFromVec(df, hn::BitCast(DI(), i1)));
+}
 #endif
 
 HWY_INLINE void DecodeE2m1Row(const Problem& p, std::int64_t row, std::int64_t k0, std::int64_t len, float* dst) {

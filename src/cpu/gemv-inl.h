@@ -91,13 +91,30 @@ void GemvBlock(const Problem& p, const float* HWY_RESTRICT a, std::int64_t n0, f
       for (auto& v : o) v = hn::Zero(df);
     }
     const std::int64_t end = std::min(p.k, (g + 1) * p.group);
-    for (std::int64_t k = g * p.group; k < end; k += kLanes) {
+#if MF_GEMM_WIDE
+    if constexpr (K == WeightKind::e2m1) {
+      // One 1x32 block per step: one 16-byte load and one scaled table per row. Lane j still sees k + j, then
+      // k + 16 + j: the definition's order.
+      for (std::int64_t k = g * p.group; k < end; k += 32) {
+        const VF a0 = hn::LoadU(df, a + k), a1 = hn::LoadU(df, a + k + kLanes);
 #pragma GCC unroll 16
-      for (std::size_t v = 0; v < kV; ++v) {
-        const std::int64_t at = k + static_cast<std::int64_t>(v * kL);
-        const VF av = hn::LoadU(df, a + at);
+        for (int i = 0; i < kLanes; ++i) {
+          VF w0, w1;
+          DecodeE2m1x32(df, rows[i].codes + k / 2, rows[i].scales[k >> shift], w0, w1);
+          acc[i][0] = hn::MulAdd(a1, w1, hn::MulAdd(a0, w0, acc[i][0]));
+        }
+      }
+    } else  // NOLINT(readability/braces)
+#endif
+    {
+      for (std::int64_t k = g * p.group; k < end; k += kLanes) {
 #pragma GCC unroll 16
-        for (int i = 0; i < kLanes; ++i) acc[i][v] = hn::MulAdd(av, LoadWeights<K>(rows[i], at, shift), acc[i][v]);
+        for (std::size_t v = 0; v < kV; ++v) {
+          const std::int64_t at = k + static_cast<std::int64_t>(v * kL);
+          const VF av = hn::LoadU(df, a + at);
+#pragma GCC unroll 16
+          for (int i = 0; i < kLanes; ++i) acc[i][v] = hn::MulAdd(av, LoadWeights<K>(rows[i], at, shift), acc[i][v]);
+        }
       }
     }
     // The rows advance by only one group per pass: ask for their next lines (as many as a group takes) well ahead
