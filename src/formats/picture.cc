@@ -128,7 +128,8 @@ bool overlap(const Point& a, const Point& b) {
 
 void place_labels(std::vector<Point>& points) {
   const double bottom = py(kMinLog);
-  std::sort(points.begin(), points.end(), [](const Point& a, const Point& b) { return a.y < b.y; });
+  // Stable: equal errors keep the formats' order, whichever standard library sorts them.
+  std::stable_sort(points.begin(), points.end(), [](const Point& a, const Point& b) { return a.y < b.y; });
   for (std::size_t i = 0; i < points.size(); ++i) {
     Point& p = points[i];
     const bool on_bottom = p.y >= bottom;
