@@ -32,7 +32,8 @@ function randomValues(n, seed) {
 function percent(rel) {
   if (typeof rel === "string") return rel;  // "nan", "inf"
   if (rel === 0) return "exact";
-  return (rel * 100).toPrecision(3) + " %";
+  const p = rel * 100;
+  return (p < 1e-3 ? p.toExponential(2) : p.toPrecision(3)) + " %";
 }
 function cell(row, text, className) {
   const td = document.createElement("td");
@@ -78,6 +79,7 @@ function renderNumber(s) {
   if (d.input_f32_bits) summary += " (f32 bits " + d.input_f32_bits + ")";
   if (d.scale !== 1) summary += "; x / " + s.scale + " = " + d.scaled_input + " is encoded";
   $("number-summary").textContent = summary;
+  $("number-table").classList.toggle("scaled", d.scale !== 1);  // without a scale, value = stored
   for (const f of d.formats) {
     const row = body.insertRow();
     row.dataset.format = f.format;
@@ -91,7 +93,7 @@ function renderNumber(s) {
     cell(row, f.exponent === null ? "–" : String(f.exponent), "exponent");
     cell(row, f.class, "class");
     cell(row, f.stored_text, "stored");
-    cell(row, String(f.value), "value");
+    cell(row, String(f.value), "value value-col");
     cell(row, percent(f.rel_error), "error");
   }
   $("panel1").innerHTML = picture(1, s.x, s.rounding, s.overflow, s.seed);  // SVG written by the module
