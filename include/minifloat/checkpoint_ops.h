@@ -36,9 +36,13 @@ std::vector<ShapedName> model_tensors(const HfConfig& config);
 
 // ---- make-example-checkpoint ----
 
+// The example's size: the defaults give the tiny test checkpoint (63 tensors, 300 kB); larger ones feed benchmarks.
+struct ExampleSize {
+  int hidden = 64, layers = 2, experts = 4, moe_intermediate = 32, vocab = 256;
+};
 // A tiny V4-shaped bf16 checkpoint in `dir` (created): config.json, `shards` shards and their index; deterministic
 // values (normal, std 0.02 for linears, near 1 for norms). Returns the config.
-HfConfig write_example_checkpoint(const std::filesystem::path& dir, int shards = 2);
+HfConfig write_example_checkpoint(const std::filesystem::path& dir, int shards = 2, const ExampleSize& size = {});
 
 // ---- memory ----
 

@@ -94,26 +94,15 @@ std::vector<ShapedName> deepseek_v4(const HfConfig& c) {
   return t;
 }
 
-constexpr const char* kExampleConfig = R"({
-  "architectures": ["DeepseekV4ForCausalLM"],
-  "model_type": "deepseek_v4",
-  "torch_dtype": "bfloat16",
-  "vocab_size": 256,
-  "hidden_size": 64,
-  "num_hidden_layers": 2,
-  "num_attention_heads": 2,
-  "head_dim": 64,
-  "q_lora_rank": 32,
-  "n_routed_experts": 4,
-  "n_shared_experts": 1,
-  "num_experts_per_tok": 2,
-  "moe_intermediate_size": 32,
-  "hc_mult": 2,
-  "index_n_heads": 2,
-  "index_head_dim": 32,
-  "rms_norm_eps": 1e-06
+std::string example_config(const ExampleSize& z) {
+  return cat("{\n  \"architectures\": [\"DeepseekV4ForCausalLM\"],\n  \"model_type\": \"deepseek_v4\",\n",
+             "  \"torch_dtype\": \"bfloat16\",\n  \"vocab_size\": ", z.vocab, ",\n  \"hidden_size\": ", z.hidden,
+             ",\n  \"num_hidden_layers\": ", z.layers, ",\n  \"num_attention_heads\": 2,\n  \"head_dim\": ", z.hidden,
+             ",\n  \"q_lora_rank\": ", z.hidden / 2, ",\n  \"n_routed_experts\": ", z.experts,
+             ",\n  \"n_shared_experts\": 1,\n  \"num_experts_per_tok\": 2,\n  \"moe_intermediate_size\": ",
+             z.moe_intermediate, ",\n  \"hc_mult\": 2,\n  \"index_n_heads\": 2,\n  \"index_head_dim\": 32,\n",
+             "  \"rms_norm_eps\": 1e-06\n}\n");
 }
-)";
 
 // Deterministic normal values: a 64-bit LCG into Box-Muller, so every platform writes the same bytes.
 struct Normal {
@@ -148,9 +137,10 @@ std::vector<ShapedName> model_tensors(const HfConfig& config) {
   return config.model_type == "deepseek_v4" ? deepseek_v4(config) : deepseek_v3(config);
 }
 
-HfConfig write_example_checkpoint(const std::filesystem::path& dir, int shards) {
+HfConfig write_example_checkpoint(const std::filesystem::path& dir, int shards, const ExampleSize& size) {
   std::filesystem::create_directories(dir);
-  const HfConfig config = parse_hf_config(kExampleConfig);
+  const std::string text = example_config(size);
+  const HfConfig config = parse_hf_config(text);
   const std::vector<ShapedName> tensors = model_tensors(config);
   const auto n = static_cast<std::size_t>(shards < 1 ? 1 : shards);
   CheckpointIndex index;
@@ -171,7 +161,6 @@ HfConfig write_example_checkpoint(const std::filesystem::path& dir, int shards) 
     write_safetensors(dir / shard, views, {{"format", "pt"}});
   }
   write_index(dir / kIndexFileName, index);
-  const std::string text = kExampleConfig;
   const std::array<std::span<const std::byte>, 1> pieces{std::as_bytes(std::span(text))};
   detail::write_atomically(dir / "config.json", pieces);
   return config;
