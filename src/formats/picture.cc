@@ -64,7 +64,7 @@ std::string strip(const Description& d, double y, double cell) {
               exponent || sign ? "fill=\"#fff\" text-anchor=\"middle\"" : "fill=\"#000\" text-anchor=\"middle\"");
   }
   s += text(60 + f.bits() * cell + 8, y + 15,
-            "= " + shortest(d.stored) + "  (" + std::string(class_name(d)) + ", error " + percent(d.rel_error) + ")");
+            "= " + shortest(d.stored) + " (" + std::string(class_name(d)) + ", error " + percent(d.rel_error) + ")");
   return s;
 }
 
