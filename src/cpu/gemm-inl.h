@@ -102,12 +102,14 @@ HWY_INLINE void DecodeE2m1x32(DF df, const std::uint8_t* bytes, float scale, VF&
   const DU du;
   const hn::Full128<std::uint8_t> d8;
   const auto b = hn::LoadU(d8, bytes);
-  const auto shift = hn::Load(du, kShift), low = hn::Set(du, 0xFu);
-  const auto i0 = hn::And(hn::Shr(hn::PromoteTo(du, hn::InterleaveLower(d8, b, b)), shift), low);
-  const auto i1 = hn::And(hn::Shr(hn::PromoteTo(du, hn::InterleaveUpper(d8, b, b)), shift), low);
+  const auto shift = hn::Load(du, kShift);
+  const auto i0 = hn::Shr(hn::PromoteTo(du, hn::InterleaveLower(d8, b, b)), shift);
+  const auto i1 = hn::Shr(hn::PromoteTo(du, hn::InterleaveUpper(d8, b, b)), shift);
   const VF table = hn::Mul(hn::Load(df, kTable), hn::Set(df, scale));
-  w0 = hn::TableLookupLanes(table, hn::IndicesFromVec(df, hn::BitCast(DI(), i0)));
-  w1 = hn::TableLookupLanes(table, hn::IndicesFromVec(df, hn::BitCast(DI(), i1)));
+  // vpermps reads only bits 3:0 of each index, so the high nibble still in the even lanes needs no mask (Highway's
+  // TableLookupLanes would ask for indices below 16; the instruction itself does not).
+  w0 = VF{_mm512_permutexvar_ps(i0.raw, table.raw)};
+  w1 = VF{_mm512_permutexvar_ps(i1.raw, table.raw)};
 }
 #endif
 
