@@ -90,9 +90,18 @@ struct PowerOfTwoFast {
   }
 };
 
-// NVFP4's block scale (rule e4m3) without the general codec: ue4m3(RNE(amax / max / tensor_scale)), saturated, and
-// its divisor, for a finite amax and a finite tensor_scale > 0. The same result as block_scale(), for the kernels.
-[[gnu::always_inline]] inline BlockScale e4m3_scale_fast(float amax, float max_elem, float tensor_scale) {
+// torchao clamps NVFP4 block scales to E4M3_EPS = 2^-6, the smallest normal e4m3 (code 0x08), before rounding
+// (nvfp4_tensor.py), so its scales never use the subnormals and all-zero blocks get 0x08.
+inline constexpr std::uint32_t kTorchaoMinE4m3Scale = 0x08;
+
+// The smallest ue4m3 scale code a scheme's e4m3 rule may give (the torchao profile's clamp, else 0).
+inline std::uint32_t min_e4m3_scale(const Scheme& s) { return s.profile == Profile::torchao ? kTorchaoMinE4m3Scale : 0; }
+
+// NVFP4's block scale (rule e4m3) without the general codec: ue4m3(RNE(amax / max / tensor_scale)), saturated, at
+// least min_code, and its divisor, for a finite amax and a finite tensor_scale > 0. The same result as
+// block_scale(), for the kernels.
+[[gnu::always_inline]] inline BlockScale e4m3_scale_fast(float amax, float max_elem, float tensor_scale,
+                                                         std::uint32_t min_code = 0) {
   const float y = amax / max_elem / tensor_scale;  // the reference's two divisions, in its order
   std::uint32_t code;
   if (!(y < 448.0f)) {
@@ -103,6 +112,7 @@ struct PowerOfTwoFast {
     const std::uint32_t bits = std::bit_cast<std::uint32_t>(y);
     code = ((bits + 0x7FFFFu + ((bits >> 20) & 1u)) >> 20) - (120u << 3);  // RNE to 3 mantissa bits, rebias 127 -> 7
   }
+  code = std::max(code, min_code);
   const float S = code < 8 ? static_cast<float>(code) * 0x1p-9f
                            : std::bit_cast<float>((((code >> 3) + 120u) << 23) | ((code & 7u) << 20));
   return {code, S * tensor_scale};
@@ -133,7 +143,8 @@ inline BlockScale block_scale(const Scheme& s, float amax, bool nonfinite,
       // NVFP4: amax / 6 / tensor_scale in f32, saturated into ue4m3 (RNE); elements divide by S * tensor_scale.
       const float ideal = tensor_scale > 0 ? amax / s.element.max() / tensor_scale : 0.0f;
       // with_rule() guarantees a ue4m3 scale here; naming the constant lets the compiler fold the codec.
-      const std::uint32_t code = encode(ue4m3, ideal, {Rounding::nearest_even, Overflow::saturate, 0});
+      const std::uint32_t code =
+          std::max(encode(ue4m3, ideal, {Rounding::nearest_even, Overflow::saturate, 0}), min_e4m3_scale(s));
       return {code, decode(ue4m3, code) * tensor_scale};
     }
     default:

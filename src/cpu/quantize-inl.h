@@ -249,14 +249,15 @@ HWY_INLINE bool GroupPowerOfTwo(hn::Vec<DU> m, const PowerOfTwoFast& p, std::uin
 // e4m3_scale_fast on N blocks (NVFP4): codes ue4m3(RNE(amax / max / tensor_scale)) and divisors S * tensor_scale,
 // the same operations lane by lane. False when a block needs block_scale() (amax zero or not finite) or gets a
 // divisor that is zero or not finite.
-HWY_INLINE bool GroupE4m3(hn::Vec<DU> m, float max_elem, float tensor_scale, std::uint32_t* scale_codes,
-                          float* divisors) {
+HWY_INLINE bool GroupE4m3(hn::Vec<DU> m, float max_elem, float tensor_scale, std::uint32_t min_code,
+                          std::uint32_t* scale_codes, float* divisors) {
   const DF df;
   const DU du;
   const auto finite = hn::And(hn::Lt(hn::Zero(du), m), hn::Lt(m, hn::Set(du, 0x7F800000u)));
   if (!hn::AllTrue(du, finite)) return false;
   const auto y = hn::Div(hn::Div(hn::BitCast(df, m), hn::Set(df, max_elem)), hn::Set(df, tensor_scale));
-  const auto code = EncodeFloatLanesT<4, 3, 7>(y, hn::Set(df, 448.0f));  // y >= 0: no sign; >= 448 saturates
+  // y >= 0: no sign; >= 448 saturates.
+  const auto code = hn::Max(EncodeFloatLanesT<4, 3, 7>(y, hn::Set(df, 448.0f)), hn::Set(du, min_code));
   constexpr ElementCodec kE4m3{nullptr, false, 8, 4, 3, 7, Specials::nan_only, 448.0f};
   const auto d = hn::Mul(DecodeLanes(code, kE4m3), hn::Set(df, tensor_scale));
   const auto usable = hn::And(hn::Lt(hn::Zero(df), d), hn::Lt(d, hn::Set(df, INFINITY)));
@@ -311,7 +312,8 @@ struct QuantizeRowFn {
         auto m = GroupMaxAbsBits(x + c0, bc);
         m = hn::IfThenElse(hn::Lt(m, hn::Set(du, 0x7F800000u)), hn::Max(m, floor), m);
         const bool done = pow2 ? GroupPowerOfTwo(m, p, scale_codes + b, divisors + b, reciprocals)
-                               : GroupE4m3(m, ec.max, tensor_scale, scale_codes + b, divisors + b);
+                               : GroupE4m3(m, ec.max, tensor_scale, min_e4m3_scale(*ec.scheme), scale_codes + b,
+                                           divisors + b);
         for (std::size_t i = 0; i < kGroup; ++i) {
           const std::int64_t bi = b + static_cast<std::int64_t>(i), ci = c0 + static_cast<std::int64_t>(i) * bc;
           if (!done) {
@@ -350,7 +352,7 @@ struct QuantizeRowFn {
     const Scheme& s = *ec.scheme;
     const bool nonfinite = m >= 0x7F800000u;
     const BlockScale bs = (e4m3 && !nonfinite)
-                              ? e4m3_scale_fast(std::bit_cast<float>(m), ec.max, tensor_scale)
+                              ? e4m3_scale_fast(std::bit_cast<float>(m), ec.max, tensor_scale, min_e4m3_scale(s))
                               : block_scale(s, nonfinite ? 0.0f : std::bit_cast<float>(m), nonfinite, tensor_scale);
     scale_codes[b] = bs.code;
     divisors[b] = bs.divisor;

@@ -354,7 +354,7 @@ TEST(QuantizeSimd, GroupsOfBlocksOnWideRows) {
   std::vector<std::string> names = mf::scheme_names();
   names.insert(names.end(), kCustom.begin(), kCustom.end());
   for (const std::string& name : names) {
-    for (const mf::Profile p : {mf::Profile::ocp, mf::Profile::deepseek}) {
+    for (const mf::Profile p : {mf::Profile::ocp, mf::Profile::deepseek, mf::Profile::torchao}) {
       const mf::Scheme s = scheme(name, p);
       if (s.block_rows != 1) continue;
       const Shape shape{3, 37 * s.block_cols};
@@ -373,7 +373,7 @@ TEST(QuantizeSimd, GroupsOfBlocksOnWideRows) {
 
 TEST(QuantizeSimd, Profiles) {
   std::uint32_t seed = 3000;
-  for (const mf::Profile p : {mf::Profile::ocp, mf::Profile::deepseek, mf::Profile::ggml}) {
+  for (const mf::Profile p : {mf::Profile::ocp, mf::Profile::deepseek, mf::Profile::ggml, mf::Profile::torchao}) {
     expect_all_kinds(scheme("mxfp4", p), options(), {6, 96}, seed += 100);
   }
   // DeepSeek's own schemes: ue8m0 (rceil) and f32 scales, 1x128 and 128x128, with the 1e-4 amax clamp.
@@ -393,7 +393,7 @@ TEST(QuantizeSimd, Layouts) {
     const mf::Scheme s = scheme(name);
     expect_all_kinds(s, options(mf::Layout::unpacked), whole_blocks(s), seed += 100);
   }
-  for (const mf::Profile p : {mf::Profile::ocp, mf::Profile::deepseek, mf::Profile::ggml}) {
+  for (const mf::Profile p : {mf::Profile::ocp, mf::Profile::deepseek, mf::Profile::ggml, mf::Profile::torchao}) {
     expect_all_kinds(scheme("mxfp4", p), options(mf::Layout::ggml), {5, 128}, seed += 100);
   }
 }

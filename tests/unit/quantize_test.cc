@@ -304,6 +304,26 @@ TEST(ScaleRules, Nvfp4GivenTensorAmax) {
   }
 }
 
+// torchao clamps NVFP4 block scales to 2^-6 (ue4m3 0x08): amax 0.01 gives 0.01 / 6 = 0.00167, which the ocp
+// profile rounds onto the subnormal grid (0.00167 * 2^9 = 0.853 -> code 0x01) and torchao lifts to 0x08; an
+// all-zero block gets 0x00 and 0x08. The element 0.01 then divides by 2^-6 (0.64 -> e2m1 0.5, code 0x01) or by
+// 2^-9 (5.12 -> 6, code 0x07).
+TEST(ScaleRules, TorchaoClampsNvfp4ScalesTo2PowMinus6) {
+  std::vector<float> x(32, 0.0f);
+  x[0] = 0.01f;
+  for (const bool fast : {true, false}) {
+    const auto quantize = [&](mf::Profile p) {
+      const mf::Scheme s = mf::with_profile(mf::scheme_named("fp4-e4m3-16"), p);
+      return fast ? mf::quantize(x.data(), Shape{32}, s) : mf::ref::quantize(x.data(), Shape{32}, s);
+    };
+    const mf::QuantizedTensor ocp = quantize(mf::Profile::ocp), torchao = quantize(mf::Profile::torchao);
+    EXPECT_EQ(ocp.scales, (std::vector<std::uint8_t>{0x01, 0x00}));
+    EXPECT_EQ(torchao.scales, (std::vector<std::uint8_t>{0x08, 0x08}));
+    EXPECT_EQ(ocp.codes[0] & 0xF, 0x07);
+    EXPECT_EQ(torchao.codes[0] & 0xF, 0x01);
+  }
+}
+
 TEST(ZeroBlocks, FloorGivesTheSmallestScaleAndElementsKeepTheirSign) {
   std::vector<float> x(64, 0.0f);
   std::fill(x.begin() + 32, x.end(), -0.0f);
@@ -558,14 +578,15 @@ TEST(DeepSeekActQuant, Fp8_1x128WithTheDeepSeekProfileMatchesTheKernel) {
 // The SIMD kernels' NVFP4 scale shortcut against the general rule, over f32 amax in [2^-30, 2^20) (every 13th
 // bit pattern) and several tensor scales: the same code and divisor, bit for bit.
 TEST(ScaleRules, E4m3FastMatchesBlockScale) {
-  const mf::Scheme s = mf::scheme_named("nvfp4");
+  for (const mf::Profile p : {mf::Profile::ocp, mf::Profile::torchao})
   for (const float ts : {1.0f, 0.37f, 3.1e-5f, 1.9e3f}) {
+    const mf::Scheme s = mf::with_profile(mf::scheme_named("nvfp4"), p);
     int mismatches = 0;
     for (std::uint32_t bits = std::bit_cast<std::uint32_t>(0x1p-30f); bits < std::bit_cast<std::uint32_t>(0x1p20f);
          bits += 13) {
       const float amax = std::bit_cast<float>(bits);
       const mf::BlockScale want = mf::block_scale(s, amax, false, ts);
-      const mf::BlockScale got = mf::e4m3_scale_fast(amax, 6.0f, ts);
+      const mf::BlockScale got = mf::e4m3_scale_fast(amax, 6.0f, ts, mf::min_e4m3_scale(s));
       if ((got.code != want.code || std::bit_cast<std::uint32_t>(got.divisor) !=
                                          std::bit_cast<std::uint32_t>(want.divisor)) && ++mismatches <= 5) {
         ADD_FAILURE() << "amax " << amax << " ts " << ts << ": code " << got.code << " vs " << want.code;
