@@ -58,6 +58,9 @@ class SafetensorsFile {
   // `tensor` must be one of tensors().
   std::span<const std::byte> bytes(const SafetensorsTensor& tensor) const;
   TensorView view(const SafetensorsTensor& tensor) const;
+  // Drops the tensor's pages from this process's resident memory (the next access reads them from the file again);
+  // a no-op for parse_safetensors' copies. A pass over a shard larger than memory calls it after each tensor.
+  void release(const SafetensorsTensor& tensor) const;
   // All tensors as views, in data order: write_safetensors(path, file.views(), file.metadata()) copies a file.
   std::vector<TensorView> views() const;
 
@@ -75,6 +78,7 @@ SafetensorsFile parse_safetensors(std::span<const std::byte> bytes, const std::f
   std::span<const std::byte> data_;    // the whole data section
   std::uint64_t header_bytes_ = 0;
   std::filesystem::path path_;
+  bool mapped_ = false;
 };
 
 // Maps and checks a whole file. Throws IoError with one code per failure: truncated (shorter than 8 bytes),

@@ -229,7 +229,9 @@ SafetensorsFile SafetensorsFile::parse(std::span<const std::byte> all, std::shar
 SafetensorsFile read_safetensors(const std::filesystem::path& path) {
   auto mapping = std::make_shared<const detail::MappedFile>(path);
   const std::span<const std::byte> all = mapping->bytes();
-  return SafetensorsFile::parse(all, std::move(mapping), path);
+  SafetensorsFile file = SafetensorsFile::parse(all, std::move(mapping), path);
+  file.mapped_ = true;
+  return file;
 }
 
 SafetensorsFile parse_safetensors(std::span<const std::byte> bytes, const std::filesystem::path& name) {
@@ -245,6 +247,16 @@ const SafetensorsTensor* SafetensorsFile::find(std::string_view name) const {
 
 std::span<const std::byte> SafetensorsFile::bytes(const SafetensorsTensor& tensor) const {
   return data_.subspan(tensor.begin, tensor.end - tensor.begin);
+}
+
+void SafetensorsFile::release(const SafetensorsTensor& tensor) const {
+  if (!mapped_) return;
+  // Whole pages inside the tensor only: its neighbours may still be in use.
+  const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const auto begin = reinterpret_cast<std::uintptr_t>(data_.data() + tensor.begin);
+  const auto end = reinterpret_cast<std::uintptr_t>(data_.data() + tensor.end);
+  const std::uintptr_t first = (begin + page - 1) / page * page, last = end / page * page;
+  if (last > first) ::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
 }
 
 TensorView SafetensorsFile::view(const SafetensorsTensor& tensor) const {

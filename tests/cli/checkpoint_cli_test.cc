@@ -31,7 +31,7 @@ import json, sys
 import numpy as np, ml_dtypes
 from safetensors import deserialize
 
-src, out, deq = sys.argv[1:4]
+src, out, deq, deq16 = sys.argv[1:5]
 E2M1 = np.array([0, .5, 1, 1.5, 2, 3, 4, 6, -0., -.5, -1, -1.5, -2, -3, -4, -6], dtype=np.float32)
 
 def load(d):
@@ -58,7 +58,7 @@ def decode(t):
     else: raise ValueError(dt)
     return v.reshape(shape)
 
-S, O, D = load(src), load(out), load(deq)
+S, O, D, D16 = load(src), load(out), load(deq), load(deq16)
 want = {"embed.weight": "BF16", "head.weight": "BF16", "layers.0.attn.wq_a.weight": "F8_E4M3",
         "layers.0.attn.wq_a.weight_scale_inv": "F8_E8M0", "layers.1.ffn.experts.3.w2.weight": "F4",
         "layers.1.ffn.shared_experts.w1.weight": "F8_E4M3", "layers.0.attn.compressor.wkv.weight": "F32",
@@ -78,6 +78,8 @@ for name, t in O.items():
         got = decode(D[name])
         if D[name]["dtype"] != "F32" or not np.array_equal(got, ref):
             print(f"{name}: minifloat dequantize differs from w * scale")
+        if not np.array_equal(decode(D16[name]), ref.astype(ml_dtypes.bfloat16).astype(np.float32)):
+            print(f"{name}: minifloat dequantize --dtype bf16 differs from ml_dtypes' bfloat16 of w * scale")
         rel = np.sqrt(((ref - x) ** 2).sum() / (x ** 2).sum())
         if rel > (0.13 if t["dtype"] == "F4" else 0.05): print(f"{name}: relative error {rel}")
     elif not np.array_equal(decode(t), x) or not np.array_equal(decode(D[name]), decode(t)):
@@ -115,9 +117,12 @@ TEST_F(CheckpointCli, ConvertDequantizeAgainstAnIndependentReader) {
   EXPECT_NE(c.out.find("recipe deepseek-v4: 2 shards written, 0 kept from an earlier run"), std::string::npos);
   const auto d = run({"dequantize", (dir_ / "out").string(), (dir_ / "deq").string()});
   ASSERT_EQ(d.exit_code, 0) << d.err;
+  const auto d16 = run({"dequantize", (dir_ / "out").string(), (dir_ / "deq16").string(), "--dtype", "bf16"});
+  ASSERT_EQ(d16.exit_code, 0) << d16.err;
   write_file(dir_ / "check.py", kCheck);
   const RunResult r = run_python(dir_ / "check.py", str("'", (dir_ / "src").string(), "' '", (dir_ / "out").string(),
-                                                        "' '", (dir_ / "deq").string(), "'"));
+                                                        "' '", (dir_ / "deq").string(), "' '",
+                                                        (dir_ / "deq16").string(), "'"));
   ASSERT_EQ(r.status, 0) << r.output;
   // 2 layers x (wq_a, wq_b, wkv, wo_a, wo_b, indexer wq_b, 4 experts x 3, shared x 3) = 2 x 21 pairs.
   EXPECT_EQ(r.output, "pairs 42\n");
@@ -138,6 +143,12 @@ TEST_F(CheckpointCli, InspectAndVerifyTheConvertedCheckpoint) {
   ASSERT_EQ(j.exit_code, 0) << j.err;
   EXPECT_NE(j.out.find("\"role\": \"scale of layers.0.attn.wq_a.weight\""), std::string::npos);
   EXPECT_NE(j.out.find("\"rms\""), std::string::npos);
+  // memory's prediction from config.json alone is the converted checkpoint's size to the byte.
+  const auto m = run({"memory", "--config", (dir_ / "src" / "config.json").string(), "--recipe", "deepseek-v4"});
+  ASSERT_EQ(m.exit_code, 0) << m.err;
+  EXPECT_NE(m.out.find("total: 153856 parameters"), std::string::npos) << m.out;
+  EXPECT_NE(m.out.find("217.11 kB"), std::string::npos) << m.out;
+  EXPECT_NE(i.out.find("153856 parameters, 217.11 kB"), std::string::npos) << i.out;
   const auto v = run({"verify", (dir_ / "out").string()});
   EXPECT_EQ(v.exit_code, 0) << v.err;
   EXPECT_EQ(v.out, "ok: 105 tensors, 42 quantized pairs, 0 FP4-QAT tensors checked; config.json valid under "

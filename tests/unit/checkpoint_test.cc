@@ -49,6 +49,23 @@ TEST(SafetensorsMapping, ViewsOutliveTheFirstCopyAndMatchParsedBytes) {
                   IoErrc::offsets_out_of_range, "mem: tensor 'w': data_offsets [0, 8] run past the 7-byte data");
 }
 
+// release() drops resident pages of a mapped tensor; reading it again reads the file again, the same bytes.
+TEST(SafetensorsMapping, ReleasedTensorsReadTheSameAgain) {
+  TempDir dir;
+  const Shape shape{3, 4096};
+  const Bytes data = pattern_bytes(3 * 4096 * 4, 9);
+  const std::array<TensorView, 1> t{{{"w", DType::F32, shape, data}}};
+  write_safetensors(dir / "big.safetensors", t);
+  const SafetensorsFile f = read_safetensors(dir / "big.safetensors");
+  EXPECT_EQ(to_string(f.bytes(f.tensors()[0])), to_string(data));
+  f.release(f.tensors()[0]);
+  EXPECT_EQ(to_string(f.bytes(f.tensors()[0])), to_string(data));
+  const std::string raw = read_file(dir / "big.safetensors");
+  const SafetensorsFile copy = parse_safetensors(std::as_bytes(std::span(raw)), "mem");
+  copy.release(copy.tensors()[0]);  // heap bytes: untouched
+  EXPECT_EQ(to_string(copy.bytes(copy.tensors()[0])), to_string(data));
+}
+
 TEST(SafetensorsMapping, EmptyFileIsTruncatedNotAMappingError) {
   TempDir dir;
   write_file(dir / "e.safetensors", "");
