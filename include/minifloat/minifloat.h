@@ -1,6 +1,8 @@
 // minifloat/minifloat.h: everything public, in one include.
 #pragma once
 
+#include "minifloat/checkpoint_ops.h"
+#include "minifloat/checkpoint_tensors.h"
 #include "minifloat/codec.h"
 #include "minifloat/describe.h"
 #include "minifloat/format.h"
