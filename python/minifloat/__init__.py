@@ -5,12 +5,18 @@ The same verbs as the C++ API and the `minifloat` command:
   quantize(array, scheme) -> QuantizedTensor  block scaling: mxfp8, mxfp6, mxfp4, nvfp4, DeepSeek fp8-1x128, ...
   fake_quantize, error_report, rotate         quantize-dequantize, its error statistics, Hadamard rotation
   formats(), schemes()                        the tables the library is built from
+  act_quant, fp8_gemm, fp4_gemm, linear       DeepSeek activation quantization, block-scaled GEMMs, linear layers
+  kv_encode, kv_decode, KvCache               KV-cache entries (288 / 528 / 584 bytes per token) and pages
+  pack_scales, unpack_scales                  block scales in GEMM kernels' layouts (nvidia-int32, deepgemm, ...)
 Every number is computed by the C++ core (minifloat._core); this package converts arguments and arrays only.
 """
 from ._codec import decode, encode
 from ._core import formats
+from ._ops import (KvCache, act_quant, fp4_gemm, fp8_gemm, kv_decode, kv_encode, kv_formats, kv_page_bytes, linear,
+                   pack_scales, scale_layouts, unpack_scales)
 from ._quantize import QuantizedTensor, error_report, fake_quantize, quantize, rotate, schemes
 
 __all__ = ["encode", "decode", "quantize", "fake_quantize", "error_report", "rotate", "formats", "schemes",
-           "QuantizedTensor"]
+           "QuantizedTensor", "act_quant", "fp8_gemm", "fp4_gemm", "linear", "kv_encode", "kv_decode", "kv_formats",
+           "kv_page_bytes", "KvCache", "pack_scales", "unpack_scales", "scale_layouts"]
 __version__ = "0.1.0"

@@ -7,4 +7,5 @@ NB_MODULE(_core, m) {
   mf::py::bind_formats(m);
   mf::py::bind_codec(m);
   mf::py::bind_quantize(m);
+  mf::py::bind_ops(m);
 }
