@@ -24,8 +24,8 @@ void check_scales(const QuantizedTensor& q, const std::string& name, const std::
     for (std::size_t b = 0; b < width; ++b) code |= static_cast<std::uint32_t>(q.scales[i * width + b]) << (8 * b);
     const float v = decode(f, code);
     if (!std::isfinite(v) || !(v > 0)) {
-      throw VerifyError(name, cat("tensor '", scale_name, "': scale ", i, " is ", std::isnan(v) ? "NaN" : "not positive",
-                                  " (", f.name, " code ", code, ")"));
+      const char* what = std::isnan(v) ? "NaN" : std::isinf(v) ? "infinite" : "not positive";
+      throw VerifyError(name, cat("tensor '", scale_name, "': scale ", i, " is ", what, " (", f.name, " code ", code, ")"));
     }
   }
   if (q.scheme.tensor_scale && !(std::isfinite(q.tensor_scale) && q.tensor_scale > 0)) {

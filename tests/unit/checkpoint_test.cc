@@ -427,5 +427,75 @@ TEST(ExampleCheckpoint, IsConsistentAndDeterministic) {
   EXPECT_FALSE(c.quantization.has_value());
 }
 
+
+// V4's experts as some exporters store them: two e2m1 codes per I8 / U8 byte, [R, C/2], read as [R, C].
+TEST(QuantizedPairs, PackedE2m1AsI8OrU8) {
+  TempDir dir;
+  std::vector<float> x(8 * 64);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(std::cos(0.11 * static_cast<double>(i)));
+  const QuantizedTensor q = quantize(x.data(), std::vector<std::int64_t>{8, 64}, scheme_named("e2m1-1x32-ue8m0-rceil"));
+  std::vector<OwnedTensor> parts = pair_tensors("e", q);
+  const Shape packed{8, 32};
+  const std::vector<TensorView> views{{"e", DType::I8, packed, parts[0].data}, parts[1].view(),
+                                      {"u", DType::U8, packed, parts[0].data},
+                                      {"u_scale_inv", parts[1].dtype, parts[1].shape, parts[1].data}};
+  write_safetensors(dir / "p.safetensors", views);
+  const SafetensorsFile f = read_safetensors(dir / "p.safetensors");
+  const std::vector<QuantizedPair> pairs = find_pairs(f);
+  ASSERT_EQ(pairs.size(), 2u);
+  for (const QuantizedPair& p : pairs) {
+    EXPECT_EQ(p.shape, (std::vector<std::int64_t>{8, 64})) << p.weight;
+    EXPECT_EQ(p.scheme.name, "e2m1-1x32-ue8m0-rceil") << p.weight;
+    EXPECT_EQ(read_pair(f, p).codes, q.codes) << p.weight;
+  }
+}
+
+TEST(QuantizedPairs, DtypesThatMakeNoPairAreNamed) {
+  TempDir dir;
+  const Shape w2{4, 32}, s1{4}, scalar{};
+  write_safetensors(dir / "a.safetensors", std::vector<TensorView>{{"w", DType::F8_E4M3, w2, Bytes(128)},
+                                                                   {"w_scale_inv", DType::F32, s1, Bytes(16)}});
+  expect_io_error([&] { find_pairs(read_safetensors(dir / "a.safetensors")); }, IoErrc::size_mismatch,
+                  "tensor 'w': weight F8_E4M3 with scale F32 is not a 2-D weight with a 2-D F32, F8_E8M0 or F8_E4M3");
+  write_safetensors(dir / "b.safetensors",
+                    std::vector<TensorView>{{"w", DType::F4, w2, Bytes(64)},
+                                            {"w_scale", DType::F8_E4M3, Shape{4, 2}, Bytes(8)},
+                                            {"w_scale_2", DType::BF16, scalar, Bytes(2)}});
+  expect_io_error([&] { find_pairs(read_safetensors(dir / "b.safetensors")); }, IoErrc::size_mismatch,
+                  "tensor 'w': NVFP4 needs e2m1 data and an F32 scalar _scale_2");
+}
+
+// verify's checks on pairs, each on a hand-made file.
+class VerifyPairs : public ::testing::Test {
+ protected:
+  std::string fails(DType scale_dtype, Bytes scale, Bytes codes = Bytes(4 * 32, std::byte{0x38})) {
+    const Shape w{4, 32}, s{1, 1};
+    write_safetensors(dir_ / "model.safetensors", std::vector<TensorView>{{"w", DType::F8_E4M3, w, codes},
+                                                                          {"w_scale_inv", scale_dtype, s, scale}});
+    try {
+      verify_checkpoint(dir_.path());
+    } catch (const VerifyError& e) {
+      EXPECT_EQ(e.tensor, "w");
+      return e.what();
+    }
+    return "passed";
+  }
+  TempDir dir_;
+};
+
+TEST_F(VerifyPairs, ScalesAndCodes) {
+  EXPECT_EQ(fails(DType::F8_E8M0, Bytes{std::byte{127}}), "passed");
+  EXPECT_EQ(fails(DType::F32, to_bytes(std::string("\0\0\x80\x3f", 4))), "passed");  // 1.0f
+  EXPECT_EQ(fails(DType::F8_E8M0, Bytes{std::byte{0xFF}}), "tensor 'w_scale_inv': scale 0 is NaN (ue8m0 code 255)");
+  EXPECT_EQ(fails(DType::F32, Bytes(4)), "tensor 'w_scale_inv': scale 0 is not positive (f32 code 0)");
+  EXPECT_EQ(fails(DType::F32, to_bytes(std::string("\0\0\x80\xbf", 4))),
+            "tensor 'w_scale_inv': scale 0 is not positive (f32 code 3212836864)");  // -1.0f
+  EXPECT_EQ(fails(DType::F32, to_bytes(std::string("\0\0\x80\x7f", 4))),
+            "tensor 'w_scale_inv': scale 0 is infinite (f32 code 2139095040)");  // +Inf
+  Bytes codes(4 * 32, std::byte{0x38});
+  codes[70] = std::byte{0x7F};
+  EXPECT_EQ(fails(DType::F8_E8M0, Bytes{std::byte{127}}, codes), "tensor 'w': element 70 is NaN");
+}
+
 }  // namespace
 }  // namespace mf::io
