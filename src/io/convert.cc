@@ -293,10 +293,16 @@ void merge_index(const fs::path& in, const fs::path& out, const Recipe* recipe) 
 
 ConvertReport convert_checkpoint(const fs::path& in, const fs::path& out, const Recipe& recipe,
                                  const ConvertOptions& options) {
-  const Planner plan = [&recipe](const SafetensorsFile& f, std::vector<QuantizedPair>&) {
+  const Planner plan = [&recipe](const SafetensorsFile& f, std::vector<QuantizedPair>& pairs) {
+    // Parts of pairs already quantized (an F32 W_scale_inv of a V3 checkpoint) are data of their weight, never
+    // weights to quantize themselves.
+    pairs = find_pairs(f);
+    std::set<std::string> parts;
+    for (const QuantizedPair& p : pairs) parts.insert({p.scale, p.tensor_scale});
     std::vector<Step> steps;
     for (const SafetensorsTensor& t : f.tensors()) {
-      Step s{&t, recipe.target_for(t.name, t.shape.size(), is_float(t.dtype)), std::nullopt};
+      Step s{&t, parts.contains(t.name) ? "keep" : recipe.target_for(t.name, t.shape.size(), is_float(t.dtype)),
+             std::nullopt};
       s.scheme = target_scheme(recipe, s.target);
       if (s.scheme && !fits(*s.scheme, t.shape[1])) {
         s.scheme.reset();

@@ -497,5 +497,28 @@ TEST_F(VerifyPairs, ScalesAndCodes) {
   EXPECT_EQ(fails(DType::F8_E8M0, Bytes{std::byte{127}}, codes), "tensor 'w': element 70 is NaN");
 }
 
+
+// Converting a checkpoint that already holds FP8 pairs: their F32 scales stay as they are (not quantized as weights).
+TEST(Convert, ScalesOfExistingPairsAreKept) {
+  TempDir dir;
+  const Shape w{256, 4096}, s{2, 32}, b{256, 64};
+  const Bytes scale = pattern_bytes(2 * 32 * 4, 5);
+  fs::create_directories(dir / "in");
+  write_safetensors(dir / "in" / "model.safetensors",
+                    std::vector<TensorView>{{"w", DType::F8_E4M3, w, Bytes(256 * 4096, std::byte{0x38})},
+                                            {"w_scale_inv", DType::F32, s, scale},
+                                            {"b", DType::F32, b, Bytes(256 * 64 * 4)}});
+  const ConvertReport r = convert_checkpoint(dir / "in", dir / "out", recipe_named("mxfp4"));
+  EXPECT_EQ(r.shards_written, 1u);
+  const SafetensorsFile f = read_safetensors(dir / "out" / "model.safetensors");
+  ASSERT_NE(f.find("w_scale_inv"), nullptr);
+  EXPECT_EQ(f.find("w_scale_inv")->dtype, DType::F32);
+  EXPECT_EQ(to_string(f.bytes(*f.find("w_scale_inv"))), to_string(scale));
+  EXPECT_EQ(f.find("b")->dtype, DType::F4) << "a plain F32 weight is quantized";
+  ASSERT_NE(f.find("b_scale_inv"), nullptr);
+  ASSERT_EQ(r.tensors.size(), 1u);
+  EXPECT_EQ(r.tensors[0].name, "b");
+}
+
 }  // namespace
 }  // namespace mf::io
