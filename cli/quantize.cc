@@ -47,6 +47,8 @@ struct DequantizeArgs {
   std::string in, out;
   std::string dtype = "f32";
   int threads = 0;
+  std::size_t shard_index = 0, shard_count = 1;  // checkpoints only, as for convert
+  bool resume = false, merge = false;
 };
 
 // DeepSeek-style checkpoints (W + W_scale_inv, NVFP4 W + W_scale + W_scale_2) as a directory, an index, or a
@@ -59,8 +61,18 @@ bool is_checkpoint(const std::string& in) {
 }
 
 void run_dequantize_checkpoint(const DequantizeArgs& a) {
+  if (a.merge) {
+    io::merge_index(a.in, a.out, nullptr);  // no recipe: config.json loses its quantization_config
+    return write_stdout(fmt::format("merged: wrote the index and config.json of {}\n", a.out));
+  }
+  if (a.shard_count == 0 || a.shard_index >= a.shard_count) {
+    throw UsageError("--shard-index must be less than --shard-count");
+  }
   io::ConvertOptions o;
   o.threads = a.threads;
+  o.job_index = a.shard_index;
+  o.job_count = a.shard_count;
+  o.resume = a.resume;
   ProgressBar bar("dequantize");
   o.progress = [&bar](std::uint64_t done, std::uint64_t total) { bar.update(done, total); };
   const io::ConvertReport r = io::dequantize_checkpoint(a.in, a.out, a.dtype == "bf16", o);
@@ -112,6 +124,10 @@ void register_quantize(CLI::App& app) {
       ->check(CLI::IsMember({"f32", "bf16"}))
       ->capture_default_str();
   ds->add_option("--threads", d->threads, "threads (default: all cores)");
+  ds->add_option("--shard-index", d->shard_index, "checkpoints: this job's index in a job array");
+  ds->add_option("--shard-count", d->shard_count, "checkpoints: jobs in the array (job i does shards i, i + N, ...)");
+  ds->add_flag("--resume", d->resume, "checkpoints: keep output shards a previous run finished");
+  ds->add_flag("--merge", d->merge, "checkpoints, after a job array: write OUT's index and config.json");
   ds->callback([d] { run_dequantize(*d); });
 }
 

@@ -272,6 +272,27 @@ TEST_F(VerifyQat, NanScaleIsNamed) {
       << v.err;
 }
 
+TEST_F(CheckpointCli, DequantizeAsAJobArrayThenMerge) {
+  ASSERT_EQ(convert().exit_code, 0);
+  const std::string q = (dir_ / "out").string();
+  ASSERT_EQ(run({"dequantize", q, (dir_ / "one").string(), "--dtype", "bf16"}).exit_code, 0);
+  for (const char* job : {"0", "1"}) {
+    const auto r = run({"dequantize", q, (dir_ / "arr").string(), "--dtype", "bf16", "--shard-index", job,
+                        "--shard-count", "2"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+  EXPECT_FALSE(fs::exists(dir_ / "arr" / mf::io::kIndexFileName));
+  const auto m = run({"dequantize", q, (dir_ / "arr").string(), "--merge"});
+  ASSERT_EQ(m.exit_code, 0) << m.err;
+  for (const char* f : {"model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors",
+                        "model.safetensors.index.json", "config.json"}) {
+    EXPECT_EQ(slurp(dir_ / "arr" / f), slurp(dir_ / "one" / f)) << f;
+  }
+  const auto again = run({"dequantize", q, (dir_ / "arr").string(), "--dtype", "bf16", "--resume"});
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_NE(again.out.find(": 0 shards,"), std::string::npos) << again.out;
+}
+
 // DeepSeek-V3's published architecture: 671B parameters without the MTP module.
 TEST(MemoryCli, DeepSeekV3Is671B) {
   TempDir dir;
