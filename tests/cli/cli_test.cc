@@ -130,11 +130,11 @@ std::vector<std::string> keys(const json& j) {
   std::sort(k.begin(), k.end());
   return k;
 }
-const std::vector<std::string> kShowKeys = {"formats",  "input", "input_f32_bits", "overflow",
+const std::vector<std::string> kShowKeys = {"formats",  "input", "input_f32_bits", "input_text", "overflow",
                                             "rounding", "scale", "scaled_input"};
 const std::vector<std::string> kRowKeys = {"abs_error", "bits",           "class",  "code",
                                            "exponent",  "exponent_field", "format", "mantissa_field",
-                                           "rel_error", "sign",           "stored", "value"};
+                                           "rel_error", "sign",           "stored", "stored_text", "value"};
 
 TEST(ShowJson, FieldsForPointThree) {
   const Result r = run({"show", "0.3", "--formats", "e4m3,ue8m0", "--json"});
@@ -142,6 +142,7 @@ TEST(ShowJson, FieldsForPointThree) {
   const json j = json::parse(r.out);
   EXPECT_EQ(keys(j), kShowKeys);
   EXPECT_EQ(j["input"], 0.3);
+  EXPECT_EQ(j["input_text"], "0.3");
   EXPECT_TRUE(j["input_f32_bits"].is_null());
   EXPECT_EQ(j["scale"], 1.0);
   EXPECT_EQ(j["scaled_input"], 0.3);
@@ -159,6 +160,7 @@ TEST(ShowJson, FieldsForPointThree) {
   EXPECT_EQ(e["mantissa_field"], "010");
   EXPECT_EQ(e["class"], "normal");
   EXPECT_EQ(e["stored"], 0.3125);
+  EXPECT_EQ(e["stored_text"], "0.3125");
   EXPECT_EQ(e["value"], 0.3125);
   EXPECT_NEAR(e["abs_error"].get<double>(), 0.0125, 1e-15);
   EXPECT_NEAR(e["rel_error"].get<double>(), 0.0125 / 0.3, 1e-15);
