@@ -353,8 +353,8 @@ TEST(QuantizedPairs, RoundTripThroughAFileInBothForms) {
 TEST(QuantizedPairs, ScaleGridThatFitsNoBlockIsNamed) {
   TempDir dir;
   const Shape w_shape{64, 96}, s_shape{5, 5};
-  const std::vector<TensorView> t{{"w", DType::F8_E4M3, w_shape, Bytes(64 * 96)},
-                                  {"w_scale_inv", DType::F32, s_shape, Bytes(100)}};
+  const Bytes w(64 * 96), s(100);  // named: the views must not outlive them
+  const std::vector<TensorView> t{{"w", DType::F8_E4M3, w_shape, w}, {"w_scale_inv", DType::F32, s_shape, s}};
   write_safetensors(dir / "q.safetensors", t);
   expect_io_error([&] { find_pairs(read_safetensors(dir / "q.safetensors")); }, IoErrc::size_mismatch,
                   "tensor 'w': scale w_scale_inv [5, 5] fits no block of [64, 96]");
