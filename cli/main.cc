@@ -22,9 +22,9 @@ int main(int argc, char** argv) {
   mf::cli::register_block(app);
   mf::cli::register_kv(app);
   mf::cli::register_pack_scales(app);
+  mf::cli::register_gemm(app);
   mf::cli::register_plot(app);
   mf::cli::register_serve(app);
-  mf::cli::register_gemm(app);
   mf::cli::register_inspect(app);
   mf::cli::register_convert(app);
   mf::cli::register_verify(app);

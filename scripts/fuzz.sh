@@ -16,8 +16,8 @@ flags=(-std=c++20 -O1 -g -fno-omit-frame-pointer -fsanitize=fuzzer,address,undef
        -Iinclude -Isrc/io)
 # target -> the library sources it parses with
 declare -A sources=(
-  [safetensors_fuzz]="src/io/safetensors.cc"
-  [index_fuzz]="src/io/index.cc"
+  [safetensors_fuzz]="src/io/safetensors.cc src/io/json_checked.cc"
+  [index_fuzz]="src/io/index.cc src/io/json_checked.cc"
   [hf_config_fuzz]="src/io/hf_config.cc"
 )
 corpus_of() { case "$1" in safetensors_fuzz) echo safetensors;; index_fuzz) echo index;; *) echo "${1%_fuzz}";; esac; }
@@ -26,7 +26,7 @@ per_target=$(( seconds / ${#targets[@]} ))
 [ "$per_target" -ge 1 ] || per_target=1
 for t in "${targets[@]}"; do
   bin="$out/$t"
-  deps=(tests/fuzz/$t.cc ${sources[$t]} include/minifloat/*.h src/io/file.h)
+  deps=(tests/fuzz/$t.cc ${sources[$t]} include/minifloat/*.h src/io/*.h)
   stale=0
   [ -x "$bin" ] || stale=1
   for d in "${deps[@]}"; do [ "$stale" -eq 1 ] || [ "$d" -ot "$bin" ] || stale=1; done

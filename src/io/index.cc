@@ -5,6 +5,7 @@
 #include <string>
 
 #include "file.h"
+#include "json_checked.h"
 #include "minifloat/checkpoint.h"
 
 namespace mf::io {
@@ -14,33 +15,8 @@ using Json = nlohmann::json;
 using detail::cat;
 constexpr int kMaxDepth = 64;  // a valid index nests 2 deep; metadata values may nest a little more
 
-// JSON with every object's keys unique (nlohmann would keep the last of a repeated key silently) and bounded depth.
 Json parse_checked(std::string_view text, const std::filesystem::path& file) {
-  using Event = Json::parse_event_t;
-  std::vector<std::set<std::string>> open_objects;
-  int depth = 0;
-  std::string duplicate;
-  const auto watch = [&](int, Event event, Json& parsed) {
-    if (event == Event::object_start || event == Event::array_start) {
-      if (++depth > kMaxDepth) throw IoError(IoErrc::invalid_json, file, cat("index nests deeper than ", kMaxDepth));
-      if (event == Event::object_start) open_objects.emplace_back();
-    } else if (event == Event::object_end || event == Event::array_end) {
-      --depth;
-      if (event == Event::object_end) open_objects.pop_back();
-    } else if (event == Event::key) {
-      const std::string& key = parsed.get_ref<const std::string&>();
-      if (!open_objects.back().insert(key).second && duplicate.empty()) duplicate = key;
-    }
-    return true;
-  };
-  Json json;
-  try {
-    json = Json::parse(text, watch);
-  } catch (const Json::exception& e) {
-    throw IoError(IoErrc::invalid_json, file, cat("index is not valid JSON: ", e.what()));
-  }
-  if (!duplicate.empty()) throw IoError(IoErrc::duplicate_key, file, cat("key '", duplicate, "' appears twice"));
-  return json;
+  return detail::parse_json_checked(text, file, "index", kMaxDepth);
 }
 
 // A shard must be a plain file name next to the index: nothing that could read or write elsewhere.

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "file.h"
+#include "json_checked.h"
 
 namespace mf::io {
 namespace {
@@ -58,35 +59,10 @@ struct Header {
   std::vector<std::string> keys;
 };
 
-// Parses the header with a callback that sees every key: it records the top-level order, rejects a key repeated in
-// one object (nlohmann would keep the last one silently), and stops nesting deeper than kMaxDepth before anything
-// recurses over it.
+// The header, checked as JSON (unique keys, bounded depth), with its top-level keys in order.
 Header parse_header(std::string_view text, const std::filesystem::path& file) {
-  using Event = Json::parse_event_t;
   Header header;
-  std::vector<std::set<std::string>> open_objects;
-  int depth = 0;
-  std::string duplicate;
-  const auto watch = [&](int, Event event, Json& parsed) {
-    if (event == Event::object_start || event == Event::array_start) {
-      if (++depth > kMaxDepth) throw IoError(IoErrc::invalid_json, file, cat("header nests deeper than ", kMaxDepth));
-      if (event == Event::object_start) open_objects.emplace_back();
-    } else if (event == Event::object_end || event == Event::array_end) {
-      --depth;
-      if (event == Event::object_end) open_objects.pop_back();
-    } else if (event == Event::key) {
-      const std::string& key = parsed.get_ref<const std::string&>();
-      if (!open_objects.back().insert(key).second && duplicate.empty()) duplicate = key;
-      if (depth == 1) header.keys.push_back(key);
-    }
-    return true;
-  };
-  try {
-    header.json = Json::parse(text, watch);
-  } catch (const Json::exception& e) {
-    throw IoError(IoErrc::invalid_json, file, cat("header is not valid JSON: ", e.what()));
-  }
-  if (!duplicate.empty()) throw IoError(IoErrc::duplicate_key, file, cat("key '", duplicate, "' appears twice"));
+  header.json = detail::parse_json_checked(text, file, "header", kMaxDepth, &header.keys);
   if (!header.json.is_object()) throw IoError(IoErrc::header_not_object, file, "header is not a JSON object");
   return header;
 }
