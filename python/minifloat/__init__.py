@@ -8,8 +8,10 @@ The same verbs as the C++ API and the `minifloat` command:
   act_quant, fp8_gemm, fp4_gemm, linear       DeepSeek activation quantization, block-scaled GEMMs, linear layers
   kv_encode, kv_decode, KvCache               KV-cache entries (288 / 528 / 584 bytes per token) and pages
   pack_scales, unpack_scales                  block scales in GEMM kernels' layouts (nvidia-int32, deepgemm, ...)
+  convert, merge, make_example_checkpoint     whole checkpoints, shard by shard (minifloat.dask: one task per shard)
 Every number is computed by the C++ core (minifloat._core); this package converts arguments and arrays only.
 """
+from ._checkpoint import checkpoint_shards, convert, make_example_checkpoint, merge
 from ._codec import decode, encode
 from ._core import formats
 from ._ops import (KvCache, act_quant, fp4_gemm, fp8_gemm, kv_decode, kv_encode, kv_formats, kv_page_bytes, linear,
@@ -18,5 +20,6 @@ from ._quantize import QuantizedTensor, error_report, fake_quantize, quantize, r
 
 __all__ = ["encode", "decode", "quantize", "fake_quantize", "error_report", "rotate", "formats", "schemes",
            "QuantizedTensor", "act_quant", "fp8_gemm", "fp4_gemm", "linear", "kv_encode", "kv_decode", "kv_formats",
-           "kv_page_bytes", "KvCache", "pack_scales", "unpack_scales", "scale_layouts"]
+           "kv_page_bytes", "KvCache", "pack_scales", "unpack_scales", "scale_layouts", "convert", "merge",
+           "make_example_checkpoint", "checkpoint_shards"]
 __version__ = "0.1.0"

@@ -43,5 +43,6 @@ void bind_formats(nb::module_& m);   // formats(), schemes(): metadata
 void bind_codec(nb::module_& m);     // encode, decode, pack, unpack
 void bind_quantize(nb::module_& m);  // quantize, dequantize, fake_quantize, error_report, rotate
 void bind_ops(nb::module_& m);       // act_quant, fp8_gemm, fp4_gemm, linear, kv_encode/decode, KvCache, pack_scales
+void bind_checkpoint(nb::module_& m);  // convert_checkpoint, merge_index, make_example_checkpoint
 
 }  // namespace mf::py

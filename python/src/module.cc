@@ -8,4 +8,5 @@ NB_MODULE(_core, m) {
   mf::py::bind_codec(m);
   mf::py::bind_quantize(m);
   mf::py::bind_ops(m);
+  mf::py::bind_checkpoint(m);
 }

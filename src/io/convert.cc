@@ -85,12 +85,16 @@ void refuse_overwriting_input(const Checkpoint& c, const fs::path& out_dir) {
   }
 }
 
-// Temporary files of a run that was killed: never valid, always safe to remove.
-void remove_stale_temps(const fs::path& dir) {
+// Temporary files of a killed run for the files this job writes (`names`): never valid, always safe to remove.
+// Only this job's: the other jobs of a job array write their own shards into the same directory at the same time.
+void remove_stale_temps(const fs::path& dir, const std::set<std::string>& names) {
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(dir, ec)) {
     const std::string n = e.path().filename().string();
-    if (n.starts_with(".") && n.find(".tmp-") != std::string::npos) fs::remove(e.path(), ec);
+    const std::size_t tmp = n.find(".tmp-");
+    if (n.starts_with(".") && tmp != std::string::npos && names.contains(n.substr(1, tmp - 1))) {
+      fs::remove(e.path(), ec);
+    }
   }
 }
 
@@ -214,7 +218,12 @@ ConvertReport run(const fs::path& in, const fs::path& out, const ConvertOptions&
   const fs::path dir = output_dir(out, c);
   refuse_overwriting_input(c, dir);
   fs::create_directories(dir.empty() ? "." : dir);
-  remove_stale_temps(dir.empty() ? "." : dir);
+  std::set<std::string> mine = {"model.safetensors.index.json", "config.json"};
+  if (!o.write_index) mine.clear();
+  for (std::size_t i = 0; i < c.shards.size(); ++i) {
+    if (shard_is_mine(i, o.job_index, o.job_count)) mine.insert(output_path(out, c, c.shards[i]).filename().string());
+  }
+  remove_stale_temps(dir.empty() ? "." : dir, mine);
   ConvertReport report;
   std::uint64_t total = 0, done = 0;
   for (std::size_t i = 0; i < c.shards.size(); ++i) {

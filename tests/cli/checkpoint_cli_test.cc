@@ -204,6 +204,20 @@ TEST_F(CheckpointCli, JobArrayThenMergeEqualsOneRun) {
   EXPECT_EQ(bad.err, "minifloat: error: --shard-index must be less than --shard-count\n");
 }
 
+// Jobs of an array run at the same time in one output directory: a job clears leftovers of its own shards only,
+// never the temporary file another job is writing (found by minifloat.dask's test with 4 concurrent tasks).
+TEST_F(CheckpointCli, AJobLeavesOtherJobsTemporaryFilesAlone) {
+  fs::create_directories(dir_ / "out");
+  const fs::path theirs = dir_ / "out" / ".model-00002-of-00002.safetensors.tmp-99-0";
+  const fs::path mine = dir_ / "out" / ".model-00001-of-00002.safetensors.tmp-98-0";
+  write_file(theirs, "job 1 is writing this");
+  write_file(mine, "job 0 was killed while writing this");
+  const auto r = convert({"--shard-index", "0", "--shard-count", "2"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(fs::exists(theirs));
+  EXPECT_FALSE(fs::exists(mine));
+}
+
 TEST_F(CheckpointCli, MergeBeforeEveryJobFinished) {
   ASSERT_EQ(convert({"--shard-index", "0", "--shard-count", "2"}).exit_code, 0);
   const auto m = convert({"--merge"});

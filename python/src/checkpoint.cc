@@ -1,0 +1,83 @@
+// Whole checkpoints (minifloat/checkpoint_ops.h): convert one job's shards, merge a job array's index, and the
+// example checkpoint. The Python side (minifloat/_checkpoint.py, minifloat/dask.py) decides which job does what.
+#include <nanobind/stl/string.h>
+
+#include <string>
+
+#include "bindings.h"
+#include "minifloat/checkpoint.h"
+#include "minifloat/checkpoint_ops.h"
+#include "minifloat/recipe.h"
+
+namespace mf::py {
+namespace {
+
+nb::dict report_dict(const io::ConvertReport& r) {
+  nb::dict d;
+  d["input_bytes"] = r.input_bytes;
+  d["output_bytes"] = r.output_bytes;
+  d["shards_written"] = r.shards_written;
+  d["shards_skipped"] = r.shards_skipped;
+  nb::list tensors;
+  for (const io::TensorError& t : r.tensors) {
+    nb::dict e;
+    e["name"] = t.name;
+    e["target"] = t.target;
+    e["rmse"] = t.rmse;
+    e["max_abs"] = t.max_abs;
+    e["rel_rmse"] = t.rel_rmse;
+    tensors.append(e);
+  }
+  d["tensors"] = tensors;
+  return d;
+}
+
+}  // namespace
+
+void bind_checkpoint(nb::module_& m) {
+  m.def(
+      "convert_checkpoint",
+      [](const std::string& in, const std::string& out, const std::string& recipe, std::size_t job_index,
+         std::size_t job_count, bool resume, bool write_index, int threads) {
+        const io::Recipe r = for_arg("recipe", [&] { return io::load_recipe(recipe); });
+        io::ConvertOptions o;
+        o.job_index = job_index;
+        o.job_count = job_count;
+        o.resume = resume;
+        o.write_index = write_index;
+        o.threads = threads;
+        io::ConvertReport report;
+        {
+          nb::gil_scoped_release release;
+          report = io::convert_checkpoint(in, out, r, o);
+        }
+        return report_dict(report);
+      },
+      nb::arg("input"), nb::arg("output"), nb::arg("recipe"), nb::arg("job_index"), nb::arg("job_count"),
+      nb::arg("resume"), nb::arg("write_index"), nb::arg("threads"));
+  m.def(
+      "checkpoint_shards",
+      [](const std::string& path) {
+        nb::list names;
+        for (const std::string& s : io::open_checkpoint(path).shards) names.append(s);
+        return names;
+      },
+      nb::arg("path"));
+  m.def(
+      "merge_index",
+      [](const std::string& in, const std::string& out, const std::string& recipe) {
+        const io::Recipe r = for_arg("recipe", [&] { return io::load_recipe(recipe); });
+        nb::gil_scoped_release release;
+        io::merge_index(in, out, &r);
+      },
+      nb::arg("input"), nb::arg("output"), nb::arg("recipe"));
+  m.def(
+      "make_example_checkpoint",
+      [](const std::string& dir, int shards) {
+        nb::gil_scoped_release release;
+        io::write_example_checkpoint(dir, shards);
+      },
+      nb::arg("dir"), nb::arg("shards"));
+}
+
+}  // namespace mf::py
