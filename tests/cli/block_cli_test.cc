@@ -17,22 +17,15 @@ namespace {
 
 namespace fs = std::filesystem;
 
-class BlockCli : public ::testing::Test {
+class BlockCli : public CliDirTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::path(::testing::TempDir()) / ("mf_block_cli_" + std::to_string(::getpid()) + "_" +
-                                             ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+  BlockCli() : CliDirTest("mf_block_cli_") {}
 
   // An f32 .npy of `shape` holding `values`.
   std::string npy(const std::string& name, std::vector<std::uint64_t> shape, const std::vector<float>& values) {
     io::write_npy(path(name), io::DType::F32, shape, std::as_bytes(std::span(values)));
     return path(name);
   }
-  fs::path dir_;
 };
 
 // One line on stderr, starting as every error does, and exit code 2.

@@ -17,15 +17,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-class OpsCli : public ::testing::Test {
+class OpsCli : public CliDirTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::path(::testing::TempDir()) / ("mf_ops_cli_" + std::to_string(::getpid()) + "_" +
-                                             ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+  OpsCli() : CliDirTest("mf_ops_cli_") {}
 
   // A .safetensors file with one tensor `name` of `dtype` and `shape` holding `bytes`, plus a bf16 weight to copy.
   std::string file(const std::string& name, io::DType dtype, std::vector<std::uint64_t> shape,
@@ -38,7 +32,6 @@ class OpsCli : public ::testing::Test {
     io::write_safetensors(p, views);
     return p;
   }
-  fs::path dir_;
 };
 
 void expect_usage_error(const Result& r, const std::string& needle) {

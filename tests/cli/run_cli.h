@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -19,6 +20,25 @@
 extern char** environ;
 
 namespace mf::test {
+
+// A test fixture with a fresh directory per test (named after the suite prefix, the process and the test),
+// removed afterwards.
+class CliDirTest : public ::testing::Test {
+ protected:
+  explicit CliDirTest(const char* prefix) : prefix_(prefix) {}
+  void SetUp() override {
+    dir_ = std::filesystem::path(::testing::TempDir()) /
+           (prefix_ + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+  std::filesystem::path dir_;
+
+ private:
+  std::string prefix_;
+};
 
 struct Result {
   int exit_code = -1;  // 128 + signal when killed
