@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <string_view>
@@ -66,9 +67,6 @@ class SafetensorsFile {
 
  private:
   friend SafetensorsFile read_safetensors(const std::filesystem::path& path);
-// The same checks on bytes in memory (copied; `name` stands for the file in messages): for fuzzing and for callers
-// that already hold a file's bytes.
-SafetensorsFile parse_safetensors(std::span<const std::byte> bytes, const std::filesystem::path& name);
   friend SafetensorsFile parse_safetensors(std::span<const std::byte> bytes, const std::filesystem::path& name);
   static SafetensorsFile parse(std::span<const std::byte> all, std::shared_ptr<const void> owner,
                                const std::filesystem::path& path);
@@ -99,9 +97,14 @@ void write_safetensors(const std::filesystem::path& path, std::span<const Tensor
                        const std::map<std::string, std::string>& metadata = {});
 
 // A safetensors file written tensor by tensor, for outputs larger than memory: the header is planned from the specs,
-// then each tensor's bytes are appended in spec order (in as many pieces as convenient), and commit() syncs the
-// temporary file and renames it over `path`. Destroyed without commit(), it removes the temporary file: the target
-// never holds a partial file. Same layout and errors as write_safetensors.
+// so every tensor's place in the file is known before any data exists. The bytes arrive either
+//   - streamed: write() appends them in spec order, in as many pieces as convenient; or
+//   - placed: write_tensor(k, bytes) puts tensor k's whole bytes at its planned offset (pwrite), in any order, and
+//     is safe to call from several threads at once for different tensors (how convert fills one shard from many
+//     workers).
+// One writer takes one of the two. commit() syncs the temporary file and renames it over `path`; destroyed without
+// commit(), the writer removes the temporary file: the target never holds a partial file. Same layout and errors as
+// write_safetensors.
 class SafetensorsWriter {
  public:
   struct Spec {
@@ -116,13 +119,22 @@ class SafetensorsWriter {
   SafetensorsWriter& operator=(const SafetensorsWriter&) = delete;
 
   void write(std::span<const std::byte> bytes);  // throws IoError (write_failed, or size_mismatch past the end)
-  void commit();                                  // throws IoError (size_mismatch if bytes are missing)
+  // Throws IoError size_mismatch (naming the tensor) unless `bytes` is exactly spec k's size, write_failed on an OS
+  // error; std::invalid_argument for k out of range, a tensor written twice, or a writer already streamed into.
+  void write_tensor(std::size_t k, std::span<const std::byte> bytes);
+  // Not concurrently with writes. Throws IoError (size_mismatch if bytes are missing, write_failed).
+  void commit();
   std::uint64_t bytes_total() const { return total_; }  // header included
 
  private:
   std::filesystem::path path_, temp_;
   int fd_ = -1;
   std::uint64_t total_ = 0, written_ = 0;
+  std::vector<Spec> specs_;
+  std::vector<std::uint64_t> begin_;  // file offset of each tensor's first byte
+  std::vector<bool> placed_;          // write_tensor: which tensors arrived (under mutex_)
+  bool streamed_ = false;             // write() was used
+  std::mutex mutex_;                  // guards written_, placed_ and streamed_
 };
 
 }  // namespace mf::io

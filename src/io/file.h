@@ -139,6 +139,18 @@ inline bool write_all(int fd, std::span<const std::byte> bytes) {
   return true;
 }
 
+// write_all at a fixed offset, leaving the file position alone: several threads may fill one file this way at once.
+inline bool pwrite_all(int fd, std::span<const std::byte> bytes, std::uint64_t offset) {
+  while (!bytes.empty()) {
+    const ::ssize_t n = ::pwrite(fd, bytes.data(), bytes.size(), static_cast<::off_t>(offset));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    bytes = bytes.subspan(static_cast<std::size_t>(n));
+    offset += static_cast<std::uint64_t>(n);
+  }
+  return true;
+}
+
 // Writes `pieces` in order to a temporary file next to `path`, syncs it and renames it over `path`: readers see the
 // old file or the whole new one, never a part, and the temporary file is removed on any failure.
 inline void write_atomically(const std::filesystem::path& path, std::span<const std::span<const std::byte>> pieces) {

@@ -5,6 +5,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <utility>
 
@@ -318,18 +319,22 @@ void write_safetensors(const std::filesystem::path& path, std::span<const Tensor
 
 SafetensorsWriter::SafetensorsWriter(const std::filesystem::path& path, std::vector<Spec> specs,
                                      const std::map<std::string, std::string>& metadata)
-    : path_(path) {
+    : path_(path), specs_(std::move(specs)), placed_(specs_.size(), false) {
   std::vector<TensorView> views;
-  views.reserve(specs.size());
-  for (const Spec& s : specs) views.push_back({s.name, s.dtype, s.shape, {}});
+  views.reserve(specs_.size());
+  for (const Spec& s : specs_) views.push_back({s.name, s.dtype, s.shape, {}});
   const std::string header = header_json(views, metadata, path, false);
-  std::uint64_t data = 0;
-  for (const Spec& s : specs) data += tensor_size(s.dtype, s.shape).bytes;  // checked by header_json
+  std::uint64_t offset = 8 + header.size();
+  begin_.reserve(specs_.size());
+  for (const Spec& s : specs_) {
+    begin_.push_back(offset);
+    offset += tensor_size(s.dtype, s.shape).bytes;  // checked by header_json
+  }
   std::array<std::byte, 8> length{};
   for (std::size_t i = 0; i < 8; ++i) length[i] = static_cast<std::byte>(header.size() >> (8 * i) & 0xff);
   fd_ = detail::create_temp_next_to(path, temp_);
   if (fd_ < 0) throw IoError(IoErrc::write_failed, path, detail::os_error("cannot create a temporary file"));
-  total_ = 8 + header.size() + data;
+  total_ = offset;
   if (!detail::write_all(fd_, length) || !detail::write_all(fd_, std::as_bytes(std::span(header)))) {
     const std::string error = detail::os_error("write error");
     ::close(fd_);
@@ -348,12 +353,43 @@ SafetensorsWriter::~SafetensorsWriter() {
 
 void SafetensorsWriter::write(std::span<const std::byte> bytes) {
   if (fd_ < 0) throw IoError(IoErrc::write_failed, path_, "write after commit");
+  const std::lock_guard lock(mutex_);
+  if (std::find(placed_.begin(), placed_.end(), true) != placed_.end()) {
+    throw std::invalid_argument("SafetensorsWriter: write() after write_tensor()");
+  }
+  streamed_ = true;
   if (bytes.size() > total_ - written_) {
     throw IoError(IoErrc::size_mismatch, path_, cat("tensor data runs ", bytes.size() - (total_ - written_),
                                                     " bytes past what the header announces"));
   }
   if (!detail::write_all(fd_, bytes)) throw IoError(IoErrc::write_failed, path_, detail::os_error("write error"));
   written_ += bytes.size();
+}
+
+void SafetensorsWriter::write_tensor(std::size_t k, std::span<const std::byte> bytes) {
+  if (fd_ < 0) throw IoError(IoErrc::write_failed, path_, "write after commit");
+  if (k >= specs_.size()) {
+    throw std::invalid_argument(cat("SafetensorsWriter: tensor ", k, " of ", specs_.size()));
+  }
+  const Spec& s = specs_[k];
+  const std::uint64_t size = tensor_size(s.dtype, s.shape).bytes;
+  if (bytes.size() != size) {
+    throw IoError(IoErrc::size_mismatch, path_, s.name,
+                  cat(bytes.size(), " bytes of data do not match shape ", shape_text(s.shape), " x ",
+                      dtype_name(s.dtype), " = ", size, " bytes"));
+  }
+  {
+    // Claimed before the bytes go out, so two threads cannot both write tensor k.
+    const std::lock_guard lock(mutex_);
+    if (streamed_) throw std::invalid_argument("SafetensorsWriter: write_tensor() after write()");
+    if (placed_[k]) throw std::invalid_argument(cat("SafetensorsWriter: tensor '", s.name, "' written twice"));
+    placed_[k] = true;
+  }
+  if (!detail::pwrite_all(fd_, bytes, begin_[k])) {
+    throw IoError(IoErrc::write_failed, path_, s.name, detail::os_error("write error"));
+  }
+  const std::lock_guard lock(mutex_);
+  written_ += bytes.size();  // counted once whole: commit() refuses a file with a tensor that failed half-way
 }
 
 void SafetensorsWriter::commit() {
