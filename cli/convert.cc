@@ -109,7 +109,7 @@ void register_convert(CLI::App& app) {
   s->add_option("--shard-count", a->shard_count, "jobs in the array; job i converts shards i, i + N, ...");
   s->add_flag("--resume", a->resume, "keep output shards a previous run finished");
   s->add_flag("--merge", a->merge, "after a job array: write OUT's index and config.json");
-  s->add_option("--threads", a->threads, "threads per tensor (default: all cores)");
+  s->add_option("--threads", a->threads, "worker threads over the tensors of all shards (default: all cores); output is the same for any count");
   s->callback([a] { run_convert(*a); });
 }
 

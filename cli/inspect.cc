@@ -14,6 +14,7 @@ namespace {
 struct InspectArgs {
   std::string path, rules = "auto";
   bool stats = false, json = false;
+  int threads = 0;
 };
 
 std::string shape_text(const std::vector<std::uint64_t>& shape) {
@@ -83,11 +84,12 @@ void register_inspect(CLI::App& app) {
   s->add_option("PATH", a->path, "a .safetensors file, model.safetensors.index.json, or a directory")->required();
   s->add_flag("--stats", a->stats, "per-tensor min, max, mean, rms (quantized pairs dequantized)");
   s->add_flag("--json", a->json, "machine-readable output");
+  s->add_option("--threads", a->threads, "worker threads for --stats (default: all cores)");
   s->add_option("--config-rules", a->rules, "auto, deepseek or deepinfer: the rules config.json must pass")
       ->check(CLI::IsMember({"auto", "deepseek", "deepinfer"}))
       ->capture_default_str();
   s->callback([a] {
-    const io::InspectReport r = io::inspect_checkpoint(a->path, a->stats, io::config_rules_named(a->rules));
+    const io::InspectReport r = io::inspect_checkpoint(a->path, a->stats, io::config_rules_named(a->rules), a->threads);
     write_stdout(a->json ? as_json(r) : as_text(r));
   });
 }

@@ -13,6 +13,7 @@ void register_verify(CLI::App& app) {
   struct Args {
     std::string path, rules = "auto";
     bool fp4_qat = false;
+    int threads = 0;
   };
   auto a = std::make_shared<Args>();
   auto* s = app.add_subcommand("verify", "Check a checkpoint: index vs shards, config.json, scales, FP4-QAT experts");
@@ -21,10 +22,12 @@ void register_verify(CLI::App& app) {
       ->check(CLI::IsMember({"auto", "deepseek", "deepinfer"}))
       ->capture_default_str();
   s->add_flag("--fp4-qat", a->fp4_qat, "require FP8 routed experts to be FP4 values times powers of two");
+  s->add_option("--threads", a->threads, "worker threads over the tensors of all shards (default: all cores)");
   s->callback([a] {
     io::VerifyOptions o;
     o.rules = io::config_rules_named(a->rules);
     o.fp4_qat = a->fp4_qat;
+    o.threads = a->threads;
     try {
       const io::VerifyReport r = io::verify_checkpoint(a->path, o);
       write_stdout(fmt::format("ok: {} tensors, {} quantized pairs, {} FP4-QAT tensors checked{}\n", r.summary.tensors,

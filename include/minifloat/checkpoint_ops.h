@@ -1,7 +1,12 @@
 // minifloat/checkpoint_ops.h: whole-checkpoint operations behind `minifloat inspect | convert | dequantize | verify |
-// memory | make-example-checkpoint`. Each streams tensor by tensor: inputs are memory-mapped (each tensor's pages
-// released after use), outputs streamed through SafetensorsWriter, so only one tensor's working buffers are held at
-// a time (about ten times the tensor's bf16 size: f32 input, f32 dequantized copy for the error table, codes).
+// memory | make-example-checkpoint`. Each works tensor by tensor: inputs are memory-mapped (each tensor's pages
+// released after use) and each output tensor goes straight to its place in its shard's file (SafetensorsWriter).
+//
+// Parallelism: convert, dequantize, verify and inspect --stats spread the tensors of all their shards over a pool of
+// worker threads. Each worker holds one tensor at a time, so the working memory is at most `threads` tensors' buffers
+// (about ten times a tensor's bf16 size each: f32 input, f32 dequantized copy for the error table, codes), whatever
+// the shard size. The results do not depend on the thread count: output files are byte for byte the same, report
+// rows come in shard order then data order, and an error is the one a sequential pass would have stopped at.
 #pragma once
 
 #include <cstdint>
@@ -78,8 +83,15 @@ struct ConvertOptions {
   std::size_t job_index = 0, job_count = 1;  // --shard-index / --shard-count: a job converts only its shards
   bool resume = false;                       // skip output shards that already exist and check
   bool write_index = true;                   // the job (or merge step) that writes the index and config.json
+  // Worker threads, 0 for one per hardware thread. Tensors (of any shard) are handed out in checkpoint order to the
+  // workers, each quantizing its tensor single-threaded; a tensor that alone is at least one worker's share of the
+  // input (a file of one or two large tensors) is quantized with all `threads` instead. 1: one tensor after the
+  // other on the calling thread. Shards open at once: about one per worker, each committed (fsync, rename) by the
+  // worker that finishes its last tensor.
   int threads = 0;
-  std::function<void(std::uint64_t done, std::uint64_t total)> progress;  // input bytes, after each tensor
+  // Input bytes done and in all, after each tensor: called from the workers, one call at a time, `done` never
+  // decreasing.
+  std::function<void(std::uint64_t done, std::uint64_t total)> progress;
 };
 struct ConvertReport {
   std::vector<TensorError> tensors;
@@ -88,7 +100,9 @@ struct ConvertReport {
 };
 // bf16 / f16 / f32 weights to the recipe's targets; one output shard per input shard (same names), an index, and
 // config.json with quantization_config set as the recipe says. `out` must not be `in` (nor hold it). Each shard is
-// written to a temporary name and renamed, so an interrupted run leaves only whole shards; `resume` keeps them.
+// written to a temporary name and renamed, so an interrupted run leaves only whole shards; `resume` keeps them. On an
+// error (a tensor, a shard), no more tensors are started, the ones in flight finish, shards not yet whole leave no
+// file behind, and the error is rethrown as raised (naming the file and tensor).
 ConvertReport convert_checkpoint(const std::filesystem::path& in, const std::filesystem::path& out,
                                  const Recipe& recipe, const ConvertOptions& options = {});
 // Writes out/model.safetensors.index.json (and config.json) from the shards present in `out`: the merge step after a
@@ -109,6 +123,7 @@ struct VerifyError : std::runtime_error {
 struct VerifyOptions {
   ConfigRules rules = ConfigRules::detect;
   bool fp4_qat = false;  // check FP8 routed experts for FP4-QAT even when config.json does not ask for FP4 experts
+  int threads = 0;       // workers over the pairs and experts of all shards, 0 for one per hardware thread
 };
 struct VerifyReport {
   CheckpointSummary summary;
@@ -145,6 +160,7 @@ struct InspectReport {
   std::optional<HfConfig> config;  // when config.json is there
   std::string scheme_summary;      // "fp8-128x128 x 12, e2m1-1x32-ue8m0-rceil x 24" or "none"
 };
-InspectReport inspect_checkpoint(const std::filesystem::path& path, bool stats, ConfigRules rules);
+// With `stats`, the statistics of the tensors are computed by `threads` workers (0: one per hardware thread).
+InspectReport inspect_checkpoint(const std::filesystem::path& path, bool stats, ConfigRules rules, int threads = 0);
 
 }  // namespace mf::io

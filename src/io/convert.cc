@@ -1,11 +1,15 @@
-// convert and dequantize: a checkpoint rewritten shard by shard, tensor by tensor, each output shard streamed to a
-// temporary file and renamed whole; the index and config.json written last (or by the merge step of a job array).
+// convert and dequantize: a checkpoint rewritten tensor by tensor, the tensors of all shards spread over a pool of
+// workers; each output shard is filled in place (every tensor at its planned offset) in a temporary file and renamed
+// whole when its last tensor is in; the index and config.json written last (or by the merge step of a job array).
 #include <array>
 #include <bit>
 #include <cmath>
 #include <functional>
-#include <map>
 #include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
 #include <set>
 
 #include "file.h"
@@ -13,6 +17,7 @@
 #include "minifloat/checkpoint_tensors.h"
 #include "minifloat/codec.h"
 #include "minifloat/quantize.h"
+#include "parallel.h"
 
 namespace mf::io {
 namespace {
@@ -177,8 +182,10 @@ TensorError error_of(const std::string& name, const std::string& target, const s
   return {name, target, std::sqrt(e / n), max_abs, s > 0 ? std::sqrt(e / s) : 0.0};
 }
 
-void produce(const SafetensorsFile& f, const Step& s, SafetensorsWriter& w, bool bf16_out, int threads,
-             ConvertReport& report) {
+// Step `s`'s output tensors, placed at spec `k` (and k + 1, k + 2 for a quantized pair's scales); its error row, for
+// quantized targets. Safe to run for several steps of one shard at once: each writes only its own tensors.
+std::optional<TensorError> produce(const SafetensorsFile& f, const Step& s, std::size_t k, SafetensorsWriter& w,
+                                   bool bf16_out, int threads) {
   const SafetensorsTensor& t = *s.in;
   if (s.scheme) {
     const std::vector<float> x = widen(f, t);
@@ -188,20 +195,22 @@ void produce(const SafetensorsFile& f, const Step& s, SafetensorsWriter& w, bool
     o.tensor_name = t.name;
     const std::vector<std::int64_t> shape{static_cast<std::int64_t>(t.shape[0]), static_cast<std::int64_t>(t.shape[1])};
     const QuantizedTensor q = quantize(x.data(), shape, *s.scheme, o);
-    for (const OwnedTensor& part : pair_tensors(t.name, q)) w.write(part.data);
+    for (const OwnedTensor& part : pair_tensors(t.name, q)) w.write_tensor(k++, part.data);
     std::vector<float> y(x.size());
     dequantize(q, y.data(), threads);
-    report.tensors.push_back(error_of(t.name, s.target, x, y));
-  } else if (s.pair) {
+    return error_of(t.name, s.target, x, y);
+  }
+  if (s.pair) {
     const QuantizedTensor q = read_pair(f, *s.pair);
     std::vector<float> y(static_cast<std::size_t>(q.count()));
     dequantize(q, y.data(), threads);
-    w.write(narrow(y, bf16_out));
+    w.write_tensor(k, narrow(y, bf16_out));
   } else if (s.target == "bf16" || s.target == "f32") {
-    w.write(narrow(widen(f, t), s.target == "bf16"));
+    w.write_tensor(k, narrow(widen(f, t), s.target == "bf16"));
   } else {
-    w.write(f.bytes(t));  // zero-copy from the mapping
+    w.write_tensor(k, f.bytes(t));  // zero-copy from the mapping
   }
+  return std::nullopt;
 }
 
 // A scheme target the packed layout cannot hold whole-byte rows for (odd e2m1 rows) stays as it is.
@@ -211,6 +220,135 @@ bool fits(const Scheme& s, std::uint64_t cols) {
 }
 
 using Planner = std::function<std::vector<Step>(const SafetensorsFile&, std::vector<QuantizedPair>&)>;
+
+// One input shard on its way to its output shard: planned when its first tensor is handed out, committed by the
+// worker that finishes its last tensor, freed (mapping unmapped, writer closed) when its last job is gone.
+struct ShardWork {
+  std::size_t index = 0;
+  SafetensorsFile f;
+  std::vector<QuantizedPair> pairs;  // steps point into these and into f
+  std::vector<Step> steps;
+  std::vector<std::size_t> first_spec;  // steps[j]'s first output tensor
+  std::unique_ptr<SafetensorsWriter> writer;
+  std::size_t left = 0;  // steps not finished yet (under Run::mutex)
+};
+
+// The state a convert or dequantize shares between its workers.
+class Run {
+ public:
+  Run(const Checkpoint& c, const fs::path& out, const ConvertOptions& o, const Planner& plan, bool bf16_out)
+      : c_(c), out_(out), o_(o), plan_(plan), bf16_out_(bf16_out), workers_(detail::worker_count(o.threads)),
+        rows_(c.shards.size()) {
+    for (std::size_t i = 0; i < c.shards.size(); ++i) {
+      if (shard_is_mine(i, o.job_index, o.job_count)) total_ += fs::file_size(c.shard_path(i));
+    }
+  }
+
+  ConvertReport go() {
+    detail::run_in_order(workers_, [this] { return next(); });
+    // Rows in shard order, then data order, however the workers finished.
+    for (std::vector<std::optional<TensorError>>& shard : rows_) {
+      for (std::optional<TensorError>& row : shard) {
+        if (row) report_.tensors.push_back(std::move(*row));
+      }
+    }
+    return std::move(report_);
+  }
+
+ private:
+  // Under run_in_order's lock: the next tensor of the current shard, opening and planning the next shard of this job
+  // when the current one has handed out all its tensors.
+  detail::Job next() {
+    while (!current_ || step_ == current_->steps.size()) {
+      current_.reset();
+      step_ = 0;
+      while (shard_ < c_.shards.size() && !shard_is_mine(shard_, o_.job_index, o_.job_count)) ++shard_;
+      if (shard_ == c_.shards.size()) return {};
+      current_ = open(shard_++);
+    }
+    std::shared_ptr<ShardWork> w = current_;
+    const std::size_t j = step_++;
+    return [this, w = std::move(w), j] { run_step(*w, j); };
+  }
+
+  // The shard planned, with its writer; nullptr (and progress counted) when --resume finds it done or it is empty.
+  std::shared_ptr<ShardWork> open(std::size_t i) {
+    auto w = std::make_shared<ShardWork>();
+    w->index = i;
+    w->f = read_safetensors(c_.shard_path(i));
+    w->steps = plan_(w->f, w->pairs);
+    const std::vector<Spec> specs = specs_of(w->steps, bf16_out_);
+    for (std::size_t j = 0, k = 0; j < w->steps.size(); ++j) {
+      w->first_spec.push_back(k);
+      k += w->steps[j].scheme ? (w->steps[j].scheme->tensor_scale ? 3 : 2) : 1;
+    }
+    const fs::path target = output_path(out_, c_, c_.shards[i]);
+    const std::uint64_t shard_bytes = w->f.header_size() + w->f.data_size();
+    {
+      const std::lock_guard lock(mutex_);
+      report_.input_bytes += shard_bytes;
+    }
+    if (o_.resume && already_done(target, specs)) {
+      const std::lock_guard lock(mutex_);
+      ++report_.shards_skipped;
+      report_.output_bytes += fs::file_size(target);
+      advance(shard_bytes);
+      return nullptr;
+    }
+    w->writer = std::make_unique<SafetensorsWriter>(target, specs, w->f.metadata());
+    rows_[i].resize(w->steps.size());
+    w->left = w->steps.size();
+    if (w->left == 0) {
+      commit(*w);
+      return nullptr;
+    }
+    return w;
+  }
+
+  void run_step(ShardWork& w, std::size_t j) {
+    const Step& s = w.steps[j];
+    // One thread per tensor while the workers share the cores; a tensor that alone is a worker's share of the input
+    // (one large tensor in a small file) takes them all, so it does not run single-threaded while the rest idle.
+    const std::uint64_t bytes = s.in->end - s.in->begin;
+    const int inner = bytes * static_cast<std::uint64_t>(workers_) >= total_ ? workers_ : 1;
+    rows_[w.index][j] = produce(w.f, s, w.first_spec[j], *w.writer, bf16_out_, inner);
+    w.f.release(*s.in);  // resident memory stays near the tensors in flight, not whole shards
+    bool last = false;
+    {
+      const std::lock_guard lock(mutex_);
+      advance(bytes);
+      last = --w.left == 0;
+    }
+    if (last) commit(w);
+  }
+
+  void commit(ShardWork& w) {
+    w.writer->commit();  // fsync and rename: outside the lock, the other workers go on
+    const std::lock_guard lock(mutex_);
+    report_.output_bytes += w.writer->bytes_total();
+    ++report_.shards_written;
+    advance(w.f.header_size());
+  }
+
+  // Under mutex_: progress calls are serialized and `done` only grows.
+  void advance(std::uint64_t bytes) {
+    done_ = std::min(total_, done_ + bytes);
+    if (o_.progress) o_.progress(done_, total_);
+  }
+
+  const Checkpoint& c_;
+  const fs::path& out_;
+  const ConvertOptions& o_;
+  const Planner& plan_;
+  const bool bf16_out_;
+  const int workers_;
+  std::vector<std::vector<std::optional<TensorError>>> rows_;  // by shard, by step; each slot written by its job
+  std::shared_ptr<ShardWork> current_;                         // next() state, under run_in_order's lock
+  std::size_t shard_ = 0, step_ = 0;
+  std::mutex mutex_;  // report_ counters, done_, ShardWork::left
+  ConvertReport report_;
+  std::uint64_t total_ = 0, done_ = 0;
+};
 
 ConvertReport run(const fs::path& in, const fs::path& out, const ConvertOptions& o, const Planner& plan,
                   bool bf16_out, const Recipe* recipe) {
@@ -224,38 +362,7 @@ ConvertReport run(const fs::path& in, const fs::path& out, const ConvertOptions&
     if (shard_is_mine(i, o.job_index, o.job_count)) mine.insert(output_path(out, c, c.shards[i]).filename().string());
   }
   remove_stale_temps(dir.empty() ? "." : dir, mine);
-  ConvertReport report;
-  std::uint64_t total = 0, done = 0;
-  for (std::size_t i = 0; i < c.shards.size(); ++i) {
-    if (shard_is_mine(i, o.job_index, o.job_count)) total += fs::file_size(c.shard_path(i));
-  }
-  for (std::size_t i = 0; i < c.shards.size(); ++i) {
-    if (!shard_is_mine(i, o.job_index, o.job_count)) continue;
-    const SafetensorsFile f = read_safetensors(c.shard_path(i));
-    std::vector<QuantizedPair> pairs;
-    const std::vector<Step> steps = plan(f, pairs);
-    const std::vector<Spec> specs = specs_of(steps, bf16_out);
-    const fs::path target = output_path(out, c, c.shards[i]);
-    report.input_bytes += f.header_size() + f.data_size();
-    if (o.resume && already_done(target, specs)) {
-      ++report.shards_skipped;
-      report.output_bytes += fs::file_size(target);
-      done += f.header_size() + f.data_size();
-      if (o.progress) o.progress(done, total);
-      continue;
-    }
-    SafetensorsWriter w(target, specs, f.metadata());
-    for (const Step& s : steps) {
-      produce(f, s, w, bf16_out, o.threads, report);
-      f.release(*s.in);  // resident memory stays near one tensor, not one shard
-      done += s.in->end - s.in->begin;
-      if (o.progress) o.progress(done, total);
-    }
-    w.commit();
-    done = std::min(total, done + f.header_size());
-    report.output_bytes += w.bytes_total();
-    ++report.shards_written;
-  }
+  ConvertReport report = Run(c, out, o, plan, bf16_out).go();
   if (o.write_index && o.job_count == 1) merge_index(in, out, recipe);
   return report;
 }

@@ -1,12 +1,17 @@
 // inspect: what a checkpoint holds, tensor by tensor, with the schemes read off tensor pairs and optional statistics.
 #include <cmath>
 #include <cstring>
+#include <deque>
+#include <iterator>
 #include <map>
+#include <memory>
+#include <utility>
 
 #include "file.h"
 #include "minifloat/checkpoint_ops.h"
 #include "minifloat/checkpoint_tensors.h"
 #include "minifloat/codec.h"
+#include "parallel.h"
 
 namespace mf::io {
 namespace {
@@ -62,45 +67,68 @@ void plain_stats(TensorInfo& info, const SafetensorsFile& f, const SafetensorsTe
 
 }  // namespace
 
-InspectReport inspect_checkpoint(const std::filesystem::path& path, bool stats, ConfigRules rules) {
+InspectReport inspect_checkpoint(const std::filesystem::path& path, bool stats, ConfigRules rules, int threads) {
   InspectReport r{open_checkpoint(path), {}, 0, 0, std::nullopt, ""};
   const Checkpoint& c = r.checkpoint;
   if (const auto config = c.config_path()) r.config = read_hf_config(*config, rules);
   std::map<std::string, int> schemes;
-  for (std::size_t s = 0; s < c.shards.size(); ++s) {
-    const SafetensorsFile f = read_safetensors(c.shard_path(s));
-    std::map<std::string, std::string> roles;
+  // The table is built shard by shard as the pool asks for work; each --stats job fills its own row. A deque, so
+  // rows already handed to a job stay where they are while later shards append theirs.
+  struct Shard {
+    SafetensorsFile f;
+    std::vector<QuantizedPair> pairs;
+    std::vector<std::pair<TensorInfo*, const SafetensorsTensor*>> jobs;  // rows that want statistics
     std::map<std::string, const QuantizedPair*> by_weight;
-    const std::vector<QuantizedPair> pairs = find_pairs(f);
-    for (const QuantizedPair& p : pairs) {
-      roles[p.weight] = cat("weight of ", p.scheme.name);
-      roles[p.scale] = cat("scale of ", p.weight);
-      if (!p.tensor_scale.empty()) roles[p.tensor_scale] = cat("tensor scale of ", p.weight);
-      by_weight[p.weight] = &p;
-      ++schemes[p.scheme.name];
-    }
-    for (const SafetensorsTensor& t : f.tensors()) {
-      TensorInfo info{t.name, c.shards[s], t.dtype, t.shape, t.end - t.begin, "", 0, {}, {}, {}, {}, 0};
-      const auto role = roles.find(t.name);
-      if (role != roles.end()) info.role = role->second;
-      const bool overhead = role != roles.end() && !role->second.starts_with("weight");
-      info.params = overhead ? 0 : elements(t.shape);
-      if (const auto it = by_weight.find(t.name); it != by_weight.end()) {
-        info.params = static_cast<std::uint64_t>(it->second->shape[0] * it->second->shape[1]);
-        if (stats) {
-          const QuantizedTensor q = read_pair(f, *it->second);
-          std::vector<float> y(static_cast<std::size_t>(q.count()));
-          dequantize(q, y.data());
-          add_stats(info, y.size(), [&](std::size_t i) { return y[i]; });
-        }
-      } else if (stats && !overhead) {
-        plain_stats(info, f, t);
+  };
+  std::deque<TensorInfo> rows;
+  std::shared_ptr<Shard> current;
+  std::size_t shard = 0, job = 0;
+  detail::run_in_order(stats ? detail::worker_count(threads) : 1, [&]() -> detail::Job {
+    while (!current || job == current->jobs.size()) {
+      if (shard == c.shards.size()) return {};
+      const std::size_t s = shard++;
+      current = std::make_shared<Shard>();
+      Shard& sh = *current;
+      sh.f = read_safetensors(c.shard_path(s));
+      sh.pairs = find_pairs(sh.f);
+      std::map<std::string, std::string> roles;
+      for (const QuantizedPair& p : sh.pairs) {
+        roles[p.weight] = cat("weight of ", p.scheme.name);
+        roles[p.scale] = cat("scale of ", p.weight);
+        if (!p.tensor_scale.empty()) roles[p.tensor_scale] = cat("tensor scale of ", p.weight);
+        sh.by_weight[p.weight] = &p;
+        ++schemes[p.scheme.name];
       }
-      r.params += info.params;
-      r.bytes += info.bytes;
-      r.tensors.push_back(std::move(info));
+      for (const SafetensorsTensor& t : sh.f.tensors()) {
+        TensorInfo& info = rows.emplace_back(
+            TensorInfo{t.name, c.shards[s], t.dtype, t.shape, t.end - t.begin, "", 0, {}, {}, {}, {}, 0});
+        const auto role = roles.find(t.name);
+        if (role != roles.end()) info.role = role->second;
+        const bool overhead = role != roles.end() && !role->second.starts_with("weight");
+        info.params = overhead ? 0 : elements(t.shape);
+        const auto it = sh.by_weight.find(t.name);
+        if (it != sh.by_weight.end()) info.params = static_cast<std::uint64_t>(it->second->shape[0] * it->second->shape[1]);
+        if (stats && (it != sh.by_weight.end() || !overhead)) sh.jobs.emplace_back(&info, &t);
+        r.params += info.params;
+        r.bytes += info.bytes;
+      }
+      job = 0;
     }
-  }
+    const std::size_t j = job++;
+    return [sh = current, j] {
+      auto [info, t] = sh->jobs[j];
+      if (const auto it = sh->by_weight.find(t->name); it != sh->by_weight.end()) {
+        const QuantizedTensor q = read_pair(sh->f, *it->second);
+        std::vector<float> y(static_cast<std::size_t>(q.count()));
+        dequantize(q, y.data(), 1);  // the pool's workers are the parallelism here
+        add_stats(*info, y.size(), [&](std::size_t i) { return y[i]; });
+      } else {
+        plain_stats(*info, sh->f, *t);
+      }
+      sh->f.release(*t);
+    };
+  });
+  r.tensors.assign(std::make_move_iterator(rows.begin()), std::make_move_iterator(rows.end()));
   for (const auto& [name, count] : schemes) {
     r.scheme_summary += cat(r.scheme_summary.empty() ? "" : ", ", name, " x ", count);
   }

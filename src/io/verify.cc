@@ -2,11 +2,13 @@
 // seed 000's FP4-QAT condition on FP8 routed experts.
 #include <bit>
 #include <cmath>
+#include <memory>
 
 #include "file.h"
 #include "minifloat/checkpoint_ops.h"
 #include "minifloat/checkpoint_tensors.h"
 #include "minifloat/codec.h"
+#include "parallel.h"
 
 namespace mf::io {
 namespace {
@@ -92,22 +94,45 @@ VerifyReport verify_checkpoint(const std::filesystem::path& path, const VerifyOp
   r.summary = check_checkpoint(c);
   if (const auto config = c.config_path()) r.config = read_hf_config(*config, options.rules);
   const bool qat = options.fp4_qat || (r.config && r.config->flags.mxfp4);
-  for (std::size_t i = 0; i < c.shards.size(); ++i) {
-    const SafetensorsFile file = read_safetensors(c.shard_path(i));
-    for (const QuantizedPair& p : find_pairs(file)) {
-      const QuantizedTensor q = read_pair(file, p);
-      check_scales(q, p.weight, p.scale);
-      check_codes(q, p.weight);
-      ++r.pairs;
-    }
-    if (!qat) continue;
-    for (const SafetensorsTensor& t : file.tensors()) {
-      if (t.dtype == DType::F8_E4M3 && glob_match("*.experts.*", t.name) && !glob_match("*_scale*", t.name)) {
-        check_fp4_qat(file, t);
-        ++r.qat_tensors;
+  // One job per pair, then one per FP8 routed expert, shard after shard: the pool hands them out in that order and
+  // reports the first failure in it, so the tensor named is the one a sequential pass would have named.
+  struct Shard {
+    SafetensorsFile file;
+    std::vector<QuantizedPair> pairs;
+    std::vector<const SafetensorsTensor*> qat;
+  };
+  std::shared_ptr<Shard> current;
+  std::size_t shard = 0, job = 0;
+  detail::run_in_order(detail::worker_count(options.threads), [&]() -> detail::Job {
+    while (!current || job == current->pairs.size() + current->qat.size()) {
+      if (shard == c.shards.size()) return {};
+      current = std::make_shared<Shard>();
+      current->file = read_safetensors(c.shard_path(shard++));
+      current->pairs = find_pairs(current->file);
+      for (const SafetensorsTensor& t : current->file.tensors()) {
+        if (qat && t.dtype == DType::F8_E4M3 && glob_match("*.experts.*", t.name) && !glob_match("*_scale*", t.name)) {
+          current->qat.push_back(&t);
+        }
       }
+      r.pairs += current->pairs.size();  // counted as handed out: any failure throws the report away
+      r.qat_tensors += current->qat.size();
+      job = 0;
     }
-  }
+    const std::size_t j = job++;
+    return [s = current, j] {
+      if (j < s->pairs.size()) {
+        const QuantizedPair& p = s->pairs[j];
+        const QuantizedTensor q = read_pair(s->file, p);
+        check_scales(q, p.weight, p.scale);
+        check_codes(q, p.weight);
+        if (const SafetensorsTensor* w = s->file.find(p.weight)) s->file.release(*w);
+      } else {
+        const SafetensorsTensor& t = *s->qat[j - s->pairs.size()];
+        check_fp4_qat(s->file, t);
+        s->file.release(t);
+      }
+    };
+  });
   return r;
 }
 
