@@ -28,10 +28,11 @@ using Spec = SafetensorsWriter::Spec;
 
 bool is_float(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16; }
 
-// Exact widening; bf16 and f32 take the direct bit paths (the generic decode is the slow part of a convert otherwise).
-std::vector<float> widen(const SafetensorsFile& f, const SafetensorsTensor& t) {
+// Exact widening into `out` (resized); bf16 and f32 take the direct bit paths (the generic decode is the slow part of
+// a convert otherwise).
+void widen(const SafetensorsFile& f, const SafetensorsTensor& t, std::vector<float>& out) {
   const std::span<const std::byte> b = f.bytes(t);
-  std::vector<float> out(b.size() / (t.dtype == DType::F32 ? 4 : 2));
+  out.resize(b.size() / (t.dtype == DType::F32 ? 4 : 2));
   if (t.dtype == DType::F32) {
     std::memcpy(out.data(), b.data(), b.size());
   } else if (t.dtype == DType::BF16) {
@@ -47,7 +48,6 @@ std::vector<float> widen(const SafetensorsFile& f, const SafetensorsTensor& t) {
       out[i] = decode(f16, h);
     }
   }
-  return out;
 }
 
 // f32 -> bf16 with round to nearest even, overflow to Inf, NaN to 0x7FC0 with its sign: encode(bf16, x) (SPEC 2)
@@ -182,31 +182,46 @@ TensorError error_of(const std::string& name, const std::string& target, const s
   return {name, target, std::sqrt(e / n), max_abs, s > 0 ? std::sqrt(e / s) : 0.0};
 }
 
+// A worker's buffers, kept from one tensor to the next: fresh ones would be fresh pages, and zero-filling page
+// faults were a third of a convert's system time.
+struct Scratch {
+  std::vector<float> x, y;
+  QuantizedTensor q;
+};
+
+std::span<const std::byte> bytes_of(const std::vector<std::uint8_t>& v) { return std::as_bytes(std::span(v)); }
+
 // Step `s`'s output tensors, placed at spec `k` (and k + 1, k + 2 for a quantized pair's scales); its error row, for
 // quantized targets. Safe to run for several steps of one shard at once: each writes only its own tensors.
 std::optional<TensorError> produce(const SafetensorsFile& f, const Step& s, std::size_t k, SafetensorsWriter& w,
-                                   bool bf16_out, int threads) {
+                                   bool bf16_out, int threads, Scratch& scratch) {
   const SafetensorsTensor& t = *s.in;
+  std::vector<float>&x = scratch.x, &y = scratch.y;
   if (s.scheme) {
-    const std::vector<float> x = widen(f, t);
+    widen(f, t, x);
     QuantizeOptions o;
     o.pad = true;
     o.threads = threads;
     o.tensor_name = t.name;
     const std::vector<std::int64_t> shape{static_cast<std::int64_t>(t.shape[0]), static_cast<std::int64_t>(t.shape[1])};
-    const QuantizedTensor q = quantize(x.data(), shape, *s.scheme, o);
-    for (const OwnedTensor& part : pair_tensors(t.name, q)) w.write_tensor(k++, part.data);
-    std::vector<float> y(x.size());
+    QuantizedTensor& q = scratch.q;
+    quantize(x.data(), shape, *s.scheme, o, q);
+    // The packed codes and scales are the checkpoint's bytes as they are (what pair_tensors would copy).
+    w.write_tensor(k, bytes_of(q.codes));
+    w.write_tensor(k + 1, bytes_of(q.scales));
+    if (s.scheme->tensor_scale) w.write_tensor(k + 2, std::as_bytes(std::span(&q.tensor_scale, 1)));
+    y.resize(x.size());
     dequantize(q, y.data(), threads);
     return error_of(t.name, s.target, x, y);
   }
   if (s.pair) {
     const QuantizedTensor q = read_pair(f, *s.pair);
-    std::vector<float> y(static_cast<std::size_t>(q.count()));
+    y.resize(static_cast<std::size_t>(q.count()));
     dequantize(q, y.data(), threads);
     w.write_tensor(k, narrow(y, bf16_out));
   } else if (s.target == "bf16" || s.target == "f32") {
-    w.write_tensor(k, narrow(widen(f, t), s.target == "bf16"));
+    widen(f, t, x);
+    w.write_tensor(k, narrow(x, s.target == "bf16"));
   } else {
     w.write_tensor(k, f.bytes(t));  // zero-copy from the mapping
   }
@@ -311,7 +326,9 @@ class Run {
     // (one large tensor in a small file) takes them all, so it does not run single-threaded while the rest idle.
     const std::uint64_t bytes = s.in->end - s.in->begin;
     const int inner = bytes * static_cast<std::uint64_t>(workers_) >= total_ ? workers_ : 1;
-    rows_[w.index][j] = produce(w.f, s, w.first_spec[j], *w.writer, bf16_out_, inner);
+    std::unique_ptr<Scratch> scratch = take_scratch();
+    rows_[w.index][j] = produce(w.f, s, w.first_spec[j], *w.writer, bf16_out_, inner, *scratch);
+    give_back(std::move(scratch));
     w.f.release(*s.in);  // resident memory stays near the tensors in flight, not whole shards
     bool last = false;
     {
@@ -330,6 +347,19 @@ class Run {
     advance(w.f.header_size());
   }
 
+  // At most one Scratch per worker, freed with the Run (not kept by threads after it).
+  std::unique_ptr<Scratch> take_scratch() {
+    const std::lock_guard lock(mutex_);
+    if (scratch_.empty()) return std::make_unique<Scratch>();
+    std::unique_ptr<Scratch> s = std::move(scratch_.back());
+    scratch_.pop_back();
+    return s;
+  }
+  void give_back(std::unique_ptr<Scratch> s) {
+    const std::lock_guard lock(mutex_);
+    scratch_.push_back(std::move(s));
+  }
+
   // Under mutex_: progress calls are serialized and `done` only grows.
   void advance(std::uint64_t bytes) {
     done_ = std::min(total_, done_ + bytes);
@@ -345,7 +375,8 @@ class Run {
   std::vector<std::vector<std::optional<TensorError>>> rows_;  // by shard, by step; each slot written by its job
   std::shared_ptr<ShardWork> current_;                         // next() state, under run_in_order's lock
   std::size_t shard_ = 0, step_ = 0;
-  std::mutex mutex_;  // report_ counters, done_, ShardWork::left
+  std::mutex mutex_;  // report_ counters, done_, ShardWork::left, scratch_
+  std::vector<std::unique_ptr<Scratch>> scratch_;
   ConvertReport report_;
   std::uint64_t total_ = 0, done_ = 0;
 };
