@@ -11,6 +11,7 @@
 #endif
 
 #include <algorithm>
+#include <cfloat>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -35,14 +36,25 @@ using D8 = hn::Rebind<std::uint8_t, DF>;
 // the bits of a + C above those of C count quanta. The code is that count plus (E - emin) << m: the leading bit
 // carries into the exponent field by itself, also when rounding up to the next binade. The fields are arguments so
 // that constants fold where the caller knows the format.
-HWY_INLINE hn::Vec<DU> EncodeFloatLanes(hn::Vec<DF> y, hn::Vec<DF> max, int m, int emin, int em) {
+//
+// near (when asked): lanes whose |y| lies within 4 ulp of a rounding midpoint. A y computed as x * RN(1/d) is within
+// 3 ulp of RN(x / d) (two roundings of 2^-24 each, relative), so outside those lanes both round to the same code.
+HWY_INLINE hn::Vec<DU> EncodeFloatLanes(hn::Vec<DF> y, hn::Vec<DF> max, int m, int emin, int em,
+                                         hn::Mask<DF>* near = nullptr) {
   const DF df;
   const DU du;
   const auto a = hn::Min(hn::Abs(y), max);
   const auto e = hn::Max(hn::And(hn::BitCast(du, a), hn::Set(du, 0x7F800000u)),
                          hn::Set(du, static_cast<std::uint32_t>(127 + emin) << 23));
   const auto c = hn::Add(e, hn::Set(du, static_cast<std::uint32_t>(23 - m) << 23));
-  const auto quanta = hn::Sub(hn::BitCast(du, hn::Add(a, hn::BitCast(df, c))), c);
+  const auto rounded = hn::Add(a, hn::BitCast(df, c));
+  const auto quanta = hn::Sub(hn::BitCast(du, rounded), c);
+  if (near) {
+    // a - (rounded - C) is exact: the distance from a to its grid point, at most half a quantum (C * 2^-24). Near
+    // a midpoint: that distance within 4 ulp of a (at most C * 2^(m - 44)) of half a quantum.
+    const auto distance = hn::Abs(hn::Sub(a, hn::Sub(rounded, hn::BitCast(df, c))));
+    *near = hn::Ge(distance, hn::Mul(hn::BitCast(df, c), hn::Set(df, pow2f(-24) - pow2f(m - 44))));
+  }
   const auto binade = hn::ShiftRightSame(hn::Sub(e, hn::Set(du, static_cast<std::uint32_t>(127 + emin) << 23)), 23 - m);
   // The sign bit moves from bit 31 to bit em (exponent + mantissa bits).
   const auto sign = hn::And(hn::ShiftRightSame(hn::BitCast(du, y), 31 - em), hn::Set(du, 1u << em));
@@ -63,8 +75,12 @@ HWY_INLINE hn::Vec<DU> EncodeFloatLanesT(hn::Vec<DF> y, hn::Vec<DF> max) {
 // Functors rather than lambdas, so they carry the target's attributes.
 template <int kExp, int kMan, int kBias>
 struct FloatEncoder {
+  static constexpr bool kFindsTies = true;  // operator()(y, near) exists
   hn::Vec<DF> max;
   HWY_INLINE hn::Vec<DU> operator()(hn::Vec<DF> y) const { return EncodeFloatLanesT<kExp, kMan, kBias>(y, max); }
+  HWY_INLINE hn::Vec<DU> operator()(hn::Vec<DF> y, hn::Mask<DF>& near) const {
+    return EncodeFloatLanes(y, max, kMan, 1 - kBias, kExp + kMan, &near);
+  }
 };
 
 // Symmetric integers: round(y) to nearest even, clamped to +-max, two's complement in `bits` bits.
@@ -78,6 +94,7 @@ HWY_INLINE hn::Vec<DU> EncodeIntLanes(hn::Vec<DF> y, const ElementCodec& ec) {
 
 // Any element type, its fields read at run time.
 struct GenericEncoder {
+  static constexpr bool kFindsTies = false;
   const ElementCodec* ec;
   HWY_INLINE hn::Vec<DU> operator()(hn::Vec<DF> y) const {
     return ec->is_int ? EncodeIntLanes(y, *ec) : EncodeFloatLanes(y, *ec);
@@ -122,25 +139,75 @@ HWY_INLINE float exact_reciprocal(float d) {
   return std::bit_cast<float>((254u - field) << 23);
 }
 
-// Codes of x[c0, c1), one block whose divisor is d, one per byte; r: exact_reciprocal(d) (0 when there is none).
-template <class Encoder>
-HWY_INLINE void EncodeBlock(const float* x, std::int64_t c0, std::int64_t c1, float d, float r,
-                            const ElementCodec& ec, std::uint8_t* codes, const Encoder& encode_lanes) {
+// How EncodeBlock divides a block's values by its divisor d (> 0 and finite; anything else takes the scalar rule):
+// exact: times r = 1 / d, exact (d a power of two); otherwise, when r = RN(1 / d) > 0, times r with the lanes near a
+// rounding midpoint redone by division (same codes as x / d, a few times cheaper than a division per vector);
+// r = 0: x / d.
+struct Divisor {
+  float d, r;
+  bool exact;
+};
+HWY_INLINE Divisor divisor_of(float d) {
+  if (const float r = exact_reciprocal(d); r > 0) return {d, r, true};
+  const float r = 1.0f / d;
+  return {d, std::isnormal(r) ? r : 0.0f, false};
+}
+
+// Codes of a vector (u32 lanes) into the output at column c: one per byte, or (kNibbles) two per byte, column 2i in
+// the low nibble of byte i (SPEC section 5), packed here so no row of codes is written twice.
+template <bool kNibbles>
+HWY_INLINE void StoreCodes(hn::Vec<DU> codes, std::uint8_t* out, std::int64_t c) {
+#if HWY_TARGET != HWY_SCALAR
+  if constexpr (kNibbles) {
+    const hn::Repartition<std::uint64_t, DU> d64;
+    const hn::Rebind<std::uint8_t, decltype(d64)> d8;
+    const auto pairs = hn::BitCast(d64, codes);  // code 2i in bits 0..3, code 2i + 1 in bits 32..35
+    hn::StoreU(hn::TruncateTo(d8, hn::Or(pairs, hn::ShiftRight<28>(pairs))), d8, out + c / 2);
+    return;
+  }
+#endif
+  hn::StoreU(hn::U8FromU32(codes), D8(), out + c);
+}
+
+// Codes of x[c0, c1), one block, into out (kNibbles: two per byte; c0 and c1 - c0 even).
+template <bool kNibbles, class Encoder>
+HWY_INLINE void EncodeBlock(const float* x, std::int64_t c0, std::int64_t c1, const Divisor& div,
+                            const ElementCodec& ec, std::uint8_t* out, const Encoder& encode_lanes) {
   const DF df;
-  const D8 d8;
   const auto N = static_cast<std::int64_t>(hn::Lanes(df));
   std::int64_t c = c0;
-  if (d > 0) {  // not a zero (signed zeros) or NaN (non-finite) block: those take the scalar rule below
-    const bool exact = r > 0;
-    const auto vd = hn::Set(df, d), vr = hn::Set(df, r);
-    for (; c + N <= c1; c += N) {
-      const auto v = hn::LoadU(df, x + c);
-      const auto y = exact ? hn::Mul(v, vr) : hn::Div(v, vd);
-      hn::StoreU(hn::U8FromU32(encode_lanes(y)), d8, codes + c);
+#if HWY_TARGET == HWY_SCALAR
+  constexpr bool kVectors = !kNibbles;  // one lane cannot fill a byte: the pairs below do it
+#else
+  constexpr bool kVectors = true;
+#endif
+  if (kVectors && div.d > 0) {  // not a zero (signed zeros) or NaN (non-finite) block: those take the scalar rule
+    const auto vd = hn::Set(df, div.d), vr = hn::Set(df, div.r);
+    if (div.exact) {
+      for (; c + N <= c1; c += N) StoreCodes<kNibbles>(encode_lanes(hn::Mul(hn::LoadU(df, x + c), vr)), out, c);
     }
+    if constexpr (Encoder::kFindsTies) {
+      if (div.r > 0) {
+        for (; c + N <= c1; c += N) {
+          const auto v = hn::LoadU(df, x + c);
+          hn::Mask<DF> near;
+          auto codes = encode_lanes(hn::Mul(v, vr), near);
+          if (HWY_UNLIKELY(!hn::AllFalse(df, near))) codes = encode_lanes(hn::Div(v, vd));
+          StoreCodes<kNibbles>(codes, out, c);
+        }
+      }
+    }
+    for (; c + N <= c1; c += N) StoreCodes<kNibbles>(encode_lanes(hn::Div(hn::LoadU(df, x + c), vd)), out, c);
   }
-  const BlockScale bs{0, d};
-  for (; c < c1; ++c) codes[c] = std::isnan(d) ? 0 : static_cast<std::uint8_t>(element_code(*ec.scheme, x[c], bs));
+  const BlockScale bs{0, div.d};
+  const auto code = [&](std::int64_t i) {
+    return std::isnan(div.d) ? 0u : static_cast<std::uint32_t>(element_code(*ec.scheme, x[i], bs));
+  };
+  if constexpr (kNibbles) {
+    for (; c < c1; c += 2) out[c / 2] = static_cast<std::uint8_t>(code(c) | code(c + 1) << 4);
+  } else {
+    for (; c < c1; ++c) out[c] = static_cast<std::uint8_t>(code(c));
+  }
 }
 
 // The largest |x| bit pattern over x[c0, c1).
@@ -188,7 +255,7 @@ struct EncodeRowFn {
   template <class Encoder>
   HWY_INLINE void operator()(const Encoder& e) const {
     for (std::int64_t b = 0, c0 = 0; c0 < cols; ++b, c0 += bc) {
-      EncodeBlock(x, c0, std::min(c0 + bc, cols), divisors[b], exact_reciprocal(divisors[b]), ec, codes, e);
+      EncodeBlock<false>(x, c0, std::min(c0 + bc, cols), divisor_of(divisors[b]), ec, codes, e);
     }
   }
 };
@@ -247,10 +314,10 @@ HWY_INLINE bool GroupPowerOfTwo(hn::Vec<DU> m, const PowerOfTwoFast& p, std::uin
 }
 
 // e4m3_scale_fast on N blocks (NVFP4): codes ue4m3(RNE(amax / max / tensor_scale)) and divisors S * tensor_scale,
-// the same operations lane by lane. False when a block needs block_scale() (amax zero or not finite) or gets a
-// divisor that is zero or not finite.
+// the same operations lane by lane, and reciprocals RN(1 / divisor) (0 where not a normal float: see Divisor). False
+// when a block needs block_scale() (amax zero or not finite) or gets a divisor that is zero or not finite.
 HWY_INLINE bool GroupE4m3(hn::Vec<DU> m, float max_elem, float tensor_scale, std::uint32_t min_code,
-                          std::uint32_t* scale_codes, float* divisors) {
+                          std::uint32_t* scale_codes, float* divisors, float* reciprocals) {
   const DF df;
   const DU du;
   const auto finite = hn::And(hn::Lt(hn::Zero(du), m), hn::Lt(m, hn::Set(du, 0x7F800000u)));
@@ -264,17 +331,22 @@ HWY_INLINE bool GroupE4m3(hn::Vec<DU> m, float max_elem, float tensor_scale, std
   if (!hn::AllTrue(df, usable)) return false;
   hn::StoreU(code, du, scale_codes);
   hn::StoreU(d, df, divisors);
+  const auto r = hn::Div(hn::Set(df, 1.0f), d);
+  const auto normal = hn::And(hn::Le(hn::Set(df, FLT_MIN), r), hn::Lt(r, hn::Set(df, INFINITY)));
+  hn::StoreU(hn::IfThenElseZero(normal, r), df, reciprocals);
   return true;
 }
 #endif  // HWY_TARGET != HWY_SCALAR
 
-// One row of 1 x bc blocks in one pass: each block's amax, its scale (the scalar rule), then its codes.
+// One row of 1 x bc blocks in one pass: each block's amax, its scale (the scalar rule), then its codes into `out`:
+// one per byte, or two per byte when `nibbles` (4-bit elements, bc and cols even).
 struct QuantizeRowFn {
   const float* x;
   std::int64_t cols, bc;
   float tensor_scale;
   const ElementCodec& ec;
-  std::uint8_t* codes;
+  std::uint8_t* out;
+  bool nibbles;
   std::uint32_t* scale_codes;
   float* divisors;
 
@@ -296,6 +368,12 @@ struct QuantizeRowFn {
 
   template <class Encoder>
   HWY_INLINE void operator()(const Encoder& e) const {
+    if (nibbles) return Run<true>(e);
+    Run<false>(e);
+  }
+
+  template <bool kNibbles, class Encoder>
+  HWY_INLINE void Run(const Encoder& e) const {
     const bool pow2 = power_of_two(), e4m3 = nvfp4();
     const PowerOfTwoFast p(*ec.scheme);
     std::int64_t b = 0, c0 = 0;
@@ -313,14 +391,13 @@ struct QuantizeRowFn {
         m = hn::IfThenElse(hn::Lt(m, hn::Set(du, 0x7F800000u)), hn::Max(m, floor), m);
         const bool done = pow2 ? GroupPowerOfTwo(m, p, scale_codes + b, divisors + b, reciprocals)
                                : GroupE4m3(m, ec.max, tensor_scale, min_e4m3_scale(*ec.scheme), scale_codes + b,
-                                           divisors + b);
+                                           divisors + b, reciprocals);
         for (std::size_t i = 0; i < kGroup; ++i) {
           const std::int64_t bi = b + static_cast<std::int64_t>(i), ci = c0 + static_cast<std::int64_t>(i) * bc;
           if (!done) {
-            Block(bi, ci, pow2, e4m3, p, e);
+            Block<kNibbles>(bi, ci, pow2, e4m3, p, e);
           } else {
-            EncodeBlock(x, ci, ci + bc, divisors[bi], pow2 ? reciprocals[i] : exact_reciprocal(divisors[bi]), ec,
-                        codes, e);
+            EncodeBlock<kNibbles>(x, ci, ci + bc, Divisor{divisors[bi], reciprocals[i], pow2}, ec, out, e);
           }
         }
       }
@@ -331,12 +408,12 @@ struct QuantizeRowFn {
       if (c0 + bc + kPrefetchFloats < cols) {
         for (std::int64_t q = c0; q < c0 + bc; q += 16) hwy::Prefetch(x + q + kPrefetchFloats);
       }
-      Block(b, c0, pow2, e4m3, p, e);
+      Block<kNibbles>(b, c0, pow2, e4m3, p, e);
     }
   }
 
   // Block b (columns c0 .. c0 + bc, cut at cols) on its own.
-  template <class Encoder>
+  template <bool kNibbles, class Encoder>
   HWY_INLINE void Block(std::int64_t b, std::int64_t c0, bool pow2, bool e4m3, const PowerOfTwoFast& p,
                         const Encoder& e) const {
     const std::int64_t c1 = std::min(c0 + bc, cols);
@@ -346,7 +423,7 @@ struct QuantizeRowFn {
       const int k = p.exponent(m);
       scale_codes[b] = static_cast<std::uint32_t>(k + 127);
       divisors[b] = pow2f(k);
-      EncodeBlock(x, c0, c1, divisors[b], pow2f(-k), ec, codes, e);
+      EncodeBlock<kNibbles>(x, c0, c1, Divisor{divisors[b], pow2f(-k), true}, ec, out, e);
       return;
     }
     const Scheme& s = *ec.scheme;
@@ -356,7 +433,7 @@ struct QuantizeRowFn {
                               : block_scale(s, nonfinite ? 0.0f : std::bit_cast<float>(m), nonfinite, tensor_scale);
     scale_codes[b] = bs.code;
     divisors[b] = bs.divisor;
-    EncodeBlock(x, c0, c1, bs.divisor, exact_reciprocal(bs.divisor), ec, codes, e);
+    EncodeBlock<kNibbles>(x, c0, c1, divisor_of(bs.divisor), ec, out, e);
   }
 };
 
@@ -366,8 +443,8 @@ void EncodeRow(const float* x, std::int64_t cols, std::int64_t bc, const float* 
 }
 
 void QuantizeRow(const float* x, std::int64_t cols, std::int64_t bc, float tensor_scale, const ElementCodec& ec,
-                 std::uint8_t* codes, std::uint32_t* scale_codes, float* divisors) {
-  WithEncoder(ec, QuantizeRowFn{x, cols, bc, tensor_scale, ec, codes, scale_codes, divisors});
+                 std::uint8_t* out, bool nibbles, std::uint32_t* scale_codes, float* divisors) {
+  WithEncoder(ec, QuantizeRowFn{x, cols, bc, tensor_scale, ec, out, nibbles, scale_codes, divisors});
 }
 
 // Decoders with the element's fields as constants (the common formats), or read at run time.
@@ -385,6 +462,26 @@ struct GenericDecoder {
   const ElementCodec* ec;
   HWY_INLINE hn::Vec<DF> operator()(hn::Vec<DU> c) const { return DecodeLanes(c, *ec); }
 };
+#if HWY_TARGET != HWY_SCALAR
+// E2M1 by table: its 8 magnitudes in one vector (8 or more lanes), the sign (bit 3) moved to bit 31. A third of the
+// operations of DecodeLanes; the same values (the table is DecodeLanes' own output).
+struct E2m1Decoder {
+  hn::Vec<DF> magnitudes;
+  E2m1Decoder() {
+    const DF df;
+    const DU du;
+    constexpr ElementCodec kE2m1{nullptr, false, 4, 2, 1, 1, Specials::finite, 6.0f};
+    magnitudes = DecodeLanes(hn::And(hn::Iota(du, 0), hn::Set(du, 7u)), kE2m1);
+  }
+  HWY_INLINE hn::Vec<DF> operator()(hn::Vec<DU> c) const {
+    const DF df;
+    const DU du;
+    const hn::RebindToSigned<DF> di;
+    const auto mag = hn::TableLookupLanes(magnitudes, hn::IndicesFromVec(df, hn::BitCast(di, hn::And(c, hn::Set(du, 7u)))));
+    return hn::BitCast(df, hn::Or(hn::BitCast(du, mag), hn::ShiftLeft<28>(hn::And(c, hn::Set(du, 8u)))));
+  }
+};
+#endif
 
 template <class Fn>
 HWY_INLINE void WithDecoder(const ElementCodec& ec, const Fn& fn) {
@@ -402,53 +499,93 @@ HWY_INLINE void WithDecoder(const ElementCodec& ec, const Fn& fn) {
       break;
     case 3 * 256 + 2 * 16 + 3: return fn(FloatDecoder<3, 2, 3, Specials::finite>{});
     case 2 * 256 + 3 * 16 + 1: return fn(FloatDecoder<2, 3, 1, Specials::finite>{});
-    case 2 * 256 + 1 * 16 + 1: return fn(FloatDecoder<2, 1, 1, Specials::finite>{});
+    case 2 * 256 + 1 * 16 + 1:
+#if HWY_TARGET != HWY_SCALAR
+      if constexpr (hn::MaxLanes(DF()) >= 8) return fn(E2m1Decoder());
+#endif
+      return fn(FloatDecoder<2, 1, 1, Specials::finite>{});
   }
   fn(GenericDecoder{&ec});
 }
 
+// Codes of one row, one per byte or (kNibbles: bc and cols even) two per byte as QuantizeRow packs them.
+template <bool kNibbles>
+HWY_INLINE hn::Vec<DU> LoadCodes(const std::uint8_t* codes, std::int64_t c) {
+#if HWY_TARGET != HWY_SCALAR
+  if constexpr (kNibbles) {
+    // Lane j takes byte j / 2 (N / 2 bytes, widened and spread by one permutation), shifted right by 4 * (j % 2).
+    const DU du;
+    const hn::Half<DU> dh;
+    const hn::Rebind<std::uint8_t, decltype(dh)> d8h;
+    const auto bytes = hn::ZeroExtendVector(du, hn::PromoteTo(dh, hn::LoadU(d8h, codes + c / 2)));
+    const auto lane = hn::Iota(du, 0);
+    const auto spread = hn::TableLookupLanes(bytes, hn::IndicesFromVec(du, hn::ShiftRight<1>(lane)));
+    return hn::And(hn::Shr(spread, hn::ShiftLeft<2>(hn::And(lane, hn::Set(du, 1u)))), hn::Set(du, 0xFu));
+  }
+#endif
+  return hn::PromoteTo(DU(), hn::LoadU(D8(), codes + c));
+}
+
 struct DecodeRowFn {
   const std::uint8_t* codes;
+  bool nibbles;
   std::int64_t cols, bc;
   const float* divisors;
   const ElementCodec& ec;
   float* out;
   template <class Decoder>
   HWY_INLINE void operator()(const Decoder& decode_lanes) const {
+    if (nibbles) return Run<true>(decode_lanes);
+    Run<false>(decode_lanes);
+  }
+  template <bool kNibbles, class Decoder>
+  HWY_INLINE void Run(const Decoder& decode_lanes) const {
     const DF df;
-    const DU du;
-    const D8 d8;
     const auto N = static_cast<std::int64_t>(hn::Lanes(df));
+#if HWY_TARGET == HWY_SCALAR
+    constexpr bool kVectors = !kNibbles;
+#else
+    constexpr bool kVectors = true;
+#endif
+    const auto code = [&](std::int64_t c) {
+      return kNibbles ? (codes[c / 2] >> (4 * (c % 2))) & 0xF : codes[c];
+    };
     for (std::int64_t b = 0, c0 = 0; c0 < cols; ++b, c0 += bc) {
       const std::int64_t c1 = std::min(c0 + bc, cols);
       const float d = divisors[b];
       const auto vd = hn::Set(df, d);
       std::int64_t c = c0;
-      for (; c + N <= c1; c += N) {
-        hn::StoreU(hn::Mul(decode_lanes(hn::PromoteTo(du, hn::LoadU(d8, codes + c))), vd), df, out + c);
+      if (kVectors) {
+        for (; c + N <= c1; c += N) hn::StoreU(hn::Mul(decode_lanes(LoadCodes<kNibbles>(codes, c)), vd), df, out + c);
       }
-      for (; c < c1; ++c) out[c] = element_value(ec.scheme->element, codes[c]) * d;
+      for (; c < c1; ++c) out[c] = element_value(ec.scheme->element, static_cast<std::uint32_t>(code(c))) * d;
     }
   }
 };
 
-void DecodeRow(const std::uint8_t* codes, std::int64_t cols, std::int64_t bc, const float* divisors,
+void DecodeRow(const std::uint8_t* codes, bool nibbles, std::int64_t cols, std::int64_t bc, const float* divisors,
                const ElementCodec& ec, float* out) {
-  WithDecoder(ec, DecodeRowFn{codes, cols, bc, divisors, ec, out});
+  WithDecoder(ec, DecodeRowFn{codes, nibbles, cols, bc, divisors, ec, out});
 }
 
 float FiniteAmax(const float* x, std::int64_t n) {
   const DF df;
   const DU du;
   const auto N = static_cast<std::int64_t>(hn::Lanes(df));
-  const auto inf = hn::Set(du, 0x7F800000u);
+  // Two operations a vector (|x| bits, max); a NaN or Inf seen on the way sends the slice to the masked loop.
   auto acc = hn::Zero(du);
   std::int64_t i = 0;
-  for (; i + N <= n; i += N) {
-    const auto a = hn::BitCast(du, hn::Abs(hn::LoadU(df, x + i)));
-    acc = hn::Max(acc, hn::IfThenElseZero(hn::Lt(a, inf), a));
+  for (; i + N <= n; i += N) acc = hn::Max(acc, hn::BitCast(du, hn::Abs(hn::LoadU(df, x + i))));
+  std::uint32_t m = i > 0 ? hn::GetLane(hn::MaxOfLanes(du, acc)) : 0;
+  if (m >= 0x7F800000u) {
+    const auto inf = hn::Set(du, 0x7F800000u);
+    acc = hn::Zero(du);
+    for (std::int64_t j = 0; j < i; j += N) {
+      const auto a = hn::BitCast(du, hn::Abs(hn::LoadU(df, x + j)));
+      acc = hn::Max(acc, hn::IfThenElseZero(hn::Lt(a, inf), a));
+    }
+    m = hn::GetLane(hn::MaxOfLanes(du, acc));
   }
-  std::uint32_t m = hn::GetLane(hn::MaxOfLanes(du, acc));
   for (; i < n; ++i) {
     const std::uint32_t a = std::bit_cast<std::uint32_t>(x[i]) & 0x7FFFFFFFu;
     if (a < 0x7F800000u) m = std::max(m, a);

@@ -106,7 +106,7 @@ const float* group_rows(const Source& src, const detail::Geometry& g, std::int64
 void emit_row(const detail::Geometry& g, const ElementCodec& ec, const Sink& sink, std::int64_t r,
               const std::uint8_t* codes, const float* divisors) {
   if (sink.fake) {
-    HWY_DYNAMIC_DISPATCH(DecodeRow)(codes, g.cols, g.bc, divisors, ec, sink.fake + r * g.cols);
+    HWY_DYNAMIC_DISPATCH(DecodeRow)(codes, false, g.cols, g.bc, divisors, ec, sink.fake + r * g.cols);
   } else if (!sink.all_codes) {
     const bool unpacked = sink.q->layout == Layout::unpacked;
     const std::size_t row_bytes = unpacked ? static_cast<std::size_t>(g.cols)
@@ -127,9 +127,15 @@ void quantize_group(const Source& src, const detail::Geometry& g, const Scheme& 
   const float* x = group_rows(src, g, r0, r1, wide);  // row r is x + (r - r0) * cols
   std::vector<float> divisors(static_cast<std::size_t>(g.block_cols));
   if (g.br == 1) {  // 1 x B blocks: amax, scale and codes of each block in one pass over the row
-    std::uint8_t* codes = sink.all_codes ? sink.all_codes->data() + r0 * g.cols : row_codes.data();
     std::uint32_t* scales = sink.scale_codes->data() + bi * g.block_cols;
-    HWY_DYNAMIC_DISPATCH(QuantizeRow)(x, g.cols, g.bc, ts, ec, codes, scales, divisors.data());
+    // Bytes and e2m1/int4 nibble pairs go straight into the output; 6-bit and odd rows through a row of bytes.
+    if (sink.q && (sink.q->layout == Layout::unpacked || ec.bits == 8 || (ec.bits == 4 && g.bc % 2 == 0))) {
+      const bool nibbles = sink.q->layout != Layout::unpacked && ec.bits == 4;
+      std::uint8_t* out = sink.q->codes.data() + (nibbles ? r0 * g.cols / 2 : r0 * g.cols);
+      return HWY_DYNAMIC_DISPATCH(QuantizeRow)(x, g.cols, g.bc, ts, ec, out, nibbles, scales, divisors.data());
+    }
+    std::uint8_t* codes = sink.all_codes ? sink.all_codes->data() + r0 * g.cols : row_codes.data();
+    HWY_DYNAMIC_DISPATCH(QuantizeRow)(x, g.cols, g.bc, ts, ec, codes, false, scales, divisors.data());
     return emit_row(g, ec, sink, r0, codes, divisors.data());
   }
   std::vector<std::uint32_t> max_bits(static_cast<std::size_t>(g.block_cols), 0);
@@ -240,14 +246,18 @@ void dequantize_fast(const QuantizedTensor& q, float* out, int threads) {
 #pragma omp for schedule(static)
     for (std::int64_t r = 0; r < g.rows; ++r) {
       const std::uint8_t* codes = row.data();
+      bool nibbles = false;
       if (!all_codes.empty()) {
         codes = all_codes.data() + r * g.cols;
-      } else if (q.layout == Layout::unpacked) {
+      } else if (q.layout == Layout::unpacked || bits == 8) {
         codes = q.codes.data() + r * g.cols;
+      } else if (bits == 4 && g.bc % 2 == 0) {  // e2m1 / int4 pairs decoded where they lie
+        codes = q.codes.data() + r * row_bytes;
+        nibbles = true;
       } else {
         unpack_codes(std::span<const std::uint8_t>(q.codes.data() + r * row_bytes, row_bytes), bits, row);
       }
-      HWY_DYNAMIC_DISPATCH(DecodeRow)(codes, g.cols, g.bc, divisors.data() + (r / g.br) * g.block_cols, ec,
+      HWY_DYNAMIC_DISPATCH(DecodeRow)(codes, nibbles, g.cols, g.bc, divisors.data() + (r / g.br) * g.block_cols, ec,
                                       out + r * g.cols);
     }
   }

@@ -26,11 +26,13 @@ void BlockMaxAbsBits(const float* x, std::int64_t cols, std::int64_t bc, std::ui
 // Codes of one row, one per byte; divisors[b] is block b's divisor (0: signed zeros; NaN: codes 0).
 void EncodeRow(const float* x, std::int64_t cols, std::int64_t bc, const float* divisors, const ElementCodec& ec,
                std::uint8_t* codes);
-// One row of 1 x bc blocks in one pass: scale codes and divisors per block (block_scale), codes one per byte.
+// One row of 1 x bc blocks in one pass: scale codes and divisors per block (block_scale), codes into `out`: one
+// per byte, or with `nibbles` (4-bit elements, bc and cols even) two per byte, the even column in the low nibble.
 void QuantizeRow(const float* x, std::int64_t cols, std::int64_t bc, float tensor_scale, const ElementCodec& ec,
-                 std::uint8_t* codes, std::uint32_t* scale_codes, float* divisors);
-// Values of one row from its codes (one per byte): element value * divisor.
-void DecodeRow(const std::uint8_t* codes, std::int64_t cols, std::int64_t bc, const float* divisors,
+                 std::uint8_t* out, bool nibbles, std::uint32_t* scale_codes, float* divisors);
+// Values of one row from its codes: element value * divisor. Codes one per byte, or with `nibbles` (4-bit
+// elements, bc and cols even) two per byte, the even column in the low nibble.
+void DecodeRow(const std::uint8_t* codes, bool nibbles, std::int64_t cols, std::int64_t bc, const float* divisors,
                const ElementCodec& ec, float* out);
 // max |x| over the finite values of x[0, n).
 float FiniteAmax(const float* x, std::int64_t n);

@@ -371,6 +371,48 @@ TEST(QuantizeSimd, GroupsOfBlocksOnWideRows) {
   }
 }
 
+// Divisors that are not powers of two (NVFP4's S * tensor scale, f32 scales): the fast path multiplies by RN(1/d)
+// and redoes lanes near a rounding midpoint by division. Here every value is RN(midpoint * d) moved 0 to 4 f32 ulp
+// either way, d being the divisor the reference gives the block, so x / d lands on, or a few ulp from, midpoints
+// (the reciprocal alone gets some of them wrong: checked by removing the redo).
+TEST(QuantizeSimd, MidpointsUnderDivisorsThatAreNotPowersOfTwo) {
+  std::uint32_t seed = 2800;
+  for (const char* name : {"nvfp4", "fp4-e4m3-16", "e4m3-1x128-f32", "e2m1-1x32-f32", "e5m2-1x32-f32"}) {
+    const mf::Scheme s = scheme(name);
+    const Shape shape{4, 37 * s.block_cols};
+    Input in{"midpoints times the block's divisor, 0 to 4 ulp off", shape,
+             std::vector<float>(static_cast<std::size_t>(count_of(shape)) + 1)};
+    float* x = in.buffer.data() + 1;
+    std::mt19937 rng(seed += 100);
+    std::vector<std::vector<std::int64_t>> blocks;
+    for_each_block(shape, s, rng, [&](std::mt19937& r, const std::vector<std::int64_t>& idx) {
+      for (const std::int64_t i : idx) x[i] = normal(r) * 0.1f;
+      x[idx[r() % idx.size()]] = random_sign(r, std::ldexp(1.0f + static_cast<float>(r() % 1000) / 1000, r() % 9 - 4));
+      blocks.push_back(idx);
+    });
+    // The divisors depend only on each block's amax (and the tensor's): fixed by the normal fill above.
+    const mf::QuantizedTensor first = mf::ref::quantize(in.x(), shape, s, options());
+    const std::vector<float> grid = element_grid(s.element);
+    for (std::size_t b = 0; b < blocks.size(); ++b) {
+      const std::int64_t bc_count = shape[1] / s.block_cols;
+      const float d = mf::scale_divisor(s, first.scale_code(static_cast<std::int64_t>(b) / bc_count,
+                                                           static_cast<std::int64_t>(b) % bc_count),
+                                        first.tensor_scale);
+      ASSERT_TRUE(d > 0 && std::isfinite(d)) << name << " block " << b;
+      float amax = 0;
+      for (const std::int64_t i : blocks[b]) amax = std::max(amax, std::fabs(x[i]));
+      for (const std::int64_t i : blocks[b]) {
+        if (std::fabs(x[i]) == amax) continue;
+        const std::size_t j = rng() % (grid.size() - 1);
+        float v = (grid[j] + grid[j + 1]) / 2 * d;
+        for (std::uint32_t k = rng() % 5; k > 0; --k) v = std::nextafter(v, rng() % 2 ? kInf : 0.0f);
+        if (v < amax) x[i] = random_sign(rng, v);
+      }
+    }
+    expect_fast_matches_ref(s, options(), in);
+  }
+}
+
 TEST(QuantizeSimd, Profiles) {
   std::uint32_t seed = 3000;
   for (const mf::Profile p : {mf::Profile::ocp, mf::Profile::deepseek, mf::Profile::ggml, mf::Profile::torchao}) {
