@@ -88,7 +88,8 @@ TEST(SafetensorsWriter, PlacedTensorsAreCheckedAgainstTheirSpecs) {
 // ---- the pool ----
 
 // Job 300 fails late (after sleeping), job 500 fails at once: the error raised is job 300's every time, as in a
-// sequential loop; every job before 300 ran; nothing is handed out after a failure is known.
+// sequential loop; every job before 300 ran; handing out stops once a failure is known (the jobs after 500 take a
+// millisecond each, so they cannot all be handed out before job 500's failure is recorded, even on a busy machine).
 TEST(CheckpointPool, RethrowsTheFirstFailureInOrderWhateverTheTiming) {
   for (int round = 0; round < 5; ++round) {
     std::vector<std::atomic<int>> ran(1000);
@@ -104,6 +105,7 @@ TEST(CheckpointPool, RethrowsTheFirstFailureInOrderWhateverTheTiming) {
             throw std::runtime_error("job 300");
           }
           if (i == 500) throw std::runtime_error("job 500");
+          if (i > 500) std::this_thread::sleep_for(std::chrono::milliseconds(1));
         };
       });
       ADD_FAILURE() << "no exception";
@@ -124,6 +126,16 @@ TEST(CheckpointPool, OneWorkerIsAPlainLoopOnTheCallersThread) {
     return [&] { ids.push_back(std::this_thread::get_id()); };
   });
   EXPECT_EQ(ids, std::vector<std::thread::id>(5, std::this_thread::get_id()));
+  // Sequentially, nothing after the failed job is handed out.
+  cursor = 0;
+  EXPECT_THROW(detail::run_in_order(1, [&]() -> detail::Job {
+                 const int i = cursor++;
+                 return [i] {
+                   if (i == 3) throw std::runtime_error("job 3");
+                 };
+               }),
+               std::runtime_error);
+  EXPECT_EQ(cursor, 4);
   // An error while planning (in `next`) is a failure at its own position too.
   EXPECT_THROW(detail::run_in_order(3, []() -> detail::Job { throw std::invalid_argument("plan"); }),
                std::invalid_argument);
