@@ -392,6 +392,10 @@ struct QuantizeRowFn {
         const bool done = pow2 ? GroupPowerOfTwo(m, p, scale_codes + b, divisors + b, reciprocals)
                                : GroupE4m3(m, ec.max, tensor_scale, min_e4m3_scale(*ec.scheme), scale_codes + b,
                                            divisors + b, reciprocals);
+        if (done && (pow2 || Encoder::kFindsTies)) {
+          EncodeGroup<kNibbles>(c0, divisors + b, reciprocals, pow2, e);
+          continue;
+        }
         for (std::size_t i = 0; i < kGroup; ++i) {
           const std::int64_t bi = b + static_cast<std::int64_t>(i), ci = c0 + static_cast<std::int64_t>(i) * bc;
           if (!done) {
@@ -411,6 +415,37 @@ struct QuantizeRowFn {
       Block<kNibbles>(b, c0, pow2, e4m3, p, e);
     }
   }
+
+#if HWY_TARGET != HWY_SCALAR
+  // The codes of a whole group (kGroup blocks from column c0, all scaled by the vector rules): EncodeBlock's vector
+  // loop without its per-block checks, so the constants stay in registers across the group. reciprocals[i]: 2^-k
+  // (exact) or RN(1 / divisor), 0 where that is not a normal float (division then).
+  template <bool kNibbles, class Encoder>
+  HWY_INLINE void EncodeGroup(std::int64_t c0, const float* group_divisors, const float* reciprocals, bool exact,
+                              const Encoder& e) const {
+    const DF df;
+    const auto N = static_cast<std::int64_t>(hn::Lanes(df));
+    for (std::size_t i = 0; i < kGroup; ++i) {
+      const std::int64_t ci = c0 + static_cast<std::int64_t>(i) * bc;
+      const auto vr = hn::Set(df, reciprocals[i]);
+      if (exact) {
+        for (std::int64_t c = ci; c < ci + bc; c += N) StoreCodes<kNibbles>(e(hn::Mul(hn::LoadU(df, x + c), vr)), out, c);
+        continue;
+      }
+      if constexpr (Encoder::kFindsTies) {
+        const auto vd = hn::Set(df, group_divisors[i]);
+        const bool by_reciprocal = reciprocals[i] > 0;
+        for (std::int64_t c = ci; c < ci + bc; c += N) {
+          const auto v = hn::LoadU(df, x + c);
+          hn::Mask<DF> near;
+          auto codes = e(hn::Mul(v, vr), near);
+          if (HWY_UNLIKELY(!by_reciprocal || !hn::AllFalse(df, near))) codes = e(hn::Div(v, vd));
+          StoreCodes<kNibbles>(codes, out, c);
+        }
+      }
+    }
+  }
+#endif
 
   // Block b (columns c0 .. c0 + bc, cut at cols) on its own.
   template <bool kNibbles, class Encoder>
@@ -606,7 +641,21 @@ void WidenBf16(const std::uint16_t* in, std::int64_t n, float* out) {
 }
 
 void WidenF16(const std::uint16_t* in, std::int64_t n, float* out) {
-  for (std::int64_t i = 0; i < n; ++i) out[i] = decode(f16, in[i]);  // exact; f16 input is not a hot path
+  const DF df;
+  const hn::Rebind<hwy::float16_t, DF> dh;
+  const auto N = static_cast<std::int64_t>(hn::Lanes(df));
+  std::int64_t i = 0;
+  // F16C's exact conversion on AVX2 and up. Highway 1.0.3's emulation on older targets mishandles f16 subnormals
+  // (QuantizeSimd.Bf16AndF16Inputs fails with it): the scalar codec there.
+#if HWY_TARGET <= HWY_AVX2
+  for (; i + N <= n; i += N) {
+    hn::StoreU(hn::PromoteTo(df, hn::LoadU(dh, reinterpret_cast<const hwy::float16_t*>(in + i))), df, out + i);
+  }
+#else
+  (void)dh;
+  (void)N;
+#endif
+  for (; i < n; ++i) out[i] = decode(f16, in[i]);
 }
 
 }  // namespace HWY_NAMESPACE

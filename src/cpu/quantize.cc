@@ -65,6 +65,25 @@ void widen(const std::uint16_t* in, InputType type, std::int64_t n, float* out, 
 
 namespace {
 
+// max |x| over the finite values of bf16/f16 input, widened a slice at a time into a per-thread buffer (L2-sized),
+// so that a two-level scheme's first pass does not widen the whole tensor into memory.
+float finite_amax_narrow(const std::uint16_t* x, InputType type, std::int64_t n, int threads) {
+  constexpr std::int64_t kSlice = 1 << 14;
+  std::uint32_t m = 0;
+#pragma omp parallel num_threads(thread_count(threads))
+  {
+    std::vector<float> wide(kSlice);
+#pragma omp for reduction(max : m) schedule(static)
+    for (std::int64_t i = 0; i < n; i += kSlice) {
+      const std::int64_t len = std::min(n - i, kSlice);
+      if (type == InputType::bf16) HWY_DYNAMIC_DISPATCH(WidenBf16)(x + i, len, wide.data());
+      else HWY_DYNAMIC_DISPATCH(WidenF16)(x + i, len, wide.data());
+      m = std::max(m, std::bit_cast<std::uint32_t>(HWY_DYNAMIC_DISPATCH(FiniteAmax)(wide.data(), len)));
+    }
+  }
+  return std::bit_cast<float>(m);
+}
+
 // The first non-finite value in the reference's scan order (blocks row-major, rows then columns inside a block).
 std::int64_t first_nonfinite(const float* x, const detail::Geometry& g) {
   for (std::int64_t bi = 0; bi < g.block_rows; ++bi)
@@ -122,10 +141,11 @@ void emit_row(const detail::Geometry& g, const ElementCodec& ec, const Sink& sin
 }
 
 void quantize_group(const Source& src, const detail::Geometry& g, const Scheme& s, const ElementCodec& ec, float ts,
-                    std::int64_t bi, const Sink& sink, std::vector<std::uint8_t>& row_codes, std::vector<float>& wide) {
+                    std::int64_t bi, const Sink& sink, std::vector<std::uint8_t>& row_codes, std::vector<float>& wide,
+                    std::vector<float>& divisors) {
   const std::int64_t r0 = bi * g.br, r1 = std::min(r0 + g.br, g.rows);
   const float* x = group_rows(src, g, r0, r1, wide);  // row r is x + (r - r0) * cols
-  std::vector<float> divisors(static_cast<std::size_t>(g.block_cols));
+  divisors.resize(static_cast<std::size_t>(g.block_cols));
   if (g.br == 1) {  // 1 x B blocks: amax, scale and codes of each block in one pass over the row
     std::uint32_t* scales = sink.scale_codes->data() + bi * g.block_cols;
     // Bytes and e2m1/int4 nibble pairs go straight into the output; 6-bit and odd rows through a row of bytes.
@@ -167,7 +187,7 @@ void quantize_fast(const void* input, InputType type, std::span<const std::int64
   std::vector<float> widened;
   Source src{static_cast<const float*>(input), nullptr, InputType::f32};
   if (type != InputType::f32) {
-    if (needs_reference(s) || s.tensor_scale || o.nonfinite == NonFinite::error) {
+    if (needs_reference(s) || o.nonfinite == NonFinite::error) {
       widened.resize(static_cast<std::size_t>(g.count()));
       widen(static_cast<const std::uint16_t*>(input), type, g.count(), widened.data(), o.threads);
       src.f32 = widened.data();
@@ -190,7 +210,10 @@ void quantize_fast(const void* input, InputType type, std::span<const std::int64
     const std::int64_t bad = first_nonfinite(x, g);
     if (bad >= 0) detail::throw_nonfinite(q, bad, x[bad], o.tensor_name);
   }
-  const auto amax = [&] { return o.tensor_amax > 0 ? o.tensor_amax : finite_amax(x, g.count(), threads); };
+  const auto amax = [&] {
+    if (o.tensor_amax > 0) return o.tensor_amax;
+    return x ? finite_amax(x, g.count(), threads) : finite_amax_narrow(src.narrow, src.type, g.count(), threads);
+  };
   q.tensor_scale = s.tensor_scale ? tensor_scale_for(s, amax()) : 1.0f;
   const ElementCodec ec = element_codec(s);
   const int bits = ec.bits;
@@ -216,10 +239,10 @@ void quantize_fast(const void* input, InputType type, std::span<const std::int64
 #pragma omp parallel num_threads(threads)
   {
     std::vector<std::uint8_t> row_codes(static_cast<std::size_t>(g.cols));
-    std::vector<float> wide;
+    std::vector<float> wide, divisors;  // per thread, reused from row to row
 #pragma omp for schedule(static)
     for (std::int64_t bi = 0; bi < g.block_rows; ++bi) {
-      quantize_group(src, g, s, ec, q.tensor_scale, bi, sink, row_codes, wide);
+      quantize_group(src, g, s, ec, q.tensor_scale, bi, sink, row_codes, wide, divisors);
     }
   }
   if (fake_out) return;
