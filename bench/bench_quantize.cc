@@ -1,9 +1,14 @@
 // Block quantization throughput: every scheme, f32 and bf16 input, 1 and 2 threads, against this machine's memcpy
 // measured in the same run. Bytes per second count bytes read plus bytes written. bench/quantize_report.py runs
 // this with repetitions and prints medians and the ratios to memcpy (BENCHMARKS.md).
+//
+// The machine is shared and its speed drifts by 2x between runs a minute apart, so every iteration also times a
+// single-thread memcpy of the input's size right before the kernel: the counter `vs_memcpy` is the kernel's GB/s
+// over that interleaved memcpy's GB/s, per thread (`per_thread_vs_memcpy`), immune to the drift.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -45,6 +50,36 @@ const std::vector<std::uint16_t>& input_bf16() {
   return x;
 }
 
+using Clock = std::chrono::steady_clock;
+
+// One single-thread memcpy of the f32 input's size (read + write), timed; buffers kept between calls.
+double memcpy_seconds() {
+  static std::vector<char> src(kCount * sizeof(float), 1), dst(kCount * sizeof(float), 0);
+  const auto t0 = Clock::now();
+  std::memcpy(dst.data(), src.data(), src.size());
+  benchmark::ClobberMemory();
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// Runs kernel() once per iteration with a memcpy timed beside it; the iteration's time is the kernel's alone.
+template <class Kernel>
+void timed_beside_memcpy(benchmark::State& state, std::size_t kernel_bytes, int threads, const Kernel& kernel) {
+  double copy = 0, work = 0;
+  for (auto _ : state) {
+    copy += memcpy_seconds();
+    const auto t0 = Clock::now();
+    kernel();
+    const double t = std::chrono::duration<double>(Clock::now() - t0).count();
+    work += t;
+    state.SetIterationTime(t);
+  }
+  const double copy_gbps = 2.0 * kCount * sizeof(float) * static_cast<double>(state.iterations()) / copy / 1e9;
+  const double kernel_gbps = static_cast<double>(kernel_bytes) * static_cast<double>(state.iterations()) / work / 1e9;
+  state.counters["memcpy_GBps"] = copy_gbps;
+  state.counters["vs_memcpy"] = kernel_gbps / copy_gbps;
+  state.counters["per_thread_vs_memcpy"] = kernel_gbps / copy_gbps / threads;
+}
+
 void BM_Memcpy(benchmark::State& state) {
   const std::size_t bytes = kCount * sizeof(float);
   std::vector<char> src(bytes, 1), dst(bytes, 0);
@@ -67,16 +102,18 @@ void BM_Quantize(benchmark::State& state, const std::string& scheme_name, bool b
   const std::vector<std::int64_t> shape{kRows, kCols};
   // One output reused across iterations, as an engine reuses its buffers: page faults are not quantization.
   mf::QuantizedTensor q;
-  for (auto _ : state) {
+  const auto run = [&] {
     if (bf16_input) {
       mf::quantize(input_bf16().data(), mf::InputType::bf16, shape, scheme, o, q);
     } else {
       mf::quantize(input_f32().data(), shape, scheme, o, q);
     }
     benchmark::DoNotOptimize(q.codes.data());
-  }
+  };
+  run();  // sizes q, so the bytes are known before timing
   const std::size_t out_bytes = q.nbytes();
   const std::size_t in_bytes = kCount * (bf16_input ? 2 : 4);
+  timed_beside_memcpy(state, in_bytes + out_bytes, o.threads, run);
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * (in_bytes + out_bytes)));
   state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * kCount));
 }
@@ -87,10 +124,10 @@ void BM_Dequantize(benchmark::State& state, const std::string& scheme_name) {
   const mf::QuantizedTensor q = mf::quantize(input_f32().data(), shape, scheme);
   std::vector<float> out(kCount);
   const int threads = static_cast<int>(state.range(0));
-  for (auto _ : state) {
+  timed_beside_memcpy(state, q.nbytes() + kCount * sizeof(float), threads, [&] {
     mf::dequantize(q, out.data(), threads);
     benchmark::ClobberMemory();
-  }
+  });
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * (q.nbytes() + kCount * sizeof(float))));
   state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * kCount));
 }
@@ -100,14 +137,14 @@ const int kRegistered = [] {
   for (const std::string& s : mf::scheme_names()) {
     for (const bool bf16 : {false, true}) {
       benchmark::RegisterBenchmark(("Quantize/" + s + (bf16 ? "/bf16" : "/f32")).c_str(), BM_Quantize, s, bf16, false)
-          ->Arg(1)->Arg(2)->ArgName("threads")->UseRealTime()->Unit(benchmark::kMillisecond);
+          ->Arg(1)->Arg(2)->ArgName("threads")->UseManualTime()->Unit(benchmark::kMillisecond);
     }
     if (mf::scheme_named(s).tensor_scale) {
       benchmark::RegisterBenchmark(("Quantize/" + s + "/f32-given-amax").c_str(), BM_Quantize, s, false, true)
-          ->Arg(1)->Arg(2)->ArgName("threads")->UseRealTime()->Unit(benchmark::kMillisecond);
+          ->Arg(1)->Arg(2)->ArgName("threads")->UseManualTime()->Unit(benchmark::kMillisecond);
     }
     benchmark::RegisterBenchmark(("Dequantize/" + s).c_str(), BM_Dequantize, s)
-        ->Arg(1)->Arg(2)->ArgName("threads")->UseRealTime()->Unit(benchmark::kMillisecond);
+        ->Arg(1)->Arg(2)->ArgName("threads")->UseManualTime()->Unit(benchmark::kMillisecond);
   }
   return 0;
 }();

@@ -628,6 +628,18 @@ float FiniteAmax(const float* x, std::int64_t n) {
   return std::bit_cast<float>(m);
 }
 
+// out[0, n) = in[0, n) by non-temporal stores where out is vector-aligned (plain stores for the ends); n = 0 only
+// fences: the calling thread's streamed stores are visible to other threads after it.
+void StreamCopy(const float* in, std::int64_t n, float* out) {
+  if (n == 0) return hwy::FlushStream();
+  const DF df;
+  const auto N = static_cast<std::int64_t>(hn::Lanes(df));
+  std::int64_t i = 0;
+  for (; i < n && reinterpret_cast<std::uintptr_t>(out + i) % (N * sizeof(float)) != 0; ++i) out[i] = in[i];
+  for (; i + N <= n; i += N) hn::Stream(hn::LoadU(df, in + i), df, out + i);
+  for (; i < n; ++i) out[i] = in[i];
+}
+
 void WidenBf16(const std::uint16_t* in, std::int64_t n, float* out) {
   const DF df;
   const DU du;

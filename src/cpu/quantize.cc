@@ -30,6 +30,7 @@ HWY_EXPORT(DecodeRow);
 HWY_EXPORT(FiniteAmax);
 HWY_EXPORT(WidenBf16);
 HWY_EXPORT(WidenF16);
+HWY_EXPORT(StreamCopy);
 
 ElementCodec element_codec(const Scheme& s) {
   ElementCodec ec{&s, s.element.is_int(), s.element.bits(), 0, 0, 0, Specials::finite, s.element.max()};
@@ -64,6 +65,9 @@ void widen(const std::uint16_t* in, InputType type, std::int64_t n, float* out, 
 }
 
 namespace {
+
+// Outputs of this size or more are written with non-temporal stores (they would not stay in cache anyway).
+constexpr std::uint64_t kStreamBytes = 16u << 20;
 
 // max |x| over the finite values of bf16/f16 input, widened a slice at a time into a per-thread buffer (L2-sized),
 // so that a two-level scheme's first pass does not widen the whole tensor into memory.
@@ -263,9 +267,14 @@ void dequantize_fast(const QuantizedTensor& q, float* out, int threads) {
     detail::load_codes(q, all_codes);
   }
   const std::size_t row_bytes = packed_size(static_cast<std::size_t>(g.cols), bits);
+  // An output past what the caches keep goes out by non-temporal stores: a plain store first reads the line it
+  // writes, so a DRAM-sized dequantize moved 1.5x the bytes and ran at a third of memcpy (BENCHMARKS.md).
+  const bool stream = static_cast<std::uint64_t>(g.count()) * sizeof(float) >= kStreamBytes;
+  const std::int64_t chunk = std::max<std::int64_t>(1, 4096 / g.bc) * g.bc;  // whole blocks, about 16 KiB
 #pragma omp parallel num_threads(thread_count(threads))
   {
     std::vector<std::uint8_t> row(static_cast<std::size_t>(g.cols));
+    std::vector<float> staged(stream ? static_cast<std::size_t>(chunk) : 0);
 #pragma omp for schedule(static)
     for (std::int64_t r = 0; r < g.rows; ++r) {
       const std::uint8_t* codes = row.data();
@@ -280,9 +289,20 @@ void dequantize_fast(const QuantizedTensor& q, float* out, int threads) {
       } else {
         unpack_codes(std::span<const std::uint8_t>(q.codes.data() + r * row_bytes, row_bytes), bits, row);
       }
-      HWY_DYNAMIC_DISPATCH(DecodeRow)(codes, nibbles, g.cols, g.bc, divisors.data() + (r / g.br) * g.block_cols, ec,
-                                      out + r * g.cols);
+      const float* row_divisors = divisors.data() + (r / g.br) * g.block_cols;
+      if (!stream) {
+        HWY_DYNAMIC_DISPATCH(DecodeRow)(codes, nibbles, g.cols, g.bc, row_divisors, ec, out + r * g.cols);
+        continue;
+      }
+      // Through an L1-sized buffer, whole blocks at a time, then out with non-temporal stores.
+      for (std::int64_t c0 = 0; c0 < g.cols; c0 += chunk) {
+        const std::int64_t n = std::min(chunk, g.cols - c0);
+        HWY_DYNAMIC_DISPATCH(DecodeRow)(codes + (nibbles ? c0 / 2 : c0), nibbles, n, g.bc, row_divisors + c0 / g.bc,
+                                        ec, staged.data());
+        HWY_DYNAMIC_DISPATCH(StreamCopy)(staged.data(), n, out + r * g.cols + c0);
+      }
     }
+    if (stream) HWY_DYNAMIC_DISPATCH(StreamCopy)(nullptr, 0, nullptr);  // this thread's fence
   }
 }
 

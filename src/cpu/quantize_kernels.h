@@ -36,6 +36,8 @@ void DecodeRow(const std::uint8_t* codes, bool nibbles, std::int64_t cols, std::
                const ElementCodec& ec, float* out);
 // max |x| over the finite values of x[0, n).
 float FiniteAmax(const float* x, std::int64_t n);
+// out[0, n) = in[0, n), by non-temporal stores where aligned; n = 0: a store fence for this thread's streamed stores.
+void StreamCopy(const float* in, std::int64_t n, float* out);
 // bf16 / f16 bits to f32 (exact).
 void WidenBf16(const std::uint16_t* in, std::int64_t n, float* out);
 void WidenF16(const std::uint16_t* in, std::int64_t n, float* out);

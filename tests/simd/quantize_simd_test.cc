@@ -595,4 +595,32 @@ TEST(QuantizeSimd, DequantizeArbitraryCodesAndScales) {
   }
 }
 
+// Outputs of 16 MiB or more leave through an L1 buffer and non-temporal stores (quantize.cc kStreamBytes), in chunks
+// of whole blocks; here with random codes and scales, the output at 0 to 3 floats past a vector boundary, rows that
+// are not a multiple of the chunk, and a one-row tensor wider than a chunk many times over.
+TEST(QuantizeSimd, DequantizeLargeOutputsThroughStreamingStores) {
+  std::mt19937 rng(11000);
+  for (const char* name : {"mxfp4", "mxfp8", "nvfp4", "fp8-128x128", "mxfp6-e2m3"}) {
+    const mf::Scheme s = scheme(name);
+    for (const Shape& shape : {Shape{512, 8320}, Shape{1, 4 * 1024 * 1024 + 8 * 128}}) {
+      if (s.block_rows > 1 && shape[0] == 1) continue;
+      mf::QuantizedTensor q =
+          mf::ref::quantize(std::vector<float>(static_cast<std::size_t>(count_of(shape)), 1.0f).data(), shape, s,
+                            options(mf::Layout::packed, true));
+      for (auto& c : q.codes) c = static_cast<std::uint8_t>(rng());
+      for (auto& c : q.scales) c = static_cast<std::uint8_t>(rng() % 8 + (*s.scale_format == mf::ue4m3 ? 50 : 124));
+      std::vector<float> ref_out(static_cast<std::size_t>(q.count())), out(ref_out.size() + 3);
+      ASSERT_GE(ref_out.size() * sizeof(float), std::size_t{16} << 20);
+      mf::ref::dequantize(q, ref_out.data());
+      for_each_target([&](std::int64_t target) {
+        const std::size_t offset = rng() % 4;
+        mf::dequantize(q, out.data() + offset, 2);
+        same_floats(ref_out, out.data() + offset, "mf::dequantize of a large tensor",
+                    label(s, options()) + " " + shape_text(shape) + ", output offset " + std::to_string(offset) +
+                        ", target " + hwy::TargetName(target));
+      });
+    }
+  }
+}
+
 }  // namespace
