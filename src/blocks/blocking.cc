@@ -213,19 +213,26 @@ void load_codes(const QuantizedTensor& q, std::span<std::uint8_t> codes) {
   }
 }
 
+RowDivisors::RowDivisors(const QuantizedTensor& q)
+    : q_(q), g_(geometry_of(q)), by_table_(q.layout != Layout::ggml && !(*q.scheme.scale_format == f32)) {
+  if (by_table_) {
+    for (std::uint32_t c = 0; c < 256; ++c) table_[c] = scale_divisor(q.scheme, c, q.tensor_scale);
+  }
+}
+
+void RowDivisors::operator()(std::int64_t block_row, float* out) const {
+  const std::int64_t first = block_row * g_.block_cols;
+  for (std::int64_t j = 0; j < g_.block_cols; ++j) {
+    out[j] = by_table_ ? table_[q_.scales[static_cast<std::size_t>(first + j)]]
+                       : scale_divisor(q_.scheme, q_.scale_code(block_row, j), q_.tensor_scale);
+  }
+}
+
 std::vector<float> load_divisors(const QuantizedTensor& q) {
   const Geometry g = geometry_of(q);
   std::vector<float> d(static_cast<std::size_t>(g.blocks()));
-  if (q.layout != Layout::ggml && !(*q.scheme.scale_format == f32)) {
-    // One byte per scale: each of the 256 divisors once, then a table lookup per block.
-    std::array<float, 256> table{};
-    for (std::uint32_t c = 0; c < 256; ++c) table[c] = scale_divisor(q.scheme, c, q.tensor_scale);
-    for (std::size_t i = 0; i < d.size(); ++i) d[i] = table[q.scales[i]];
-    return d;
-  }
-  for (std::int64_t i = 0; i < g.blocks(); ++i) {
-    d[i] = scale_divisor(q.scheme, q.scale_code(i / g.block_cols, i % g.block_cols), q.tensor_scale);
-  }
+  const RowDivisors row(q);
+  for (std::int64_t i = 0; i < g.block_rows; ++i) row(i, d.data() + i * g.block_cols);
   return d;
 }
 

@@ -2,6 +2,7 @@
 // computed (validation, scale storage, code layout). Shared by the reference (src/ref) and the fast path (src/cpu).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -42,6 +43,20 @@ void store_scales(QuantizedTensor& q, std::span<const std::uint32_t> scale_codes
 // The inverse: one code per byte, and one divisor per block.
 void load_codes(const QuantizedTensor& q, std::span<std::uint8_t> codes);
 std::vector<float> load_divisors(const QuantizedTensor& q);
+
+// The divisors of one block row at a time (what load_divisors returns, without a tensor-sized array): one-byte scale
+// codes through a table of their 256 divisors built once.
+class RowDivisors {
+ public:
+  explicit RowDivisors(const QuantizedTensor& q);
+  void operator()(std::int64_t block_row, float* out) const;  // out[0, block_cols)
+
+ private:
+  const QuantizedTensor& q_;
+  Geometry g_;
+  bool by_table_;
+  std::array<float, 256> table_{};
+};
 
 Geometry geometry_of(const QuantizedTensor& q);
 

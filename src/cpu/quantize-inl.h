@@ -563,17 +563,18 @@ HWY_INLINE hn::Vec<DU> LoadCodes(const std::uint8_t* codes, std::int64_t c) {
 
 struct DecodeRowFn {
   const std::uint8_t* codes;
-  bool nibbles;
+  bool nibbles, stream;
   std::int64_t cols, bc;
   const float* divisors;
   const ElementCodec& ec;
   float* out;
   template <class Decoder>
   HWY_INLINE void operator()(const Decoder& decode_lanes) const {
-    if (nibbles) return Run<true>(decode_lanes);
-    Run<false>(decode_lanes);
+    if (stream) return nibbles ? Run<true, true>(decode_lanes) : Run<false, true>(decode_lanes);
+    if (nibbles) return Run<true, false>(decode_lanes);
+    Run<false, false>(decode_lanes);
   }
-  template <bool kNibbles, class Decoder>
+  template <bool kNibbles, bool kStream, class Decoder>
   HWY_INLINE void Run(const Decoder& decode_lanes) const {
     const DF df;
     const auto N = static_cast<std::int64_t>(hn::Lanes(df));
@@ -591,7 +592,11 @@ struct DecodeRowFn {
       const auto vd = hn::Set(df, d);
       std::int64_t c = c0;
       if (kVectors) {
-        for (; c + N <= c1; c += N) hn::StoreU(hn::Mul(decode_lanes(LoadCodes<kNibbles>(codes, c)), vd), df, out + c);
+        for (; c + N <= c1; c += N) {
+          const auto v = hn::Mul(decode_lanes(LoadCodes<kNibbles>(codes, c)), vd);
+          if constexpr (kStream) hn::Stream(v, df, out + c);
+          else hn::StoreU(v, df, out + c);
+        }
       }
       for (; c < c1; ++c) out[c] = element_value(ec.scheme->element, static_cast<std::uint32_t>(code(c))) * d;
     }
@@ -599,8 +604,11 @@ struct DecodeRowFn {
 };
 
 void DecodeRow(const std::uint8_t* codes, bool nibbles, std::int64_t cols, std::int64_t bc, const float* divisors,
-               const ElementCodec& ec, float* out) {
-  WithDecoder(ec, DecodeRowFn{codes, nibbles, cols, bc, divisors, ec, out});
+               const ElementCodec& ec, float* out, bool stream) {
+  // Non-temporal stores need every vector aligned: out, and each block's start (bc a multiple of the lanes).
+  const auto N = static_cast<std::int64_t>(hn::Lanes(DF()));
+  stream = stream && bc % N == 0 && reinterpret_cast<std::uintptr_t>(out) % (N * sizeof(float)) == 0;
+  WithDecoder(ec, DecodeRowFn{codes, nibbles, stream, cols, bc, divisors, ec, out});
 }
 
 float FiniteAmax(const float* x, std::int64_t n) {

@@ -129,7 +129,7 @@ const float* group_rows(const Source& src, const detail::Geometry& g, std::int64
 void emit_row(const detail::Geometry& g, const ElementCodec& ec, const Sink& sink, std::int64_t r,
               const std::uint8_t* codes, const float* divisors) {
   if (sink.fake) {
-    HWY_DYNAMIC_DISPATCH(DecodeRow)(codes, false, g.cols, g.bc, divisors, ec, sink.fake + r * g.cols);
+    HWY_DYNAMIC_DISPATCH(DecodeRow)(codes, false, g.cols, g.bc, divisors, ec, sink.fake + r * g.cols, false);
   } else if (!sink.all_codes) {
     const bool unpacked = sink.q->layout == Layout::unpacked;
     const std::size_t row_bytes = unpacked ? static_cast<std::size_t>(g.cols)
@@ -256,7 +256,7 @@ void quantize_fast(const void* input, InputType type, std::span<const std::int64
 
 void dequantize_fast(const QuantizedTensor& q, float* out, int threads) {
   const detail::Geometry g = detail::geometry_of(q);
-  const std::vector<float> divisors = detail::load_divisors(q);
+  const detail::RowDivisors divisors_of(q);  // per block row: no tensor-sized array of divisors
   const ElementCodec ec = element_codec(q.scheme);
   const int bits = ec.bits;
   const bool rows_alone = q.layout == Layout::unpacked || (bits == 8) || (bits == 4 && g.cols % 2 == 0) ||
@@ -271,10 +271,13 @@ void dequantize_fast(const QuantizedTensor& q, float* out, int threads) {
   // writes, so a DRAM-sized dequantize moved 1.5x the bytes and ran at a third of memcpy (BENCHMARKS.md).
   const bool stream = static_cast<std::uint64_t>(g.count()) * sizeof(float) >= kStreamBytes;
   const std::int64_t chunk = std::max<std::int64_t>(1, 4096 / g.bc) * g.bc;  // whole blocks, about 16 KiB
+  const bool aligned_rows = reinterpret_cast<std::uintptr_t>(out) % 64 == 0 && g.cols % 16 == 0 && g.bc % 16 == 0;
 #pragma omp parallel num_threads(thread_count(threads))
   {
     std::vector<std::uint8_t> row(static_cast<std::size_t>(g.cols));
     std::vector<float> staged(stream ? static_cast<std::size_t>(chunk) : 0);
+    std::vector<float> row_divisors(static_cast<std::size_t>(g.block_cols));
+    std::int64_t divisors_row = -1;
 #pragma omp for schedule(static)
     for (std::int64_t r = 0; r < g.rows; ++r) {
       const std::uint8_t* codes = row.data();
@@ -289,16 +292,17 @@ void dequantize_fast(const QuantizedTensor& q, float* out, int threads) {
       } else {
         unpack_codes(std::span<const std::uint8_t>(q.codes.data() + r * row_bytes, row_bytes), bits, row);
       }
-      const float* row_divisors = divisors.data() + (r / g.br) * g.block_cols;
-      if (!stream) {
-        HWY_DYNAMIC_DISPATCH(DecodeRow)(codes, nibbles, g.cols, g.bc, row_divisors, ec, out + r * g.cols);
+      if (r / g.br != divisors_row) divisors_of(divisors_row = r / g.br, row_divisors.data());
+      // Aligned rows stream straight out; others through an L1-sized buffer, whole blocks at a time.
+      if (!stream || aligned_rows) {
+        HWY_DYNAMIC_DISPATCH(DecodeRow)(codes, nibbles, g.cols, g.bc, row_divisors.data(), ec, out + r * g.cols,
+                                        stream);
         continue;
       }
-      // Through an L1-sized buffer, whole blocks at a time, then out with non-temporal stores.
       for (std::int64_t c0 = 0; c0 < g.cols; c0 += chunk) {
         const std::int64_t n = std::min(chunk, g.cols - c0);
-        HWY_DYNAMIC_DISPATCH(DecodeRow)(codes + (nibbles ? c0 / 2 : c0), nibbles, n, g.bc, row_divisors + c0 / g.bc,
-                                        ec, staged.data());
+        HWY_DYNAMIC_DISPATCH(DecodeRow)(codes + (nibbles ? c0 / 2 : c0), nibbles, n, g.bc, row_divisors.data() + c0 / g.bc,
+                                        ec, staged.data(), false);
         HWY_DYNAMIC_DISPATCH(StreamCopy)(staged.data(), n, out + r * g.cols + c0);
       }
     }

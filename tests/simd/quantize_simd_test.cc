@@ -596,7 +596,8 @@ TEST(QuantizeSimd, DequantizeArbitraryCodesAndScales) {
 }
 
 // Outputs of 16 MiB or more leave through an L1 buffer and non-temporal stores (quantize.cc kStreamBytes), in chunks
-// of whole blocks; here with random codes and scales, the output at 0 to 3 floats past a vector boundary, rows that
+// of whole blocks, or straight from the decoder when 64-byte aligned; here with random codes and scales, the output
+// 64-byte aligned or 1 to 3 floats past that, rows that
 // are not a multiple of the chunk, and a one-row tensor wider than a chunk many times over.
 TEST(QuantizeSimd, DequantizeLargeOutputsThroughStreamingStores) {
   std::mt19937 rng(11000);
@@ -609,13 +610,15 @@ TEST(QuantizeSimd, DequantizeLargeOutputsThroughStreamingStores) {
                             options(mf::Layout::packed, true));
       for (auto& c : q.codes) c = static_cast<std::uint8_t>(rng());
       for (auto& c : q.scales) c = static_cast<std::uint8_t>(rng() % 8 + (*s.scale_format == mf::ue4m3 ? 50 : 124));
-      std::vector<float> ref_out(static_cast<std::size_t>(q.count())), out(ref_out.size() + 3);
+      std::vector<float> ref_out(static_cast<std::size_t>(q.count())), out(ref_out.size() + 32);
       ASSERT_GE(ref_out.size() * sizeof(float), std::size_t{16} << 20);
       mf::ref::dequantize(q, ref_out.data());
+      // 64-byte aligned outputs stream straight from the decoder, others through the buffer.
+      float* const aligned = out.data() + (64 - reinterpret_cast<std::uintptr_t>(out.data()) % 64) % 64 / 4;
       for_each_target([&](std::int64_t target) {
-        const std::size_t offset = rng() % 4;
-        mf::dequantize(q, out.data() + offset, 2);
-        same_floats(ref_out, out.data() + offset, "mf::dequantize of a large tensor",
+        const std::size_t offset = rng() % 2 ? 0 : rng() % 4;
+        mf::dequantize(q, aligned + offset, 2);
+        same_floats(ref_out, aligned + offset, "mf::dequantize of a large tensor",
                     label(s, options()) + " " + shape_text(shape) + ", output offset " + std::to_string(offset) +
                         ", target " + hwy::TargetName(target));
       });
