@@ -123,7 +123,7 @@ void register_quantize(CLI::App& app) {
   ds->add_option("--dtype", d->dtype, "f32 or bf16 (round to nearest even)")
       ->check(CLI::IsMember({"f32", "bf16"}))
       ->capture_default_str();
-  ds->add_option("--threads", d->threads, "threads (default: all cores)");
+  ds->add_option("--threads", d->threads, "threads (default: all cores); for a checkpoint, workers over the tensors of all shards");
   ds->add_option("--shard-index", d->shard_index, "checkpoints: this job's index in a job array");
   ds->add_option("--shard-count", d->shard_count, "checkpoints: jobs in the array (job i does shards i, i + N, ...)");
   ds->add_flag("--resume", d->resume, "checkpoints: keep output shards a previous run finished");
