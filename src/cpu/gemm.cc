@@ -32,6 +32,7 @@ void ComputeColumns(const Problem& p, const float* a, std::size_t lda, std::int6
 }
 
 bool NativeFma() { return HWY_NATIVE_FMA != 0; }
+bool UsesGemv(const Problem& p) { return p.m == 1 && GemvFits(p); }
 
 }  // namespace HWY_NAMESPACE
 }  // namespace mf::gemm
@@ -43,6 +44,7 @@ namespace gemm {
 
 HWY_EXPORT(ComputeColumns);
 HWY_EXPORT(NativeFma);
+HWY_EXPORT(UsesGemv);
 
 namespace {
 
@@ -55,8 +57,10 @@ std::vector<float> padded_activations(const Problem& p, std::int64_t mp, std::si
   return a;
 }
 
-void fast(const Problem& p) {
+void fast(Problem p) {
   if (p.m == 0 || p.n == 0) return;
+  // The panel kernels read f32 weight scales; the GEMV and the reference read mxfp4's codes through their table.
+  if (!HWY_DYNAMIC_DISPATCH(UsesGemv)(p)) p.expand_weight_scales();
   // bf16 and f32 products can round (or underflow), and huge weight scales can make a product overflow: then only a
   // real fma gives the definition's result.
   if (!p.products_exact && !HWY_DYNAMIC_DISPATCH(NativeFma)()) return reference(p);

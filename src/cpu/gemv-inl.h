@@ -29,14 +29,15 @@ namespace hn = hwy::HWY_NAMESPACE;
 struct WeightRow {
   const std::uint8_t* codes;
   const std::uint16_t* bf16;
-  const float* scales;  // e2m1: the row's scales; e4m3: its factors (Problem::e4m3_factor)
+  const float* scales;  // e4m3: the row's factors (Problem::e4m3_factor)
+  const std::uint8_t* scale_codes;  // e2m1: the row's ue8m0 codes (Problem::sb_codes, read through sb_table)
 };
 
 template <WeightKind K>
 HWY_INLINE WeightRow RowOf(const Problem& p, std::int64_t row) {
-  if constexpr (K == WeightKind::bf16) return {nullptr, p.w_bf16 + row * p.k, nullptr};
-  if constexpr (K == WeightKind::e2m1) return {p.codes + row * p.k / 2, nullptr, p.sb.data() + row * p.sb_cols};
-  return {p.codes + row * p.k, nullptr, p.e4m3_factor.data() + (p.sb_inside ? row / p.br * p.sb_cols : 0)};
+  if constexpr (K == WeightKind::bf16) return {nullptr, p.w_bf16 + row * p.k, nullptr, nullptr};
+  if constexpr (K == WeightKind::e2m1) return {p.codes + row * p.k / 2, nullptr, nullptr, p.sb_codes + row * p.sb_cols};
+  return {p.codes + row * p.k, nullptr, p.e4m3_factor.data() + (p.sb_inside ? row / p.br * p.sb_cols : 0), nullptr};
 }
 
 // kL lanes of w[row, k..] exactly as Problem::weight gives them. e4m3: the code, sign-extended, shifted so that
@@ -58,12 +59,8 @@ HWY_INLINE VF LoadWeights(const WeightRow& r, std::int64_t k, int shift) {
     const auto nan = hn::RebindMask(df, hn::Eq(hn::And(c, hn::Set(di, 0x7F)), hn::Set(di, 0x7F)));
     return hn::IfThenElse(nan, hn::Set(df, std::numeric_limits<float>::quiet_NaN()), v);
   } else {
-#if MF_GEMM_WIDE
-    return hn::Mul(DecodeE2m1x16(df, r.codes + k / 2), hn::Set(df, r.scales[k >> shift]));
-#else
-    static_assert(K != WeightKind::e2m1, "e2m1 rows are decoded 16 at a time: 16-lane targets only");
+    static_assert(K != WeightKind::e2m1, "e2m1 rows are decoded 32 at a time by GemvBlock (16-lane targets)");
     return hn::Zero(df);
-#endif
   }
 }
 
@@ -100,7 +97,7 @@ void GemvBlock(const Problem& p, const float* HWY_RESTRICT a, std::int64_t n0, f
 #pragma GCC unroll 16
         for (int i = 0; i < kLanes; ++i) {
           VF w0, w1;
-          DecodeE2m1x32(df, rows[i].codes + k / 2, rows[i].scales[k >> shift], w0, w1);
+          DecodeE2m1x32(df, rows[i].codes + k / 2, p.sb_table[rows[i].scale_codes[k >> shift]], w0, w1);
           acc[i][0] = hn::MulAdd(a1, w1, hn::MulAdd(a0, w0, acc[i][0]));
         }
       }
@@ -139,7 +136,7 @@ void GemvBlock(const Problem& p, const float* HWY_RESTRICT a, std::int64_t n0, f
 HWY_INLINE bool GemvFits(const Problem& p) {
   switch (p.kind) {
     case WeightKind::e4m3: return !p.e4m3_factor.empty() && std::has_single_bit(static_cast<unsigned>(p.bc));
-    case WeightKind::e2m1: return MF_GEMM_WIDE != 0;
+    case WeightKind::e2m1: return MF_GEMM_WIDE != 0 && p.sb_codes != nullptr;
     case WeightKind::bf16: return p.k % kLanes == 0;
     case WeightKind::f32: return false;
   }

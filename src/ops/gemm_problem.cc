@@ -72,7 +72,7 @@ void load_activation(Problem& p, const QuantizedTensor& a) {
 }
 
 Problem quantized_problem(const char* op, const QuantizedTensor& a, const QuantizedTensor& w, GemmOut out,
-                          const GemmOptions& o, const std::string& as, const std::string& ws) {
+                          const GemmOptions& o, const std::string& as, const std::string& ws, bool scales_as_codes) {
   check_activation(op, a, as, ws);
   if (a.cols() != w.cols()) fail(op, "activation", as, ws, "K differs");
   if (a.cols() % kActBlock != 0) fail(op, "activation", as, ws, "K is not a multiple of the activation block 128");
@@ -87,13 +87,21 @@ Problem quantized_problem(const char* op, const QuantizedTensor& a, const Quanti
   p.br = w.scheme.block_rows;
   p.bc = w.scheme.block_cols;
   p.sb_cols = (p.k + p.bc - 1) / p.bc;
-  p.sb = detail::load_divisors(w);
   p.sb_inside = *w.scheme.scale_format == ue8m0;
   p.group = p.sb_inside ? kActBlock : std::min(kActBlock, p.bc);
   // |a| <= 448 and |element| <= 448: below 2^128 while the scale is at most 2^100 (NaN scales give NaN either way).
   p.products_exact = true;
-  if (p.sb_inside) {
-    for (const float s : p.sb) p.products_exact = p.products_exact && !(s > 0x1p100f);
+  if (scales_as_codes) {  // ue8m0 (sb_inside): 2^(c - 127) > 2^100 for codes 228 .. 254
+    p.sb_codes = w.scales.data();
+    for (std::uint32_t c = 0; c < 256; ++c) p.sb_table[c] = scale_divisor(w.scheme, c, w.tensor_scale);
+    bool huge = false;
+    for (const std::uint8_t c : w.scales) huge = huge || (c > 227 && c != 255);
+    p.products_exact = !huge;
+  } else {
+    p.sb = detail::load_divisors(w);
+    if (p.sb_inside) {
+      for (const float s : p.sb) p.products_exact = p.products_exact && !(s > 0x1p100f);
+    }
   }
   p.out = out;
   p.accumulate = o.accumulate;
@@ -123,7 +131,7 @@ Problem fp8_problem(const char* op, const QuantizedTensor& a, const QuantizedTen
                                    "width is a multiple of 16 dividing 128 or a multiple of it (fp8-128x128, "
                                    "fp8-32x32), not " + s.name + " in layout " + std::string(to_string(w.layout)));
   }
-  Problem p = quantized_problem(op, a, w, out, o, as, ws);
+  Problem p = quantized_problem(op, a, w, out, o, as, ws, false);
   p.kind = WeightKind::e4m3;
   bool fits = true;
   for (const float v : p.sb) fits = fits && !(v > 0x1p7f);
@@ -144,7 +152,7 @@ Problem fp4_problem(const QuantizedTensor& a, const QuantizedTensor& w, GemmOut 
                                    "ue8m0 scales (mxfp4), not " + s.name + " in layout " +
                                    std::string(to_string(w.layout)));
   }
-  Problem p = quantized_problem(op, a, w, out, o, as, ws);
+  Problem p = quantized_problem(op, a, w, out, o, as, ws, true);
   p.kind = WeightKind::e2m1;
   return p;
 }
@@ -182,14 +190,26 @@ float Problem::weight(std::int64_t row, std::int64_t col) const {
     case WeightKind::bf16: return std::bit_cast<float>(static_cast<std::uint32_t>(w_bf16[i]) << 16);
     case WeightKind::f32: return w_f32[i];
   }
-  if (sb_inside) v *= sb[static_cast<std::size_t>(row / br * sb_cols + col / bc)];
+  if (sb_inside) v *= weight_scale(row / br, col / bc);
   return v;
+}
+
+void Problem::expand_weight_scales() {
+  if (!sb.empty() || !sb_codes) return;
+  const std::int64_t rows = (n + br - 1) / br;
+  sb.resize(static_cast<std::size_t>(rows * sb_cols));
+  for (std::size_t i = 0; i < sb.size(); ++i) sb[i] = sb_table[sb_codes[i]];
+}
+
+float Problem::weight_scale(std::int64_t row_block, std::int64_t col_block) const {
+  const auto i = static_cast<std::size_t>(row_block * sb_cols + col_block);
+  return sb.empty() ? sb_table[sb_codes[i]] : sb[i];
 }
 
 float Problem::group_scale(std::int64_t row, std::int64_t col, std::int64_t g) const {
   const std::int64_t k0 = g * group;
   const float s_a = sa.empty() ? 1.0f : sa[static_cast<std::size_t>(row * (k / kActBlock) + k0 / kActBlock)];
-  const float s_b = sb.empty() || sb_inside ? 1.0f : sb[static_cast<std::size_t>(col / br * sb_cols + k0 / bc)];
+  const float s_b = (sb.empty() && !sb_codes) || sb_inside ? 1.0f : weight_scale(col / br, k0 / bc);
   return s_a * s_b;
 }
 

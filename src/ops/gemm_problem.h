@@ -2,6 +2,7 @@
 // (src/cpu/gemm.cc) both compute from. Internal; the public API is minifloat/gemm.h.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -28,7 +29,12 @@ struct Problem {
   const float* w_f32 = nullptr;
   int br = 1, bc = 1;               // the weight's scale block
   std::int64_t sb_cols = 0;         // ceil(k / bc)
-  std::vector<float> sb;            // [ceil(n / br)][sb_cols] decoded weight scales; empty: none
+  std::vector<float> sb;            // [ceil(n / br)][sb_cols] decoded weight scales; empty: none (or sb_codes)
+  // mxfp4 weights: their ue8m0 scale codes [n][sb_cols] and each code's divisor. sb stays empty until a kernel that
+  // wants f32 scales asks (expand_weight_scales); the M = 1 GEMV reads the bytes through the table, so a decode-shaped
+  // call does not first write N x K / 32 decoded scales to memory (a third of its time, BENCHMARKS.md).
+  const std::uint8_t* sb_codes = nullptr;
+  std::array<float, 256> sb_table{};
   bool sb_inside = false;           // powers of two, multiplied into w (exact); else applied per group
   // Every product a * w is exact in f32, so an fma and a multiply-then-add agree: e4m3 activations times e4m3 or
   // e2m1 weights whose scales (when inside w) are at most 2^100, so that no product overflows.
@@ -40,6 +46,10 @@ struct Problem {
   bool accumulate = false;
   int threads = 0;
 
+  // sb from sb_codes (nothing when sb is filled or there are no codes).
+  void expand_weight_scales();
+  // The weight scale of block (row_block, col_block): sb, or the table entry of its code.
+  float weight_scale(std::int64_t row_block, std::int64_t col_block) const;
   // w[n, k] as the GEMM reads it: the element, times its scale when sb_inside.
   float weight(std::int64_t row, std::int64_t col) const;
   // s = sa[m, group] * sb[n, group] (1 where absent), the factor of group g's sum.
