@@ -447,9 +447,10 @@ struct QuantizeRowFn {
   }
 #endif
 
-  // Block b (columns c0 .. c0 + bc, cut at cols) on its own.
+  // Block b (columns c0 .. c0 + bc, cut at cols) on its own. Not inlined: the groups above are the hot path, and
+  // one copy per encoder and sink keeps the compile (sanitizer builds above all) and the code size in bounds.
   template <bool kNibbles, class Encoder>
-  HWY_INLINE void Block(std::int64_t b, std::int64_t c0, bool pow2, bool e4m3, const PowerOfTwoFast& p,
+  HWY_NOINLINE void Block(std::int64_t b, std::int64_t c0, bool pow2, bool e4m3, const PowerOfTwoFast& p,
                         const Encoder& e) const {
     const std::int64_t c1 = std::min(c0 + bc, cols);
     std::uint32_t m = MaxAbsBits(x, c0, c1);
