@@ -169,12 +169,38 @@ HWY_INLINE void StoreCodes(hn::Vec<DU> codes, std::uint8_t* out, std::int64_t c)
   hn::StoreU(hn::U8FromU32(codes), D8(), out + c);
 }
 
+// The whole vectors of x[c, c1) divided as `div` says (d > 0 and finite), their codes into out; returns where they
+// end. Shared by EncodeBlock (one block, then its scalar tail) and EncodeGroup (a group of whole blocks).
+template <bool kNibbles, class Encoder>
+HWY_INLINE std::int64_t EncodeVectors(const float* x, std::int64_t c, std::int64_t c1, const Divisor& div,
+                                      std::uint8_t* out, const Encoder& encode_lanes) {
+  const DF df;
+  const auto N = static_cast<std::int64_t>(hn::Lanes(df));
+  const auto vd = hn::Set(df, div.d), vr = hn::Set(df, div.r);
+  if (div.exact) {
+    for (; c + N <= c1; c += N) StoreCodes<kNibbles>(encode_lanes(hn::Mul(hn::LoadU(df, x + c), vr)), out, c);
+    return c;
+  }
+  if constexpr (Encoder::kFindsTies) {
+    if (div.r > 0) {
+      for (; c + N <= c1; c += N) {
+        const auto v = hn::LoadU(df, x + c);
+        hn::Mask<DF> near;
+        auto codes = encode_lanes(hn::Mul(v, vr), near);
+        if (HWY_UNLIKELY(!hn::AllFalse(df, near))) codes = encode_lanes(hn::Div(v, vd));
+        StoreCodes<kNibbles>(codes, out, c);
+      }
+      return c;
+    }
+  }
+  for (; c + N <= c1; c += N) StoreCodes<kNibbles>(encode_lanes(hn::Div(hn::LoadU(df, x + c), vd)), out, c);
+  return c;
+}
+
 // Codes of x[c0, c1), one block, into out (kNibbles: two per byte; c0 and c1 - c0 even).
 template <bool kNibbles, class Encoder>
 HWY_INLINE void EncodeBlock(const float* x, std::int64_t c0, std::int64_t c1, const Divisor& div,
                             const ElementCodec& ec, std::uint8_t* out, const Encoder& encode_lanes) {
-  const DF df;
-  const auto N = static_cast<std::int64_t>(hn::Lanes(df));
   std::int64_t c = c0;
 #if HWY_TARGET == HWY_SCALAR
   constexpr bool kVectors = !kNibbles;  // one lane cannot fill a byte: the pairs below do it
@@ -182,22 +208,7 @@ HWY_INLINE void EncodeBlock(const float* x, std::int64_t c0, std::int64_t c1, co
   constexpr bool kVectors = true;
 #endif
   if (kVectors && div.d > 0) {  // not a zero (signed zeros) or NaN (non-finite) block: those take the scalar rule
-    const auto vd = hn::Set(df, div.d), vr = hn::Set(df, div.r);
-    if (div.exact) {
-      for (; c + N <= c1; c += N) StoreCodes<kNibbles>(encode_lanes(hn::Mul(hn::LoadU(df, x + c), vr)), out, c);
-    }
-    if constexpr (Encoder::kFindsTies) {
-      if (div.r > 0) {
-        for (; c + N <= c1; c += N) {
-          const auto v = hn::LoadU(df, x + c);
-          hn::Mask<DF> near;
-          auto codes = encode_lanes(hn::Mul(v, vr), near);
-          if (HWY_UNLIKELY(!hn::AllFalse(df, near))) codes = encode_lanes(hn::Div(v, vd));
-          StoreCodes<kNibbles>(codes, out, c);
-        }
-      }
-    }
-    for (; c + N <= c1; c += N) StoreCodes<kNibbles>(encode_lanes(hn::Div(hn::LoadU(df, x + c), vd)), out, c);
+    c = EncodeVectors<kNibbles>(x, c0, c1, div, out, encode_lanes);
   }
   const BlockScale bs{0, div.d};
   const auto code = [&](std::int64_t i) {
@@ -417,32 +428,15 @@ struct QuantizeRowFn {
   }
 
 #if HWY_TARGET != HWY_SCALAR
-  // The codes of a whole group (kGroup blocks from column c0, all scaled by the vector rules): EncodeBlock's vector
-  // loop without its per-block checks, so the constants stay in registers across the group. reciprocals[i]: 2^-k
-  // (exact) or RN(1 / divisor), 0 where that is not a normal float (division then).
+  // The codes of a whole group (kGroup blocks from column c0, all scaled by the vector rules): EncodeBlock without
+  // its per-block checks and scalar tail, so the constants stay in registers across the group. reciprocals[i]:
+  // 2^-k (exact) or RN(1 / divisor), 0 where that is not a normal float (division then).
   template <bool kNibbles, class Encoder>
   HWY_INLINE void EncodeGroup(std::int64_t c0, const float* group_divisors, const float* reciprocals, bool exact,
                               const Encoder& e) const {
-    const DF df;
-    const auto N = static_cast<std::int64_t>(hn::Lanes(df));
     for (std::size_t i = 0; i < kGroup; ++i) {
       const std::int64_t ci = c0 + static_cast<std::int64_t>(i) * bc;
-      const auto vr = hn::Set(df, reciprocals[i]);
-      if (exact) {
-        for (std::int64_t c = ci; c < ci + bc; c += N) StoreCodes<kNibbles>(e(hn::Mul(hn::LoadU(df, x + c), vr)), out, c);
-        continue;
-      }
-      if constexpr (Encoder::kFindsTies) {
-        const auto vd = hn::Set(df, group_divisors[i]);
-        const bool by_reciprocal = reciprocals[i] > 0;
-        for (std::int64_t c = ci; c < ci + bc; c += N) {
-          const auto v = hn::LoadU(df, x + c);
-          hn::Mask<DF> near;
-          auto codes = e(hn::Mul(v, vr), near);
-          if (HWY_UNLIKELY(!by_reciprocal || !hn::AllFalse(df, near))) codes = e(hn::Div(v, vd));
-          StoreCodes<kNibbles>(codes, out, c);
-        }
-      }
+      EncodeVectors<kNibbles>(x, ci, ci + bc, Divisor{group_divisors[i], reciprocals[i], exact}, out, e);
     }
   }
 #endif
@@ -637,10 +631,8 @@ float FiniteAmax(const float* x, std::int64_t n) {
   return std::bit_cast<float>(m);
 }
 
-// out[0, n) = in[0, n) by non-temporal stores where out is vector-aligned (plain stores for the ends); n = 0 only
-// fences: the calling thread's streamed stores are visible to other threads after it.
+// out[0, n) = in[0, n) by non-temporal stores where out is vector-aligned (plain stores for the ends).
 void StreamCopy(const float* in, std::int64_t n, float* out) {
-  if (n == 0) return hwy::FlushStream();
   const DF df;
   const auto N = static_cast<std::int64_t>(hn::Lanes(df));
   std::int64_t i = 0;
@@ -648,6 +640,9 @@ void StreamCopy(const float* in, std::int64_t n, float* out) {
   for (; i + N <= n; i += N) hn::Stream(hn::LoadU(df, in + i), df, out + i);
   for (; i < n; ++i) out[i] = in[i];
 }
+
+// After this thread's non-temporal stores: makes them visible to other threads.
+void FlushStreams() { hwy::FlushStream(); }
 
 void WidenBf16(const std::uint16_t* in, std::int64_t n, float* out) {
   const DF df;

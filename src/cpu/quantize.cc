@@ -31,6 +31,7 @@ HWY_EXPORT(FiniteAmax);
 HWY_EXPORT(WidenBf16);
 HWY_EXPORT(WidenF16);
 HWY_EXPORT(StreamCopy);
+HWY_EXPORT(FlushStreams);
 
 ElementCodec element_codec(const Scheme& s) {
   ElementCodec ec{&s, s.element.is_int(), s.element.bits(), 0, 0, 0, Specials::finite, s.element.max()};
@@ -306,7 +307,7 @@ void dequantize_fast(const QuantizedTensor& q, float* out, int threads) {
         HWY_DYNAMIC_DISPATCH(StreamCopy)(staged.data(), n, out + r * g.cols + c0);
       }
     }
-    if (stream) HWY_DYNAMIC_DISPATCH(StreamCopy)(nullptr, 0, nullptr);  // this thread's fence
+    if (stream) HWY_DYNAMIC_DISPATCH(FlushStreams)();
   }
 }
 

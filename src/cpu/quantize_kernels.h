@@ -33,13 +33,15 @@ void QuantizeRow(const float* x, std::int64_t cols, std::int64_t bc, float tenso
 // Values of one row from its codes: element value * divisor. Codes one per byte, or with `nibbles` (4-bit
 // elements, bc and cols even) two per byte, the even column in the low nibble.
 // With `stream`, non-temporal stores where out and bc allow whole aligned vectors (else plain ones; the caller
-// fences with StreamCopy(nullptr, 0, nullptr)).
+// then calls FlushStreams).
 void DecodeRow(const std::uint8_t* codes, bool nibbles, std::int64_t cols, std::int64_t bc, const float* divisors,
                const ElementCodec& ec, float* out, bool stream);
 // max |x| over the finite values of x[0, n).
 float FiniteAmax(const float* x, std::int64_t n);
-// out[0, n) = in[0, n), by non-temporal stores where aligned; n = 0: a store fence for this thread's streamed stores.
+// out[0, n) = in[0, n), by non-temporal stores where aligned.
 void StreamCopy(const float* in, std::int64_t n, float* out);
+// A store fence: this thread's non-temporal stores become visible to other threads.
+void FlushStreams();
 // bf16 / f16 bits to f32 (exact).
 void WidenBf16(const std::uint16_t* in, std::int64_t n, float* out);
 void WidenF16(const std::uint16_t* in, std::int64_t n, float* out);
