@@ -34,52 +34,63 @@ using D8 = hn::Rebind<std::uint8_t, DF>;
 // One float addition rounds |y| to the element grid: C = 2^(E + 23 - m), with E = max(exponent of |y|, emin), has
 // an ulp equal to the grid's quantum at |y| (normal or subnormal), so a + C rounds a to the grid, ties to even, and
 // the bits of a + C above those of C count quanta. The code is that count plus (E - emin) << m: the leading bit
-// carries into the exponent field by itself, also when rounding up to the next binade. The fields are arguments so
-// that constants fold where the caller knows the format.
+// carries into the exponent field by itself, also when rounding up to the next binade.
+//
+// The constants are made once (FloatGrid) and kept as vectors, so that the hot loops read them from registers or as
+// memory operands instead of materializing them again for every block; the shift counts are arguments so that they
+// fold into immediates where the caller knows the format.
 //
 // near (when asked): lanes whose |y| lies within 4 ulp of a rounding midpoint. A y computed as x * RN(1/d) is within
 // 3 ulp of RN(x / d) (two roundings of 2^-24 each, relative), so outside those lanes both round to the same code.
-HWY_INLINE hn::Vec<DU> EncodeFloatLanes(hn::Vec<DF> y, hn::Vec<DF> max, int m, int emin, int em,
+struct FloatGrid {
+  hn::Vec<DF> max, near_fraction;
+  hn::Vec<DU> exponent_mask, min_exponent, round_offset, binade_offset, sign_bit;
+  int m, em;
+  FloatGrid(float max_value, int mantissa_bits, int emin, int exponent_and_mantissa_bits)
+      : max(hn::Set(DF(), max_value)),
+        near_fraction(hn::Set(DF(), pow2f(-24) - pow2f(mantissa_bits - 44))),
+        exponent_mask(hn::Set(DU(), 0x7F800000u)),
+        min_exponent(hn::Set(DU(), static_cast<std::uint32_t>(127 + emin) << 23)),
+        round_offset(hn::Set(DU(), static_cast<std::uint32_t>(23 - mantissa_bits) << 23)),
+        binade_offset(hn::Set(DU(), (static_cast<std::uint32_t>(23 - mantissa_bits) << 23) +
+                                        (static_cast<std::uint32_t>(127 + emin) << mantissa_bits))),
+        sign_bit(hn::Set(DU(), 1u << exponent_and_mantissa_bits)),
+        m(mantissa_bits),
+        em(exponent_and_mantissa_bits) {}
+};
+
+HWY_INLINE hn::Vec<DU> EncodeFloatLanes(hn::Vec<DF> y, const FloatGrid& g, int m, int em,
                                          hn::Mask<DF>* near = nullptr) {
   const DF df;
   const DU du;
-  const auto a = hn::Min(hn::Abs(y), max);
-  const auto e = hn::Max(hn::And(hn::BitCast(du, a), hn::Set(du, 0x7F800000u)),
-                         hn::Set(du, static_cast<std::uint32_t>(127 + emin) << 23));
-  const auto c = hn::Add(e, hn::Set(du, static_cast<std::uint32_t>(23 - m) << 23));
+  const auto a = hn::Min(hn::Abs(y), g.max);
+  const auto e = hn::Max(hn::And(hn::BitCast(du, a), g.exponent_mask), g.min_exponent);
+  const auto c = hn::Add(e, g.round_offset);
   const auto rounded = hn::Add(a, hn::BitCast(df, c));
-  const auto quanta = hn::Sub(hn::BitCast(du, rounded), c);
   if (near) {
     // a - (rounded - C) is exact: the distance from a to its grid point, at most half a quantum (C * 2^-24). Near
     // a midpoint: that distance within 4 ulp of a (at most C * 2^(m - 44)) of half a quantum.
     const auto distance = hn::Abs(hn::Sub(a, hn::Sub(rounded, hn::BitCast(df, c))));
-    *near = hn::Ge(distance, hn::Mul(hn::BitCast(df, c), hn::Set(df, pow2f(-24) - pow2f(m - 44))));
+    *near = hn::Ge(distance, hn::Mul(hn::BitCast(df, c), g.near_fraction));
   }
-  const auto binade = hn::ShiftRightSame(hn::Sub(e, hn::Set(du, static_cast<std::uint32_t>(127 + emin) << 23)), 23 - m);
+  // quanta + binade = (rounded - c) + (e - E0) >> (23 - m) = rounded + (e >> (23 - m)) - (e + (c - e) + (E0 >> (23 -
+  // m))): e and E0 are multiples of 2^23, so the shift distributes.
+  const auto code = hn::Sub(hn::Add(hn::BitCast(du, rounded), hn::ShiftRightSame(e, 23 - m)),
+                            hn::Add(e, g.binade_offset));
   // The sign bit moves from bit 31 to bit em (exponent + mantissa bits).
-  const auto sign = hn::And(hn::ShiftRightSame(hn::BitCast(du, y), 31 - em), hn::Set(du, 1u << em));
-  return hn::Or(hn::Add(quanta, binade), sign);
+  return hn::Or(code, hn::And(hn::ShiftRightSame(hn::BitCast(du, y), 31 - em), g.sign_bit));
 }
 
-HWY_INLINE hn::Vec<DU> EncodeFloatLanes(hn::Vec<DF> y, const ElementCodec& ec) {
-  return EncodeFloatLanes(y, hn::Set(DF(), ec.max), ec.mantissa_bits, 1 - ec.bias,
-                          ec.exponent_bits + ec.mantissa_bits);
-}
-
-// The same with the format's fields as constants (shift counts become immediates; the hot formats use this).
-template <int kExp, int kMan, int kBias>
-HWY_INLINE hn::Vec<DU> EncodeFloatLanesT(hn::Vec<DF> y, hn::Vec<DF> max) {
-  return EncodeFloatLanes(y, max, kMan, 1 - kBias, kExp + kMan);
-}
-
-// Functors rather than lambdas, so they carry the target's attributes.
+// Functors rather than lambdas, so they carry the target's attributes. The hot formats have their fields as template
+// constants.
 template <int kExp, int kMan, int kBias>
 struct FloatEncoder {
   static constexpr bool kFindsTies = true;  // operator()(y, near) exists
-  hn::Vec<DF> max;
-  HWY_INLINE hn::Vec<DU> operator()(hn::Vec<DF> y) const { return EncodeFloatLanesT<kExp, kMan, kBias>(y, max); }
+  FloatGrid grid;
+  explicit FloatEncoder(float max) : grid(max, kMan, 1 - kBias, kExp + kMan) {}
+  HWY_INLINE hn::Vec<DU> operator()(hn::Vec<DF> y) const { return EncodeFloatLanes(y, grid, kMan, kExp + kMan); }
   HWY_INLINE hn::Vec<DU> operator()(hn::Vec<DF> y, hn::Mask<DF>& near) const {
-    return EncodeFloatLanes(y, max, kMan, 1 - kBias, kExp + kMan, &near);
+    return EncodeFloatLanes(y, grid, kMan, kExp + kMan, &near);
   }
 };
 
@@ -96,8 +107,12 @@ HWY_INLINE hn::Vec<DU> EncodeIntLanes(hn::Vec<DF> y, const ElementCodec& ec) {
 struct GenericEncoder {
   static constexpr bool kFindsTies = false;
   const ElementCodec* ec;
+  FloatGrid grid;
+  explicit GenericEncoder(const ElementCodec& codec)
+      : ec(&codec),
+        grid(codec.max, codec.mantissa_bits, 1 - codec.bias, codec.exponent_bits + codec.mantissa_bits) {}
   HWY_INLINE hn::Vec<DU> operator()(hn::Vec<DF> y) const {
-    return ec->is_int ? EncodeIntLanes(y, *ec) : EncodeFloatLanes(y, *ec);
+    return ec->is_int ? EncodeIntLanes(y, *ec) : EncodeFloatLanes(y, grid, grid.m, grid.em);
   }
 };
 
@@ -153,6 +168,18 @@ HWY_INLINE Divisor divisor_of(float d) {
   return {d, std::isnormal(r) ? r : 0.0f, false};
 }
 
+// Single-thread streaming from DRAM is bound by how many line fills are in flight, and a kernel that does real work
+// per vector keeps too few: the out-of-order window reaches only a few lines ahead (measured here: a load-convert-store
+// loop with 15 more vector operations per line ran at 0.58 ns per value from DRAM, against 0.40 without them). One
+// prefetch per line, 16 KiB ahead, into L2 (the L1 fill buffers stay free for the loads) brings it back to 0.40: the
+// work then overlaps the memory traffic. Issued in the loops that read x, one per vector, never as a burst: a burst
+// of prefetches stalls on full fill buffers. The address is formed as an integer: it may lie past the end of x, where a
+// prefetch is a no-op.
+inline constexpr std::uintptr_t kPrefetchBytes = 16384;
+HWY_INLINE void PrefetchAhead(const void* p) {
+  __builtin_prefetch(reinterpret_cast<const void*>(reinterpret_cast<std::uintptr_t>(p) + kPrefetchBytes), 0, 1);
+}
+
 // Codes of a vector (u32 lanes) into the output at column c: one per byte, or (kNibbles) two per byte, column 2i in
 // the low nibble of byte i (SPEC section 5), packed here so no row of codes is written twice.
 template <bool kNibbles>
@@ -178,12 +205,16 @@ HWY_INLINE std::int64_t EncodeVectors(const float* x, std::int64_t c, std::int64
   const auto N = static_cast<std::int64_t>(hn::Lanes(df));
   const auto vd = hn::Set(df, div.d), vr = hn::Set(df, div.r);
   if (div.exact) {
-    for (; c + N <= c1; c += N) StoreCodes<kNibbles>(encode_lanes(hn::Mul(hn::LoadU(df, x + c), vr)), out, c);
+    for (; c + N <= c1; c += N) {
+      PrefetchAhead(x + c);
+      StoreCodes<kNibbles>(encode_lanes(hn::Mul(hn::LoadU(df, x + c), vr)), out, c);
+    }
     return c;
   }
   if constexpr (Encoder::kFindsTies) {
     if (div.r > 0) {
       for (; c + N <= c1; c += N) {
+        PrefetchAhead(x + c);
         const auto v = hn::LoadU(df, x + c);
         hn::Mask<DF> near;
         auto codes = encode_lanes(hn::Mul(v, vr), near);
@@ -193,7 +224,10 @@ HWY_INLINE std::int64_t EncodeVectors(const float* x, std::int64_t c, std::int64
       return c;
     }
   }
-  for (; c + N <= c1; c += N) StoreCodes<kNibbles>(encode_lanes(hn::Div(hn::LoadU(df, x + c), vd)), out, c);
+  for (; c + N <= c1; c += N) {
+    PrefetchAhead(x + c);
+    StoreCodes<kNibbles>(encode_lanes(hn::Div(hn::LoadU(df, x + c), vd)), out, c);
+  }
   return c;
 }
 
@@ -243,18 +277,17 @@ void BlockMaxAbsBits(const float* x, std::int64_t cols, std::int64_t bc, std::ui
 // Calls fn(encoder) with the encoder for ec's element type: constants for the formats of MX, NVFP4 and DeepSeek.
 template <class Fn>
 HWY_INLINE void WithEncoder(const ElementCodec& ec, const Fn& fn) {
-  const auto max = hn::Set(DF(), ec.max);
   if (!ec.is_int) {
     const int key = ec.exponent_bits * 256 + ec.mantissa_bits * 16 + ec.bias;
     switch (key) {
-      case 4 * 256 + 3 * 16 + 7: return fn(FloatEncoder<4, 3, 7>{max});
-      case 5 * 256 + 2 * 16 + 15: return fn(FloatEncoder<5, 2, 15>{max});
-      case 3 * 256 + 2 * 16 + 3: return fn(FloatEncoder<3, 2, 3>{max});
-      case 2 * 256 + 3 * 16 + 1: return fn(FloatEncoder<2, 3, 1>{max});
-      case 2 * 256 + 1 * 16 + 1: return fn(FloatEncoder<2, 1, 1>{max});
+      case 4 * 256 + 3 * 16 + 7: return fn(FloatEncoder<4, 3, 7>(ec.max));
+      case 5 * 256 + 2 * 16 + 15: return fn(FloatEncoder<5, 2, 15>(ec.max));
+      case 3 * 256 + 2 * 16 + 3: return fn(FloatEncoder<3, 2, 3>(ec.max));
+      case 2 * 256 + 3 * 16 + 1: return fn(FloatEncoder<2, 3, 1>(ec.max));
+      case 2 * 256 + 1 * 16 + 1: return fn(FloatEncoder<2, 1, 1>(ec.max));
     }
   }
-  fn(GenericEncoder{&ec});
+  fn(GenericEncoder(ec));
 }
 
 struct EncodeRowFn {
@@ -271,7 +304,7 @@ struct EncodeRowFn {
   }
 };
 
-inline constexpr std::int64_t kPrefetchFloats = 512;
+
 
 #if HWY_TARGET != HWY_SCALAR
 // ---- N consecutive 1 x bc blocks at once (N = lanes, bc a multiple of N): the N maxima and scales sit in one
@@ -335,7 +368,8 @@ HWY_INLINE bool GroupE4m3(hn::Vec<DU> m, float max_elem, float tensor_scale, std
   if (!hn::AllTrue(du, finite)) return false;
   const auto y = hn::Div(hn::Div(hn::BitCast(df, m), hn::Set(df, max_elem)), hn::Set(df, tensor_scale));
   // y >= 0: no sign; >= 448 saturates.
-  const auto code = hn::Max(EncodeFloatLanesT<4, 3, 7>(y, hn::Set(df, 448.0f)), hn::Set(du, min_code));
+  const FloatGrid e4m3(448.0f, 3, -6, 7);
+  const auto code = hn::Max(EncodeFloatLanes(y, e4m3, 3, 7), hn::Set(du, min_code));
   constexpr ElementCodec kE4m3{nullptr, false, 8, 4, 3, 7, Specials::nan_only, 448.0f};
   const auto d = hn::Mul(DecodeLanes(code, kE4m3), hn::Set(df, tensor_scale));
   const auto usable = hn::And(hn::Lt(hn::Zero(df), d), hn::Lt(d, hn::Set(df, INFINITY)));
@@ -395,9 +429,6 @@ struct QuantizeRowFn {
       const std::int64_t span = static_cast<std::int64_t>(kGroup) * bc;
       HWY_ALIGN float reciprocals[kGroup];
       for (; c0 + span <= cols; b += kGroup, c0 += span) {
-        if (c0 + span + kPrefetchFloats < cols) {
-          for (std::int64_t q = 0; q < span; q += 16) hwy::Prefetch(x + c0 + q + kPrefetchFloats);
-        }
         auto m = GroupMaxAbsBits(x + c0, bc);
         m = hn::IfThenElse(hn::Lt(m, hn::Set(du, 0x7F800000u)), hn::Max(m, floor), m);
         const bool done = pow2 ? GroupPowerOfTwo(m, p, scale_codes + b, divisors + b, reciprocals)
@@ -418,22 +449,47 @@ struct QuantizeRowFn {
       }
     }
 #endif
-    for (; c0 < cols; ++b, c0 += bc) {
-      // The per-block work is long enough that the hardware prefetcher falls behind: ask 2 KiB ahead.
-      if (c0 + bc + kPrefetchFloats < cols) {
-        for (std::int64_t q = c0; q < c0 + bc; q += 16) hwy::Prefetch(x + q + kPrefetchFloats);
-      }
-      Block<kNibbles>(b, c0, pow2, e4m3, p, e);
-    }
+    for (; c0 < cols; ++b, c0 += bc) Block<kNibbles>(b, c0, pow2, e4m3, p, e);
   }
 
 #if HWY_TARGET != HWY_SCALAR
   // The codes of a whole group (kGroup blocks from column c0, all scaled by the vector rules): EncodeBlock without
-  // its per-block checks and scalar tail, so the constants stay in registers across the group. reciprocals[i]:
-  // 2^-k (exact) or RN(1 / divisor), 0 where that is not a normal float (division then).
+  // its per-block checks and scalar tail. reciprocals[i]: 2^-k (exact) or RN(1 / divisor), 0 where that is not a
+  // normal float (division then). When a block is a power-of-two number of vectors, the group is one flat loop over
+  // its vectors (each reads its block's reciprocal): GCC keeps the encoder's constants in registers across a flat
+  // loop, where a loop per block made it materialize them again for every block.
   template <bool kNibbles, class Encoder>
   HWY_INLINE void EncodeGroup(std::int64_t c0, const float* group_divisors, const float* reciprocals, bool exact,
                               const Encoder& e) const {
+    const DF df;
+    constexpr auto N = static_cast<std::int64_t>(kGroup);
+    const std::int64_t vectors_per_block = bc / N, n = N * bc;
+    const bool flat = std::has_single_bit(static_cast<std::uint64_t>(vectors_per_block)) &&
+                      (exact || hn::AllTrue(df, hn::Lt(hn::Zero(df), hn::LoadU(df, reciprocals))));
+    if (flat) {
+      const int shift = std::countr_zero(static_cast<std::uint64_t>(vectors_per_block));
+      const float* xs = x + c0;
+      if (exact) {
+        for (std::int64_t c = 0; c < n; c += N) {
+          PrefetchAhead(xs + c);
+          const auto r = hn::Set(df, reciprocals[(c / N) >> shift]);
+          StoreCodes<kNibbles>(e(hn::Mul(hn::LoadU(df, xs + c), r)), out, c0 + c);
+        }
+        return;
+      }
+      if constexpr (Encoder::kFindsTies) {
+        for (std::int64_t c = 0; c < n; c += N) {
+          PrefetchAhead(xs + c);
+          const std::int64_t i = (c / N) >> shift;
+          const auto v = hn::LoadU(df, xs + c);
+          hn::Mask<DF> near;
+          auto codes = e(hn::Mul(v, hn::Set(df, reciprocals[i])), near);
+          if (HWY_UNLIKELY(!hn::AllFalse(df, near))) codes = e(hn::Div(v, hn::Set(df, group_divisors[i])));
+          StoreCodes<kNibbles>(codes, out, c0 + c);
+        }
+        return;
+      }
+    }
     for (std::size_t i = 0; i < kGroup; ++i) {
       const std::int64_t ci = c0 + static_cast<std::int64_t>(i) * bc;
       EncodeVectors<kNibbles>(x, ci, ci + bc, Divisor{group_divisors[i], reciprocals[i], exact}, out, e);
@@ -613,7 +669,10 @@ float FiniteAmax(const float* x, std::int64_t n) {
   // Two operations a vector (|x| bits, max); a NaN or Inf seen on the way sends the slice to the masked loop.
   auto acc = hn::Zero(du);
   std::int64_t i = 0;
-  for (; i + N <= n; i += N) acc = hn::Max(acc, hn::BitCast(du, hn::Abs(hn::LoadU(df, x + i))));
+  for (; i + N <= n; i += N) {
+    PrefetchAhead(x + i);
+    acc = hn::Max(acc, hn::BitCast(du, hn::Abs(hn::LoadU(df, x + i))));
+  }
   std::uint32_t m = i > 0 ? hn::GetLane(hn::MaxOfLanes(du, acc)) : 0;
   if (m >= 0x7F800000u) {
     const auto inf = hn::Set(du, 0x7F800000u);
@@ -651,6 +710,7 @@ void WidenBf16(const std::uint16_t* in, std::int64_t n, float* out) {
   const auto N = static_cast<std::int64_t>(hn::Lanes(df));
   std::int64_t i = 0;
   for (; i + N <= n; i += N) {
+    PrefetchAhead(in + i);
     hn::StoreU(hn::BitCast(df, hn::ShiftLeft<16>(hn::PromoteTo(du, hn::LoadU(d16, in + i)))), df, out + i);
   }
   for (; i < n; ++i) out[i] = std::bit_cast<float>(static_cast<std::uint32_t>(in[i]) << 16);
@@ -665,6 +725,7 @@ void WidenF16(const std::uint16_t* in, std::int64_t n, float* out) {
   // (QuantizeSimd.Bf16AndF16Inputs fails with it): the scalar codec there.
 #if HWY_TARGET <= HWY_AVX2
   for (; i + N <= n; i += N) {
+    PrefetchAhead(in + i);
     hn::StoreU(hn::PromoteTo(df, hn::LoadU(dh, reinterpret_cast<const hwy::float16_t*>(in + i))), df, out + i);
   }
 #else
