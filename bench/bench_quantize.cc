@@ -91,6 +91,24 @@ void BM_Memcpy(benchmark::State& state) {
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * 2 * bytes));
 }
 
+// One plain read of the f32 input (a wrapping sum of its bits: the compiler vectorizes it even for the SSE2 baseline
+// this file is built for; no prefetch hints): this machine's
+// streaming read rate in the same run, the floor under any pass that reads the input, such as a two-level scheme's
+// amax pass. Split into contiguous per-thread ranges like the quantize kernels' rows.
+void BM_ReadInput(benchmark::State& state) {
+  const int threads = static_cast<int>(state.range(0));
+  const auto* bits = reinterpret_cast<const std::uint32_t*>(input_f32().data());
+  std::uint32_t result = 0;
+  timed_beside_memcpy(state, kCount * sizeof(float), threads, [&] {
+    std::uint32_t sum = 0;
+#pragma omp parallel for num_threads(threads) reduction(+ : sum) schedule(static)
+    for (std::int64_t i = 0; i < kCount; ++i) sum += bits[i];
+    result = sum;
+    benchmark::DoNotOptimize(result);
+  });
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * kCount * sizeof(float)));
+}
+
 // given_amax: a two-level scheme told the tensor's amax (QuantizeOptions::tensor_amax), as an engine with delayed
 // scaling or calibration does, instead of finding it in a first pass.
 void BM_Quantize(benchmark::State& state, const std::string& scheme_name, bool bf16_input, bool given_amax) {
@@ -138,6 +156,8 @@ void BM_Dequantize(benchmark::State& state, const std::string& scheme_name) {
 
 const int kRegistered = [] {
   benchmark::RegisterBenchmark("Memcpy", BM_Memcpy)->UseRealTime()->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("ReadInput/f32", BM_ReadInput)
+      ->Arg(1)->Arg(2)->ArgName("threads")->UseManualTime()->Unit(benchmark::kMillisecond);
   for (const std::string& s : mf::scheme_names()) {
     for (const bool bf16 : {false, true}) {
       benchmark::RegisterBenchmark(("Quantize/" + s + (bf16 ? "/bf16" : "/f32")).c_str(), BM_Quantize, s, bf16, false)
