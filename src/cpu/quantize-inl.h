@@ -63,7 +63,12 @@ HWY_INLINE hn::Vec<DU> EncodeFloatLanes(hn::Vec<DF> y, const FloatGrid& g, int m
                                          hn::Mask<DF>* near = nullptr) {
   const DF df;
   const DU du;
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+  // vrangeps, imm 0b1010: the operand of smaller magnitude, sign cleared: min(|y|, max) in one operation.
+  const hn::Vec<DF> a{_mm512_range_ps(y.raw, g.max.raw, 0x0A)};
+#else
   const auto a = hn::Min(hn::Abs(y), g.max);
+#endif
   const auto e = hn::Max(hn::And(hn::BitCast(du, a), g.exponent_mask), g.min_exponent);
   const auto c = hn::Add(e, g.round_offset);
   const auto rounded = hn::Add(a, hn::BitCast(df, c));
