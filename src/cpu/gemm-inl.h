@@ -96,15 +96,32 @@ HWY_INLINE VF DecodeE2m1x16(DF df, const std::uint8_t* bytes) {
 
 // Sixteen bytes -> 32 weights (w0: codes 0-15, w1: 16-31) of one 1x32 block, its scale multiplied into the table
 // (the same product, value x scale, as multiplying each decoded value).
+// Byte-shuffle controls: the low byte of dword j takes byte first + j / 2 of its 128-bit lane, the rest are zero.
+struct E2m1Picks {
+  alignas(64) std::uint8_t lo[64], hi[64];
+};
+constexpr E2m1Picks MakeE2m1Picks() {
+  E2m1Picks p{};
+  for (int j = 0; j < 16; ++j) {
+    for (int k = 0; k < 4; ++k) {
+      p.lo[4 * j + k] = k == 0 ? static_cast<std::uint8_t>(j / 2) : 0x80;
+      p.hi[4 * j + k] = k == 0 ? static_cast<std::uint8_t>(8 + j / 2) : 0x80;
+    }
+  }
+  return p;
+}
+
 HWY_INLINE void DecodeE2m1x32(DF df, const std::uint8_t* bytes, float scale, VF& w0, VF& w1) {
   alignas(64) static constexpr float kTable[16] = {0, 0.5f, 1, 1.5f, 2, 3, 4, 6, -0.0f, -0.5f, -1, -1.5f, -2, -3, -4, -6};
   alignas(64) static constexpr std::uint32_t kShift[16] = {0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4};
+  static constexpr E2m1Picks kPicks = MakeE2m1Picks();
   const DU du;
-  const hn::Full128<std::uint8_t> d8;
-  const auto b = hn::LoadU(d8, bytes);
+  // The 16 bytes in every 128-bit lane (a broadcast load, no shuffle port), then one in-lane byte shuffle per 16
+  // weights puts byte j / 2 (or 8 + j / 2) in lane j: two shuffles where interleave and widen took four.
+  const __m512i b = _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(bytes)));
   const auto shift = hn::Load(du, kShift);
-  const auto i0 = hn::Shr(hn::PromoteTo(du, hn::InterleaveLower(d8, b, b)), shift);
-  const auto i1 = hn::Shr(hn::PromoteTo(du, hn::InterleaveUpper(d8, b, b)), shift);
+  const auto i0 = hn::Shr(hn::Vec<DU>{_mm512_shuffle_epi8(b, _mm512_load_si512(kPicks.lo))}, shift);
+  const auto i1 = hn::Shr(hn::Vec<DU>{_mm512_shuffle_epi8(b, _mm512_load_si512(kPicks.hi))}, shift);
   const VF table = hn::Mul(hn::Load(df, kTable), hn::Set(df, scale));
   // vpermps reads only bits 3:0 of each index, so the high nibble still in the even lanes needs no mask (Highway's
   // TableLookupLanes would ask for indices below 16; the instruction itself does not).
