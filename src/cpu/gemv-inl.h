@@ -15,6 +15,7 @@
 #include <bit>
 #include <cstdint>
 #include <limits>
+#include <vector>
 
 #include "../ops/gemm_problem.h"
 #include "hwy/cache_control.h"
@@ -44,7 +45,7 @@ HWY_INLINE WeightRow RowOf(const Problem& p, std::int64_t row) {
 // its fields sit where f32's do (bits 20-26, sign at 31) is the value times 2^-120 (an f32 subnormal for subnormal
 // codes, as exact); one product by 2^120 * scale gives value * scale exactly (it is representable); NaN codes are
 // put back after.
-template <WeightKind K>
+template <WeightKind K, bool kPerGroup = false>
 HWY_INLINE VF LoadWeights(const WeightRow& r, std::int64_t k, int shift) {
   const DF df;
   if constexpr (K == WeightKind::bf16) {
@@ -55,7 +56,8 @@ HWY_INLINE VF LoadWeights(const WeightRow& r, std::int64_t k, int shift) {
     const hn::Rebind<std::int8_t, DF> d8;
     const auto c = hn::PromoteTo(di, hn::LoadU(d8, reinterpret_cast<const std::int8_t*>(r.codes + k)));
     const auto bits = hn::And(hn::ShiftLeft<20>(c), hn::Set(di, static_cast<std::int32_t>(0x87F00000u)));
-    const VF v = hn::Mul(hn::BitCast(df, bits), hn::Set(df, r.scales[k >> shift]));
+    // kPerGroup: the bits as they are (value x 2^-120); the activations carry 2^119 and the group's sum the rest.
+    const VF v = kPerGroup ? hn::BitCast(df, bits) : hn::Mul(hn::BitCast(df, bits), hn::Set(df, r.scales[k >> shift]));
     const auto nan = hn::RebindMask(df, hn::Eq(hn::And(c, hn::Set(di, 0x7F)), hn::Set(di, 0x7F)));
     return hn::IfThenElse(nan, hn::Set(df, std::numeric_limits<float>::quiet_NaN()), v);
   } else {
@@ -73,7 +75,13 @@ HWY_INLINE const void* Ahead(const Problem& p, const WeightRow& r, std::int64_t 
 }
 
 // C[0, n0 .. n0 + 16) into c (lane order of the 1 x 16 tile: column n0 + i in lane bitrev4(i)).
-template <WeightKind K>
+// kPerGroup (e4m3, Problem::e4m3_per_group): `a` is the activation row times 2^119 and each row's factor
+// (2^120 x scale) is applied to its group sum, times 2^-119, instead of to every weight: one multiply less per 16
+// weights. Every product a 2^119 x value 2^-120 is the definition's product a x value x scale times 2^-1 / scale, a
+// power of two, and stays normal (|a|, |value| in [2^-9, 448], scale in [2^-100, 2^7]); so does every partial and
+// tree sum (multiples of 2^-19, below 2^24), and scaling by a power of two commutes with each of their roundings: the
+// group sum times 2 x scale is the definition's group sum, bit for bit.
+template <WeightKind K, bool kPerGroup = false>
 void GemvBlock(const Problem& p, const float* HWY_RESTRICT a, std::int64_t n0, float* HWY_RESTRICT c) {
   const DF df;
   // k >> shift is the scale column (GemvFits: a power-of-two block width); 62 keeps one factor for f32 scales.
@@ -110,7 +118,9 @@ void GemvBlock(const Problem& p, const float* HWY_RESTRICT a, std::int64_t n0, f
           const std::int64_t at = k + static_cast<std::int64_t>(v * kL);
           const VF av = hn::LoadU(df, a + at);
 #pragma GCC unroll 16
-          for (int i = 0; i < kLanes; ++i) acc[i][v] = hn::MulAdd(av, LoadWeights<K>(rows[i], at, shift), acc[i][v]);
+          for (int i = 0; i < kLanes; ++i) {
+            acc[i][v] = hn::MulAdd(av, LoadWeights<K, kPerGroup>(rows[i], at, shift), acc[i][v]);
+          }
         }
       }
     }
@@ -123,6 +133,10 @@ void GemvBlock(const Problem& p, const float* HWY_RESTRICT a, std::int64_t n0, f
       }
     }
     Reduce(df, acc, red);
+    if constexpr (kPerGroup) {
+      const std::int64_t column = (g * p.group) >> shift;
+      for (int i = 0; i < kLanes; ++i) red[bitrev4(i)] *= rows[i].scales[column] * 0x1p-119f;
+    }
     if (p.sb.empty() || p.sb_inside) {  // one factor for the whole row: sa[0, group] (or 1)
       std::fill(s, s + kLanes, p.group_scale(0, n0, g));
     } else {
@@ -147,10 +161,18 @@ HWY_INLINE bool GemvFits(const Problem& p) {
 HWY_INLINE void GemvColumns(const Problem& p, const float* a, std::int64_t n0, std::int64_t nblocks) {
   alignas(64) float c[kLanes];
   float row[kLanes];
+  std::vector<float> scaled;  // a x 2^119 (exact: |a| <= 448), for the e4m3 GEMV's per-group factors
+  if (p.kind == WeightKind::e4m3 && p.e4m3_per_group) {
+    scaled.resize(static_cast<std::size_t>(p.k));
+    for (std::int64_t k = 0; k < p.k; ++k) scaled[static_cast<std::size_t>(k)] = a[k] * 0x1p119f;
+  }
   for (std::int64_t b = 0; b < nblocks; ++b) {
     const std::int64_t col0 = n0 + b * kLanes;
     std::fill(c, c + kLanes, 0.0f);
-    if (p.kind == WeightKind::e4m3) GemvBlock<WeightKind::e4m3>(p, a, col0, c);
+    if (p.kind == WeightKind::e4m3) {
+      if (p.e4m3_per_group) GemvBlock<WeightKind::e4m3, true>(p, scaled.data(), col0, c);
+      else GemvBlock<WeightKind::e4m3>(p, a, col0, c);
+    }
 #if MF_GEMM_WIDE
     if (p.kind == WeightKind::e2m1) GemvBlock<WeightKind::e2m1>(p, a, col0, c);
 #endif

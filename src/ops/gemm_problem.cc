@@ -138,6 +138,10 @@ Problem fp8_problem(const char* op, const QuantizedTensor& a, const QuantizedTen
   if (fits) {
     p.e4m3_factor.resize(p.sb_inside ? p.sb.size() : 1, 0x1p120f);
     for (std::size_t i = 0; p.sb_inside && i < p.sb.size(); ++i) p.e4m3_factor[i] = p.sb[i] * 0x1p120f;
+    p.e4m3_per_group = !p.sb_inside || p.bc % p.group == 0;
+    for (std::size_t i = 0; p.sb_inside && i < p.sb.size(); ++i) {
+      p.e4m3_per_group = p.e4m3_per_group && p.sb[i] >= 0x1p-100f;
+    }
   }
   return p;
 }
