@@ -78,8 +78,8 @@ HWY_INLINE hn::Vec<DU> EncodeFloatLanes(hn::Vec<DF> y, const FloatGrid& g, int m
     const auto distance = hn::Abs(hn::Sub(a, hn::Sub(rounded, hn::BitCast(df, c))));
     *near = hn::Ge(distance, hn::Mul(hn::BitCast(df, c), g.near_fraction));
   }
-  // quanta + binade = (rounded - c) + (e - E0) >> (23 - m) = rounded + (e >> (23 - m)) - (e + (c - e) + (E0 >> (23 -
-  // m))): e and E0 are multiples of 2^23, so the shift distributes.
+  // quanta + binade = (rounded - c) + ((e - E0) >> (23 - m)) = rounded + (e >> (23 - m)) - (e + binade_offset), with
+  // binade_offset = (c - e) + (E0 >> (23 - m)): e and E0 are multiples of 2^23, so the shift distributes.
   const auto code = hn::Sub(hn::Add(hn::BitCast(du, rounded), hn::ShiftRightSame(e, 23 - m)),
                             hn::Add(e, g.binade_offset));
   // The sign bit moves from bit 31 to bit em (exponent + mantissa bits).
@@ -173,13 +173,12 @@ HWY_INLINE Divisor divisor_of(float d) {
   return {d, std::isnormal(r) ? r : 0.0f, false};
 }
 
-// Single-thread streaming from DRAM is bound by how many line fills are in flight, and a kernel that does real work
-// per vector keeps too few: the out-of-order window reaches only a few lines ahead (measured here: a load-convert-store
-// loop with 15 more vector operations per line ran at 0.58 ns per value from DRAM, against 0.40 without them). One
-// prefetch per line, 16 KiB ahead, into L2 (the L1 fill buffers stay free for the loads) brings it back to 0.40: the
-// work then overlaps the memory traffic. Issued in the loops that read x, one per vector, never as a burst: a burst
-// of prefetches stalls on full fill buffers. The address is formed as an integer: it may lie past the end of x, where a
-// prefetch is a no-op.
+// Single-thread streaming from DRAM is bound by how many line fills are in flight, and a kernel doing some 15 vector
+// operations per line lets its out-of-order window run only a few lines ahead: the kernels took twice their in-cache
+// time from DRAM. One prefetch per line, 16 KiB ahead, into L2 (the L1 fill buffers stay free for the loads) lets the
+// work overlap the memory traffic (mxfp8 from DRAM: 0.60 -> 0.45 ns per value, BENCHMARKS.md). Issued in the loops
+// that read x, one per vector, never as a burst: a burst of prefetches stalls on full fill buffers. The address is
+// formed as an integer: it may lie past the end of x, where a prefetch is a no-op.
 inline constexpr std::uintptr_t kPrefetchBytes = 16384;
 HWY_INLINE void PrefetchAhead(const void* p) {
   __builtin_prefetch(reinterpret_cast<const void*>(reinterpret_cast<std::uintptr_t>(p) + kPrefetchBytes), 0, 1);
