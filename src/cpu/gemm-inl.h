@@ -94,9 +94,8 @@ HWY_INLINE VF DecodeE2m1x16(DF df, const std::uint8_t* bytes) {
   return hn::TableLookupLanes(hn::Load(df, kTable), hn::IndicesFromVec(df, hn::BitCast(DI(), idx)));
 }
 
-// Sixteen bytes -> 32 weights (w0: codes 0-15, w1: 16-31) of one 1x32 block, its scale multiplied into the table
-// (the same product, value x scale, as multiplying each decoded value).
-// Byte-shuffle controls: the low byte of dword j takes byte first + j / 2 of its 128-bit lane, the rest are zero.
+// Byte-shuffle controls for DecodeE2m1x32: the low byte of dword j takes byte j / 2 (lo) or 8 + j / 2 (hi) of its
+// 128-bit lane; the other bytes are zero.
 struct E2m1Picks {
   alignas(64) std::uint8_t lo[64], hi[64];
 };
@@ -111,6 +110,8 @@ constexpr E2m1Picks MakeE2m1Picks() {
   return p;
 }
 
+// Sixteen bytes -> 32 weights (w0: codes 0-15, w1: 16-31) of one 1x32 block, its scale multiplied into the table
+// (the same product, value x scale, as multiplying each decoded value).
 HWY_INLINE void DecodeE2m1x32(DF df, const std::uint8_t* bytes, float scale, VF& w0, VF& w1) {
   alignas(64) static constexpr float kTable[16] = {0, 0.5f, 1, 1.5f, 2, 3, 4, 6, -0.0f, -0.5f, -1, -1.5f, -2, -3, -4, -6};
   alignas(64) static constexpr std::uint32_t kShift[16] = {0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4};

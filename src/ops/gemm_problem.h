@@ -43,8 +43,9 @@ struct Problem {
   // ((code << 20), an f32 2^-120 times the value) into value * scale; empty when some scale exceeds 2^7.
   std::vector<float> e4m3_factor;
   // The e4m3 GEMV may apply each row's factor once per group instead of once per weight: the factor is constant
-  // over a group (one f32 factor, or scale blocks at least a group wide) and every scale lies in [2^-100, 2^7], so
-  // that scaling by powers of two moves no product, partial sum or tree sum out of the normal range (gemv-inl.h).
+  // over a group (scales applied per group, or ue8m0 scale blocks at least a group wide, every scale in
+  // [2^-100, 2^7]), so that scaling by powers of two moves no product, partial sum or tree sum out of the normal
+  // range (gemv-inl.h).
   bool e4m3_per_group = false;
   GemmOut out;
   bool accumulate = false;

@@ -33,9 +33,12 @@ mf::Scheme scheme(const std::string& name, mf::Profile p = mf::Profile::ocp) {
   return mf::with_profile(mf::scheme_named(name), p);
 }
 
-// Custom spellings beside scheme_names(): one per remaining rule and element family.
-const std::vector<std::string> kCustom = {"e2m1-1x32-ue8m0-rceil", "e4m3-1x128-f32", "e5m2-1x32-ue8m0-even",
-                                          "int8-1x32",             "int4-1x128",     "e2m3-1x32-ue8m0-mse"};
+// Custom spellings beside scheme_names(): one per remaining rule and element family, and blocks of 48 (three
+// vectors on AVX-512, six on AVX2, twelve on SSE4: not a power of two, so a group of blocks takes its per-block loop),
+// with a power-of-two scale and with NVFP4's e4m3 scale.
+const std::vector<std::string> kCustom = {"e2m1-1x32-ue8m0-rceil", "e4m3-1x128-f32",        "e5m2-1x32-ue8m0-even",
+                                          "int8-1x32",             "int4-1x128",            "e2m3-1x32-ue8m0-mse",
+                                          "e4m3-1x48-ue8m0-floor", "e2m1-1x48-ue4m3-e4m3"};
 
 std::string shape_text(const Shape& shape) {
   std::string s = "[";
