@@ -174,11 +174,11 @@ HWY_INLINE Divisor divisor_of(float d) {
 }
 
 // Single-thread streaming from DRAM is bound by how many line fills are in flight, and a kernel doing some 15 vector
-// operations per line lets its out-of-order window run only a few lines ahead: the kernels ran well below their in-cache
-// speed from DRAM. One prefetch per line, 16 KiB ahead, into L2 (the L1 fill buffers stay free for the loads) lets the
-// work overlap the memory traffic (mxfp8 from DRAM: 39% -> 47% of memcpy, BENCHMARKS.md). Issued in the loops
-// that read x, one per vector, never as a burst: a burst of prefetches stalls on full fill buffers. The address is
-// formed as an integer: it may lie past the end of x, where a prefetch is a no-op.
+// operations per line lets its out-of-order window run only a few lines ahead: the kernels ran well below their
+// in-cache speed from DRAM. One prefetch per line, 16 KiB ahead, into L2 (the L1 fill buffers stay free for the loads)
+// lets the work overlap the memory traffic (mxfp8 from DRAM: 39% -> 47% of memcpy, BENCHMARKS.md). Issued in the
+// loops that read x, one per vector, never as a burst: a burst of prefetches stalls on full fill buffers. The address
+// is formed as an integer: it may lie past the end of x, where a prefetch is a no-op.
 inline constexpr std::uintptr_t kPrefetchBytes = 16384;
 HWY_INLINE void PrefetchAhead(const void* p) {
   __builtin_prefetch(reinterpret_cast<const void*>(reinterpret_cast<std::uintptr_t>(p) + kPrefetchBytes), 0, 1);
