@@ -83,51 +83,36 @@ HWY_INLINE void DecodeE4m3Row(const Problem& p, std::int64_t row, std::int64_t k
 #if MF_GEMM_WIDE
 // Eight bytes of e2m1 codes -> sixteen lanes holding byte i / 2 -> the low nibble in even lanes, the high one in odd
 // lanes (a variable shift) -> a 16-entry table lookup.
+alignas(64) inline constexpr float kE2m1Values[16] = {0,     0.5f, 1,  1.5f, 2,  3,  4,  6,
+                                                     -0.0f, -0.5f, -1, -1.5f, -2, -3, -4, -6};
 HWY_INLINE VF DecodeE2m1x16(DF df, const std::uint8_t* bytes) {
-  alignas(64) static constexpr float kTable[16] = {0, 0.5f, 1, 1.5f, 2, 3, 4, 6, -0.0f, -0.5f, -1, -1.5f, -2, -3, -4, -6};
   alignas(64) static constexpr std::uint32_t kShift[16] = {0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4};
   const DU du;
   const hn::Full128<std::uint8_t> d8;
   const auto half = hn::LoadU(hn::Full64<std::uint8_t>(), bytes);
   const auto pairs = hn::InterleaveLower(d8, hn::ZeroExtendVector(d8, half), hn::ZeroExtendVector(d8, half));
   const auto idx = hn::And(hn::Shr(hn::PromoteTo(du, pairs), hn::Load(du, kShift)), hn::Set(du, 0xFu));
-  return hn::TableLookupLanes(hn::Load(df, kTable), hn::IndicesFromVec(df, hn::BitCast(DI(), idx)));
+  return hn::TableLookupLanes(hn::Load(df, kE2m1Values), hn::IndicesFromVec(df, hn::BitCast(DI(), idx)));
 }
 
-// Byte-shuffle controls for DecodeE2m1x32: the low byte of dword j takes byte j / 2 (lo) or 8 + j / 2 (hi) of its
-// 128-bit lane; the other bytes are zero.
-struct E2m1Picks {
-  alignas(64) std::uint8_t lo[64], hi[64];
-};
-constexpr E2m1Picks MakeE2m1Picks() {
-  E2m1Picks p{};
-  for (int j = 0; j < 16; ++j) {
-    for (int k = 0; k < 4; ++k) {
-      p.lo[4 * j + k] = k == 0 ? static_cast<std::uint8_t>(j / 2) : 0x80;
-      p.hi[4 * j + k] = k == 0 ? static_cast<std::uint8_t>(8 + j / 2) : 0x80;
-    }
-  }
-  return p;
-}
+// The M = 1 GEMV's e2m1 lanes. A 16-weight vector holds its K range in a fixed lane order: lane 2q holds k + q and
+// lane 2q + 1 holds k + 8 + q (q < 8). That is the order in which one 8-byte broadcast, shifted right by 4q in qword
+// q, leaves the nibbles in the low bits of each dword, so no shuffle builds the indices. The GEMV permutes its
+// activations the same way once per call, so each accumulator lane still sums one of the definition's lane-strided
+// sequences in increasing k (the same fmas in the same order), and kFromStrided puts the lanes back before the tree.
+alignas(64) inline constexpr std::int32_t kFromStrided[16] = {0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15};
 
-// Sixteen bytes -> 32 weights (w0: codes 0-15, w1: 16-31) of one 1x32 block, its scale multiplied into the table
-// (the same product, value x scale, as multiplying each decoded value).
-HWY_INLINE void DecodeE2m1x32(DF df, const std::uint8_t* bytes, float scale, VF& w0, VF& w1) {
-  alignas(64) static constexpr float kTable[16] = {0, 0.5f, 1, 1.5f, 2, 3, 4, 6, -0.0f, -0.5f, -1, -1.5f, -2, -3, -4, -6};
-  alignas(64) static constexpr std::uint32_t kShift[16] = {0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4};
-  static constexpr E2m1Picks kPicks = MakeE2m1Picks();
-  const DU du;
-  // The 16 bytes in every 128-bit lane (a broadcast load, no shuffle port), then one in-lane byte shuffle per 16
-  // weights puts byte j / 2 (or 8 + j / 2) in lane j: two shuffles where interleave and widen took four.
-  const __m512i b = _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(bytes)));
-  const auto shift = hn::Load(du, kShift);
-  const auto i0 = hn::Shr(hn::Vec<DU>{_mm512_shuffle_epi8(b, _mm512_load_si512(kPicks.lo))}, shift);
-  const auto i1 = hn::Shr(hn::Vec<DU>{_mm512_shuffle_epi8(b, _mm512_load_si512(kPicks.hi))}, shift);
-  const VF table = hn::Mul(hn::Load(df, kTable), hn::Set(df, scale));
-  // vpermps reads only bits 3:0 of each index, so the high nibble still in the even lanes needs no mask (Highway's
-  // TableLookupLanes would ask for indices below 16; the instruction itself does not).
-  w0 = VF{_mm512_permutexvar_ps(i0.raw, table.raw)};
-  w1 = VF{_mm512_permutexvar_ps(i1.raw, table.raw)};
+// Sixteen bytes (one 1x32 block) -> w0 (weights 0-15) and w1 (16-31) in the strided lane order above. `table` is the
+// block's 16 e2m1 values times its scale (the same product as multiplying each decoded value): vpermps reads only
+// bits 3:0 of each index, so the neighbouring nibbles left above them need no mask.
+HWY_INLINE void DecodeE2m1x32Strided(const std::uint8_t* bytes, const float* table, VF& w0, VF& w1) {
+  std::uint64_t lo, hi;
+  std::memcpy(&lo, bytes, 8);
+  std::memcpy(&hi, bytes + 8, 8);
+  const __m512i shifts = _mm512_set_epi64(28, 24, 20, 16, 12, 8, 4, 0);
+  const __m512 t = _mm512_load_ps(table);
+  w0 = VF{_mm512_permutexvar_ps(_mm512_srlv_epi64(_mm512_set1_epi64(static_cast<long long>(lo)), shifts), t)};
+  w1 = VF{_mm512_permutexvar_ps(_mm512_srlv_epi64(_mm512_set1_epi64(static_cast<long long>(hi)), shifts), t)};
 }
 #endif
 

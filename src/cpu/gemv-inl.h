@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "../ops/gemm_problem.h"
+#include "hwy/aligned_allocator.h"
 #include "hwy/cache_control.h"
 #include "hwy/highway.h"
 
@@ -81,8 +82,12 @@ HWY_INLINE const void* Ahead(const Problem& p, const WeightRow& r, std::int64_t 
 // power of two, and stays normal (|a|, |value| in [2^-9, 448], scale in [2^-100, 2^7]); so does every partial and
 // tree sum (multiples of 2^-19, below 2^24), and scaling by a power of two commutes with each of their roundings: the
 // group sum times 2 x scale is the definition's group sum, bit for bit.
+// e2m1: `a` is the activation row in the strided lane order (DecodeE2m1x32Strided) and e2m1_tables holds, per
+// scale code, the 16 e2m1 values times its scale.
 template <WeightKind K, bool kPerGroup = false>
-void GemvBlock(const Problem& p, const float* HWY_RESTRICT a, std::int64_t n0, float* HWY_RESTRICT c) {
+void GemvBlock(const Problem& p, const float* HWY_RESTRICT a, std::int64_t n0, float* HWY_RESTRICT c,
+               const float* HWY_RESTRICT e2m1_tables = nullptr) {
+  (void)e2m1_tables;  // read only where e2m1 rows are decoded (16-lane targets)
   const DF df;
   // k >> shift is the scale column (GemvFits: a power-of-two block width); 62 keeps one factor for f32 scales.
   const int shift = K == WeightKind::e4m3 && !p.sb_inside ? 62 : std::countr_zero(static_cast<unsigned>(p.bc));
@@ -98,17 +103,20 @@ void GemvBlock(const Problem& p, const float* HWY_RESTRICT a, std::int64_t n0, f
     const std::int64_t end = std::min(p.k, (g + 1) * p.group);
 #if MF_GEMM_WIDE
     if constexpr (K == WeightKind::e2m1) {
-      // One 1x32 block per step: one 16-byte load and one scaled table per row. Lane j still sees k + j, then
-      // k + 16 + j: the definition's order.
+      // One 1x32 block per step: two 8-byte loads and the block's scaled table per row, in the strided lane order
+      // (`a` is permuted to match), so that accumulator lane 2q sums k = q mod 16 and lane 2q + 1 k = 8 + q mod 16,
+      // each in increasing k: the definition's sequences, put back in their lanes before the tree.
       for (std::int64_t k = g * p.group; k < end; k += 32) {
         const VF a0 = hn::LoadU(df, a + k), a1 = hn::LoadU(df, a + k + kLanes);
 #pragma GCC unroll 16
         for (int i = 0; i < kLanes; ++i) {
           VF w0, w1;
-          DecodeE2m1x32(df, rows[i].codes + k / 2, p.sb_table[rows[i].scale_codes[k >> shift]], w0, w1);
+          DecodeE2m1x32Strided(rows[i].codes + k / 2, e2m1_tables + 16 * rows[i].scale_codes[k >> shift], w0, w1);
           acc[i][0] = hn::MulAdd(a1, w1, hn::MulAdd(a0, w0, acc[i][0]));
         }
       }
+      const auto back = hn::Vec<DI>{_mm512_load_si512(kFromStrided)};
+      for (auto& o : acc) o[0] = VF{_mm512_permutexvar_ps(back.raw, o[0].raw)};
     } else  // NOLINT(readability/braces)
 #endif
     {
@@ -166,6 +174,23 @@ HWY_INLINE void GemvColumns(const Problem& p, const float* a, std::int64_t n0, s
     scaled.resize(static_cast<std::size_t>(p.k));
     for (std::int64_t k = 0; k < p.k; ++k) scaled[static_cast<std::size_t>(k)] = a[k] * 0x1p119f;
   }
+#if MF_GEMM_WIDE
+  // e2m1: the activations in the strided lane order, and each scale code's table (256 x 16 values, 16 KiB: L1).
+  hwy::AlignedFreeUniquePtr<float[]> strided, tables;
+  if (p.kind == WeightKind::e2m1) {
+    strided = hwy::AllocateAligned<float>(static_cast<std::size_t>(p.k));
+    tables = hwy::AllocateAligned<float>(256 * 16);
+    for (std::int64_t k = 0; k < p.k; k += kLanes) {
+      for (int q = 0; q < 8; ++q) {
+        strided[static_cast<std::size_t>(k + 2 * q)] = a[k + q];
+        strided[static_cast<std::size_t>(k + 2 * q + 1)] = a[k + 8 + q];
+      }
+    }
+    for (std::size_t code = 0; code < 256; ++code) {
+      for (std::size_t j = 0; j < 16; ++j) tables[code * 16 + j] = kE2m1Values[j] * p.sb_table[code];
+    }
+  }
+#endif
   for (std::int64_t b = 0; b < nblocks; ++b) {
     const std::int64_t col0 = n0 + b * kLanes;
     std::fill(c, c + kLanes, 0.0f);
@@ -174,7 +199,7 @@ HWY_INLINE void GemvColumns(const Problem& p, const float* a, std::int64_t n0, s
       else GemvBlock<WeightKind::e4m3>(p, a, col0, c);
     }
 #if MF_GEMM_WIDE
-    if (p.kind == WeightKind::e2m1) GemvBlock<WeightKind::e2m1>(p, a, col0, c);
+    if (p.kind == WeightKind::e2m1) GemvBlock<WeightKind::e2m1>(p, strided.get(), col0, c, tables.get());
 #endif
     if (p.kind == WeightKind::bf16) GemvBlock<WeightKind::bf16>(p, a, col0, c);
     for (int i = 0; i < kLanes; ++i) row[i] = c[bitrev4(i)];

@@ -94,9 +94,11 @@ Problem quantized_problem(const char* op, const QuantizedTensor& a, const Quanti
   if (scales_as_codes) {  // ue8m0 (sb_inside): 2^(c - 127) > 2^100 for codes 228 .. 254
     p.sb_codes = w.scales.data();
     for (std::uint32_t c = 0; c < 256; ++c) p.sb_table[c] = scale_divisor(w.scheme, c, w.tensor_scale);
-    bool huge = false;
-    for (const std::uint8_t c : w.scales) huge = huge || (c > 227 && c != 255);
-    p.products_exact = !huge;
+    // Branch-free (codes 228 .. 254: c - 228 wraps below 27) so that it vectorizes: this scan runs on every call,
+    // and an mxfp4 weight has one code per 32 values.
+    std::uint8_t huge = 0;
+    for (const std::uint8_t c : w.scales) huge |= static_cast<std::uint8_t>(static_cast<std::uint8_t>(c - 228) < 27);
+    p.products_exact = huge == 0;
   } else {
     p.sb = detail::load_divisors(w);
     if (p.sb_inside) {
