@@ -34,8 +34,10 @@ void for_each_target(const std::function<void(std::int64_t)>& fn) {
   }
 }
 
-// adversarial: edge codes and scales that keep every product finite; extreme: also scales up to 2^127.
-enum class Kind { normal, outliers, adversarial, extreme };
+// adversarial: edge codes and scales that keep every product finite; extreme: also scales up to 2^127;
+// weight_codes: edge codes and scales in the weight only, so that a weight's NaN code decides its output alone (a
+// NaN activation code would make a whole M = 1 row NaN, whatever the weights).
+enum class Kind { normal, outliers, adversarial, extreme, weight_codes };
 
 std::vector<float> values(std::int64_t n, Kind kind, std::mt19937& rng) {
   std::normal_distribution<float> normal(0.0f, 1.0f);
@@ -69,7 +71,9 @@ mf::QuantizedTensor weight(const std::string& scheme, std::int64_t n, std::int64
   mf::QuantizeOptions o;
   o.pad = true;
   mf::QuantizedTensor q = mf::quantize(w.data(), Shape{n, k}, mf::scheme_named(scheme), o);
-  if (kind == Kind::adversarial || kind == Kind::extreme) spoil(q, rng, kind == Kind::extreme);
+  if (kind == Kind::adversarial || kind == Kind::extreme || kind == Kind::weight_codes) {
+    spoil(q, rng, kind == Kind::extreme);
+  }
   return q;
 }
 
@@ -154,23 +158,25 @@ void check_quantized(const std::string& scheme, mf::ActScale act_scale, Kind kin
 }
 
 TEST(GemmSimd, Fp8Weights128x128) {
-  for (const Kind k : {Kind::normal, Kind::outliers, Kind::adversarial, Kind::extreme}) {
+  for (const Kind k : {Kind::normal, Kind::outliers, Kind::adversarial, Kind::extreme, Kind::weight_codes}) {
     check_quantized("fp8-128x128", mf::ActScale::ue8m0, k, 1);
   }
 }
 TEST(GemmSimd, Fp8Weights32x32) {
-  for (const Kind k : {Kind::normal, Kind::adversarial, Kind::extreme}) check_quantized("fp8-32x32", mf::ActScale::ue8m0, k, 2);
+  for (const Kind k : {Kind::normal, Kind::adversarial, Kind::extreme, Kind::weight_codes}) {
+    check_quantized("fp8-32x32", mf::ActScale::ue8m0, k, 2);
+  }
 }
 TEST(GemmSimd, Fp8WeightsWithF32Scales) {
   // f32 weight scales stay outside the products: groups of 128, or 32 for 32-wide blocks.
-  for (const Kind k : {Kind::normal, Kind::outliers, Kind::adversarial}) {
+  for (const Kind k : {Kind::normal, Kind::outliers, Kind::adversarial, Kind::weight_codes}) {
     check_quantized("e4m3-128x128-f32", mf::ActScale::f32, k, 3);
     check_quantized("e4m3-32x32-f32", mf::ActScale::f32, k, 4);
     check_quantized("e4m3-1x128-f32", mf::ActScale::ue8m0, k, 5);
   }
 }
 TEST(GemmSimd, Fp4Weights) {
-  for (const Kind k : {Kind::normal, Kind::outliers, Kind::adversarial, Kind::extreme}) {
+  for (const Kind k : {Kind::normal, Kind::outliers, Kind::adversarial, Kind::extreme, Kind::weight_codes}) {
     check_quantized("mxfp4", mf::ActScale::ue8m0, k, 6);
   }
 }
