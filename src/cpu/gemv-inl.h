@@ -19,7 +19,6 @@
 
 #include "../ops/gemm_problem.h"
 #include "hwy/aligned_allocator.h"
-#include "hwy/cache_control.h"
 #include "hwy/highway.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -46,7 +45,8 @@ HWY_INLINE WeightRow RowOf(const Problem& p, std::int64_t row) {
 // its fields sit where f32's do (bits 20-26, sign at 31) is the value times 2^-120 (an f32 subnormal for subnormal
 // codes, as exact); one product by 2^120 * scale gives value * scale exactly (it is representable); NaN codes are
 // put back after.
-template <WeightKind K, bool kPerGroup = false>
+// kNanCheck = false leaves NaN codes as finite values: for callers that look for them another way.
+template <WeightKind K, bool kPerGroup = false, bool kNanCheck = true>
 HWY_INLINE VF LoadWeights(const WeightRow& r, std::int64_t k, int shift) {
   const DF df;
   if constexpr (K == WeightKind::bf16) {
@@ -59,6 +59,7 @@ HWY_INLINE VF LoadWeights(const WeightRow& r, std::int64_t k, int shift) {
     const auto bits = hn::And(hn::ShiftLeft<20>(c), hn::Set(di, static_cast<std::int32_t>(0x87F00000u)));
     // kPerGroup: the bits as they are (value x 2^-120); the activations carry 2^119 and the group's sum the rest.
     const VF v = kPerGroup ? hn::BitCast(df, bits) : hn::Mul(hn::BitCast(df, bits), hn::Set(df, r.scales[k >> shift]));
+    if constexpr (!kNanCheck) return v;
     const auto nan = hn::RebindMask(df, hn::Eq(hn::And(c, hn::Set(di, 0x7F)), hn::Set(di, 0x7F)));
     return hn::IfThenElse(nan, hn::Set(df, std::numeric_limits<float>::quiet_NaN()), v);
   } else {
@@ -67,13 +68,55 @@ HWY_INLINE VF LoadWeights(const WeightRow& r, std::int64_t k, int shift) {
   }
 }
 
-// An address in the row about 1 KiB (+ extra bytes) of codes past column k (the row's last byte at most).
-template <WeightKind K>
-HWY_INLINE const void* Ahead(const Problem& p, const WeightRow& r, std::int64_t k, std::int64_t extra) {
-  const std::int64_t per_2k = K == WeightKind::bf16 ? 4 : K == WeightKind::e4m3 ? 2 : 1;  // bytes per 2 columns
-  const auto* base = K == WeightKind::bf16 ? reinterpret_cast<const std::uint8_t*>(r.bf16) : r.codes;
-  return base + std::min(p.k * per_2k / 2 - 1, k * per_2k / 2 + 1024 + extra);
+// One group's products for the 16 rows: acc[i][v] += a x w over [k0, end), lane-strided.
+template <WeightKind K, bool kPerGroup>
+HWY_INLINE void GroupProducts(const WeightRow (&rows)[kLanes], const float* HWY_RESTRICT a, std::int64_t k0,
+                              std::int64_t end, int shift, VF (&acc)[kLanes][kV]) {
+  const DF df;
+  for (std::int64_t k = k0; k < end; k += kLanes) {
+#pragma GCC unroll 16
+    for (std::size_t v = 0; v < kV; ++v) {
+      const std::int64_t at = k + static_cast<std::int64_t>(v * kL);
+      const VF av = hn::LoadU(df, a + at);
+#pragma GCC unroll 16
+      for (int i = 0; i < kLanes; ++i) {
+        acc[i][v] = hn::MulAdd(av, LoadWeights<K, kPerGroup>(rows[i], at, shift), acc[i][v]);
+      }
+    }
+  }
 }
+
+#if MF_GEMM_WIDE
+// GroupProducts<e4m3, kPerGroup> for 16-lane targets that decodes without the per-vector NaN check and looks for
+// NaN codes (0x7F, 0xFF) on the side: two operations per 64 codes (a running byte minimum of ~code & 0x7F, which is
+// 0 only for a NaN code), where the check takes three per 16. Returns false if the group holds a NaN code: its sums
+// are then wrong and the caller redoes the group with the checked loop, so the bits are the same either way. NaN
+// codes are rare in real weights; alternating builds measured this 15-20% faster on one thread.
+template <bool kPerGroup>
+HWY_INLINE bool GroupProductsOptimistic(const WeightRow (&rows)[kLanes], const float* HWY_RESTRICT a,
+                                        std::int64_t k0, std::int64_t end, int shift, VF (&acc)[kLanes][kV]) {
+  const DF df;
+  const __m512i low7 = _mm512_set1_epi8(0x7F);
+  __m512i seen = low7;
+  for (std::int64_t line = k0; line < end; line += 64) {
+    const std::int64_t stop = std::min(end, line + 64);
+    // Bytes past the group load as 0, which is not a NaN code.
+    const __mmask64 in = stop - line == 64 ? ~__mmask64{0} : _bzhi_u64(~0ull, static_cast<unsigned>(stop - line));
+#pragma GCC unroll 16
+    for (int i = 0; i < kLanes; ++i) {
+      seen = _mm512_min_epu8(seen, _mm512_andnot_si512(_mm512_maskz_loadu_epi8(in, rows[i].codes + line), low7));
+    }
+    for (std::int64_t k = line; k < stop; k += kLanes) {
+      const VF av = hn::LoadU(df, a + k);
+#pragma GCC unroll 16
+      for (int i = 0; i < kLanes; ++i) {
+        acc[i][0] = hn::MulAdd(av, LoadWeights<WeightKind::e4m3, kPerGroup, false>(rows[i], k, shift), acc[i][0]);
+      }
+    }
+  }
+  return _mm512_testn_epi8_mask(seen, seen) == 0;
+}
+#endif
 
 // C[0, n0 .. n0 + 16) into c (lane order of the 1 x 16 tile: column n0 + i in lane bitrev4(i)).
 // kPerGroup (e4m3, Problem::e4m3_per_group): `a` is the activation row times 2^119 and each row's factor
@@ -120,24 +163,17 @@ void GemvBlock(const Problem& p, const float* HWY_RESTRICT a, std::int64_t n0, f
     } else  // NOLINT(readability/braces)
 #endif
     {
-      for (std::int64_t k = g * p.group; k < end; k += kLanes) {
-#pragma GCC unroll 16
-        for (std::size_t v = 0; v < kV; ++v) {
-          const std::int64_t at = k + static_cast<std::int64_t>(v * kL);
-          const VF av = hn::LoadU(df, a + at);
-#pragma GCC unroll 16
-          for (int i = 0; i < kLanes; ++i) {
-            acc[i][v] = hn::MulAdd(av, LoadWeights<K, kPerGroup>(rows[i], at, shift), acc[i][v]);
-          }
-        }
+      bool done = false;
+#if MF_GEMM_WIDE
+      if constexpr (K == WeightKind::e4m3) {
+        done = GroupProductsOptimistic<kPerGroup>(rows, a, g * p.group, end, shift, acc);
       }
-    }
-    // The rows advance by only one group per pass: ask for their next lines (as many as a group takes) well ahead
-    // of the stream.
-    const std::int64_t group_bytes = p.group * (K == WeightKind::bf16 ? 2 : 1) / (K == WeightKind::e2m1 ? 2 : 1);
-    for (int i = 0; i < kLanes; ++i) {
-      for (std::int64_t b = 0; b < group_bytes; b += 64) {
-        hwy::Prefetch(Ahead<K>(p, rows[i], end, b));
+#endif
+      if (!done) {
+        for (auto& o : acc) {  // again, after an optimistic pass that met a NaN code
+          for (auto& v : o) v = hn::Zero(df);
+        }
+        GroupProducts<K, kPerGroup>(rows, a, g * p.group, end, shift, acc);
       }
     }
     Reduce(df, acc, red);
