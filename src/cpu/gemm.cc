@@ -63,7 +63,7 @@ void fast(Problem p) {
   if (!HWY_DYNAMIC_DISPATCH(UsesGemv)(p)) p.expand_weight_scales();
   // bf16 and f32 products can round (or underflow), and huge weight scales can make a product overflow: then only a
   // real fma gives the definition's result.
-  if (!p.products_exact && !HWY_DYNAMIC_DISPATCH(NativeFma)()) return reference(p);
+  if (!HWY_DYNAMIC_DISPATCH(NativeFma)() && !p.products_exact()) return reference(p);
   const std::int64_t tile = p.m <= 2 ? p.m : 4, pass = 256;
   const std::int64_t mp = p.m <= pass ? (p.m + tile - 1) / tile * tile : (p.m + pass - 1) / pass * pass;
   const auto lda = static_cast<std::size_t>((p.k + kLanes - 1) / kLanes * kLanes);

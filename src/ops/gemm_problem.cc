@@ -89,21 +89,11 @@ Problem quantized_problem(const char* op, const QuantizedTensor& a, const Quanti
   p.sb_cols = (p.k + p.bc - 1) / p.bc;
   p.sb_inside = *w.scheme.scale_format == ue8m0;
   p.group = p.sb_inside ? kActBlock : std::min(kActBlock, p.bc);
-  // |a| <= 448 and |element| <= 448: below 2^128 while the scale is at most 2^100 (NaN scales give NaN either way).
-  p.products_exact = true;
-  if (scales_as_codes) {  // ue8m0 (sb_inside): 2^(c - 127) > 2^100 for codes 228 .. 254
+  if (scales_as_codes) {
     p.sb_codes = w.scales.data();
     for (std::uint32_t c = 0; c < 256; ++c) p.sb_table[c] = scale_divisor(w.scheme, c, w.tensor_scale);
-    // Branch-free (codes 228 .. 254: c - 228 wraps below 27) so that it vectorizes: this scan runs on every call,
-    // and an mxfp4 weight has one code per 32 values.
-    std::uint8_t huge = 0;
-    for (const std::uint8_t c : w.scales) huge |= static_cast<std::uint8_t>(static_cast<std::uint8_t>(c - 228) < 27);
-    p.products_exact = huge == 0;
   } else {
     p.sb = detail::load_divisors(w);
-    if (p.sb_inside) {
-      for (const float s : p.sb) p.products_exact = p.products_exact && !(s > 0x1p100f);
-    }
   }
   p.out = out;
   p.accumulate = o.accumulate;
@@ -205,6 +195,24 @@ void Problem::expand_weight_scales() {
   const std::int64_t rows = (n + br - 1) / br;
   sb.resize(static_cast<std::size_t>(rows * sb_cols));
   for (std::size_t i = 0; i < sb.size(); ++i) sb[i] = sb_table[sb_codes[i]];
+}
+
+bool Problem::products_exact() const {
+  if (kind != WeightKind::e4m3 && kind != WeightKind::e2m1) return false;
+  if (!sb_inside) return true;
+  // |a| <= 448 and |element| <= 448: below 2^128 while the scale is at most 2^100 (NaN scales give NaN either way).
+  if (sb.empty() && sb_codes) {
+    // ue8m0 codes 228 .. 254 (2^(c - 127) > 2^100), c - 228 wrapping below 27: branch-free, so that it vectorizes.
+    const auto count = static_cast<std::size_t>((n + br - 1) / br * sb_cols);
+    std::uint8_t huge = 0;
+    for (std::size_t i = 0; i < count; ++i) {
+      huge |= static_cast<std::uint8_t>(static_cast<std::uint8_t>(sb_codes[i] - 228) < 27);
+    }
+    return huge == 0;
+  }
+  bool exact = true;
+  for (const float s : sb) exact = exact && !(s > 0x1p100f);
+  return exact;
 }
 
 float Problem::weight_scale(std::int64_t row_block, std::int64_t col_block) const {

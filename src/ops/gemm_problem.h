@@ -36,9 +36,6 @@ struct Problem {
   const std::uint8_t* sb_codes = nullptr;
   std::array<float, 256> sb_table{};
   bool sb_inside = false;           // powers of two, multiplied into w (exact); else applied per group
-  // Every product a * w is exact in f32, so an fma and a multiply-then-add agree: e4m3 activations times e4m3 or
-  // e2m1 weights whose scales (when inside w) are at most 2^100, so that no product overflows.
-  bool products_exact = false;
   // e4m3 weights: sb * 2^120 per scale block, the one factor that turns a code's bits moved into f32 place
   // ((code << 20), an f32 2^-120 times the value) into value * scale; empty when some scale exceeds 2^7.
   std::vector<float> e4m3_factor;
@@ -51,6 +48,10 @@ struct Problem {
   bool accumulate = false;
   int threads = 0;
 
+  // Every product a * w is exact in f32, so an fma and a multiply-then-add agree: e4m3 activations times e4m3 or
+  // e2m1 weights whose scales (when inside w) are at most 2^100, so that no product overflows. A scan of the
+  // weight scales (one code per 32 values for mxfp4), so only targets without an fma ask.
+  bool products_exact() const;
   // sb from sb_codes (nothing when sb is filled or there are no codes).
   void expand_weight_scales();
   // The weight scale of block (row_block, col_block): sb, or the table entry of its code.

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "minifloat/gemm.h"
+#include "ops/gemm_problem.h"
 #include "minifloat/quantize.h"
 #include "minifloat/scheme.h"
 
@@ -178,6 +179,28 @@ TEST(GemmSimd, Fp8WeightsWithF32Scales) {
 TEST(GemmSimd, Fp4Weights) {
   for (const Kind k : {Kind::normal, Kind::outliers, Kind::adversarial, Kind::extreme, Kind::weight_codes}) {
     check_quantized("mxfp4", mf::ActScale::ue8m0, k, 6);
+  }
+}
+
+// Targets without an fma run the fast path only when every product is exact, which fails once a ue8m0 weight scale
+// exceeds 2^100 (codes 228 .. 254; 255 is NaN). The scan must see every scale code, the last one included.
+TEST(GemmSimd, ProductsExactUntilAScaleExceeds2To100) {
+  std::mt19937 rng(9);
+  const std::vector<float> x = values(128, Kind::normal, rng);
+  const mf::QuantizedTensor a = mf::act_quant(x.data(), Shape{1, 128}, mf::ActScale::ue8m0);
+  std::vector<float> out(64);
+  for (const char* scheme : {"mxfp4", "fp8-32x32"}) {
+    const bool fp4 = std::string(scheme) == "mxfp4";
+    const mf::QuantizedTensor w0 = weight(scheme, fp4 ? 41 : 64, 128, Kind::normal, rng);  // 164 codes: a vector tail
+    for (const std::size_t at : {std::size_t{0}, w0.scales.size() / 2, w0.scales.size() - 1}) {
+      for (const int code : {127, 227, 228, 254, 255}) {
+        mf::QuantizedTensor w = w0;
+        w.scales[at] = static_cast<std::uint8_t>(code);
+        const mf::GemmOut o{out.data(), nullptr};
+        const mf::gemm::Problem p = fp4 ? mf::gemm::fp4_problem(a, w, o, {}) : mf::gemm::fp8_problem("fp8_gemm", a, w, o, {});
+        EXPECT_EQ(p.products_exact(), code < 228 || code == 255) << scheme << " code " << code << " at " << at;
+      }
+    }
   }
 }
 
