@@ -81,10 +81,11 @@ HWY_INLINE void DecodeE4m3Row(const Problem& p, std::int64_t row, std::int64_t k
 }
 
 #if MF_GEMM_WIDE
-// Eight bytes of e2m1 codes -> sixteen lanes holding byte i / 2 -> the low nibble in even lanes, the high one in odd
-// lanes (a variable shift) -> a 16-entry table lookup.
 alignas(64) inline constexpr float kE2m1Values[16] = {0,     0.5f, 1,  1.5f, 2,  3,  4,  6,
                                                      -0.0f, -0.5f, -1, -1.5f, -2, -3, -4, -6};
+
+// Eight bytes of e2m1 codes -> sixteen lanes holding byte i / 2 -> the low nibble in even lanes, the high one in odd
+// lanes (a variable shift) -> a 16-entry table lookup.
 HWY_INLINE VF DecodeE2m1x16(DF df, const std::uint8_t* bytes) {
   alignas(64) static constexpr std::uint32_t kShift[16] = {0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4};
   const DU du;

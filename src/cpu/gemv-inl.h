@@ -91,7 +91,7 @@ HWY_INLINE void GroupProducts(const WeightRow (&rows)[kLanes], const float* HWY_
 // NaN codes (0x7F, 0xFF) on the side: two operations per 64 codes (a running byte minimum of ~code & 0x7F, which is
 // 0 only for a NaN code), where the check takes three per 16. Returns false if the group holds a NaN code: its sums
 // are then wrong and the caller redoes the group with the checked loop, so the bits are the same either way. NaN
-// codes are rare in real weights; alternating builds measured this 15-20% faster on one thread.
+// codes are rare in real weights (BENCHMARKS.md, "Fifth session", measures the gain).
 template <bool kPerGroup>
 HWY_INLINE bool GroupProductsOptimistic(const WeightRow (&rows)[kLanes], const float* HWY_RESTRICT a,
                                         std::int64_t k0, std::int64_t end, int shift, VF (&acc)[kLanes][kV]) {
