@@ -80,9 +80,37 @@ HWY_INLINE void DecodeE4m3Row(const Problem& p, std::int64_t row, std::int64_t k
   }
 }
 
-#if MF_GEMM_WIDE
 alignas(64) inline constexpr float kE2m1Values[16] = {0,     0.5f, 1,  1.5f, 2,  3,  4,  6,
                                                      -0.0f, -0.5f, -1, -1.5f, -2, -3, -4, -6};
+
+#if !MF_GEMM_WIDE && HWY_TARGET != HWY_SCALAR
+// Twice the e2m1 magnitudes (integers) in every 16-byte block, for TableLookupBytes; byte 0 is 0, so the zero bytes
+// above each lane's index look up 0.
+alignas(64) inline constexpr std::uint8_t kE2m1TwiceMagnitudes[64] = {
+    0, 1, 2, 3, 4, 6, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 2, 3, 4, 6, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 1, 2, 3, 4, 6, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 2, 3, 4, 6, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0};
+
+// kL e2m1 weights from kL / 2 bytes, on targets narrower than 16 lanes: each byte doubled (b x 257 in a 16-bit
+// lane), widened to one per lane, shifted by 0 or 4; the magnitude by a byte table (twice the value, an integer),
+// converted and halved (exact), the sign put in bit 31. Exactly decode(e2m1, code), -0 included.
+HWY_INLINE VF DecodeE2m1Lanes(DF df, const std::uint8_t* bytes) {
+  alignas(64) static constexpr std::uint32_t kShift[16] = {0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4};
+  const DU du;
+  const DI di;
+  const hn::Half<hn::Rebind<std::uint16_t, DF>> d16;  // kL / 2 lanes
+  const hn::Rebind<std::uint8_t, decltype(d16)> d8half;
+  const hn::Rebind<std::uint8_t, DF> d8;
+  const auto doubled = hn::Mul(hn::PromoteTo(d16, hn::LoadU(d8half, bytes)), hn::Set(d16, std::uint16_t{257}));
+  const auto code = hn::And(hn::Shr(hn::PromoteTo(du, hn::BitCast(d8, doubled)), hn::Load(du, kShift)),
+                            hn::Set(du, 0xFu));
+  const auto twice = hn::TableLookupBytes(hn::Load(du, reinterpret_cast<const std::uint32_t*>(kE2m1TwiceMagnitudes)),
+                                          hn::And(code, hn::Set(du, 7u)));
+  const VF magnitude = hn::Mul(hn::ConvertTo(df, hn::BitCast(di, twice)), hn::Set(df, 0.5f));
+  return hn::Or(magnitude, hn::BitCast(df, hn::ShiftLeft<28>(hn::And(code, hn::Set(du, 8u)))));
+}
+#endif
+
+#if MF_GEMM_WIDE
 
 // Eight bytes of e2m1 codes -> sixteen lanes holding byte i / 2 -> the low nibble in even lanes, the high one in odd
 // lanes (a variable shift) -> a 16-entry table lookup.
@@ -126,10 +154,16 @@ HWY_INLINE void DecodeE2m1Row(const Problem& p, std::int64_t row, std::int64_t k
     const std::int64_t k = k0 + i;
     hn::StoreU(hn::Mul(DecodeE2m1x16(df, codes + k / 2), hn::Set(df, scales[k / 32])), df, dst + i);
   }
+#elif HWY_TARGET != HWY_SCALAR
+  const DF df;
+  for (std::int64_t i = 0; i < len; i += static_cast<std::int64_t>(kL)) {
+    const std::int64_t k = k0 + i;
+    hn::StoreU(hn::Mul(DecodeE2m1Lanes(df, codes + k / 2), hn::Set(df, scales[k / 32])), df, dst + i);
+  }
 #else
   for (std::int64_t i = 0; i < len; ++i) {
     const std::int64_t k = k0 + i;
-    dst[i] = decode(e2m1, codes[k / 2] >> (4 * (k % 2))) * scales[k / 32];
+    dst[i] = kE2m1Values[(codes[k / 2] >> (4 * (k % 2))) & 0xF] * scales[k / 32];
   }
 #endif
 }

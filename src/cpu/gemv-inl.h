@@ -32,13 +32,17 @@ struct WeightRow {
   const std::uint16_t* bf16;
   const float* scales;  // e4m3: the row's factors (Problem::e4m3_factor)
   const std::uint8_t* scale_codes;  // e2m1: the row's ue8m0 codes (Problem::sb_codes, read through sb_table)
+  const float* sb_table;            // e2m1: Problem::sb_table
 };
 
 template <WeightKind K>
 HWY_INLINE WeightRow RowOf(const Problem& p, std::int64_t row) {
-  if constexpr (K == WeightKind::bf16) return {nullptr, p.w_bf16 + row * p.k, nullptr, nullptr};
-  if constexpr (K == WeightKind::e2m1) return {p.codes + row * p.k / 2, nullptr, nullptr, p.sb_codes + row * p.sb_cols};
-  return {p.codes + row * p.k, nullptr, p.e4m3_factor.data() + (p.sb_inside ? row / p.br * p.sb_cols : 0), nullptr};
+  if constexpr (K == WeightKind::bf16) return {nullptr, p.w_bf16 + row * p.k, nullptr, nullptr, nullptr};
+  if constexpr (K == WeightKind::e2m1) {
+    return {p.codes + row * p.k / 2, nullptr, nullptr, p.sb_codes + row * p.sb_cols, p.sb_table.data()};
+  }
+  return {p.codes + row * p.k, nullptr, p.e4m3_factor.data() + (p.sb_inside ? row / p.br * p.sb_cols : 0), nullptr,
+          nullptr};
 }
 
 // kL lanes of w[row, k..] exactly as Problem::weight gives them. e4m3: the code, sign-extended, shifted so that
@@ -63,8 +67,14 @@ HWY_INLINE VF LoadWeights(const WeightRow& r, std::int64_t k, int shift) {
     const auto nan = hn::RebindMask(df, hn::Eq(hn::And(c, hn::Set(di, 0x7F)), hn::Set(di, 0x7F)));
     return hn::IfThenElse(nan, hn::Set(df, std::numeric_limits<float>::quiet_NaN()), v);
   } else {
-    static_assert(K != WeightKind::e2m1, "e2m1 rows are decoded 32 at a time by GemvBlock (16-lane targets)");
+    // e2m1 on targets narrower than 16 lanes (16-lane ones decode 32 at a time in GemvBlock): value x scale.
+    static_assert(K == WeightKind::e2m1);
+#if !MF_GEMM_WIDE && HWY_TARGET != HWY_SCALAR
+    return hn::Mul(DecodeE2m1Lanes(df, r.codes + k / 2), hn::Set(df, r.sb_table[r.scale_codes[k >> shift]]));
+#else
+    (void)r, (void)k, (void)shift;
     return hn::Zero(df);
+#endif
   }
 }
 
@@ -190,11 +200,11 @@ void GemvBlock(const Problem& p, const float* HWY_RESTRICT a, std::int64_t n0, f
   }
 }
 
-// Whether GemvBlock<kind> runs on this target for p: e2m1 needs 16 lanes, bf16 whole vectors along K.
+// Whether GemvBlock<kind> runs on this target for p: e2m1 needs its scale codes, bf16 whole vectors along K.
 HWY_INLINE bool GemvFits(const Problem& p) {
   switch (p.kind) {
     case WeightKind::e4m3: return !p.e4m3_factor.empty() && std::has_single_bit(static_cast<unsigned>(p.bc));
-    case WeightKind::e2m1: return MF_GEMM_WIDE != 0 && p.sb_codes != nullptr;
+    case WeightKind::e2m1: return HWY_TARGET != HWY_SCALAR && p.sb_codes != nullptr;
     case WeightKind::bf16: return p.k % kLanes == 0;
     case WeightKind::f32: return false;
   }
@@ -236,6 +246,8 @@ HWY_INLINE void GemvColumns(const Problem& p, const float* a, std::int64_t n0, s
     }
 #if MF_GEMM_WIDE
     if (p.kind == WeightKind::e2m1) GemvBlock<WeightKind::e2m1>(p, strided.get(), col0, c, tables.get());
+#elif HWY_TARGET != HWY_SCALAR
+    if (p.kind == WeightKind::e2m1) GemvBlock<WeightKind::e2m1>(p, a, col0, c);
 #endif
     if (p.kind == WeightKind::bf16) GemvBlock<WeightKind::bf16>(p, a, col0, c);
     for (int i = 0; i < kLanes; ++i) row[i] = c[bitrev4(i)];
