@@ -4,7 +4,10 @@
 // measured in the same run. Counters: GFLOP/s (2 M N K per call) and weight GB/s (weight bytes read per call).
 // bench/gemm_report.py runs this with repetitions and prints medians and ratios (BENCHMARKS.md).
 #include <benchmark/benchmark.h>
+#include <hwy/targets.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <string>
 
@@ -51,8 +54,28 @@ void BM_ReadBandwidth(benchmark::State& state) {
 
 }  // namespace
 
+// MF_BENCH_TARGET=AVX2 (or SSE4): run the kernels as a CPU without AVX-512 would, on this one.
+bool restrict_target() {
+  const char* want = std::getenv("MF_BENCH_TARGET");
+  if (!want) return true;
+  for (const std::int64_t t : hwy::SupportedAndGeneratedTargets()) {
+    if (std::string(hwy::TargetName(t)) == want) {
+      hwy::SetSupportedTargetsForTest(t);
+      return true;
+    }
+  }
+  std::fprintf(stderr, "bench_gemm: MF_BENCH_TARGET=%s is not a compiled and supported Highway target\n", want);
+  return false;
+}
+
 int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
+  if (!restrict_target()) return 2;
+  if (mf::bench::have_blas()) {
+    benchmark::AddCustomContext("openblas_core", mf::bench::blas_core());
+    const std::string advice = mf::bench::blas_core_advice();
+    if (!advice.empty()) std::fprintf(stderr, "bench_gemm: warning: %s\n", advice.c_str());
+  }
   const int threads = omp_get_max_threads();
   benchmark::RegisterBenchmark("FmaPeak", BM_FmaPeak)->Arg(threads)->Iterations(1)->UseRealTime();
   benchmark::RegisterBenchmark("ReadBandwidth", BM_ReadBandwidth)->Arg(threads)->Iterations(1)->UseRealTime();

@@ -5,6 +5,10 @@ Usage: bench/gemm_report.py BUILD_DIR/bench/bench_gemm [REPETITIONS] [FILTER]
 Columns: GFLOP/s (2 M N K / time) of minifloat's bf16, fp8 (fp8-128x128) and mxfp4 GEMMs, of OpenBLAS (sgemv at
 M = 1, sgemm otherwise) on the dequantized f32 weights and of dequantize-then-OpenBLAS; the ratios of fp8 and mxfp4
 to OpenBLAS; weight bytes per second. FMA peak and read bandwidth come from the same run.
+
+OpenBLAS is told which kernels to run (OPENBLAS_CORETYPE: SkylakeX on AVX-512 CPUs, Haswell on AVX2 ones) unless the
+environment already says: Debian's OpenBLAS 0.3.21 does not recognise every newer CPU and then falls back to its
+generic SSE3 kernels ("Prescott"), several times slower than what it runs on this CPU (BENCHMARKS.md).
 """
 import json
 import os
@@ -14,13 +18,30 @@ import sys
 WAYS = ["bf16", "fp8", "mxfp4", "openblas-f32", "dequant-fp8+openblas"]
 
 
+def default_coretype():
+    """OpenBLAS's name for this CPU's widest kernels, from /proc/cpuinfo; None where unknown."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = next((line.split(":", 1)[1].split() for line in f if line.startswith("flags")), [])
+    except OSError:
+        return None
+    if {"avx512f", "avx512bw", "avx512vl", "avx512dq"} <= set(flags):
+        return "SkylakeX"
+    if {"avx2", "fma"} <= set(flags):
+        return "Haswell"
+    return None
+
+
 def main():
     exe = sys.argv[1]
+    env = dict(os.environ)
+    if "OPENBLAS_CORETYPE" not in env and default_coretype():
+        env["OPENBLAS_CORETYPE"] = default_coretype()
     reps = sys.argv[2] if len(sys.argv) > 2 else "3"
     flt = sys.argv[3] if len(sys.argv) > 3 else "."
     out = subprocess.run([exe, f"--benchmark_repetitions={reps}", "--benchmark_report_aggregates_only=true",
                           f"--benchmark_filter={flt}|FmaPeak|ReadBandwidth", "--benchmark_format=json"],
-                         check=True, capture_output=True, text=True).stdout
+                         check=True, capture_output=True, text=True, env=env).stdout
     doc = json.loads(out)
     cells, machine = {}, {}
     for b in doc["benchmarks"]:
@@ -38,7 +59,8 @@ def main():
             machine["threads"] = threads.split(":")[1]
     print(f"threads: {machine.get('threads')} (minifloat and OpenBLAS); median of {reps}; "
           f"load average at the end: {os.getloadavg()[0]:.1f}")
-    print(f"FMA peak {machine.get('fma', 0):.1f} GFLOP/s, memory read bandwidth {machine.get('read', 0):.1f} GB/s\n")
+    print(f"FMA peak {machine.get('fma', 0):.1f} GFLOP/s, memory read bandwidth {machine.get('read', 0):.1f} GB/s; "
+          f"OpenBLAS kernels: {doc.get('context', {}).get('openblas_core', '-')}\n")
     print("| N x K | M | bf16 | fp8 | mxfp4 | OpenBLAS f32 | dequant+OpenBLAS | fp8 / OpenBLAS | mxfp4 / OpenBLAS "
           "| fp8 / peak | fp8 weight GB/s | mxfp4 weight GB/s |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")

@@ -155,6 +155,12 @@ void gemm_bench(const BenchArgs& a) {
   fmt::print("FMA peak: {:.1f} GFLOP/s; memory read bandwidth: {:.1f} GB/s\n\n",
              mf::bench::fma_peak_gflops(threads), mf::bench::read_bandwidth_gbs(threads));
   if (!mf::bench::have_blas()) fmt::print("(built without OpenBLAS: its columns are empty)\n\n");
+  if (mf::bench::have_blas()) {
+    fmt::print("OpenBLAS kernels: {}\n", mf::bench::blas_core());
+    const std::string advice = mf::bench::blas_core_advice();
+    if (!advice.empty()) fmt::print("warning: {}\n", advice);
+    fmt::print("\n");
+  }
   fmt::print("| N x K | M | bf16 | fp8 | mxfp4 | OpenBLAS f32 | dequant+OpenBLAS | fp8 / OpenBLAS | mxfp4 / OpenBLAS "
              "| fp8 weight GB/s | mxfp4 weight GB/s |\n|---|---|---|---|---|---|---|---|---|---|---|\n");
   using mf::bench::Way;

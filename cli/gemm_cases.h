@@ -34,6 +34,33 @@ inline const char* way_name(Way w) {
 }
 inline bool have_blas() { return MF_HAVE_OPENBLAS != 0; }
 
+// The kernel set OpenBLAS picked at load time (OPENBLAS_CORETYPE overrides it), "" without OpenBLAS. Debian's
+// 0.3.21 does not recognise some newer CPUs (this build machine's among them) and falls back to "Prescott", its
+// generic SSE3 kernels: a yardstick several times slower than OpenBLAS on this CPU (BENCHMARKS.md).
+inline std::string blas_core() {
+#if MF_HAVE_OPENBLAS
+  return openblas_get_corename();
+#else
+  return "";
+#endif
+}
+
+// The advice to print when OpenBLAS runs its generic kernels on a CPU that has AVX2 or AVX-512; "" otherwise.
+inline std::string blas_core_advice() {
+#if defined(__x86_64__)
+  if (blas_core() != "Prescott") return "";
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl")) {
+    return "OpenBLAS did not recognise this CPU and runs its generic SSE3 kernels; for a fair yardstick run with "
+           "OPENBLAS_CORETYPE=SkylakeX";
+  }
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+    return "OpenBLAS did not recognise this CPU and runs its generic SSE3 kernels; for a fair yardstick run with "
+           "OPENBLAS_CORETYPE=Haswell";
+  }
+#endif
+  return "";
+}
+
 // One weight [N, K] in every form, and activations [M, K].
 struct Operands {
   std::int64_t m = 0, n = 0, k = 0;
