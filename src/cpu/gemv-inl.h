@@ -189,7 +189,14 @@ void GemvBlock(const Problem& p, const float* HWY_RESTRICT a, std::int64_t n0, f
     Reduce(df, acc, red);
     if constexpr (kPerGroup) {
       const std::int64_t column = (g * p.group) >> shift;
-      for (int i = 0; i < kLanes; ++i) red[bitrev4(i)] *= rows[i].scales[column] * 0x1p-119f;
+      if (rows[0].scales == rows[kLanes - 1].scales) {  // one scale block row (fp8-128x128): one factor, one multiply
+        const float f = rows[0].scales[column] * 0x1p-119f;
+        for (std::size_t i = 0; i < kLanes; i += kL) {
+          hn::Store(hn::Mul(hn::Load(df, red + i), hn::Set(df, f)), df, red + i);
+        }
+      } else {
+        for (int i = 0; i < kLanes; ++i) red[bitrev4(i)] *= rows[i].scales[column] * 0x1p-119f;
+      }
     }
     if (p.sb.empty() || p.sb_inside) {  // one factor for the whole row: sa[0, group] (or 1)
       std::fill(s, s + kLanes, p.group_scale(0, n0, g));

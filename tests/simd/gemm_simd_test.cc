@@ -169,6 +169,11 @@ TEST(GemmSimd, Fp8Weights32x32) {
     check_quantized("fp8-32x32", mf::ActScale::ue8m0, k, 2);
   }
 }
+TEST(GemmSimd, Fp8Weights1x128) {  // a ue8m0 scale per weight row: the GEMV's 16 rows have 16 factors
+  for (const Kind k : {Kind::normal, Kind::adversarial, Kind::weight_codes}) {
+    check_quantized("fp8-1x128", mf::ActScale::ue8m0, k, 7);
+  }
+}
 TEST(GemmSimd, Fp8WeightsWithF32Scales) {
   // f32 weight scales stay outside the products: groups of 128, or 32 for 32-wide blocks.
   for (const Kind k : {Kind::normal, Kind::outliers, Kind::adversarial, Kind::weight_codes}) {
