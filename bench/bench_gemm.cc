@@ -69,13 +69,10 @@ bool restrict_target() {
 }
 
 int main(int argc, char** argv) {
+  mf::bench::rerun_with_fitting_blas_kernels();  // before anything is printed or timed
   benchmark::Initialize(&argc, argv);
   if (!restrict_target()) return 2;
-  if (mf::bench::have_blas()) {
-    benchmark::AddCustomContext("openblas_core", mf::bench::blas_core());
-    const std::string advice = mf::bench::blas_core_advice();
-    if (!advice.empty()) std::fprintf(stderr, "bench_gemm: warning: %s\n", advice.c_str());
-  }
+  if (mf::bench::have_blas()) benchmark::AddCustomContext("openblas_core", mf::bench::blas_core());
   const int threads = omp_get_max_threads();
   benchmark::RegisterBenchmark("FmaPeak", BM_FmaPeak)->Arg(threads)->Iterations(1)->UseRealTime();
   benchmark::RegisterBenchmark("ReadBandwidth", BM_ReadBandwidth)->Arg(threads)->Iterations(1)->UseRealTime();

@@ -6,9 +6,8 @@ Columns: GFLOP/s (2 M N K / time) of minifloat's bf16, fp8 (fp8-128x128) and mxf
 M = 1, sgemm otherwise) on the dequantized f32 weights and of dequantize-then-OpenBLAS; the ratios of fp8 and mxfp4
 to OpenBLAS; weight bytes per second. FMA peak and read bandwidth come from the same run.
 
-OpenBLAS is told which kernels to run (OPENBLAS_CORETYPE: SkylakeX on AVX-512 CPUs, Haswell on AVX2 ones) unless the
-environment already says: Debian's OpenBLAS 0.3.21 does not recognise every newer CPU and then falls back to its
-generic SSE3 kernels ("Prescott"), several times slower than what it runs on this CPU (BENCHMARKS.md).
+The OpenBLAS kernels in use are printed: bench_gemm runs itself again with OPENBLAS_CORETYPE set when OpenBLAS fell
+back to its generic SSE3 kernels on a CPU that has AVX-512 or AVX2 (cli/gemm_cases.h; BENCHMARKS.md).
 """
 import json
 import os
@@ -18,30 +17,13 @@ import sys
 WAYS = ["bf16", "fp8", "mxfp4", "openblas-f32", "dequant-fp8+openblas"]
 
 
-def default_coretype():
-    """OpenBLAS's name for this CPU's widest kernels, from /proc/cpuinfo; None where unknown."""
-    try:
-        with open("/proc/cpuinfo") as f:
-            flags = next((line.split(":", 1)[1].split() for line in f if line.startswith("flags")), [])
-    except OSError:
-        return None
-    if {"avx512f", "avx512bw", "avx512vl", "avx512dq"} <= set(flags):
-        return "SkylakeX"
-    if {"avx2", "fma"} <= set(flags):
-        return "Haswell"
-    return None
-
-
 def main():
     exe = sys.argv[1]
-    env = dict(os.environ)
-    if "OPENBLAS_CORETYPE" not in env and default_coretype():
-        env["OPENBLAS_CORETYPE"] = default_coretype()
     reps = sys.argv[2] if len(sys.argv) > 2 else "3"
     flt = sys.argv[3] if len(sys.argv) > 3 else "."
     out = subprocess.run([exe, f"--benchmark_repetitions={reps}", "--benchmark_report_aggregates_only=true",
                           f"--benchmark_filter={flt}|FmaPeak|ReadBandwidth", "--benchmark_format=json"],
-                         check=True, capture_output=True, text=True, env=env).stdout
+                         check=True, capture_output=True, text=True).stdout
     doc = json.loads(out)
     cells, machine = {}, {}
     for b in doc["benchmarks"]:

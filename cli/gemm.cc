@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <fmt/format.h>
 #include <random>
 #include <string>
@@ -147,6 +148,7 @@ std::vector<std::int64_t> m_list(const std::string& text) {
 }
 
 void gemm_bench(const BenchArgs& a) {
+  mf::bench::rerun_with_fitting_blas_kernels();  // before anything is printed (the header names the kernels)
   const int threads = a.threads > 0 ? a.threads : omp_get_max_threads();
   if (a.reps < 1) throw UsageError("--reps must be positive");
   const std::vector<std::int64_t> ms = m_list(a.quick ? "1,8,128" : a.ms);
@@ -156,10 +158,9 @@ void gemm_bench(const BenchArgs& a) {
              mf::bench::fma_peak_gflops(threads), mf::bench::read_bandwidth_gbs(threads));
   if (!mf::bench::have_blas()) fmt::print("(built without OpenBLAS: its columns are empty)\n\n");
   if (mf::bench::have_blas()) {
-    fmt::print("OpenBLAS kernels: {}\n", mf::bench::blas_core());
-    const std::string advice = mf::bench::blas_core_advice();
-    if (!advice.empty()) fmt::print("warning: {}\n", advice);
-    fmt::print("\n");
+    const char* chosen = std::getenv("OPENBLAS_CORETYPE");
+    fmt::print("OpenBLAS kernels: {}{}\n\n", mf::bench::blas_core(),
+               chosen ? fmt::format(" (OPENBLAS_CORETYPE={})", chosen) : std::string());
   }
   fmt::print("| N x K | M | bf16 | fp8 | mxfp4 | OpenBLAS f32 | dequant+OpenBLAS | fp8 / OpenBLAS | mxfp4 / OpenBLAS "
              "| fp8 weight GB/s | mxfp4 weight GB/s |\n|---|---|---|---|---|---|---|---|---|---|---|\n");

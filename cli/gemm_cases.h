@@ -5,10 +5,13 @@
 #pragma once
 
 #include <omp.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
@@ -34,9 +37,7 @@ inline const char* way_name(Way w) {
 }
 inline bool have_blas() { return MF_HAVE_OPENBLAS != 0; }
 
-// The kernel set OpenBLAS picked at load time (OPENBLAS_CORETYPE overrides it), "" without OpenBLAS. Debian's
-// 0.3.21 does not recognise some newer CPUs (this build machine's among them) and falls back to "Prescott", its
-// generic SSE3 kernels: a yardstick several times slower than OpenBLAS on this CPU (BENCHMARKS.md).
+// The kernel set OpenBLAS picked at load time (OPENBLAS_CORETYPE overrides it), "" without OpenBLAS.
 inline std::string blas_core() {
 #if MF_HAVE_OPENBLAS
   return openblas_get_corename();
@@ -45,20 +46,46 @@ inline std::string blas_core() {
 #endif
 }
 
-// The advice to print when OpenBLAS runs its generic kernels on a CPU that has AVX2 or AVX-512; "" otherwise.
-inline std::string blas_core_advice() {
+// OpenBLAS's kernel set for this CPU when it fell back to its generic SSE3 kernels ("Prescott") on a CPU that has
+// AVX-512 or AVX2, "" otherwise. Debian's 0.3.21 does not recognise some newer CPUs, this build machine's among them:
+// a yardstick several times slower than OpenBLAS really is here (BENCHMARKS.md, "The yardstick").
+inline std::string fitting_blas_core() {
 #if defined(__x86_64__)
   if (blas_core() != "Prescott") return "";
   if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl")) {
-    return "OpenBLAS did not recognise this CPU and runs its generic SSE3 kernels; for a fair yardstick run with "
-           "OPENBLAS_CORETYPE=SkylakeX";
+    return "SkylakeX";
   }
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
-    return "OpenBLAS did not recognise this CPU and runs its generic SSE3 kernels; for a fair yardstick run with "
-           "OPENBLAS_CORETYPE=Haswell";
-  }
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return "Haswell";
 #endif
   return "";
+}
+
+// OpenBLAS reads OPENBLAS_CORETYPE only when it loads, so a benchmark whose OpenBLAS fell back to its generic
+// kernels runs itself again (same arguments, /proc/self) with the fitting kernel set, unless the environment
+// already chose one. Returns when nothing needed doing or the re-run could not start; the caller then reports
+// blas_core() as it is.
+inline void rerun_with_fitting_blas_kernels() {
+  const std::string core = fitting_blas_core();
+  if (core.empty() || std::getenv("OPENBLAS_CORETYPE") != nullptr) return;
+  std::FILE* f = std::fopen("/proc/self/cmdline", "rb");
+  if (!f) return;
+  std::string all;
+  char buf[4096];
+  for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) all.append(buf, n);
+  std::fclose(f);
+  std::vector<std::string> args;
+  for (std::size_t at = 0; at < all.size();) {
+    const std::size_t end = all.find('\0', at);
+    args.push_back(all.substr(at, end == std::string::npos ? std::string::npos : end - at));
+    at = end == std::string::npos ? all.size() : end + 1;
+  }
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  setenv("OPENBLAS_CORETYPE", core.c_str(), 1);
+  std::fflush(nullptr);
+  execv("/proc/self/exe", argv.data());
+  unsetenv("OPENBLAS_CORETYPE");  // the re-run did not start: go on, with the generic kernels
 }
 
 // One weight [N, K] in every form, and activations [M, K].
