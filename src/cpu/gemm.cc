@@ -15,6 +15,7 @@
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
 #include "gemm-inl.h"
+#include "gemm_column_lanes-inl.h"
 #include "gemv-inl.h"
 
 // The per-target entry points: one activation row straight from the codes (gemv-inl.h), or the register tile by M
@@ -28,6 +29,9 @@ void ComputeColumns(const Problem& p, const float* a, std::size_t lda, std::int6
   if (p.m == 1 && GemvFits(p)) return GemvColumns(p, a, n0, nblocks);
   if (p.m == 1) return Columns<1, 16>(p, a, lda, mp, n0, nblocks);
   if (p.m == 2) return Columns<2, 8>(p, a, lda, mp, n0, nblocks);
+#if MF_GEMM_WIDE
+  if (p.m >= kColumnLanesFrom) return ColumnLanes<4>(p, a, lda, mp, n0, nblocks);
+#endif
   Columns<4, 4>(p, a, lda, mp, n0, nblocks);
 }
 

@@ -220,11 +220,8 @@ float Problem::weight_scale(std::int64_t row_block, std::int64_t col_block) cons
   return sb.empty() ? sb_table[sb_codes[i]] : sb[i];
 }
 
-float Problem::group_scale(std::int64_t row, std::int64_t col, std::int64_t g) const {
-  const std::int64_t k0 = g * group;
-  const float s_a = sa.empty() ? 1.0f : sa[static_cast<std::size_t>(row * (k / kActBlock) + k0 / kActBlock)];
-  const float s_b = (sb.empty() && !sb_codes) || sb_inside ? 1.0f : weight_scale(col / br, k0 / bc);
-  return s_a * s_b;
+float Problem::weight_group_scale(std::int64_t col, std::int64_t g) const {
+  return (sb.empty() && !sb_codes) || sb_inside ? 1.0f : weight_scale(col / br, g * group / bc);
 }
 
 std::uint16_t bf16_rne(float x) {

@@ -58,8 +58,14 @@ struct Problem {
   float weight_scale(std::int64_t row_block, std::int64_t col_block) const;
   // w[n, k] as the GEMM reads it: the element, times its scale when sb_inside.
   float weight(std::int64_t row, std::int64_t col) const;
-  // s = sa[m, group] * sb[n, group] (1 where absent), the factor of group g's sum.
-  float group_scale(std::int64_t row, std::int64_t col, std::int64_t g) const;
+  // s = sa[m, group] * sb[n, group] (1 where absent), the factor of group g's sum: the product of these two.
+  float group_scale(std::int64_t row, std::int64_t col, std::int64_t g) const {
+    return activation_scale(row, g) * weight_group_scale(col, g);
+  }
+  float activation_scale(std::int64_t row, std::int64_t g) const {  // sa[row, group g], or 1
+    return sa.empty() ? 1.0f : sa[static_cast<std::size_t>(row * (k / kActBlock) + g * group / kActBlock)];
+  }
+  float weight_group_scale(std::int64_t col, std::int64_t g) const;  // sb[col, group g] when applied per group, or 1
 };
 
 Problem fp8_problem(const char* op, const QuantizedTensor& a, const QuantizedTensor& w, GemmOut out,

@@ -1,0 +1,229 @@
+// Per-target SIMD code for three or more activation rows on 16-lane targets: a register tile whose lanes are output
+// columns. It performs exactly the f32 operations of mf::gemm::reference (src/ref/gemm_ref.cc), grouped so that the
+// definition's tree costs vertical adds instead of lane shuffles:
+//   * 32 weight rows are decoded (as Problem::weight does) and transposed into a panel that holds, per k, the 32
+//     columns' weights as two vectors;
+//   * the tile is MR activation rows x 32 columns; one accumulator vector holds one partial sum p[i] (k = i mod 16)
+//     of 16 outputs, fed one k at a time by a broadcast activation times a panel vector, in increasing k: each lane
+//     runs the definition's fma sequence for its output;
+//   * the 16 partial sums are not live at once: the sums p[i] and p[i + 8] are built together, added (the tree's
+//     first level) and folded into the later levels as soon as their partners exist, in the order that needs the
+//     fewest pending sums. Every add takes the definition's operands in the definition's order.
+// gemm-inl.h's 4 x 4 tile keeps K along the lanes instead and spends about 50 shuffles per group and 16 outputs on
+// its transposing tree; this tile spends 15 vertical adds (BENCHMARKS.md, "Sixth session").
+//
+// Included once per Highway target by gemm.cc, after gemm-inl.h; hence the toggle include guard.
+#if defined(MINIFLOAT_SRC_CPU_GEMM_COLUMN_LANES_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef MINIFLOAT_SRC_CPU_GEMM_COLUMN_LANES_INL_H_
+#undef MINIFLOAT_SRC_CPU_GEMM_COLUMN_LANES_INL_H_
+#else
+#define MINIFLOAT_SRC_CPU_GEMM_COLUMN_LANES_INL_H_
+#endif
+
+#include <algorithm>
+#include <cstdint>
+
+#include "../ops/gemm_problem.h"
+#include "hwy/aligned_allocator.h"
+#include "hwy/cache_control.h"
+#include "hwy/highway.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace mf::gemm {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+#if MF_GEMM_WIDE
+
+constexpr std::int64_t kPanelColumns = 32;  // two vectors per k: with MR = 4, 6 loads per 8 fmas
+// From how many activation rows the column-lane tile beats the 4 x 4 one (BENCHMARKS.md, "Sixth session").
+constexpr std::int64_t kColumnLanesFrom = 3;
+
+// dst[c * ldd + r] = src[r * lds + c] for r, c < 16: pairs of rows interleaved by 32 then 64 bits, then 128-bit
+// blocks gathered.
+HWY_INLINE void Transpose16x16(const float* HWY_RESTRICT src, std::size_t lds, float* HWY_RESTRICT dst,
+                               std::size_t ldd) {
+  __m512 r[16], t[16];
+  for (std::size_t i = 0; i < 16; ++i) r[i] = _mm512_loadu_ps(src + i * lds);
+  for (int i = 0; i < 16; i += 2) {
+    t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);      // rows i, i+1: columns 0, 1 of each 128-bit block
+    t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);  // columns 2, 3
+  }
+  for (int b = 0; b < 16; b += 4) {  // r[b + c]: rows b..b+3, columns c, c+4, c+8, c+12 (one per block)
+    const auto lo = [](__m512 x, __m512 y) {
+      return _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(x), _mm512_castps_pd(y)));
+    };
+    const auto hi = [](__m512 x, __m512 y) {
+      return _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(x), _mm512_castps_pd(y)));
+    };
+    r[b] = lo(t[b], t[b + 2]);
+    r[b + 1] = hi(t[b], t[b + 2]);
+    r[b + 2] = lo(t[b + 1], t[b + 3]);
+    r[b + 3] = hi(t[b + 1], t[b + 3]);
+  }
+  for (int c = 0; c < 4; ++c) {
+    const __m512 even01 = _mm512_shuffle_f32x4(r[c], r[4 + c], _MM_SHUFFLE(2, 0, 2, 0));
+    const __m512 even23 = _mm512_shuffle_f32x4(r[8 + c], r[12 + c], _MM_SHUFFLE(2, 0, 2, 0));
+    const __m512 odd01 = _mm512_shuffle_f32x4(r[c], r[4 + c], _MM_SHUFFLE(3, 1, 3, 1));
+    const __m512 odd23 = _mm512_shuffle_f32x4(r[8 + c], r[12 + c], _MM_SHUFFLE(3, 1, 3, 1));
+    _mm512_storeu_ps(dst + c * ldd, _mm512_shuffle_f32x4(even01, even23, _MM_SHUFFLE(2, 0, 2, 0)));
+    _mm512_storeu_ps(dst + (c + 8) * ldd, _mm512_shuffle_f32x4(even01, even23, _MM_SHUFFLE(3, 1, 3, 1)));
+    _mm512_storeu_ps(dst + (c + 4) * ldd, _mm512_shuffle_f32x4(odd01, odd23, _MM_SHUFFLE(2, 0, 2, 0)));
+    _mm512_storeu_ps(dst + (c + 12) * ldd, _mm512_shuffle_f32x4(odd01, odd23, _MM_SHUFFLE(3, 1, 3, 1)));
+  }
+}
+
+// panel[k * 32 + j] = w[n0 + j, k0 + k] for k < len (a multiple of 16), as DecodePanel gives them (0 past K and N);
+// `rows` is 32 x len of scratch.
+HWY_INLINE void DecodeColumnPanel(const Problem& p, std::int64_t n0, std::int64_t k0, std::int64_t len,
+                                  float* HWY_RESTRICT rows, float* HWY_RESTRICT panel) {
+  for (std::int64_t h = 0; h < kPanelColumns; h += kLanes) {
+    DecodePanel(p, n0 + h, k0, len, len, rows + h * len);
+    for (std::int64_t k = 0; k < len; k += kLanes) {
+      Transpose16x16(rows + h * len + k, static_cast<std::size_t>(len), panel + k * kPanelColumns + h,
+                     kPanelColumns);
+    }
+  }
+}
+
+// Asks for the weight bytes of DecodeColumnPanel(p, n0, k0, len) ahead of time: a panel's 32 short row pieces, each
+// a new stream, are too short for the hardware prefetchers, and the decode otherwise waits for them.
+HWY_INLINE void PrefetchColumnPanel(const Problem& p, std::int64_t n0, std::int64_t k0, std::int64_t len) {
+  const std::int64_t end = std::min(p.k, k0 + len);
+  for (std::int64_t row = n0; row < std::min(p.n, n0 + kPanelColumns); ++row) {
+    const std::uint8_t* first = nullptr;
+    const std::uint8_t* last = nullptr;
+    const std::size_t i = static_cast<std::size_t>(row * p.k);
+    switch (p.kind) {
+      case WeightKind::e4m3: first = p.codes + i + k0, last = p.codes + i + end; break;
+      case WeightKind::e2m1: first = p.codes + (i + k0) / 2, last = p.codes + (i + end) / 2; break;
+      case WeightKind::bf16:
+        first = reinterpret_cast<const std::uint8_t*>(p.w_bf16 + i + k0);
+        last = reinterpret_cast<const std::uint8_t*>(p.w_bf16 + i + end);
+        break;
+      case WeightKind::f32:
+        first = reinterpret_cast<const std::uint8_t*>(p.w_f32 + i + k0);
+        last = reinterpret_cast<const std::uint8_t*>(p.w_f32 + i + end);
+        break;
+    }
+    for (const std::uint8_t* line = first; line < last; line += 64) hwy::Prefetch(line);
+  }
+}
+
+// One group for MR activation rows (a, stride lda) x the panel's 32 columns, `chain` values per partial sum:
+// sums[mi][v] lane j = the group's tree sum for (row mi, column 16 v + j).
+template <int MR>
+HWY_INLINE void ColumnTileGroup(const float* HWY_RESTRICT a, std::size_t lda, const float* HWY_RESTRICT panel,
+                                std::int64_t chain, VF (&sums)[MR][2]) {
+  const DF df;
+  // Pairs (p[i], p[i + 8]) -> q[i]; q[0] q[4] -> r[0], q[2] q[6] -> r[2], then r[0] + r[2]; likewise r[1], r[3].
+  constexpr int kOrder[8] = {0, 4, 2, 6, 1, 5, 3, 7};
+  VF q_first[MR][2], r_first[MR][2], left[MR][2];  // q[i] awaiting q[i + 4]; r[0] or r[1] awaiting r[2], r[3]
+#pragma GCC unroll 8
+  for (int step = 0; step < 8; ++step) {
+    const std::int64_t i = kOrder[step];
+    VF x[MR][2], y[MR][2];  // p[i], p[i + 8]
+    for (int mi = 0; mi < MR; ++mi) {
+      x[mi][0] = x[mi][1] = y[mi][0] = y[mi][1] = hn::Zero(df);
+    }
+    for (std::int64_t j = 0; j < chain; ++j) {
+      const std::int64_t k = i + kLanes * j;
+      const float* w = panel + k * kPanelColumns;
+      const float* u = w + 8 * kPanelColumns;
+      const VF w0 = hn::Load(df, w), w1 = hn::Load(df, w + kLanes);
+      const VF u0 = hn::Load(df, u), u1 = hn::Load(df, u + kLanes);
+#pragma GCC unroll 8
+      for (int mi = 0; mi < MR; ++mi) {
+        const VF ax = hn::Set(df, a[mi * lda + k]);
+        x[mi][0] = hn::MulAdd(ax, w0, x[mi][0]);
+        x[mi][1] = hn::MulAdd(ax, w1, x[mi][1]);
+        const VF ay = hn::Set(df, a[mi * lda + k + 8]);
+        y[mi][0] = hn::MulAdd(ay, u0, y[mi][0]);
+        y[mi][1] = hn::MulAdd(ay, u1, y[mi][1]);
+      }
+    }
+    for (int mi = 0; mi < MR; ++mi) {
+      for (int v = 0; v < 2; ++v) {
+        const VF q = hn::Add(x[mi][v], y[mi][v]);  // q[i] = p[i] + p[i + 8]
+        if (step % 2 == 0) {
+          q_first[mi][v] = q;
+          continue;
+        }
+        const VF r = hn::Add(q_first[mi][v], q);  // r[i - 4] = q[i - 4] + q[i]
+        if (step == 1 || step == 5) {
+          r_first[mi][v] = r;
+        } else if (step == 3) {
+          left[mi][v] = hn::Add(r_first[mi][v], r);  // r[0] + r[2]
+        } else {
+          sums[mi][v] = hn::Add(left[mi][v], hn::Add(r_first[mi][v], r));  // (r[0] + r[2]) + (r[1] + r[3])
+        }
+      }
+    }
+  }
+}
+
+// C[:, n0, n0 + 16 * nblocks) for every row with the column-lane tile (columns past N are dropped). mp: a's rows, a
+// multiple of MR, and of kMc when larger. Per pass of kMc rows, group by group: a group's panel of 32 columns is
+// decoded once and meets every row of the pass while it sits in L1; the pass's activations for the group
+// (kMc x 128 f32, 128 KiB) stay in L2 across the panels. The running C is kept panel by panel (kMc x 32 each), so
+// that a panel's rows read it in one sequential run.
+template <int MR>
+void ColumnLanes(const Problem& p, const float* a, std::size_t lda, std::int64_t mp, std::int64_t n0,
+                 std::int64_t nblocks) {
+  const DF df;
+  const std::int64_t mc = std::min(mp, kMc);
+  const std::int64_t panels = (nblocks * kLanes + kPanelColumns - 1) / kPanelColumns;
+  const std::int64_t cols = std::min(p.n - n0, nblocks * kLanes);
+  const std::int64_t groups = (p.k + p.group - 1) / p.group;
+  const auto group_len = static_cast<std::size_t>(p.group);
+  auto rows = hwy::AllocateAligned<float>(kPanelColumns * group_len);
+  auto panel = hwy::AllocateAligned<float>(kPanelColumns * group_len);
+  auto cs = hwy::AllocateAligned<float>(static_cast<std::size_t>(panels * mc * kPanelColumns));
+  auto row = hwy::AllocateAligned<float>(static_cast<std::size_t>(panels * kPanelColumns));
+  alignas(64) float weight_scales[kPanelColumns];
+  for (std::int64_t m0 = 0; m0 < mp; m0 += mc) {
+    const std::int64_t m1 = std::min(mp, m0 + mc);
+    std::fill(cs.get(), cs.get() + panels * mc * kPanelColumns, 0.0f);
+    for (std::int64_t g = 0; g < groups; ++g) {
+      const std::int64_t kg = g * p.group, len = (std::min(p.k, kg + p.group) - kg + kLanes - 1) / kLanes * kLanes;
+      for (std::int64_t pb = 0; pb < panels; ++pb) {
+        const std::int64_t col0 = n0 + pb * kPanelColumns;
+        DecodeColumnPanel(p, col0, kg, len, rows.get(), panel.get());
+        if (pb + 1 < panels) {
+          PrefetchColumnPanel(p, col0 + kPanelColumns, kg, len);
+        } else if (g + 1 < groups) {
+          PrefetchColumnPanel(p, n0, kg + p.group, len);
+        }
+        for (std::int64_t j = 0; j < kPanelColumns; ++j) {
+          weight_scales[j] = p.weight_group_scale(std::min(col0 + j, p.n - 1), g);
+        }
+        for (std::int64_t m = m0; m < m1; m += MR) {
+          VF sums[MR][2];
+          ColumnTileGroup<MR>(a + m * static_cast<std::int64_t>(lda) + kg, lda, panel.get(), len / kLanes, sums);
+          for (int mi = 0; mi < MR; ++mi) {
+            const VF sa = hn::Set(df, p.activation_scale(std::min(m + mi, p.m - 1), g));
+            float* c = cs.get() + (pb * mc + m - m0 + mi) * kPanelColumns;
+            for (int v = 0; v < 2; ++v) {  // C + (sa * sb) * sum: the definition's roundings
+              const VF s = hn::Mul(sa, hn::Load(df, weight_scales + v * kLanes));
+              hn::Store(hn::Add(hn::Load(df, c + v * kLanes), hn::Mul(s, sums[mi][v])), df, c + v * kLanes);
+            }
+          }
+        }
+      }
+    }
+    for (std::int64_t m = m0; m < std::min(m1, p.m); ++m) {
+      for (std::int64_t pb = 0; pb < panels; ++pb) {
+        std::copy_n(cs.get() + (pb * mc + m - m0) * kPanelColumns, kPanelColumns, row.get() + pb * kPanelColumns);
+      }
+      finish(p, m, n0, cols, row.get());
+    }
+  }
+}
+
+#endif  // MF_GEMM_WIDE
+
+}  // namespace HWY_NAMESPACE
+}  // namespace mf::gemm
+HWY_AFTER_NAMESPACE();
+
+#endif  // include guard
