@@ -36,8 +36,10 @@ namespace hn = hwy::HWY_NAMESPACE;
 #if MF_GEMM_WIDE
 
 constexpr std::int64_t kPanelColumns = 32;  // two vectors per k: with MR = 4, 6 loads per 8 fmas
-// From how many activation rows the column-lane tile beats the 4 x 4 one (BENCHMARKS.md, "Sixth session").
-constexpr std::int64_t kColumnLanesFrom = 3;
+// From how many activation rows the column-lane tile takes over from the 4 x 4 one. At M = 8 to 20 the two measured
+// within the noise of each other (its panel transpose is then a larger share); from 32 on it is 1.3-2x faster
+// (BENCHMARKS.md, "Sixth session").
+constexpr std::int64_t kColumnLanesFrom = 16;
 
 // dst[c * ldd + r] = src[r * lds + c] for r, c < 16: pairs of rows interleaved by 32 then 64 bits, then 128-bit
 // blocks gathered.

@@ -1,9 +1,10 @@
 // The fast GEMMs (mf::fp8_gemm, fp4_gemm, bf16_gemm, f32_gemm: Highway SIMD + OpenMP) against the scalar
 // definitions (mf::ref::), bit for bit (every NaN counts as equal to every NaN), on every Highway target this CPU
 // supports and the build compiled, with 1 and 2 threads, f32 and bf16 output, with and without accumulate.
-// Shapes cover each register tile (M = 1, 2, 3 and more), row passes (M > 256), partial weight blocks (N not a
-// multiple of 16) and partial groups (bf16/f32 with K not a multiple of 16 or 128). Inputs: normal, outlier-heavy,
-// and adversarial codes: e4m3 subnormals, -0, NaN codes (0x7F/0xFF), extreme and NaN ue8m0 scales.
+// Shapes cover each register tile (M = 1, 2, 3 to 15, and the column-lane tile from 16, with M not a multiple of
+// its 4 rows and N ending inside its 32 columns), row passes (M > 256), partial weight blocks (N not a multiple of
+// 16) and partial groups (bf16/f32 with K not a multiple of 16 or 128). Inputs: normal, outlier-heavy, and
+// adversarial codes: e4m3 subnormals, -0, NaN codes (0x7F/0xFF), extreme and NaN ue8m0 scales.
 #include <gtest/gtest.h>
 #include <hwy/targets.h>  // target enumeration only: the library is called through its public headers
 
@@ -131,7 +132,8 @@ void expect_fast_matches_ref(const Gemm& gemm, std::int64_t m, std::int64_t n, c
 struct Dims {
   std::int64_t m, n, k;
 };
-const Dims kShapes[] = {{1, 16, 128}, {1, 50, 384}, {2, 33, 256}, {3, 17, 128}, {5, 64, 512}, {260, 20, 256}};
+const Dims kShapes[] = {{1, 16, 128}, {1, 50, 384},  {2, 33, 256},
+                        {3, 17, 128}, {5, 64, 512}, {18, 40, 384}, {260, 20, 256}};
 
 std::string dims_text(const Dims& d) {
   return "M=" + std::to_string(d.m) + " N=" + std::to_string(d.n) + " K=" + std::to_string(d.k);
@@ -212,7 +214,8 @@ TEST(GemmSimd, ProductsExactUntilAScaleExceeds2To100) {
 
 TEST(GemmSimd, PlainBf16AndF32) {
   std::mt19937 rng(7);
-  const Dims shapes[] = {{1, 16, 128}, {1, 21, 40}, {2, 33, 300}, {3, 17, 7}, {6, 40, 129}, {261, 18, 64}};
+  const Dims shapes[] = {{1, 16, 128}, {1, 21, 40},   {2, 33, 300},
+                         {3, 17, 7},   {6, 40, 129}, {17, 50, 200}, {261, 18, 64}};
   for (const Dims& d : shapes) {
     for (const Kind kind : {Kind::normal, Kind::outliers, Kind::adversarial}) {
       const std::vector<float> a = values(d.m * d.k, kind, rng), w = values(d.n * d.k, kind, rng);
