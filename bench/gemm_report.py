@@ -4,7 +4,9 @@
 Usage: bench/gemm_report.py BUILD_DIR/bench/bench_gemm [REPETITIONS] [FILTER]
 Columns: GFLOP/s (2 M N K / time) of minifloat's bf16, fp8 (fp8-128x128) and mxfp4 GEMMs, of OpenBLAS (sgemv at
 M = 1, sgemm otherwise) on the dequantized f32 weights and of dequantize-then-OpenBLAS; the ratios of fp8 and mxfp4
-to OpenBLAS; weight bytes per second. FMA peak and read bandwidth come from the same run.
+to OpenBLAS; weight bytes per second. FMA peak and read bandwidth come from the same run. A second table has the
+decode shapes (M = 1, 8) with the weights streamed from memory (bench_gemm's GemmStreamed: each call on another copy
+of the weight, twice the last-level cache in all), as a decode step over a model larger than the cache reads them.
 
 The OpenBLAS kernels in use are printed: bench_gemm runs itself again with OPENBLAS_CORETYPE set when OpenBLAS fell
 back to its generic SSE3 kernels on a CPU that has AVX-512 or AVX2 (cli/gemm_cases.h; BENCHMARKS.md).
@@ -34,15 +36,23 @@ def main():
             machine["fma"] = b["GFLOPs"]
         elif name.startswith("ReadBandwidth"):
             machine["read"] = b["GBs"]
-        else:  # Gemm/<way>/N<n>xK<k>/threads:<t>/<m>/...
+        else:  # Gemm/<way>/N<n>xK<k>/threads:<t>/<m>/... or GemmStreamed/...
             parts = name.split("/")
             way, shape, threads, m = parts[1], parts[2], parts[3], int(parts[4])
-            cells[(shape, m, way)] = (b["GFLOPs"], b["wGBs"])
+            cells.setdefault(parts[0], {})[(shape, m, way)] = (b["GFLOPs"], b["wGBs"])
             machine["threads"] = threads.split(":")[1]
     print(f"threads: {machine.get('threads')} (minifloat and OpenBLAS); median of {reps}; "
           f"load average at the end: {os.getloadavg()[0]:.1f}")
     print(f"FMA peak {machine.get('fma', 0):.1f} GFLOP/s, memory read bandwidth {machine.get('read', 0):.1f} GB/s; "
           f"OpenBLAS kernels: {doc.get('context', {}).get('openblas_core', '-')}\n")
+    for kind, title in (("Gemm", "Weights as the benchmark repeats them (in the last-level cache)"),
+                        ("GemmStreamed", "Weights streamed from memory")):
+        if kind in cells:
+            table(title, cells[kind], machine)
+
+
+def table(title, cells, machine):
+    print(f"{title}:\n")
     print("| N x K | M | bf16 | fp8 | mxfp4 | OpenBLAS f32 | dequant+OpenBLAS | fp8 / OpenBLAS | mxfp4 / OpenBLAS "
           "| fp8 / peak | fp8 weight GB/s | mxfp4 weight GB/s |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
@@ -52,9 +62,10 @@ def main():
             blas = g["openblas-f32"][0]
             ratio = lambda w: f"{g[w][0] / blas:.2f}" if blas else "-"
             peak = f"{g['fp8'][0] / machine['fma']:.0%}" if machine.get("fma") else "-"
-            print(f"| {shape[1:].replace('xK', 'x')} | {m} | " + " | ".join(f"{g[w][0]:.1f}" for w in WAYS) +
+            cell = lambda w: f"{g[w][0]:.1f}" if g[w][0] else "-"
+            print(f"| {shape[1:].replace('xK', 'x')} | {m} | " + " | ".join(cell(w) for w in WAYS) +
                   f" | {ratio('fp8')} | {ratio('mxfp4')} | {peak} | {g['fp8'][1]:.1f} | {g['mxfp4'][1]:.1f} |")
-
+    print()
 
 if __name__ == "__main__":
     main()

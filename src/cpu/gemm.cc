@@ -18,8 +18,9 @@
 #include "gemm_column_lanes-inl.h"
 #include "gemv-inl.h"
 
-// The per-target entry points: one activation row straight from the codes (gemv-inl.h), or the register tile by M
-// (two rows: 2 x 8; more: 4 x 4) over decoded panels (gemm-inl.h).
+// The per-target entry points: one activation row straight from the codes (gemv-inl.h), or a register tile by M
+// over decoded panels: two rows 2 x 8, three to 15 rows 4 x 4 (gemm-inl.h); from 16 rows on 16-lane targets, the
+// column-lane tile (gemm_column_lanes-inl.h), 4 x 4 elsewhere.
 HWY_BEFORE_NAMESPACE();
 namespace mf::gemm {
 namespace HWY_NAMESPACE {

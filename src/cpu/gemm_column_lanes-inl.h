@@ -1,4 +1,4 @@
-// Per-target SIMD code for three or more activation rows on 16-lane targets: a register tile whose lanes are output
+// Per-target SIMD code for 16 or more activation rows on 16-lane targets: a register tile whose lanes are output
 // columns. It performs exactly the f32 operations of mf::gemm::reference (src/ref/gemm_ref.cc), grouped so that the
 // definition's tree costs vertical adds instead of lane shuffles:
 //   * 32 weight rows are decoded (as Problem::weight does) and transposed into a panel that holds, per k, the 32
@@ -10,7 +10,8 @@
 //     first level) and folded into the later levels as soon as their partners exist, in the order that needs the
 //     fewest pending sums. Every add takes the definition's operands in the definition's order.
 // gemm-inl.h's 4 x 4 tile keeps K along the lanes instead and spends about 50 shuffles per group and 16 outputs on
-// its transposing tree; this tile spends 15 vertical adds (BENCHMARKS.md, "Sixth session").
+// its transposing tree; this tile spends 15 vertical adds per group and 16 outputs (BENCHMARKS.md, "Sixth
+// session").
 //
 // Included once per Highway target by gemm.cc, after gemm-inl.h; hence the toggle include guard.
 #if defined(MINIFLOAT_SRC_CPU_GEMM_COLUMN_LANES_INL_H_) == defined(HWY_TARGET_TOGGLE)
