@@ -7,16 +7,10 @@
 #include <benchmark/benchmark.h>
 #include <hwy/targets.h>
 
-#include <unistd.h>
-
-#include <algorithm>
-#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
 #include <string>
-#include <utility>
-#include <vector>
 
 #include "../cli/gemm_cases.h"
 
@@ -47,51 +41,22 @@ void BM_Gemm(benchmark::State& state, Way way, std::int64_t n, std::int64_t k, i
                                               benchmark::Counter::kIsRate);
 }
 
-// The last-level cache, from the C library (cpuid); 256 MiB when it cannot tell.
-double llc_bytes() {
-  const long s = sysconf(_SC_LEVEL3_CACHE_SIZE);
-  return s > 0 ? static_cast<double>(s) : 256.0 * (1 << 20);
-}
-
-// The way's weight, copied into another Operands, or swapped with it (a move: nothing is copied while timed).
-template <bool kSwap>
-void move_weight(mf::bench::Operands& from, Way way, mf::bench::Operands& to) {
-  const auto one = [](auto& a, auto& b) {
-    if constexpr (kSwap) std::swap(a, b);
-    else b = a;
-  };
-  switch (way) {
-    case Way::mf_bf16: return one(from.w_bf16, to.w_bf16);
-    case Way::mf_fp8: return one(from.w_fp8, to.w_fp8);
-    case Way::mf_mxfp4: return one(from.w_fp4, to.w_fp4);
-    case Way::blas_f32: return one(from.w_f32, to.w_f32);
-    case Way::deq_fp8_blas: return one(from.w_fp8, to.w_fp8);
-  }
-}
-
-// Decode-shaped calls with the weights streamed from memory, as in a decode step over a model larger than the cache:
-// each call takes the next of enough copies of the weight to fill twice the last-level cache, so no call finds its
-// weights cached. BM_Gemm repeats one weight, which then sits in the last-level cache (260 MiB here) for every way.
+// Decode-shaped calls with the weights streamed from memory (WeightRing). BM_Gemm repeats one weight, which then sits
+// in the last-level cache (260 MiB here) for every way.
 void BM_GemmStreamed(benchmark::State& state, Way way, std::int64_t n, std::int64_t k, int threads) {
   const std::int64_t m = state.range(0);
   mf::bench::Operands& o = operands(m, n, k);
   mf::bench::set_threads(threads);
-  const auto copies = static_cast<std::size_t>(std::max(2.0, std::ceil(2 * llc_bytes() / mf::bench::weight_bytes(o, way))));
-  std::vector<mf::bench::Operands> ring(copies);
-  for (auto& r : ring) move_weight<false>(o, way, r);
-  std::size_t next = 0;
+  mf::bench::WeightRing ring(o, way);
   for (auto _ : state) {
-    move_weight<true>(o, way, ring[next]);
-    mf::bench::run(o, way, threads);
+    ring.call([&](mf::bench::Operands& x) { mf::bench::run(x, way, threads); });
     benchmark::ClobberMemory();
-    move_weight<true>(o, way, ring[next]);
-    next = (next + 1) % copies;
   }
   const double calls = static_cast<double>(state.iterations());
   state.counters["GFLOPs"] = benchmark::Counter(2.0 * m * n * k * calls / 1e9, benchmark::Counter::kIsRate);
   state.counters["wGBs"] = benchmark::Counter(mf::bench::weight_bytes(o, way) * calls / 1e9,
                                               benchmark::Counter::kIsRate);
-  state.counters["copies"] = static_cast<double>(copies);
+  state.counters["copies"] = static_cast<double>(ring.copies());
 }
 
 void BM_FmaPeak(benchmark::State& state) {

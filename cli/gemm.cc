@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <optional>
 #include <fmt/format.h>
 #include <random>
 #include <string>
@@ -119,12 +120,19 @@ struct BenchArgs {
   bool quick = false;
 };
 
-double median_ms(mf::bench::Operands& o, mf::bench::Way w, int threads, int reps) {
+// The median time of `reps` calls of one way, after a warm-up call (page faults, thread start); with `ring`, each
+// call on the next copy of the weight (weights streamed from memory).
+double median_ms(mf::bench::Operands& o, mf::bench::Way w, int threads, int reps,
+                 mf::bench::WeightRing* ring = nullptr) {
+  const auto call = [&] {
+    if (ring) ring->call([&](mf::bench::Operands& x) { mf::bench::run(x, w, threads); });
+    else mf::bench::run(o, w, threads);
+  };
   std::vector<double> t;
-  mf::bench::run(o, w, threads);  // warm: page faults, thread start
+  call();
   for (int r = 0; r < reps; ++r) {
     const auto t0 = std::chrono::steady_clock::now();
-    mf::bench::run(o, w, threads);
+    call();
     t.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   }
   std::sort(t.begin(), t.end());
@@ -162,26 +170,39 @@ void gemm_bench(const BenchArgs& a) {
     fmt::print("OpenBLAS kernels: {}{}\n\n", mf::bench::blas_core(),
                chosen ? fmt::format(" (OPENBLAS_CORETYPE={})", chosen) : std::string());
   }
-  fmt::print("| N x K | M | bf16 | fp8 | mxfp4 | OpenBLAS f32 | dequant+OpenBLAS | fp8 / OpenBLAS | mxfp4 / OpenBLAS "
-             "| fp8 weight GB/s | mxfp4 weight GB/s |\n|---|---|---|---|---|---|---|---|---|---|---|\n");
   using mf::bench::Way;
-  for (const auto& [n, k] : {std::pair<std::int64_t, std::int64_t>{4096, 4096}, {7168, 2048}}) {
-    for (const std::int64_t m : ms) {
-      mf::bench::Operands o = mf::bench::make_operands(m, n, k);
-      const double flop = 2.0 * static_cast<double>(m * n * k);
-      double gflops[5] = {}, ms_of[5] = {};
-      for (const Way w : {Way::mf_bf16, Way::mf_fp8, Way::mf_mxfp4, Way::blas_f32, Way::deq_fp8_blas}) {
-        const int i = static_cast<int>(w);
-        if (!mf::bench::have_blas() && i >= 3) continue;
-        ms_of[i] = median_ms(o, w, threads, a.reps);
-        gflops[i] = flop / ms_of[i] / 1e6;
+  // streamed: decode shapes only (M <= 16), each call on another copy of the weight; dequant+OpenBLAS is left out.
+  for (const bool streamed : {false, true}) {
+    if (streamed && std::none_of(ms.begin(), ms.end(), [](std::int64_t m) { return m <= 16; })) break;
+    fmt::print("{}| N x K | M | bf16 | fp8 | mxfp4 | OpenBLAS f32 | dequant+OpenBLAS | fp8 / OpenBLAS "
+               "| mxfp4 / OpenBLAS | fp8 weight GB/s | mxfp4 weight GB/s |\n"
+               "|---|---|---|---|---|---|---|---|---|---|---|\n",
+               streamed ? "\nWeights streamed from memory (each call on another copy of the weight, twice the "
+                          "last-level cache in all), as a decode step over a model larger than the cache reads "
+                          "them:\n\n"
+                        : "Weights as the loop repeats them (in the last-level cache, where they fit):\n\n");
+    for (const auto& [n, k] : {std::pair<std::int64_t, std::int64_t>{4096, 4096}, {7168, 2048}}) {
+      for (const std::int64_t m : ms) {
+        if (streamed && m > 16) continue;
+        mf::bench::Operands o = mf::bench::make_operands(m, n, k);
+        const double flop = 2.0 * static_cast<double>(m * n * k);
+        double gflops[5] = {}, ms_of[5] = {};
+        for (const Way w : {Way::mf_bf16, Way::mf_fp8, Way::mf_mxfp4, Way::blas_f32, Way::deq_fp8_blas}) {
+          const int i = static_cast<int>(w);
+          if ((!mf::bench::have_blas() && i >= 3) || (streamed && w == Way::deq_fp8_blas)) continue;
+          std::optional<mf::bench::WeightRing> ring;
+          if (streamed) ring.emplace(o, w);
+          ms_of[i] = median_ms(o, w, threads, a.reps, ring ? &*ring : nullptr);
+          gflops[i] = flop / ms_of[i] / 1e6;
+        }
+        const auto ratio = [&](int i) { return gflops[3] > 0 ? fmt::format("{:.2f}", gflops[i] / gflops[3]) : "-"; };
+        const auto cell = [&](int i) { return gflops[i] > 0 ? fmt::format("{:.1f}", gflops[i]) : "-"; };
+        fmt::print("| {}x{} | {} | {} | {} | {} | {} | {} | {} | {} | {:.1f} | {:.1f} |\n", n, k, m, cell(0), cell(1),
+                   cell(2), cell(3), cell(4), ratio(1), ratio(2),
+                   mf::bench::weight_bytes(o, Way::mf_fp8) / ms_of[1] / 1e6,
+                   mf::bench::weight_bytes(o, Way::mf_mxfp4) / ms_of[2] / 1e6);
+        std::fflush(stdout);
       }
-      const auto ratio = [&](int i) { return gflops[3] > 0 ? fmt::format("{:.2f}", gflops[i] / gflops[3]) : "-"; };
-      fmt::print("| {}x{} | {} | {:.1f} | {:.1f} | {:.1f} | {:.1f} | {:.1f} | {} | {} | {:.1f} | {:.1f} |\n", n, k, m,
-                 gflops[0], gflops[1], gflops[2], gflops[3], gflops[4], ratio(1), ratio(2),
-                 mf::bench::weight_bytes(o, Way::mf_fp8) / ms_of[1] / 1e6,
-                 mf::bench::weight_bytes(o, Way::mf_mxfp4) / ms_of[2] / 1e6);
-      std::fflush(stdout);
     }
   }
   fmt::print("\nGFLOP/s = 2 M N K / time. OpenBLAS: sgemv at M = 1, sgemm otherwise, on the dequantized fp8 weights "

@@ -1,6 +1,7 @@
 // The GEMM benchmark's cases, shared by bench/bench_gemm.cc (Google Benchmark) and `minifloat gemm-bench`: the
 // operands of one shape, each way of computing it (minifloat's bf16, fp8 and mxfp4 GEMMs; OpenBLAS sgemm or sgemv
-// on the dequantized f32 weights; dequantize-then-sgemm), and the machine's FMA peak and memory read bandwidth.
+// on the dequantized f32 weights; dequantize-then-sgemm), weights streamed from memory (WeightRing), and the
+// machine's FMA peak and memory read bandwidth.
 // OpenBLAS is used here only, never by the library (MF_HAVE_OPENBLAS is set where CMake found it).
 #pragma once
 
@@ -9,12 +10,14 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "minifloat/codec.h"
@@ -176,6 +179,56 @@ inline void run(Operands& o, Way w, int threads) {
   }
 }
 
+// ---- weights streamed from memory ----
+
+// The last-level cache in bytes, from the C library (cpuid); 256 MiB when it cannot tell.
+inline double llc_bytes() {
+  const long s = sysconf(_SC_LEVEL3_CACHE_SIZE);
+  return s > 0 ? static_cast<double>(s) : 256.0 * (1 << 20);
+}
+
+// A decode step over a model larger than the cache reads every weight from memory once; repeating one weight, as a
+// benchmark loop does, reads it from the last-level cache instead. WeightRing holds enough copies of one way's
+// weight to fill twice the last-level cache and gives each call the next one, so that no call finds its weight
+// cached.
+class WeightRing {
+ public:
+  WeightRing(Operands& o, Way way) : o_(o), way_(way) {
+    const double copies = std::max(2.0, std::ceil(2 * llc_bytes() / weight_bytes(o, way)));
+    ring_.resize(static_cast<std::size_t>(copies));
+    for (Operands& r : ring_) move<false>(o_, r);
+  }
+  std::size_t copies() const { return ring_.size(); }
+  // One call of run() on the next copy (swapped in and out: nothing is copied while it runs).
+  template <class Run>
+  void call(Run&& run) {
+    move<true>(o_, ring_[next_]);
+    run(o_);
+    move<true>(o_, ring_[next_]);
+    next_ = (next_ + 1) % ring_.size();
+  }
+
+ private:
+  template <bool kSwap>
+  void move(Operands& from, Operands& to) const {
+    const auto one = [](auto& a, auto& b) {
+      if constexpr (kSwap) std::swap(a, b);
+      else b = a;
+    };
+    switch (way_) {
+      case Way::mf_bf16: return one(from.w_bf16, to.w_bf16);
+      case Way::mf_fp8: case Way::deq_fp8_blas: return one(from.w_fp8, to.w_fp8);
+      case Way::mf_mxfp4: return one(from.w_fp4, to.w_fp4);
+      case Way::blas_f32: return one(from.w_f32, to.w_f32);
+    }
+  }
+
+  Operands& o_;
+  Way way_;
+  std::vector<Operands> ring_;
+  std::size_t next_ = 0;
+};
+
 // ---- the machine ----
 
 #if defined(__x86_64__)
@@ -230,13 +283,58 @@ inline double fma_peak_gflops(int threads, std::int64_t iters = 20'000'000) {
 #endif
 }
 
-// Memory read bandwidth in GB/s: `threads` threads summing a 256 MiB array (far past the caches), one timed run.
+#if defined(__x86_64__)
+// XOR of data[0, n) (n a multiple of 32 words) with four 512-bit (or 256-bit) loads per step: a read loop that the
+// memory, not the core, limits (a compiler's baseline SSE2 loop reached 60-70% of it here).
+__attribute__((target("avx512f"))) inline std::uint64_t xor_512(const std::uint64_t* data, std::size_t n) {
+  __m512i a = _mm512_setzero_si512(), b = a, c = a, d = a;
+  for (std::size_t i = 0; i < n; i += 32) {
+    a = _mm512_xor_si512(a, _mm512_loadu_si512(data + i));
+    b = _mm512_xor_si512(b, _mm512_loadu_si512(data + i + 8));
+    c = _mm512_xor_si512(c, _mm512_loadu_si512(data + i + 16));
+    d = _mm512_xor_si512(d, _mm512_loadu_si512(data + i + 24));
+  }
+  std::uint64_t words[8], x = 0;
+  _mm512_storeu_si512(words, _mm512_xor_si512(_mm512_xor_si512(a, b), _mm512_xor_si512(c, d)));
+  for (const std::uint64_t w : words) x ^= w;
+  return x;
+}
+__attribute__((target("avx2"))) inline std::uint64_t xor_256(const std::uint64_t* data, std::size_t n) {
+  __m256i a = _mm256_setzero_si256(), b = a, c = a, d = a;
+  for (std::size_t i = 0; i < n; i += 32) {
+    a = _mm256_xor_si256(a, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(data + i)));
+    b = _mm256_xor_si256(b, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(data + i + 8)));
+    c = _mm256_xor_si256(c, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(data + i + 16)));
+    d = _mm256_xor_si256(d, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(data + i + 24)));
+  }
+  const __m256i x = _mm256_xor_si256(_mm256_xor_si256(a, b), _mm256_xor_si256(c, d));
+  return static_cast<std::uint64_t>(_mm256_extract_epi64(x, 0) ^ _mm256_extract_epi64(x, 3));
+}
+#endif
+
+inline std::uint64_t xor_words(const std::uint64_t* data, std::size_t n) {
+#if defined(__x86_64__)
+  if (__builtin_cpu_supports("avx512f")) return xor_512(data, n);
+  if (__builtin_cpu_supports("avx2")) return xor_256(data, n);
+#endif
+  std::uint64_t x = 0;
+  for (std::size_t i = 0; i < n; ++i) x ^= data[i];
+  return x;
+}
+
+// Memory read bandwidth in GB/s: `threads` threads reading an array of twice the last-level cache (at least 256
+// MiB) with wide loads, one timed run.
 inline double read_bandwidth_gbs(int threads) {
-  static std::vector<std::uint64_t> data(std::size_t{32} << 20, 1);  // touched once here: no page faults below
+  static std::vector<std::uint64_t> data(  // touched once here: no page faults below
+      static_cast<std::size_t>(std::max(256.0 * (1 << 20), 2 * llc_bytes()) / sizeof(std::uint64_t)) / 256 * 256, 1);
   std::uint64_t x = 0;
   const auto t0 = std::chrono::steady_clock::now();
-#pragma omp parallel for num_threads(threads) reduction(^ : x) schedule(static)
-  for (std::size_t i = 0; i < data.size(); ++i) x ^= data[i];
+#pragma omp parallel num_threads(threads) reduction(^ : x)
+  {
+    const std::size_t chunks = data.size() / 32, t = omp_get_thread_num(), count = omp_get_num_threads();
+    const std::size_t begin = chunks * t / count * 32, end = chunks * (t + 1) / count * 32;
+    x ^= xor_words(data.data() + begin, end - begin);
+  }
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (x == 42) data[0] = 2;  // keeps the loop
   return static_cast<double>(data.size() * sizeof(std::uint64_t)) / s / 1e9;
