@@ -168,7 +168,7 @@ HWY_INLINE void ColumnTileGroup(const float* HWY_RESTRICT a, std::size_t lda, co
 // C[:, n0, n0 + 16 * nblocks) for every row with the column-lane tile (columns past N are dropped). mp: a's rows, a
 // multiple of MR, and of kMc when larger. Per pass of kMc rows, group by group: a group's panel of 32 columns is
 // decoded once and meets every row of the pass while it sits in L1; the pass's activations for the group
-// (kMc x 128 f32, 128 KiB) stay in L2 across the panels. The running C is kept panel by panel (kMc x 32 each), so
+// (kMc x 128 f32, 128 KiB, packed) stay in L2 across the panels. The running C is kept panel by panel (kMc x 32 each), so
 // that a panel's rows read it in one sequential run.
 template <int MR>
 void ColumnLanes(const Problem& p, const float* a, std::size_t lda, std::int64_t mp, std::int64_t n0,
@@ -182,6 +182,7 @@ void ColumnLanes(const Problem& p, const float* a, std::size_t lda, std::int64_t
   auto rows = hwy::AllocateAligned<float>(kPanelColumns * group_len);
   auto panel = hwy::AllocateAligned<float>(kPanelColumns * group_len);
   auto cs = hwy::AllocateAligned<float>(static_cast<std::size_t>(panels * mc * kPanelColumns));
+  auto pass_a = hwy::AllocateAligned<float>(static_cast<std::size_t>(mc) * group_len);
   auto row = hwy::AllocateAligned<float>(static_cast<std::size_t>(panels * kPanelColumns));
   alignas(64) float weight_scales[kPanelColumns];
   for (std::int64_t m0 = 0; m0 < mp; m0 += mc) {
@@ -189,6 +190,11 @@ void ColumnLanes(const Problem& p, const float* a, std::size_t lda, std::int64_t
     std::fill(cs.get(), cs.get() + panels * mc * kPanelColumns, 0.0f);
     for (std::int64_t g = 0; g < groups; ++g) {
       const std::int64_t kg = g * p.group, len = (std::min(p.k, kg + p.group) - kg + kLanes - 1) / kLanes * kLanes;
+      // The pass's activations for the group, packed: rows lda apart (16 KiB at K = 4096) map onto a few L2 sets
+      // and evict each other, so every panel would read them from L3 again.
+      for (std::int64_t m = m0; m < m1; ++m) {
+        std::copy_n(a + m * static_cast<std::int64_t>(lda) + kg, len, pass_a.get() + (m - m0) * p.group);
+      }
       for (std::int64_t pb = 0; pb < panels; ++pb) {
         const std::int64_t col0 = n0 + pb * kPanelColumns;
         DecodeColumnPanel(p, col0, kg, len, rows.get(), panel.get());
@@ -202,7 +208,7 @@ void ColumnLanes(const Problem& p, const float* a, std::size_t lda, std::int64_t
         }
         for (std::int64_t m = m0; m < m1; m += MR) {
           VF sums[MR][2];
-          ColumnTileGroup<MR>(a + m * static_cast<std::int64_t>(lda) + kg, lda, panel.get(), len / kLanes, sums);
+          ColumnTileGroup<MR>(pass_a.get() + (m - m0) * p.group, group_len, panel.get(), len / kLanes, sums);
           for (int mi = 0; mi < MR; ++mi) {
             const VF sa = hn::Set(df, p.activation_scale(std::min(m + mi, p.m - 1), g));
             float* c = cs.get() + (pb * mc + m - m0 + mi) * kPanelColumns;
