@@ -34,17 +34,28 @@ namespace mf::gemm {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-#if MF_GEMM_WIDE
+#undef MF_GEMM_COLUMN_LANES
+#if HWY_ARCH_X86 && (HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL || HWY_TARGET == HWY_AVX2)
+#define MF_GEMM_COLUMN_LANES 1
+#else
+#define MF_GEMM_COLUMN_LANES 0
+#endif
 
-constexpr std::int64_t kPanelColumns = 32;  // two vectors per k: with MR = 4, 6 loads per 8 fmas
+#if MF_GEMM_COLUMN_LANES
+
+// Two vectors of columns per k. AVX-512: 32 columns x 4 rows, 6 loads per 8 fmas, 16 accumulators of 32
+// registers. AVX2: 16 columns x 2 rows, 8 loads per 8 fmas, 8 accumulators of 16 registers.
+constexpr std::int64_t kPanelColumns = 2 * static_cast<std::int64_t>(kL);
+constexpr int kColumnTileRows = kL == 16 ? 4 : 2;
 // From how many activation rows the column-lane tile takes over from the 4 x 4 one. At M = 8 to 20 the two measured
 // within the noise of each other (its panel transpose is then a larger share); from 32 on it is 1.3-2x faster
 // (BENCHMARKS.md, "Sixth session").
 constexpr std::int64_t kColumnLanesFrom = 16;
 
+#if MF_GEMM_WIDE
 // dst[c * ldd + r] = src[r * lds + c] for r, c < 16: pairs of rows interleaved by 32 then 64 bits, then 128-bit
 // blocks gathered.
-HWY_INLINE void Transpose16x16(const float* HWY_RESTRICT src, std::size_t lds, float* HWY_RESTRICT dst,
+HWY_INLINE void TransposeLanes(const float* HWY_RESTRICT src, std::size_t lds, float* HWY_RESTRICT dst,
                                std::size_t ldd) {
   __m512 r[16], t[16];
   for (std::size_t i = 0; i < 16; ++i) r[i] = _mm512_loadu_ps(src + i * lds);
@@ -75,16 +86,38 @@ HWY_INLINE void Transpose16x16(const float* HWY_RESTRICT src, std::size_t lds, f
     _mm512_storeu_ps(dst + (c + 12) * ldd, _mm512_shuffle_f32x4(odd01, odd23, _MM_SHUFFLE(3, 1, 3, 1)));
   }
 }
+#else
+// The same for r, c < 8 (AVX2): pairs of rows interleaved by 32 bits, then 64, then 128-bit halves gathered.
+HWY_INLINE void TransposeLanes(const float* HWY_RESTRICT src, std::size_t lds, float* HWY_RESTRICT dst,
+                               std::size_t ldd) {
+  __m256 r[8], t[8];
+  for (std::size_t i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(src + i * lds);
+  for (int i = 0; i < 8; i += 2) {
+    t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);      // rows i, i+1: columns 0, 1 (4, 5)
+    t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);  // columns 2, 3 (6, 7)
+  }
+  for (int b = 0; b < 8; b += 4) {  // r[b + c]: rows b..b+3, column c (and c + 4 in the upper half)
+    r[b] = _mm256_shuffle_ps(t[b], t[b + 2], _MM_SHUFFLE(1, 0, 1, 0));
+    r[b + 1] = _mm256_shuffle_ps(t[b], t[b + 2], _MM_SHUFFLE(3, 2, 3, 2));
+    r[b + 2] = _mm256_shuffle_ps(t[b + 1], t[b + 3], _MM_SHUFFLE(1, 0, 1, 0));
+    r[b + 3] = _mm256_shuffle_ps(t[b + 1], t[b + 3], _MM_SHUFFLE(3, 2, 3, 2));
+  }
+  for (int c = 0; c < 4; ++c) {
+    _mm256_storeu_ps(dst + c * ldd, _mm256_permute2f128_ps(r[c], r[4 + c], 0x20));
+    _mm256_storeu_ps(dst + (c + 4) * ldd, _mm256_permute2f128_ps(r[c], r[4 + c], 0x31));
+  }
+}
+#endif
 
 // panel[k * 32 + j] = w[n0 + j, k0 + k] for k < len (a multiple of 16), as DecodePanel gives them (0 past K and N);
 // `rows` is 32 x len of scratch.
 HWY_INLINE void DecodeColumnPanel(const Problem& p, std::int64_t n0, std::int64_t k0, std::int64_t len,
                                   float* HWY_RESTRICT rows, float* HWY_RESTRICT panel) {
-  for (std::int64_t h = 0; h < kPanelColumns; h += kLanes) {
-    DecodePanel(p, n0 + h, k0, len, len, rows + h * len);
-    for (std::int64_t k = 0; k < len; k += kLanes) {
-      Transpose16x16(rows + h * len + k, static_cast<std::size_t>(len), panel + k * kPanelColumns + h,
-                     kPanelColumns);
+  constexpr auto kB = static_cast<std::int64_t>(kL);  // TransposeLanes' block
+  for (std::int64_t h = 0; h < kPanelColumns; h += kLanes) DecodePanel(p, n0 + h, k0, len, len, rows + h * len);
+  for (std::int64_t h = 0; h < kPanelColumns; h += kB) {
+    for (std::int64_t k = 0; k < len; k += kB) {
+      TransposeLanes(rows + h * len + k, static_cast<std::size_t>(len), panel + k * kPanelColumns + h, kPanelColumns);
     }
   }
 }
@@ -133,8 +166,8 @@ HWY_INLINE void ColumnTileGroup(const float* HWY_RESTRICT a, std::size_t lda, co
       const std::int64_t k = i + kLanes * j;
       const float* w = panel + k * kPanelColumns;
       const float* u = w + 8 * kPanelColumns;
-      const VF w0 = hn::Load(df, w), w1 = hn::Load(df, w + kLanes);
-      const VF u0 = hn::Load(df, u), u1 = hn::Load(df, u + kLanes);
+      const VF w0 = hn::Load(df, w), w1 = hn::Load(df, w + kL);
+      const VF u0 = hn::Load(df, u), u1 = hn::Load(df, u + kL);
 #pragma GCC unroll 8
       for (int mi = 0; mi < MR; ++mi) {
         const VF ax = hn::Set(df, a[mi * lda + k]);
@@ -213,8 +246,8 @@ void ColumnLanes(const Problem& p, const float* a, std::size_t lda, std::int64_t
             const VF sa = hn::Set(df, p.activation_scale(std::min(m + mi, p.m - 1), g));
             float* c = cs.get() + (pb * mc + m - m0 + mi) * kPanelColumns;
             for (int v = 0; v < 2; ++v) {  // C + (sa * sb) * sum: the definition's roundings
-              const VF s = hn::Mul(sa, hn::Load(df, weight_scales + v * kLanes));
-              hn::Store(hn::Add(hn::Load(df, c + v * kLanes), hn::Mul(s, sums[mi][v])), df, c + v * kLanes);
+              const VF s = hn::Mul(sa, hn::Load(df, weight_scales + v * kL));
+              hn::Store(hn::Add(hn::Load(df, c + v * kL), hn::Mul(s, sums[mi][v])), df, c + v * kL);
             }
           }
         }
@@ -229,7 +262,7 @@ void ColumnLanes(const Problem& p, const float* a, std::size_t lda, std::int64_t
   }
 }
 
-#endif  // MF_GEMM_WIDE
+#endif  // MF_GEMM_COLUMN_LANES
 
 }  // namespace HWY_NAMESPACE
 }  // namespace mf::gemm
