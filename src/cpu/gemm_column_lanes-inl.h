@@ -1,11 +1,11 @@
-// Per-target SIMD code for 16 or more activation rows on 16-lane targets: a register tile whose lanes are output
-// columns. It performs exactly the f32 operations of mf::gemm::reference (src/ref/gemm_ref.cc), grouped so that the
-// definition's tree costs vertical adds instead of lane shuffles:
-//   * 32 weight rows are decoded (as Problem::weight does) and transposed into a panel that holds, per k, the 32
-//     columns' weights as two vectors;
-//   * the tile is MR activation rows x 32 columns; one accumulator vector holds one partial sum p[i] (k = i mod 16)
-//     of 16 outputs, fed one k at a time by a broadcast activation times a panel vector, in increasing k: each lane
-//     runs the definition's fma sequence for its output;
+// Per-target SIMD code for the GEMMs with many activation rows (kColumnLanesFrom) on AVX-512 and AVX2: a register
+// tile whose lanes are output columns. It performs exactly the f32 operations of mf::gemm::reference
+// (src/ref/gemm_ref.cc), grouped so that the definition's tree costs vertical adds instead of lane shuffles:
+//   * kPanelColumns weight rows (two vectors: 32 on AVX-512, 16 on AVX2) are decoded (as Problem::weight does) and
+//     transposed into a panel that holds, per k, those columns' weights as two vectors;
+//   * the tile is MR activation rows x kPanelColumns columns; one accumulator vector holds one partial sum p[i]
+//     (k = i mod 16) of a vector of outputs, fed one k at a time by a broadcast activation times a panel vector, in
+//     increasing k: each lane runs the definition's fma sequence for its output;
 //   * the 16 partial sums are not live at once: the sums p[i] and p[i + 8] are built together, added (the tree's
 //     first level) and folded into the later levels as soon as their partners exist, in the order that needs the
 //     fewest pending sums. Every add takes the definition's operands in the definition's order.
@@ -47,10 +47,11 @@ namespace hn = hwy::HWY_NAMESPACE;
 // registers. AVX2: 16 columns x 2 rows, 8 loads per 8 fmas, 8 accumulators of 16 registers.
 constexpr std::int64_t kPanelColumns = 2 * static_cast<std::int64_t>(kL);
 constexpr int kColumnTileRows = kL == 16 ? 4 : 2;
-// From how many activation rows the column-lane tile takes over from the 4 x 4 one. At M = 8 to 20 the two measured
-// within the noise of each other (its panel transpose is then a larger share); from 32 on it is 1.3-2x faster
-// (BENCHMARKS.md, "Sixth session").
-constexpr std::int64_t kColumnLanesFrom = 16;
+// From how many activation rows the column-lane tile takes over from the 4 x 4 one. AVX-512: at M = 8 to 20 the two
+// measured within the noise of each other (the panel transpose is then a larger share), from 32 on it is 1.3-2x
+// faster. AVX2, where the 4 x 4 tile's 32 accumulators do not fit in the registers: 10-50% faster at M = 8 to 16,
+// about even at M = 4 (BENCHMARKS.md, "Sixth session").
+constexpr std::int64_t kColumnLanesFrom = kL == 16 ? 16 : 8;
 
 #if MF_GEMM_WIDE
 // dst[c * ldd + r] = src[r * lds + c] for r, c < 16: pairs of rows interleaved by 32 then 64 bits, then 128-bit
@@ -109,8 +110,8 @@ HWY_INLINE void TransposeLanes(const float* HWY_RESTRICT src, std::size_t lds, f
 }
 #endif
 
-// panel[k * 32 + j] = w[n0 + j, k0 + k] for k < len (a multiple of 16), as DecodePanel gives them (0 past K and N);
-// `rows` is 32 x len of scratch.
+// panel[k * kPanelColumns + j] = w[n0 + j, k0 + k] for k < len (a multiple of 16), as DecodePanel gives them (0
+// past K and N); `rows` is kPanelColumns x len of scratch.
 HWY_INLINE void DecodeColumnPanel(const Problem& p, std::int64_t n0, std::int64_t k0, std::int64_t len,
                                   float* HWY_RESTRICT rows, float* HWY_RESTRICT panel) {
   constexpr auto kB = static_cast<std::int64_t>(kL);  // TransposeLanes' block
@@ -146,8 +147,8 @@ HWY_INLINE void PrefetchColumnPanel(const Problem& p, std::int64_t n0, std::int6
   }
 }
 
-// One group for MR activation rows (a, stride lda) x the panel's 32 columns, `chain` values per partial sum:
-// sums[mi][v] lane j = the group's tree sum for (row mi, column 16 v + j).
+// One group for MR activation rows (a, stride lda) x the panel's columns, `chain` values per partial sum:
+// sums[mi][v] lane j = the group's tree sum for (row mi, column kL v + j).
 template <int MR>
 HWY_INLINE void ColumnTileGroup(const float* HWY_RESTRICT a, std::size_t lda, const float* HWY_RESTRICT panel,
                                 std::int64_t chain, VF (&sums)[MR][2]) {
@@ -199,9 +200,9 @@ HWY_INLINE void ColumnTileGroup(const float* HWY_RESTRICT a, std::size_t lda, co
 }
 
 // C[:, n0, n0 + 16 * nblocks) for every row with the column-lane tile (columns past N are dropped). mp: a's rows, a
-// multiple of MR, and of kMc when larger. Per pass of kMc rows, group by group: a group's panel of 32 columns is
-// decoded once and meets every row of the pass while it sits in L1; the pass's activations for the group
-// (kMc x 128 f32, 128 KiB, packed) stay in L2 across the panels. The running C is kept panel by panel (kMc x 32 each), so
+// multiple of MR, and of kMc when larger. Per pass of kMc rows, group by group: a group's panel is decoded once
+// and meets every row of the pass while it sits in L1; the pass's activations for the group (kMc x 128 f32, 128
+// KiB, packed) stay in L2 across the panels. The running C is kept panel by panel (kMc x kPanelColumns each), so
 // that a panel's rows read it in one sequential run.
 template <int MR>
 void ColumnLanes(const Problem& p, const float* a, std::size_t lda, std::int64_t mp, std::int64_t n0,
