@@ -19,8 +19,8 @@
 #include "gemv-inl.h"
 
 // The per-target entry points: one activation row straight from the codes (gemv-inl.h), or a register tile by M
-// over decoded panels: two rows 2 x 8, three to 15 rows 4 x 4 (gemm-inl.h); from 16 rows on 16-lane targets, the
-// column-lane tile (gemm_column_lanes-inl.h), 4 x 4 elsewhere.
+// over decoded panels: two rows 2 x 8, then 4 x 4 (gemm-inl.h), and from 16 rows on AVX-512 (8 on AVX2) the
+// column-lane tile (gemm_column_lanes-inl.h).
 HWY_BEFORE_NAMESPACE();
 namespace mf::gemm {
 namespace HWY_NAMESPACE {
