@@ -49,8 +49,8 @@ constexpr std::int64_t kPanelColumns = 2 * static_cast<std::int64_t>(kL);
 constexpr int kColumnTileRows = kL == 16 ? 4 : 2;
 // From how many activation rows the column-lane tile takes over from the 4 x 4 one. AVX-512: at M = 8 to 20 the two
 // measured within the noise of each other (the panel transpose is then a larger share), from 32 on it is 1.3-2x
-// faster. AVX2, where the 4 x 4 tile's 32 accumulators do not fit in the registers: 10-50% faster at M = 8 to 16,
-// about even at M = 4 (BENCHMARKS.md, "Sixth session").
+// faster. AVX2, where the 4 x 4 tile's 32 accumulators do not fit in the registers: 0.95-1.9x at M = 8 to 16, at
+// most even at M = 4 (BENCHMARKS.md, "Sixth session").
 constexpr std::int64_t kColumnLanesFrom = kL == 16 ? 16 : 8;
 
 #if MF_GEMM_WIDE
