@@ -46,6 +46,8 @@ constexpr std::size_t kV = kLanes / kL;  // vectors per 16 partial sums
 #endif
 
 constexpr int bitrev4(int x) { return ((x & 1) << 3) | ((x & 2) << 1) | ((x & 4) >> 1) | ((x & 8) >> 3); }
+// Where ReduceTileStrided leaves output o: bits 1 and 3 swapped.
+constexpr int StridedTreeLane(int o) { return (o & 5) | ((o & 2) << 2) | ((o & 8) >> 2); }
 
 // ---- weight decoding: dst[0, len) = w[row, k0 + i], 0 past K or N; len a multiple of 16 ----
 
@@ -128,8 +130,7 @@ HWY_INLINE VF DecodeE2m1x16(DF df, const std::uint8_t* bytes) {
 // lane 2q + 1 holds k + 8 + q (q < 8). That is the order in which one 8-byte broadcast, shifted right by 4q in qword
 // q, leaves the nibbles in the low bits of each dword, so no shuffle builds the indices. The GEMV permutes its
 // activations the same way once per call, so each accumulator lane still sums one of the definition's lane-strided
-// sequences in increasing k (the same fmas in the same order), and kFromStrided puts the lanes back before the tree.
-alignas(64) inline constexpr std::int32_t kFromStrided[16] = {0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15};
+// sequences in increasing k (the same fmas in the same order), and ReduceTileStrided runs the tree in that order.
 
 // Sixteen bytes (one 1x32 block) -> w0 (weights 0-15) and w1 (16-31) in the strided lane order above. `table` is the
 // block's 16 e2m1 values times its scale (the same product as multiplying each decoded value): vpermps reads only
@@ -230,6 +231,17 @@ HWY_INLINE VF ReduceTile(DF df, const VF (&acc)[kLanes][kV]) {
   for (int j = 0; j < 4; ++j) q[j] = Quarters(df, h[2 * j], h[2 * j + 1]);
   for (int j = 0; j < 2; ++j) r[j] = Pairs(df, q[2 * j], q[2 * j + 1]);
   return Neighbours(r[0], r[1]);
+}
+
+// The same tree for accumulators in the e2m1 GEMV's strided lane order (lane 2q: p[q], lane 2q + 1: p[8 + q]):
+// there p[i] and p[i + 8] are neighbours, q[i] and q[i + 4] 8 lanes apart, r[i] and r[i + 2] 4 apart, so the levels
+// run Neighbours, Halves, Quarters, Pairs. Output o ends in lane StridedTreeLane(o).
+HWY_INLINE VF ReduceTileStrided(DF df, const VF (&acc)[kLanes][kV]) {
+  VF n[8], h[4], q[2];
+  for (int j = 0; j < 8; ++j) n[j] = Neighbours(acc[2 * j][0], acc[2 * j + 1][0]);
+  for (int j = 0; j < 4; ++j) h[j] = Halves(df, n[2 * j], n[2 * j + 1]);
+  for (int j = 0; j < 2; ++j) q[j] = Quarters(df, h[2 * j], h[2 * j + 1]);
+  return Pairs(df, q[0], q[1]);
 }
 #endif
 

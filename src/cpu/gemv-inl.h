@@ -128,7 +128,8 @@ HWY_INLINE bool GroupProductsOptimistic(const WeightRow (&rows)[kLanes], const f
 }
 #endif
 
-// C[0, n0 .. n0 + 16) into c (lane order of the 1 x 16 tile: column n0 + i in lane bitrev4(i)).
+// C[0, n0 .. n0 + 16) into c (lane order of the 1 x 16 tile: column n0 + i in lane bitrev4(i); e2m1 on 16-lane
+// targets: in lane StridedTreeLane(i)).
 // kPerGroup (e4m3, Problem::e4m3_per_group): `a` is the activation row times 2^119 and each row's factor
 // (2^120 x scale) is applied to its group sum, times 2^-119, instead of to every weight: one multiply less per 16
 // weights. Every product a 2^119 x value 2^-120 is the definition's product a x value x scale times 2^-1 / scale, a
@@ -158,7 +159,7 @@ void GemvBlock(const Problem& p, const float* HWY_RESTRICT a, std::int64_t n0, f
     if constexpr (K == WeightKind::e2m1) {
       // One 1x32 block per step: two 8-byte loads and the block's scaled table per row, in the strided lane order
       // (`a` is permuted to match), so that accumulator lane 2q sums k = q mod 16 and lane 2q + 1 k = 8 + q mod 16,
-      // each in increasing k: the definition's sequences, put back in their lanes before the tree.
+      // each in increasing k: the definition's sequences, summed by the tree in that order.
       for (std::int64_t k = g * p.group; k < end; k += 32) {
         const VF a0 = hn::LoadU(df, a + k), a1 = hn::LoadU(df, a + k + kLanes);
 #pragma GCC unroll 16
@@ -168,8 +169,7 @@ void GemvBlock(const Problem& p, const float* HWY_RESTRICT a, std::int64_t n0, f
           acc[i][0] = hn::MulAdd(a1, w1, hn::MulAdd(a0, w0, acc[i][0]));
         }
       }
-      const auto back = hn::Vec<DI>{_mm512_load_si512(kFromStrided)};
-      for (auto& o : acc) o[0] = VF{_mm512_permutexvar_ps(back.raw, o[0].raw)};
+      hn::StoreU(ReduceTileStrided(df, acc), df, red);
     } else  // NOLINT(readability/braces)
 #endif
     {
@@ -185,8 +185,8 @@ void GemvBlock(const Problem& p, const float* HWY_RESTRICT a, std::int64_t n0, f
         }
         GroupProducts<K, kPerGroup>(rows, a, g * p.group, end, shift, acc);
       }
+      Reduce(df, acc, red);
     }
-    Reduce(df, acc, red);
     if constexpr (kPerGroup) {
       const std::int64_t column = (g * p.group) >> shift;
       if (rows[0].scales == rows[kLanes - 1].scales) {  // one scale block row (fp8-128x128): one factor, one multiply
@@ -220,6 +220,7 @@ HWY_INLINE bool GemvFits(const Problem& p) {
 
 // One activation row, this thread's blocks of 16 columns.
 HWY_INLINE void GemvColumns(const Problem& p, const float* a, std::int64_t n0, std::int64_t nblocks) {
+  const bool wide_e2m1 = MF_GEMM_WIDE && p.kind == WeightKind::e2m1;  // GemvBlock's lane order
   alignas(64) float c[kLanes];
   float row[kLanes];
   std::vector<float> scaled;  // a x 2^119 (exact: |a| <= 448), for the e4m3 GEMV's per-group factors
@@ -257,7 +258,7 @@ HWY_INLINE void GemvColumns(const Problem& p, const float* a, std::int64_t n0, s
     if (p.kind == WeightKind::e2m1) GemvBlock<WeightKind::e2m1>(p, a, col0, c);
 #endif
     if (p.kind == WeightKind::bf16) GemvBlock<WeightKind::bf16>(p, a, col0, c);
-    for (int i = 0; i < kLanes; ++i) row[i] = c[bitrev4(i)];
+    for (int i = 0; i < kLanes; ++i) row[i] = c[wide_e2m1 ? StridedTreeLane(i) : bitrev4(i)];
     finish(p, 0, col0, std::min<std::int64_t>(kLanes, p.n - col0), row);
   }
 }
