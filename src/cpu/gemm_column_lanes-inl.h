@@ -123,8 +123,8 @@ HWY_INLINE void DecodeColumnPanel(const Problem& p, std::int64_t n0, std::int64_
   }
 }
 
-// Asks for the weight bytes of DecodeColumnPanel(p, n0, k0, len) ahead of time: a panel's 32 short row pieces, each
-// a new stream, are too short for the hardware prefetchers, and the decode otherwise waits for them.
+// Asks for the weight bytes of DecodeColumnPanel(p, n0, k0, len) ahead of time: a panel's kPanelColumns short row
+// pieces, each a new stream, are too short for the hardware prefetchers, and the decode otherwise waits for them.
 HWY_INLINE void PrefetchColumnPanel(const Problem& p, std::int64_t n0, std::int64_t k0, std::int64_t len) {
   const std::int64_t end = std::min(p.k, k0 + len);
   for (std::int64_t row = n0; row < std::min(p.n, n0 + kPanelColumns); ++row) {
