@@ -3,8 +3,9 @@
 // supports and the build compiled, with 1 and 2 threads, f32 and bf16 output, with and without accumulate.
 // Shapes cover each register tile (M = 1, 2, 3 and more, and the column-lane tile from 16 on AVX-512 and 8 on AVX2,
 // with M not a multiple of its 4 or 2 rows and N ending inside its 32 or 16 columns), row passes (M > 256), partial
-// weight blocks (N not a multiple of 16) and partial groups (bf16/f32 with K not a multiple of 16 or 128). Inputs: normal, outlier-heavy, and
-// adversarial codes: e4m3 subnormals, -0, NaN codes (0x7F/0xFF), extreme and NaN ue8m0 scales.
+// weight blocks (N not a multiple of 16) and partial groups (bf16/f32 with K not a multiple of 16 or 128). Inputs:
+// normal, outlier-heavy, and adversarial codes: e4m3 subnormals, -0, NaN codes (0x7F/0xFF), extreme and NaN ue8m0
+// scales.
 #include <gtest/gtest.h>
 #include <hwy/targets.h>  // target enumeration only: the library is called through its public headers
 
