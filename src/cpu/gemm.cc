@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "../ops/gemm_problem.h"
+#include "column_queue.h"
 #include "minifloat/gemm.h"
 
 #undef HWY_TARGET_INCLUDE
@@ -25,9 +26,10 @@ HWY_BEFORE_NAMESPACE();
 namespace mf::gemm {
 namespace HWY_NAMESPACE {
 
+void Gemv(const Problem& p, const float* a, ColumnQueue* queue) { GemvColumns(p, a, *queue); }
+
 void ComputeColumns(const Problem& p, const float* a, std::size_t lda, std::int64_t mp, std::int64_t n0,
                     std::int64_t nblocks) {
-  if (p.m == 1 && GemvFits(p)) return GemvColumns(p, a, n0, nblocks);
   if (p.m == 1) return Columns<1, 16>(p, a, lda, mp, n0, nblocks);
   if (p.m == 2) return Columns<2, 8>(p, a, lda, mp, n0, nblocks);
 #if MF_GEMM_COLUMN_LANES
@@ -48,6 +50,7 @@ namespace mf {
 namespace gemm {
 
 HWY_EXPORT(ComputeColumns);
+HWY_EXPORT(Gemv);
 HWY_EXPORT(NativeFma);
 HWY_EXPORT(UsesGemv);
 
@@ -78,6 +81,14 @@ void fast(Problem p) {
                                                               blocks));
   // Small problems are not worth starting threads for.
   const bool parallel = threads > 1 && static_cast<double>(p.m) * static_cast<double>(p.n) * p.k > 1 << 20;
+  if (HWY_DYNAMIC_DISPATCH(UsesGemv)(p)) {
+    // One activation row: chunks of 4 blocks (64 columns, tens of microseconds each) from a queue.
+    ColumnQueue queue(blocks, 4);
+#pragma omp parallel num_threads(threads) if (parallel)
+    HWY_DYNAMIC_DISPATCH(Gemv)(p, a.data(), &queue);
+    return;
+  }
+  // Larger M: each thread keeps its own running C over passes of activation rows, so its columns are fixed.
 #pragma omp parallel num_threads(threads) if (parallel)
   {
     const std::int64_t t = omp_get_thread_num(), count = omp_get_num_threads();

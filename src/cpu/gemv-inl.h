@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "../ops/gemm_problem.h"
+#include "column_queue.h"
 #include "hwy/aligned_allocator.h"
 #include "hwy/highway.h"
 
@@ -218,8 +219,8 @@ HWY_INLINE bool GemvFits(const Problem& p) {
   return false;
 }
 
-// One activation row, this thread's blocks of 16 columns.
-HWY_INLINE void GemvColumns(const Problem& p, const float* a, std::int64_t n0, std::int64_t nblocks) {
+// One activation row: blocks of 16 columns, taken from the queue until it is empty.
+HWY_INLINE void GemvColumns(const Problem& p, const float* a, ColumnQueue& queue) {
   const bool wide_e2m1 = MF_GEMM_WIDE && p.kind == WeightKind::e2m1;  // GemvBlock's lane order
   alignas(64) float c[kLanes];
   float row[kLanes];
@@ -245,21 +246,23 @@ HWY_INLINE void GemvColumns(const Problem& p, const float* a, std::int64_t n0, s
     }
   }
 #endif
-  for (std::int64_t b = 0; b < nblocks; ++b) {
-    const std::int64_t col0 = n0 + b * kLanes;
-    std::fill(c, c + kLanes, 0.0f);
-    if (p.kind == WeightKind::e4m3) {
-      if (p.e4m3_per_group) GemvBlock<WeightKind::e4m3, true>(p, scaled.data(), col0, c);
-      else GemvBlock<WeightKind::e4m3>(p, a, col0, c);
-    }
+  std::int64_t begin, end;
+  while (queue.next(begin, end)) {
+    for (std::int64_t col0 = begin * kLanes; col0 < end * kLanes; col0 += kLanes) {
+      std::fill(c, c + kLanes, 0.0f);
+      if (p.kind == WeightKind::e4m3) {
+        if (p.e4m3_per_group) GemvBlock<WeightKind::e4m3, true>(p, scaled.data(), col0, c);
+        else GemvBlock<WeightKind::e4m3>(p, a, col0, c);
+      }
 #if MF_GEMM_WIDE
-    if (p.kind == WeightKind::e2m1) GemvBlock<WeightKind::e2m1>(p, strided.get(), col0, c, tables.get());
+      if (p.kind == WeightKind::e2m1) GemvBlock<WeightKind::e2m1>(p, strided.get(), col0, c, tables.get());
 #elif HWY_TARGET != HWY_SCALAR
-    if (p.kind == WeightKind::e2m1) GemvBlock<WeightKind::e2m1>(p, a, col0, c);
+      if (p.kind == WeightKind::e2m1) GemvBlock<WeightKind::e2m1>(p, a, col0, c);
 #endif
-    if (p.kind == WeightKind::bf16) GemvBlock<WeightKind::bf16>(p, a, col0, c);
-    for (int i = 0; i < kLanes; ++i) row[i] = c[wide_e2m1 ? StridedTreeLane(i) : bitrev4(i)];
-    finish(p, 0, col0, std::min<std::int64_t>(kLanes, p.n - col0), row);
+      if (p.kind == WeightKind::bf16) GemvBlock<WeightKind::bf16>(p, a, col0, c);
+      for (int i = 0; i < kLanes; ++i) row[i] = c[wide_e2m1 ? StridedTreeLane(i) : bitrev4(i)];
+      finish(p, 0, col0, std::min<std::int64_t>(kLanes, p.n - col0), row);
+    }
   }
 }
 

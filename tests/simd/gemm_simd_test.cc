@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "cpu/column_queue.h"
 #include "minifloat/gemm.h"
 #include "ops/gemm_problem.h"
 #include "minifloat/quantize.h"
@@ -188,6 +189,66 @@ TEST(GemmSimd, Fp8WeightsWithF32Scales) {
 TEST(GemmSimd, Fp4Weights) {
   for (const Kind k : {Kind::normal, Kind::outliers, Kind::adversarial, Kind::extreme, Kind::weight_codes}) {
     check_quantized("mxfp4", mf::ActScale::ue8m0, k, 6);
+  }
+}
+
+// M = 1 calls large enough for two threads (M x N x K > 2^20) take their columns from a queue in chunks of 4 blocks
+// of 16 (src/cpu/column_queue.h): N = 1000 is 16 chunks, the last ending inside a block. A chunk skipped, taken
+// twice (accumulate adds twice) or cut short shows up as a mismatch. Best target only: the queue is the same on all.
+TEST(GemmSimd, GemvColumnsFromTheQueue) {
+  std::mt19937 rng(10);
+  const Dims d{1, 1000, 1152};
+  ASSERT_GT(d.m * d.n * d.k, std::int64_t{1} << 20);
+  const std::vector<float> x = values(d.k, Kind::normal, rng);
+  const mf::QuantizedTensor a = mf::act_quant(x.data(), Shape{1, d.k}, mf::ActScale::ue8m0);
+  std::vector<std::uint16_t> a16(static_cast<std::size_t>(d.k)), w16(static_cast<std::size_t>(d.n * d.k));
+  for (auto& v : a16) v = static_cast<std::uint16_t>(0x3C00 + rng() % 0x800);
+  for (auto& v : w16) v = static_cast<std::uint16_t>(0x3C00 + rng() % 0x800 + (rng() % 2) * 0x8000);
+  for (const std::string scheme : {"fp8-128x128", "mxfp4", "bf16"}) {
+    const mf::QuantizedTensor w = weight(scheme == "bf16" ? "mxfp4" : scheme, d.n, d.k, Kind::weight_codes, rng);
+    const auto gemm = [&](bool fast, float* out, bool accumulate) {
+      mf::GemmOptions o;
+      o.threads = 2;
+      o.accumulate = accumulate;
+      const mf::GemmOut c{out, nullptr};
+      if (scheme == "bf16") {
+        fast ? mf::bf16_gemm(a16.data(), w16.data(), d.m, d.n, d.k, c, o)
+             : mf::ref::bf16_gemm(a16.data(), w16.data(), d.m, d.n, d.k, c, o);
+      } else if (scheme == "mxfp4") {
+        fast ? mf::fp4_gemm(a, w, c, o) : mf::ref::fp4_gemm(a, w, c, o);
+      } else {
+        fast ? mf::fp8_gemm(a, w, c, o) : mf::ref::fp8_gemm(a, w, c, o);
+      }
+    };
+    for (const bool accumulate : {false, true}) {
+      std::vector<float> f(static_cast<std::size_t>(d.n));
+      for (std::size_t i = 0; i < f.size(); ++i) f[i] = static_cast<float>(i % 7) - 3.25f;
+      std::vector<float> r = f;
+      gemm(true, f.data(), accumulate);
+      gemm(false, r.data(), accumulate);
+      expect_same(f, r, scheme + " " + dims_text(d) + (accumulate ? " accumulate" : ""));
+    }
+  }
+}
+
+// Two threads drain the queue: every block is handed out once, in chunks of at most the chunk size.
+TEST(GemmSimd, ColumnQueueHandsOutEveryBlockOnce) {
+  for (const std::int64_t blocks : {0, 1, 4, 63, 1000}) {
+    mf::gemm::ColumnQueue queue(blocks, 4);
+    std::vector<int> taken(static_cast<std::size_t>(blocks));
+#pragma omp parallel num_threads(2)
+    {
+      std::int64_t begin, end;
+      while (queue.next(begin, end)) {
+        EXPECT_LE(end - begin, 4);
+        EXPECT_LT(begin, end);
+        for (std::int64_t b = begin; b < end; ++b) {
+#pragma omp atomic
+          ++taken[static_cast<std::size_t>(b)];
+        }
+      }
+    }
+    for (std::int64_t b = 0; b < blocks; ++b) EXPECT_EQ(taken[static_cast<std::size_t>(b)], 1) << "block " << b;
   }
 }
 
