@@ -192,41 +192,44 @@ TEST(GemmSimd, Fp4Weights) {
   }
 }
 
-// M = 1 calls large enough for two threads (M x N x K > 2^20) take their columns from a queue in chunks of 4 blocks
-// of 16 (src/cpu/column_queue.h): N = 1000 is 16 chunks, the last ending inside a block. A chunk skipped, taken
-// twice (accumulate adds twice) or cut short shows up as a mismatch. Best target only: the queue is the same on all.
-TEST(GemmSimd, GemvColumnsFromTheQueue) {
+// Calls large enough for two threads (M x N x K > 2^20) split their columns between them: M = 1 and single passes
+// of activation rows (M <= 256) take chunks of column blocks from a queue (src/cpu/column_queue.h), larger M a
+// fixed share per thread. N = 1000 (63 blocks) is 16 chunks at M = 1 and 7 at M = 3 and 18 (4 x 4 tile; column-lane
+// tile on AVX-512), the last ending inside a block; M = 300 makes two passes. A chunk skipped, taken twice
+// (accumulate adds twice) or cut short shows up as a mismatch. Best target only: the split is the same on all.
+TEST(GemmSimd, ColumnsSplitBetweenThreads) {
   std::mt19937 rng(10);
-  const Dims d{1, 1000, 1152};
-  ASSERT_GT(d.m * d.n * d.k, std::int64_t{1} << 20);
-  const std::vector<float> x = values(d.k, Kind::normal, rng);
-  const mf::QuantizedTensor a = mf::act_quant(x.data(), Shape{1, d.k}, mf::ActScale::ue8m0);
-  std::vector<std::uint16_t> a16(static_cast<std::size_t>(d.k)), w16(static_cast<std::size_t>(d.n * d.k));
-  for (auto& v : a16) v = static_cast<std::uint16_t>(0x3C00 + rng() % 0x800);
-  for (auto& v : w16) v = static_cast<std::uint16_t>(0x3C00 + rng() % 0x800 + (rng() % 2) * 0x8000);
-  for (const std::string scheme : {"fp8-128x128", "mxfp4", "bf16"}) {
-    const mf::QuantizedTensor w = weight(scheme == "bf16" ? "mxfp4" : scheme, d.n, d.k, Kind::weight_codes, rng);
-    const auto gemm = [&](bool fast, float* out, bool accumulate) {
-      mf::GemmOptions o;
-      o.threads = 2;
-      o.accumulate = accumulate;
-      const mf::GemmOut c{out, nullptr};
-      if (scheme == "bf16") {
-        fast ? mf::bf16_gemm(a16.data(), w16.data(), d.m, d.n, d.k, c, o)
-             : mf::ref::bf16_gemm(a16.data(), w16.data(), d.m, d.n, d.k, c, o);
-      } else if (scheme == "mxfp4") {
-        fast ? mf::fp4_gemm(a, w, c, o) : mf::ref::fp4_gemm(a, w, c, o);
-      } else {
-        fast ? mf::fp8_gemm(a, w, c, o) : mf::ref::fp8_gemm(a, w, c, o);
+  for (const Dims d : {Dims{1, 1000, 1152}, Dims{3, 1000, 384}, Dims{18, 1000, 128}, Dims{300, 200, 256}}) {
+    ASSERT_GT(d.m * d.n * d.k, std::int64_t{1} << 20);
+    const std::vector<float> x = values(d.m * d.k, Kind::normal, rng);
+    const mf::QuantizedTensor a = mf::act_quant(x.data(), Shape{d.m, d.k}, mf::ActScale::ue8m0);
+    std::vector<std::uint16_t> a16(static_cast<std::size_t>(d.m * d.k)), w16(static_cast<std::size_t>(d.n * d.k));
+    for (auto& v : a16) v = static_cast<std::uint16_t>(0x3C00 + rng() % 0x800);
+    for (auto& v : w16) v = static_cast<std::uint16_t>(0x3C00 + rng() % 0x800 + (rng() % 2) * 0x8000);
+    for (const std::string scheme : {"fp8-128x128", "mxfp4", "bf16"}) {
+      const mf::QuantizedTensor w = weight(scheme == "bf16" ? "mxfp4" : scheme, d.n, d.k, Kind::weight_codes, rng);
+      const auto gemm = [&](bool fast, float* out, bool accumulate) {
+        mf::GemmOptions o;
+        o.threads = 2;
+        o.accumulate = accumulate;
+        const mf::GemmOut c{out, nullptr};
+        if (scheme == "bf16") {
+          fast ? mf::bf16_gemm(a16.data(), w16.data(), d.m, d.n, d.k, c, o)
+               : mf::ref::bf16_gemm(a16.data(), w16.data(), d.m, d.n, d.k, c, o);
+        } else if (scheme == "mxfp4") {
+          fast ? mf::fp4_gemm(a, w, c, o) : mf::ref::fp4_gemm(a, w, c, o);
+        } else {
+          fast ? mf::fp8_gemm(a, w, c, o) : mf::ref::fp8_gemm(a, w, c, o);
+        }
+      };
+      for (const bool accumulate : {false, true}) {
+        std::vector<float> f(static_cast<std::size_t>(d.m * d.n));
+        for (std::size_t i = 0; i < f.size(); ++i) f[i] = static_cast<float>(i % 7) - 3.25f;
+        std::vector<float> r = f;
+        gemm(true, f.data(), accumulate);
+        gemm(false, r.data(), accumulate);
+        expect_same(f, r, scheme + " " + dims_text(d) + (accumulate ? " accumulate" : ""));
       }
-    };
-    for (const bool accumulate : {false, true}) {
-      std::vector<float> f(static_cast<std::size_t>(d.n));
-      for (std::size_t i = 0; i < f.size(); ++i) f[i] = static_cast<float>(i % 7) - 3.25f;
-      std::vector<float> r = f;
-      gemm(true, f.data(), accumulate);
-      gemm(false, r.data(), accumulate);
-      expect_same(f, r, scheme + " " + dims_text(d) + (accumulate ? " accumulate" : ""));
     }
   }
 }
