@@ -4,12 +4,14 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <vector>
 
 #include "../ops/gemm_problem.h"
 #include "column_queue.h"
 #include "minifloat/gemm.h"
+#include "x86_features.h"
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "../src/cpu/gemm.cc"
@@ -53,6 +55,24 @@ HWY_EXPORT(ComputeColumns);
 HWY_EXPORT(Gemv);
 HWY_EXPORT(NativeFma);
 HWY_EXPORT(UsesGemv);
+
+namespace {
+bool cpu_has_gfni() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("gfni") && __builtin_cpu_supports("avx512vbmi");
+#else
+  return false;
+#endif
+}
+std::atomic<bool> gfni_off_for_test{false};
+}  // namespace
+
+bool gemv_gfni() {
+  static const bool has = cpu_has_gfni();
+  return has && !gfni_off_for_test.load(std::memory_order_relaxed);
+}
+void set_gemv_gfni_for_test(bool on) { gfni_off_for_test.store(!on, std::memory_order_relaxed); }
 
 namespace {
 
