@@ -175,6 +175,11 @@ HWY_NOINLINE __attribute__((target(HWY_TARGET_STR ",avx512vbmi,gfni"))) bool Gro
 #pragma GCC unroll 8
       for (int i = 0; i < 8; ++i) {
         seen = _mm512_min_epu8(seen, _mm512_andnot_si512(_mm512_maskz_loadu_epi8(in, codes[i] + line), low7));
+        // The row 512 bytes on, into L2: the 16 row streams of a block are slow (128 bytes per group) and short (K
+        // bytes), which the hardware prefetchers follow late when the weights come from memory (BENCHMARKS.md,
+        // seventh session). An address past the weights is never read, and its prefetch does not fault.
+        _mm_prefetch(reinterpret_cast<const char*>(reinterpret_cast<std::uintptr_t>(codes[i]) + line + 512),
+                     _MM_HINT_T1);
       }
       for (std::int64_t k = line; k < stop; k += 32) {
         const __m512 a0 = _mm512_loadu_ps(a + k), a1 = _mm512_loadu_ps(a + k + 16);
