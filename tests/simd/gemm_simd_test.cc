@@ -205,12 +205,14 @@ TEST(GemmSimd, Fp4Weights) {
 // Calls large enough for two threads (M x N x K > 2^20) split their columns between them: M = 1 and single passes
 // of activation rows (M <= 256) take chunks of column blocks from a queue (src/cpu/column_queue.h), larger M a
 // fixed share per thread. N = 1000 (63 blocks) is 16 chunks at M = 1 and 7 at M = 3 (4 x 4 tile), N = 500 is 8 at
-// M = 18 (column-lane tile on AVX-512), the last ending inside a block; M = 300 makes two passes. A chunk skipped,
+// M = 18 (column-lane tile on AVX-512), the last ending inside a block; M = 256 is one whole pass, read in place (no
+// padded copy; so are M = 1 and any M that needs no padding), M = 300 makes two passes. A chunk skipped,
 // taken twice (accumulate adds twice) or cut short shows up as a mismatch. Best target only: the split is the same
 // on all.
 TEST(GemmSimd, ColumnsSplitBetweenThreads) {
   std::mt19937 rng(10);
-  for (const Dims d : {Dims{1, 1000, 1152}, Dims{3, 1000, 384}, Dims{18, 500, 128}, Dims{300, 40, 128}}) {
+  for (const Dims d :
+       {Dims{1, 1000, 1152}, Dims{3, 1000, 384}, Dims{18, 500, 128}, Dims{256, 40, 128}, Dims{300, 40, 128}}) {
     ASSERT_GT(d.m * d.n * d.k, std::int64_t{1} << 20);
     const std::vector<float> x = values(d.m * d.k, Kind::normal, rng);
     const mf::QuantizedTensor a = mf::act_quant(x.data(), Shape{d.m, d.k}, mf::ActScale::ue8m0);
