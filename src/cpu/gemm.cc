@@ -1,6 +1,7 @@
-// The fast GEMMs: operands checked into a Problem (src/ops/gemm_problem.cc), activations padded, then OpenMP threads
-// over blocks of 16 weight rows, each running the per-target kernels of gemm-inl.h. Weights are read once per pass
-// of activation rows (once in all for M <= 256), so decode-shaped calls stream the packed weights once.
+// The fast GEMMs: operands checked into a Problem (src/ops/gemm_problem.cc), activations padded where the tiles need
+// it, then OpenMP threads over blocks of 16 weight rows (from a queue up to 256 rows, fixed shares above), each
+// running the per-target kernels of gemm-inl.h. Weights are read once per pass of activation rows (once in all for
+// M <= 256), so decode-shaped calls stream the packed weights once.
 #include <omp.h>
 
 #include <algorithm>
