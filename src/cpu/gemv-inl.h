@@ -137,6 +137,21 @@ HWY_INLINE bool GroupProductsOptimistic(const WeightRow (&rows)[kLanes], const f
 // codes, loaded into both halves of a vector, into their byte 3 (low half) and byte 2 (high half); one byte permute
 // per 16 codes then puts each code's two bytes in place and zeroes the rest. The same bits in the same fmas, so the
 // same sums. Rows go 8 at a time, so that their pointers stay in registers. (end - k0) % 32 == 0.
+// The byte permutes' indices: lane L of the first 16 codes takes byte 3 from transformed byte L and byte 2 from
+// byte 32 + L; of the second 16, from 16 + L and 48 + L. Built once, at compile time.
+struct GfniIndex {
+  alignas(64) std::uint8_t bytes[2][64] = {};
+  constexpr GfniIndex() {
+    for (int h = 0; h < 2; ++h) {
+      for (int lane = 0; lane < 16; ++lane) {
+        bytes[h][4 * lane + 2] = static_cast<std::uint8_t>(32 + 16 * h + lane);
+        bytes[h][4 * lane + 3] = static_cast<std::uint8_t>(16 * h + lane);
+      }
+    }
+  }
+};
+inline constexpr GfniIndex kGfniIndex{};
+
 template <bool kPerGroup>
 HWY_NOINLINE __attribute__((target(HWY_TARGET_STR ",avx512vbmi,gfni"))) bool GroupProductsGfni(
     const WeightRow (&rows)[kLanes], const float* HWY_RESTRICT a, std::int64_t k0, std::int64_t end, int shift,
@@ -146,15 +161,7 @@ HWY_NOINLINE __attribute__((target(HWY_TARGET_STR ",avx512vbmi,gfni"))) bool Gro
   const __m512i matrix = _mm512_set_epi64(0x0000000001020408, 0x0000000001020408, 0x0000000001020408,
                                           0x0000000001020408, 0x1020400000000080, 0x1020400000000080,
                                           0x1020400000000080, 0x1020400000000080);
-  // Lane L of the first 16 codes: byte 3 from transformed byte L, byte 2 from byte 32 + L; the second 16: 16 + L.
-  alignas(64) std::uint8_t index[2][64] = {};
-  for (int h = 0; h < 2; ++h) {
-    for (int lane = 0; lane < 16; ++lane) {
-      index[h][4 * lane + 2] = static_cast<std::uint8_t>(32 + 16 * h + lane);
-      index[h][4 * lane + 3] = static_cast<std::uint8_t>(16 * h + lane);
-    }
-  }
-  const __m512i index0 = _mm512_load_si512(index[0]), index1 = _mm512_load_si512(index[1]);
+  const __m512i index0 = _mm512_load_si512(kGfniIndex.bytes[0]), index1 = _mm512_load_si512(kGfniIndex.bytes[1]);
   const __mmask64 high_bytes = 0xCCCCCCCCCCCCCCCCull;  // bytes 2 and 3 of every lane
   const __m512i low7 = _mm512_set1_epi8(0x7F);
   __m512i seen = low7;
