@@ -110,7 +110,10 @@ void fast(Problem p) {
     // One activation row: chunks of 4 blocks (64 columns, tens of microseconds each) from a queue.
     ColumnQueue queue(blocks, 4);
 #pragma omp parallel num_threads(threads) if (parallel)
-    HWY_DYNAMIC_DISPATCH(Gemv)(p, a, &queue);
+    {
+      HWY_DYNAMIC_DISPATCH(Gemv)(p, a, &queue);
+      queue.wait_until_done();
+    }
     return;
   }
   if (mp <= pass && parallel) {
@@ -123,7 +126,9 @@ void fast(Problem p) {
       std::int64_t begin, end;
       while (queue.next(begin, end)) {
         HWY_DYNAMIC_DISPATCH(ComputeColumns)(p, a, lda, mp, begin * kLanes, end - begin);
+        queue.finished(begin, end);
       }
+      queue.wait_until_done();
     }
     return;
   }

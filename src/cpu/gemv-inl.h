@@ -349,6 +349,7 @@ HWY_INLINE void GemvColumns(const Problem& p, const float* a, ColumnQueue& queue
       for (int i = 0; i < kLanes; ++i) row[i] = c[wide_e2m1 ? StridedTreeLane(i) : bitrev4(i)];
       finish(p, 0, col0, std::min<std::int64_t>(kLanes, p.n - col0), row);
     }
+    queue.finished(begin, end);
   }
 }
 

@@ -9,13 +9,18 @@
 #include <gtest/gtest.h>
 #include <hwy/targets.h>  // target enumeration only: the library is called through its public headers
 
+#include <omp.h>
+
+#include <atomic>
 #include <bit>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <functional>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cpu/column_queue.h"
@@ -266,6 +271,43 @@ TEST(GemmSimd, ColumnQueueHandsOutEveryBlockOnce) {
     }
     for (std::int64_t b = 0; b < blocks; ++b) EXPECT_EQ(taken[static_cast<std::size_t>(b)], 1) << "block " << b;
   }
+}
+
+// wait_until_done returns once every block is reported finished, not before: one thread computes its chunks slowly
+// while the other waits. It gives up after its limit when a block is never reported.
+TEST(GemmSimd, ColumnQueueWaitsForEveryChunk) {
+  for (const std::int64_t blocks : {1, 5, 64}) {
+    mf::gemm::ColumnQueue queue(blocks, 4);
+    std::vector<int> finished(static_cast<std::size_t>(blocks));
+    std::atomic<int> waited_early{0};
+#pragma omp parallel num_threads(2)
+    {
+      std::int64_t begin, end;
+      while (queue.next(begin, end)) {
+        if (omp_get_thread_num() == 1) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        for (std::int64_t b = begin; b < end; ++b) {
+#pragma omp atomic
+          ++finished[static_cast<std::size_t>(b)];
+        }
+        queue.finished(begin, end);
+      }
+      queue.wait_until_done(std::chrono::seconds(60));
+      for (std::int64_t b = 0; b < blocks; ++b) {
+        int seen;
+#pragma omp atomic read
+        seen = finished[static_cast<std::size_t>(b)];
+        if (seen != 1) ++waited_early;
+      }
+    }
+    EXPECT_EQ(waited_early.load(), 0) << blocks << " blocks";
+  }
+  mf::gemm::ColumnQueue never(8, 4);
+  std::int64_t begin, end;
+  ASSERT_TRUE(never.next(begin, end));
+  never.finished(begin, end);  // the second chunk is claimed by no one
+  const auto start = std::chrono::steady_clock::now();
+  never.wait_until_done(std::chrono::milliseconds(5));
+  EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(5));
 }
 
 // Targets without an fma run the fast path only when every product is exact, which fails once a ue8m0 weight scale
