@@ -3,6 +3,7 @@
 // N x K = 7168 x 2048 for M in {1, 8, 32, 128, 512, 2048}; plus this machine's FMA peak and memory read bandwidth,
 // measured in the same run. Counters: GFLOP/s (2 M N K per call) and weight GB/s (weight bytes read per call).
 // GemmStreamed/...: M = 1 and 8 again, each call on another copy of the weight, so that the weights come from memory.
+// GemmIndependent/...: M = 1 as one single-thread call per thread at once: the threaded call's ceiling.
 // bench/gemm_report.py runs this with repetitions and prints medians and ratios (BENCHMARKS.md).
 #include <benchmark/benchmark.h>
 #include <hwy/targets.h>
@@ -11,6 +12,7 @@
 #include <cstdlib>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "../cli/gemm_cases.h"
 
@@ -57,6 +59,29 @@ void BM_GemmStreamed(benchmark::State& state, Way way, std::int64_t n, std::int6
   state.counters["wGBs"] = benchmark::Counter(mf::bench::weight_bytes(o, way) * calls / 1e9,
                                               benchmark::Counter::kIsRate);
   state.counters["copies"] = static_cast<double>(ring.copies());
+}
+
+// M = 1 as independent single-thread calls, one per thread at once, each into its own output: what the kernels give
+// on this machine with no synchronization between threads (no fork, no join, no shared columns), the ceiling for
+// BM_Gemm's threaded call. Each thread makes kCalls calls per parallel region, so its start and end are a small
+// share. GFLOP/s counts every thread's calls.
+void BM_GemmIndependent(benchmark::State& state, Way way, std::int64_t n, std::int64_t k, int threads) {
+  constexpr int kCalls = 8;
+  const std::int64_t m = state.range(0);
+  mf::bench::Operands& o = operands(m, n, k);
+  mf::bench::set_threads(1);  // each call on one thread, OpenBLAS's too
+  std::vector<std::vector<float>> out(static_cast<std::size_t>(threads),
+                                      std::vector<float>(static_cast<std::size_t>(m * n)));
+  for (auto _ : state) {
+#pragma omp parallel num_threads(threads)
+    for (int i = 0; i < kCalls; ++i) mf::bench::run(o, way, 1, out[static_cast<std::size_t>(omp_get_thread_num())].data());
+    benchmark::ClobberMemory();
+  }
+  mf::bench::set_threads(threads);
+  const double calls = static_cast<double>(state.iterations()) * kCalls * threads;
+  state.counters["GFLOPs"] = benchmark::Counter(2.0 * m * n * k * calls / 1e9, benchmark::Counter::kIsRate);
+  state.counters["wGBs"] = benchmark::Counter(mf::bench::weight_bytes(o, way) * calls / 1e9,
+                                              benchmark::Counter::kIsRate);
 }
 
 void BM_FmaPeak(benchmark::State& state) {
@@ -116,6 +141,15 @@ int main(int argc, char** argv) {
         benchmark::RegisterBenchmark(name.c_str(), BM_GemmStreamed, w, n, k, threads)
             ->Arg(m)->UseRealTime()->MinTime(0.2)->Unit(benchmark::kMillisecond);
       }
+    }
+  }
+  for (const auto& [n, k] : shapes) {
+    for (const Way w : {Way::mf_bf16, Way::mf_fp8, Way::mf_mxfp4, Way::blas_f32}) {
+      if (!mf::bench::have_blas() && w == Way::blas_f32) continue;
+      const std::string name = std::string("GemmIndependent/") + mf::bench::way_name(w) + "/N" + std::to_string(n) +
+                               "xK" + std::to_string(k) + "/threads:" + std::to_string(threads);
+      benchmark::RegisterBenchmark(name.c_str(), BM_GemmIndependent, w, n, k, threads)
+          ->Arg(1)->UseRealTime()->MinTime(0.2)->Unit(benchmark::kMillisecond);
     }
   }
   benchmark::RunSpecifiedBenchmarks();

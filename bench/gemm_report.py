@@ -7,6 +7,8 @@ M = 1, sgemm otherwise) on the dequantized f32 weights and of dequantize-then-Op
 to OpenBLAS; weight bytes per second. FMA peak and read bandwidth come from the same run. A second table has the
 decode shapes (M = 1, 8) with the weights streamed from memory (bench_gemm's GemmStreamed: each call on another copy
 of the weight, twice the last-level cache in all), as a decode step over a model larger than the cache reads them.
+A third has M = 1 as independent single-thread calls, one per thread at once (GemmIndependent): the ceiling of the
+threaded call on this machine, and the threaded calls' share of it.
 
 The OpenBLAS kernels in use are printed: bench_gemm runs itself again with OPENBLAS_CORETYPE set when OpenBLAS fell
 back to its generic SSE3 kernels on a CPU that has AVX-512 or AVX2 (cli/gemm_cases.h; BENCHMARKS.md).
@@ -46,9 +48,22 @@ def main():
     print(f"FMA peak {machine.get('fma', 0):.1f} GFLOP/s, memory read bandwidth {machine.get('read', 0):.1f} GB/s; "
           f"OpenBLAS kernels: {doc.get('context', {}).get('openblas_core', '-')}\n")
     for kind, title in (("Gemm", "Weights as the benchmark repeats them (in the last-level cache)"),
-                        ("GemmStreamed", "Weights streamed from memory")):
+                        ("GemmStreamed", "Weights streamed from memory"),
+                        ("GemmIndependent", "M = 1 as one single-thread call per thread at once, weights cached "
+                                            "(the threaded calls' ceiling: no fork, join or shared columns)")):
         if kind in cells:
             table(title, cells[kind], machine)
+    if "GemmIndependent" in cells and "Gemm" in cells:
+        print("Threaded M = 1 calls (first table) as a share of that ceiling:\n")
+        print("| N x K | bf16 | fp8 | mxfp4 | OpenBLAS f32 |")
+        print("|---|---|---|---|---|")
+        for shape in sorted({k[0] for k in cells["GemmIndependent"]}, key=lambda s: s != "N4096xK4096"):
+            share = []
+            for w in ("bf16", "fp8", "mxfp4", "openblas-f32"):
+                t, c = cells["Gemm"].get((shape, 1, w)), cells["GemmIndependent"].get((shape, 1, w))
+                share.append(f"{t[0] / c[0]:.0%}" if t and c and c[0] else "-")
+            print(f"| {shape[1:].replace('xK', 'x')} | " + " | ".join(share) + " |")
+        print()
 
 
 def table(title, cells, machine):

@@ -160,19 +160,21 @@ inline void set_threads(int threads) {
 #endif
 }
 
-inline void run(Operands& o, Way w, int threads) {
+// One call of way w on `threads` threads, into c (M x N; o.c when null).
+inline void run(Operands& o, Way w, int threads, float* c = nullptr) {
   GemmOptions opt;
   opt.threads = threads;
-  const GemmOut out{o.c.data(), nullptr};
+  if (c == nullptr) c = o.c.data();
+  const GemmOut out{c, nullptr};
   switch (w) {
     case Way::mf_bf16: return bf16_gemm(o.x_bf16.data(), o.w_bf16.data(), o.m, o.n, o.k, out, opt);
     case Way::mf_fp8: return fp8_gemm(o.x_fp8, o.w_fp8, out, opt);
     case Way::mf_mxfp4: return fp4_gemm(o.x_fp8, o.w_fp4, out, opt);
 #if MF_HAVE_OPENBLAS
-    case Way::blas_f32: return blas_gemm(o, o.w_f32.data(), o.c.data());
+    case Way::blas_f32: return blas_gemm(o, o.w_f32.data(), c);
     case Way::deq_fp8_blas:
       dequantize(o.w_fp8, o.deq.data(), threads);
-      return blas_gemm(o, o.deq.data(), o.c.data());
+      return blas_gemm(o, o.deq.data(), c);
 #else
     default: return;
 #endif
