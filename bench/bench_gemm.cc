@@ -4,6 +4,7 @@
 // measured in the same run. Counters: GFLOP/s (2 M N K per call) and weight GB/s (weight bytes read per call).
 // GemmStreamed/...: M = 1 and 8 again, each call on another copy of the weight, so that the weights come from memory.
 // GemmIndependent/...: M = 1 as one single-thread call per thread at once: the threaded call's ceiling.
+// GemmOutliers/...: the fp8 GEMV on weights with one outlier per 128 x 128 block (e4m3 subnormal codes).
 // bench/gemm_report.py runs this with repetitions and prints medians and ratios (BENCHMARKS.md).
 #include <benchmark/benchmark.h>
 #include <hwy/targets.h>
@@ -11,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -74,7 +76,9 @@ void BM_GemmIndependent(benchmark::State& state, Way way, std::int64_t n, std::i
                                       std::vector<float>(static_cast<std::size_t>(m * n)));
   for (auto _ : state) {
 #pragma omp parallel num_threads(threads)
-    for (int i = 0; i < kCalls; ++i) mf::bench::run(o, way, 1, out[static_cast<std::size_t>(omp_get_thread_num())].data());
+    for (int i = 0; i < kCalls; ++i) {
+      mf::bench::run(o, way, 1, out[static_cast<std::size_t>(omp_get_thread_num())].data());
+    }
     benchmark::ClobberMemory();
   }
   mf::bench::set_threads(threads);
@@ -82,6 +86,38 @@ void BM_GemmIndependent(benchmark::State& state, Way way, std::int64_t n, std::i
   state.counters["GFLOPs"] = benchmark::Counter(2.0 * m * n * k * calls / 1e9, benchmark::Counter::kIsRate);
   state.counters["wGBs"] = benchmark::Counter(mf::bench::weight_bytes(o, way) * calls / 1e9,
                                               benchmark::Counter::kIsRate);
+}
+
+// fp8_gemm at M = 1 on fp8-128x128 weights (normal, sigma 0.02) with one weight per 128 x 128 block set to
+// state.range(0) sigma (0: none). Such an outlier raises its block's scale, and the block's smallest weights become
+// e4m3 subnormal codes, which the fp8 GEMV decodes into f32 subnormals: exact, but each fma on one takes a microcode
+// assist on x86. Counter "subnormal": their share of the codes, in percent.
+void BM_GemmOutliers(benchmark::State& state, int threads) {
+  const std::int64_t n = 4096, k = 4096, factor = state.range(0);
+  std::mt19937 rng(1);
+  std::normal_distribution<float> d(0.0f, 0.02f);
+  std::vector<float> w(static_cast<std::size_t>(n * k)), x(static_cast<std::size_t>(k));
+  for (float& v : w) v = d(rng);
+  for (float& v : x) v = d(rng) * 50.0f;
+  for (std::int64_t bn = 0; factor > 0 && bn < n; bn += 128) {
+    for (std::int64_t bk = 0; bk < k; bk += 128) w[static_cast<std::size_t>((bn + 7) * k + bk + 5)] = 0.02f * factor;
+  }
+  const mf::QuantizedTensor wq =
+      mf::quantize(w.data(), std::vector<std::int64_t>{n, k}, mf::scheme_named("fp8-128x128"));
+  const mf::QuantizedTensor xq = mf::act_quant(x.data(), std::vector<std::int64_t>{1, k});
+  std::int64_t subnormal = 0;
+  for (const std::uint8_t c : wq.codes) subnormal += (c & 0x78) == 0 && (c & 0x07) != 0;
+  std::vector<float> c(static_cast<std::size_t>(n));
+  mf::GemmOptions opt;
+  opt.threads = threads;
+  mf::bench::set_threads(threads);
+  for (auto _ : state) {
+    mf::fp8_gemm(xq, wq, mf::GemmOut{c.data(), nullptr}, opt);
+    benchmark::ClobberMemory();
+  }
+  state.counters["GFLOPs"] = benchmark::Counter(2.0 * n * k * static_cast<double>(state.iterations()) / 1e9,
+                                                benchmark::Counter::kIsRate);
+  state.counters["subnormal"] = 100.0 * static_cast<double>(subnormal) / static_cast<double>(wq.codes.size());
 }
 
 void BM_FmaPeak(benchmark::State& state) {
@@ -151,6 +187,12 @@ int main(int argc, char** argv) {
       benchmark::RegisterBenchmark(name.c_str(), BM_GemmIndependent, w, n, k, threads)
           ->Arg(1)->UseRealTime()->MinTime(0.2)->Unit(benchmark::kMillisecond);
     }
+  }
+  for (const int t : {1, threads}) {
+    const std::string name = "GemmOutliers/fp8/N4096xK4096/threads:" + std::to_string(t);
+    benchmark::RegisterBenchmark(name.c_str(), BM_GemmOutliers, t)
+        ->Arg(0)->Arg(10)->Arg(30)->Arg(100)->UseRealTime()->MinTime(0.2)->Unit(benchmark::kMillisecond);
+    if (threads == 1) break;
   }
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

@@ -8,7 +8,8 @@ to OpenBLAS; weight bytes per second. FMA peak and read bandwidth come from the 
 decode shapes (M = 1, 8) with the weights streamed from memory (bench_gemm's GemmStreamed: each call on another copy
 of the weight, twice the last-level cache in all), as a decode step over a model larger than the cache reads them.
 A third has M = 1 as independent single-thread calls, one per thread at once (GemmIndependent): the ceiling of the
-threaded call on this machine, and the threaded calls' share of it.
+threaded call on this machine, and the threaded calls' share of it. A last one has the fp8 GEMV on weights with one
+outlier per 128 x 128 block (GemmOutliers), whose e4m3 subnormal codes slow it down.
 
 The OpenBLAS kernels in use are printed: bench_gemm runs itself again with OPENBLAS_CORETYPE set when OpenBLAS fell
 back to its generic SSE3 kernels on a CPU that has AVX-512 or AVX2 (cli/gemm_cases.h; BENCHMARKS.md).
@@ -29,7 +30,7 @@ def main():
                           f"--benchmark_filter={flt}|FmaPeak|ReadBandwidth", "--benchmark_format=json"],
                          check=True, capture_output=True, text=True).stdout
     doc = json.loads(out)
-    cells, machine = {}, {}
+    cells, machine, outliers = {}, {}, {}
     for b in doc["benchmarks"]:
         if b.get("aggregate_name") != "median":
             continue
@@ -38,6 +39,9 @@ def main():
             machine["fma"] = b["GFLOPs"]
         elif name.startswith("ReadBandwidth"):
             machine["read"] = b["GBs"]
+        elif name.startswith("GemmOutliers"):  # GemmOutliers/fp8/N4096xK4096/threads:<t>/<outlier sigma>/...
+            parts = name.split("/")
+            outliers[(int(parts[3].split(":")[1]), int(parts[4]))] = (b["GFLOPs"], b["subnormal"])
         else:  # Gemm/<way>/N<n>xK<k>/threads:<t>/<m>/... or GemmStreamed/...
             parts = name.split("/")
             way, shape, threads, m = parts[1], parts[2], parts[3], int(parts[4])
@@ -63,6 +67,16 @@ def main():
                 t, c = cells["Gemm"].get((shape, 1, w)), cells["GemmIndependent"].get((shape, 1, w))
                 share.append(f"{t[0] / c[0]:.0%}" if t and c and c[0] else "-")
             print(f"| {shape[1:].replace('xK', 'x')} | " + " | ".join(share) + " |")
+        print()
+    if outliers:
+        print("fp8 GEMV (M = 1, 4096 x 4096, fp8-128x128) with one outlier per 128 x 128 block, GFLOP/s "
+              "(e4m3 subnormal codes, % of all):\n")
+        sigmas = sorted({s for _, s in outliers})
+        print("| threads | " + " | ".join(f"outlier {s} sigma" if s else "no outlier" for s in sigmas) + " |")
+        print("|---|" + "---|" * len(sigmas))
+        for t in sorted({t for t, _ in outliers}):
+            print(f"| {t} | " + " | ".join(f"{outliers[(t, s)][0]:.1f} ({outliers[(t, s)][1]:.3f}%)"
+                                           if (t, s) in outliers else "-" for s in sigmas) + " |")
         print()
 
 
