@@ -9,6 +9,8 @@ out="${1:-$root/build-web/site}"
 command -v emcc >/dev/null || { echo "build-web: emcc not found: run scripts/install-deps.sh --web" >&2; exit 1; }
 # emcc's JavaScript step runs node scripts that need acorn; Debian installs node modules here.
 export NODE_PATH="${NODE_PATH:-/usr/share/nodejs}"
+# Debian's emcc runs "${EMSDK_PYTHON:-python3}": name the interpreter its package depends on, never the one on PATH.
+export EMSDK_PYTHON="${EMSDK_PYTHON:-/usr/bin/python3}"
 
 sources=(
   web/wasm.cc

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -109,11 +110,26 @@ void expect_io_error(F&& f, IoErrc code, std::string_view part) {
   }
 }
 
-// ---- Python: MF_PYTHON if set, else python3 ----
+// ---- Python: the interpreter CMake was configured with (MINIFLOAT_TEST_PYTHON), never one from PATH ----
 
-inline std::string python() {
-  const char* env = std::getenv("MF_PYTHON");
-  return env != nullptr && *env != '\0' ? env : "python3";
+// Compiled in by tests/CMakeLists.txt, so no environment variable or PATH search can swap in the system Python.
+#ifndef MF_TEST_PYTHON
+#error "MF_TEST_PYTHON must name the tests' Python interpreter (tests/CMakeLists.txt sets it)"
+#endif
+inline std::string python() { return MF_TEST_PYTHON; }
+
+// Why the configured interpreter cannot run, or "" when it exists and is executable.
+inline std::string python_missing() {
+  const std::string p = python();
+  if (p.empty() || !fs::path(p).is_absolute()) {
+    return str("the tests' Python interpreter is '", p, "', not an absolute path: configure with "
+               "-DMINIFLOAT_TEST_PYTHON=/abs/path/to/python (./test uses .venv/bin/python)");
+  }
+  if (::access(p.c_str(), X_OK) != 0) {
+    return str("the tests' Python interpreter '", p, "' does not exist or cannot run: run ./test (it creates .venv "
+               "and installs tests/requirements.txt), or configure with -DMINIFLOAT_TEST_PYTHON=/abs/path/to/python");
+  }
+  return "";
 }
 
 struct RunResult {
@@ -125,6 +141,10 @@ struct RunResult {
 inline RunResult run_python(const fs::path& script, const std::string& args) {
   const std::string command = str("'", python(), "' '", script.string(), "' ", args, " 2>&1");
   RunResult r;
+  if (std::string why = python_missing(); !why.empty()) {
+    r.output = std::move(why);
+    return r;
+  }
   FILE* pipe = ::popen(command.c_str(), "r");
   if (pipe == nullptr) return r;
   char buffer[4096];
@@ -135,19 +155,16 @@ inline RunResult run_python(const fs::path& script, const std::string& args) {
   return r;
 }
 
-// Fails (never skips) when `module` cannot be imported, saying what to install.
+// Fails (never skips) when the interpreter is missing or `module` cannot be imported, saying what to do.
 inline ::testing::AssertionResult python_has(const TempDir& dir, std::string_view module, std::string_view pip_name) {
+  if (const std::string why = python_missing(); !why.empty()) return ::testing::AssertionFailure() << why;
   const fs::path probe = dir / "probe_module.py";
   write_file(probe, str("import ", module, "\n"));
   const RunResult r = run_python(probe, "");
   if (r.status == 0) return ::testing::AssertionSuccess();
-  if (r.status == 127) {
-    return ::testing::AssertionFailure() << "cannot run the Python interpreter '" << python()
-                                         << "': set MF_PYTHON to one that has " << pip_name << "\n"
-                                         << r.output;
-  }
   return ::testing::AssertionFailure() << "Python module '" << module << "' is missing for " << python()
-                                       << " (set MF_PYTHON to choose the interpreter): pip install " << pip_name << "\n"
+                                       << " (the tests' interpreter, MINIFLOAT_TEST_PYTHON): pip install " << pip_name
+                                       << " into it, or run ./test\n"
                                        << r.output;
 }
 
