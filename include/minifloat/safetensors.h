@@ -54,7 +54,7 @@ class SafetensorsFile {
   const std::map<std::string, std::string>& metadata() const { return metadata_; }
   // In data order (ascending offsets; header order among empty tensors at one offset).
   const std::vector<SafetensorsTensor>& tensors() const { return tensors_; }
-  // The tensor named `name`, or nullptr (a linear search).
+  // The tensor named `name`, or nullptr (a binary search over a name index built once at parse time).
   const SafetensorsTensor* find(std::string_view name) const;
   // `tensor` must be one of tensors().
   std::span<const std::byte> bytes(const SafetensorsTensor& tensor) const;
@@ -72,6 +72,7 @@ class SafetensorsFile {
                                const std::filesystem::path& path);
   std::map<std::string, std::string> metadata_;
   std::vector<SafetensorsTensor> tensors_;
+  std::vector<std::size_t> by_name_;  // positions in tensors_, sorted by name: find() in O(log n)
   std::shared_ptr<const void> owner_;  // the mapping (or copied bytes) that data_ points into
   std::span<const std::byte> data_;    // the whole data section
   std::uint64_t header_bytes_ = 0;

@@ -196,6 +196,10 @@ SafetensorsFile SafetensorsFile::parse(std::span<const std::byte> all, std::shar
     }
   }
   check_tiling(file.tensors_, data_size, path);
+  file.by_name_.resize(file.tensors_.size());
+  for (std::size_t i = 0; i < file.by_name_.size(); ++i) file.by_name_[i] = i;
+  std::sort(file.by_name_.begin(), file.by_name_.end(),
+            [&t = file.tensors_](std::size_t a, std::size_t b) { return t[a].name < t[b].name; });
   file.header_bytes_ = data_offset;
   file.path_ = path;
   file.owner_ = std::move(owner);
@@ -218,8 +222,9 @@ SafetensorsFile parse_safetensors(std::span<const std::byte> bytes, const std::f
 }
 
 const SafetensorsTensor* SafetensorsFile::find(std::string_view name) const {
-  const auto it = std::find_if(tensors_.begin(), tensors_.end(), [&](const auto& t) { return t.name == name; });
-  return it == tensors_.end() ? nullptr : &*it;
+  const auto it = std::lower_bound(by_name_.begin(), by_name_.end(), name,
+                                   [this](std::size_t i, std::string_view n) { return tensors_[i].name < n; });
+  return it != by_name_.end() && tensors_[*it].name == name ? &tensors_[*it] : nullptr;
 }
 
 std::span<const std::byte> SafetensorsFile::bytes(const SafetensorsTensor& tensor) const {
