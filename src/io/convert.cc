@@ -1,6 +1,7 @@
 // convert and dequantize: a checkpoint rewritten tensor by tensor, the tensors of all shards spread over a pool of
 // workers; each output shard is filled in place (every tensor at its planned offset) in a temporary file and renamed
 // whole when its last tensor is in; the index and config.json written last (or by the merge step of a job array).
+#include <algorithm>
 #include <array>
 #include <bit>
 #include <cmath>
@@ -80,13 +81,45 @@ fs::path output_dir(const fs::path& out, const Checkpoint& c) {
   return out.extension() == ".safetensors" && c.shards.size() == 1 ? out.parent_path() : out;
 }
 
-void refuse_overwriting_input(const Checkpoint& c, const fs::path& out_dir) {
+fs::path real_path(const fs::path& p) {
   std::error_code ec;
-  const fs::path a = fs::weakly_canonical(c.directory.empty() ? "." : c.directory, ec);
-  const fs::path b = fs::weakly_canonical(out_dir.empty() ? "." : out_dir, ec);
-  if (a == b) {
-    throw IoError(IoErrc::write_failed, out_dir,
-                  "OUT may not be IN (nor the input's directory): the input's shards would be overwritten");
+  const fs::path r = fs::weakly_canonical(p.empty() ? fs::path(".") : p, ec);
+  return ec ? fs::absolute(p.empty() ? fs::path(".") : p) : r;
+}
+
+// a is b or lies inside it (both real paths).
+bool within(const fs::path& a, const fs::path& b) {
+  return std::mismatch(b.begin(), b.end(), a.begin(), a.end()).first == b.end();
+}
+
+// The same file: the same device and inode where both exist (hard links, bind mounts), else the same real path.
+bool same_file(const fs::path& a, const fs::path& b) {
+  std::error_code ec;
+  if (fs::exists(a, ec) && fs::exists(b, ec)) {
+    const bool same = fs::equivalent(a, b, ec);
+    if (!ec) return same;
+  }
+  return real_path(a) == real_path(b);
+}
+
+// One file in (IN names a .safetensors file): refused only when an output file is the input file. A directory (or index) in: OUT may not be IN, lie
+// inside it, or hold it, by real path (symbolic links resolved): the input's shards would be overwritten or read back.
+void refuse_overwriting_input(const fs::path& in, const Checkpoint& c, const fs::path& out) {
+  std::error_code ec;
+  if (!c.index_path && !fs::is_directory(in, ec)) {
+    const fs::path target = output_path(out, c, c.shards[0]);
+    if (same_file(target, c.shard_path(0))) {
+      throw IoError(IoErrc::write_failed, out,
+                    cat("OUT is the input file ", c.shard_path(0).string(), ": it would be overwritten"));
+    }
+    return;
+  }
+  const fs::path in_dir = real_path(c.directory), out_dir = real_path(output_dir(out, c));
+  if (within(out_dir, in_dir) || within(in_dir, out_dir)) {
+    const char* how = out_dir == in_dir ? "is" : within(out_dir, in_dir) ? "lies inside" : "holds";
+    throw IoError(IoErrc::write_failed, out,
+                  cat("OUT ", how, " the input checkpoint's directory ", in_dir.string(),
+                      ": write to a directory outside it"));
   }
 }
 
@@ -384,8 +417,8 @@ class Run {
 ConvertReport run(const fs::path& in, const fs::path& out, const ConvertOptions& o, const Planner& plan,
                   bool bf16_out, const Recipe* recipe) {
   const Checkpoint c = open_checkpoint(in);
+  refuse_overwriting_input(in, c, out);
   const fs::path dir = output_dir(out, c);
-  refuse_overwriting_input(c, dir);
   fs::create_directories(dir.empty() ? "." : dir);
   std::set<std::string> mine = {"model.safetensors.index.json", "config.json"};
   if (!o.write_index) mine.clear();
@@ -402,8 +435,11 @@ ConvertReport run(const fs::path& in, const fs::path& out, const ConvertOptions&
 
 void merge_index(const fs::path& in, const fs::path& out, const Recipe* recipe) {
   const Checkpoint c = open_checkpoint(in);
+  refuse_overwriting_input(in, c, out);
   const fs::path dir = output_dir(out, c);
-  refuse_overwriting_input(c, dir);
+  // One file written beside its input: the input's config.json and tokenizer are its own, never rewritten.
+  std::error_code ec;
+  if (!c.index_path && !fs::is_directory(in, ec) && real_path(dir) == real_path(c.directory)) return;
   if (c.index_path) {
     CheckpointIndex index;
     index.total_size = 0;
@@ -427,7 +463,6 @@ void merge_index(const fs::path& in, const fs::path& out, const Recipe* recipe) 
     detail::write_atomically(dir / "config.json", pieces);
   }
   // Tokenizer, generation config and the like come along unchanged.
-  std::error_code ec;
   for (const auto& e : fs::directory_iterator(c.directory.empty() ? "." : c.directory, ec)) {
     const std::string n = e.path().filename().string();
     if (!e.is_regular_file() || n.starts_with(".") || e.path().extension() == ".safetensors" || n == "config.json" ||

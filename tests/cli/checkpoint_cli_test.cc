@@ -160,10 +160,58 @@ TEST_F(CheckpointCli, InspectAndVerifyTheConvertedCheckpoint) {
       << di.err;
 }
 
-TEST_F(CheckpointCli, OutMayNotBeIn) {
-  const auto r = run({"convert", (dir_ / "src").string(), (dir_ / "src").string(), "--recipe", "mxfp4"});
-  EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find("OUT may not be IN"), std::string::npos) << r.err;
+// A directory in: OUT may not be IN, lie inside it or hold it, by real path; every message names OUT.
+TEST_F(CheckpointCli, OutMayNotBeInNorInsideItNorHoldIt) {
+  const std::string src = (dir_ / "src").string();
+  fs::create_directory_symlink(dir_ / "src", dir_ / "link");
+  const struct {
+    std::string out, says;
+  } cases[] = {{src, "OUT is the input checkpoint's directory"},
+               {(dir_ / "link").string(), "OUT is the input checkpoint's directory"},
+               {(dir_ / "src" / "sub").string(), "OUT lies inside the input checkpoint's directory"},
+               {dir_.path().string(), "OUT holds the input checkpoint's directory"}};
+  for (const auto& c : cases) {
+    const auto r = run({"convert", src, c.out, "--recipe", "mxfp4"});
+    EXPECT_EQ(r.exit_code, 2) << c.out;
+    EXPECT_NE(r.err.find(str("minifloat: error: ", c.out, ": ", c.says)), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("error: :"), std::string::npos) << r.err;
+  }
+  EXPECT_FALSE(fs::exists(dir_ / "src" / "sub"));
+}
+
+// One file in, one file out: fine in the same directory (and the input's config.json is left alone); refused only
+// when OUT is the input file itself, by name, through a symbolic link or as a hard link.
+TEST_F(CheckpointCli, OneFileInOneFileOutBesideIt) {
+  ASSERT_EQ(convert().exit_code, 0);
+  const fs::path out = dir_ / "out";
+  fs::path shard;
+  for (const auto& e : fs::directory_iterator(out)) {
+    if (e.path().extension() == ".safetensors") shard = e.path();
+  }
+  ASSERT_FALSE(shard.empty());
+  const std::string config_before = slurp(out / "config.json");
+  const auto d = run({"dequantize", shard.string(), (out / "dq.safetensors").string()});
+  ASSERT_EQ(d.exit_code, 0) << d.err;
+  EXPECT_TRUE(fs::exists(out / "dq.safetensors"));
+  EXPECT_EQ(slurp(out / "config.json"), config_before);
+  // Relative names in the input's own directory, as a user types them.
+  const fs::path cwd = fs::current_path();
+  fs::current_path(out);
+  const auto rel = run({"dequantize", shard.filename().string(), "dq2.safetensors"});
+  fs::current_path(cwd);
+  EXPECT_EQ(rel.exit_code, 0) << rel.err;
+  EXPECT_TRUE(fs::exists(out / "dq2.safetensors"));
+
+  fs::create_symlink(shard, dir_ / "alias.safetensors");
+  fs::create_hard_link(shard, dir_ / "hard.safetensors");
+  const std::string before = slurp(shard);
+  for (const fs::path& target : {shard, dir_ / "alias.safetensors", dir_ / "hard.safetensors"}) {
+    const auto r = run({"dequantize", shard.string(), target.string()});
+    EXPECT_EQ(r.exit_code, 2) << target;
+    EXPECT_NE(r.err.find(str("minifloat: error: ", target.string(), ": OUT is the input file ")), std::string::npos)
+        << r.err;
+  }
+  EXPECT_EQ(slurp(shard), before);
 }
 
 TEST_F(CheckpointCli, ResumeKeepsFinishedShardsAndRedoesTheRest) {
