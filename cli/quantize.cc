@@ -49,6 +49,7 @@ struct DequantizeArgs {
   int threads = 0;
   std::size_t shard_index = 0, shard_count = 1;  // checkpoints only, as for convert
   bool resume = false, merge = false;
+  std::vector<std::string> passthrough;  // checkpoints: tensors kept as they are on purpose
 };
 
 // DeepSeek-style checkpoints (W + W_scale_inv, NVFP4 W + W_scale + W_scale_2) as a directory, an index, or a
@@ -73,6 +74,7 @@ void run_dequantize_checkpoint(const DequantizeArgs& a) {
   o.job_index = a.shard_index;
   o.job_count = a.shard_count;
   o.resume = a.resume;
+  o.passthrough = a.passthrough;
   ProgressBar bar("dequantize");
   o.progress = [&bar](std::uint64_t done, std::uint64_t total) { bar.update(done, total); };
   const io::ConvertReport r = io::dequantize_checkpoint(a.in, a.out, a.dtype == "bf16", o);
@@ -128,6 +130,9 @@ void register_quantize(CLI::App& app) {
   ds->add_option("--shard-count", d->shard_count, "checkpoints: jobs in the array (job i does shards i, i + N, ...)");
   ds->add_flag("--resume", d->resume, "checkpoints: keep output shards a previous run finished");
   ds->add_flag("--merge", d->merge, "checkpoints, after a job array: write OUT's index and config.json");
+  ds->add_option("--passthrough", d->passthrough,
+                 "checkpoints: copy tensors whose names match this glob unchanged, even where they look quantized "
+                 "(repeatable; each must match a tensor)");
   ds->callback([d] { run_dequantize(*d); });
 }
 

@@ -92,6 +92,9 @@ struct ConvertOptions {
   // Input bytes done and in all, after each tensor: called from the workers, one call at a time, `done` never
   // decreasing.
   std::function<void(std::uint64_t done, std::uint64_t total)> progress;
+  // dequantize: tensors whose names match one of these globs are copied unchanged, even where they look quantized.
+  // Each must match some tensor (checked in a one-job run).
+  std::vector<std::string> passthrough;
 };
 struct ConvertReport {
   std::vector<TensorError> tensors;
@@ -109,8 +112,11 @@ ConvertReport convert_checkpoint(const std::filesystem::path& in, const std::fil
 // job array. Throws IoError if a shard of the input's index is missing in `out`.
 void merge_index(const std::filesystem::path& in, const std::filesystem::path& out, const Recipe* recipe);
 
-// FP8 / FP4 pairs (W + W_scale_inv, W + W_scale + W_scale_2) back to plain F32 or BF16 weights named W; other tensors
-// copied. config.json loses its quantization_config. Same streaming, sharding and all-or-nothing rules as convert.
+// FP8 / FP4 pairs (W + W_scale_inv, W + W_scale + W_scale_2) back to plain F32 or BF16 weights named W, and every other
+// float tensor converted to that dtype. Never silent: a tensor that looks quantized (a quantized dtype, or a scale's
+// name) and is part of no pair is an IoError (not_dequantizable) naming it, raised before anything is written,
+// unless options.passthrough names it. config.json loses its quantization_config, and hf_quant_config.json is not
+// copied. Same streaming, sharding and all-or-nothing rules as convert.
 ConvertReport dequantize_checkpoint(const std::filesystem::path& in, const std::filesystem::path& out, bool bf16,
                                     const ConvertOptions& options = {});
 

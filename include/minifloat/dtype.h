@@ -120,6 +120,8 @@ enum class IoErrc : std::uint8_t {
   index_tensor_unlisted,   // a shard holds a tensor the index does not list there
   index_total_size,        // metadata.total_size differs from the sum of the tensors' bytes
   no_checkpoint,           // a directory with no .safetensors file, or several and no index
+  not_dequantizable,       // a tensor that looks quantized (dtype or name) that nothing can dequantize
+  unmatched_pattern,       // a tensor-name pattern given by the user that matches no tensor
 };
 
 // The io layer's one exception. what() reads "<file>: <detail>" or "<file>: tensor '<name>': <detail>".

@@ -414,10 +414,32 @@ class Run {
   std::uint64_t total_ = 0, done_ = 0;
 };
 
+// Every shard of this job planned before anything is written, so a tensor that cannot be converted fails the command
+// with no output at all (not after the shards before it were written); and every --passthrough pattern must match.
+void check_plans(const Checkpoint& c, const ConvertOptions& o, const Planner& plan) {
+  std::vector<bool> used(o.passthrough.size(), false);
+  for (std::size_t i = 0; i < c.shards.size(); ++i) {
+    if (!shard_is_mine(i, o.job_index, o.job_count)) continue;
+    const SafetensorsFile f = read_safetensors(c.shard_path(i));
+    std::vector<QuantizedPair> pairs;
+    plan(f, pairs);
+    for (std::size_t k = 0; k < used.size(); ++k) {
+      for (const SafetensorsTensor& t : f.tensors()) used[k] = used[k] || glob_match(o.passthrough[k], t.name);
+    }
+  }
+  for (std::size_t k = 0; k < used.size(); ++k) {
+    if (!used[k] && o.job_count == 1) {
+      throw IoError(IoErrc::unmatched_pattern, c.index_path.value_or(c.directory),
+                    cat("--passthrough '", o.passthrough[k], "' matches no tensor"));
+    }
+  }
+}
+
 ConvertReport run(const fs::path& in, const fs::path& out, const ConvertOptions& o, const Planner& plan,
                   bool bf16_out, const Recipe* recipe) {
   const Checkpoint c = open_checkpoint(in);
   refuse_overwriting_input(in, c, out);
+  check_plans(c, o, plan);
   const fs::path dir = output_dir(out, c);
   fs::create_directories(dir.empty() ? "." : dir);
   std::set<std::string> mine = {"model.safetensors.index.json", "config.json"};
@@ -462,11 +484,12 @@ void merge_index(const fs::path& in, const fs::path& out, const Recipe* recipe) 
     const std::array<std::span<const std::byte>, 1> pieces{std::as_bytes(std::span(text))};
     detail::write_atomically(dir / "config.json", pieces);
   }
-  // Tokenizer, generation config and the like come along unchanged.
+  // Tokenizer, generation config and the like come along unchanged; hf_quant_config.json (ModelOpt's note of the
+  // scheme) stays behind, as quantization_config does: it would describe tensors the output does not hold.
   for (const auto& e : fs::directory_iterator(c.directory.empty() ? "." : c.directory, ec)) {
     const std::string n = e.path().filename().string();
     if (!e.is_regular_file() || n.starts_with(".") || e.path().extension() == ".safetensors" || n == "config.json" ||
-        n == kIndexFileName || fs::exists(dir / n)) {
+        n == kIndexFileName || n == "hf_quant_config.json" || fs::exists(dir / n)) {
       continue;
     }
     fs::copy_file(e.path(), dir / n, ec);
@@ -497,9 +520,43 @@ ConvertReport convert_checkpoint(const fs::path& in, const fs::path& out, const 
   return run(in, out, options, plan, false, &recipe);
 }
 
+namespace {
+
+// What dequantize may never copy unchanged without being told to: a tensor whose dtype is a quantized element or
+// scale format (or packed bytes), or whose name says it is a scale or a quantized part in one of the checkpoint
+// dialects (W_scale_inv, W_scale, W_scale_2, weight_global_scale, input_scale, *_blocks, *_scales, weight_packed).
+bool looks_quantized(const SafetensorsTensor& t) {
+  switch (t.dtype) {
+    case DType::F4: case DType::F6_E2M3: case DType::F6_E3M2: case DType::U8: case DType::I8:
+    case DType::F8_E5M2: case DType::F8_E4M3: case DType::F8_E8M0: return true;
+    default: break;
+  }
+  for (const char* p : {"*_scale*", "*_blocks", "*global_scale*", "*zero_point*", "*weight_packed"}) {
+    if (glob_match(p, t.name)) return true;
+  }
+  return false;
+}
+
+bool passed_through(const std::vector<std::string>& patterns, const std::string& name) {
+  return std::any_of(patterns.begin(), patterns.end(), [&](const std::string& p) { return glob_match(p, name); });
+}
+
+[[noreturn]] void not_dequantizable(const SafetensorsFile& f, const SafetensorsTensor& t) {
+  std::string shape;
+  for (std::size_t i = 0; i < t.shape.size(); ++i) shape += cat(i == 0 ? "" : ", ", t.shape[i]);
+  throw IoError(IoErrc::not_dequantizable, f.path(), t.name,
+                cat(dtype_name(t.dtype), " [", shape, "] looks quantized (by its ",
+                    is_float(t.dtype) || t.dtype == DType::F64 ? "name" : "dtype",
+                    ") but is part of no pair minifloat can dequantize (W with W_scale_inv, or W_scale and "
+                    "W_scale_2); nothing was written. --passthrough '",
+                    t.name, "' copies it unchanged on purpose"));
+}
+
+}  // namespace
+
 ConvertReport dequantize_checkpoint(const fs::path& in, const fs::path& out, bool bf16_out,
                                     const ConvertOptions& options) {
-  const Planner plan = [](const SafetensorsFile& f, std::vector<QuantizedPair>& pairs) {
+  const Planner plan = [&options, bf16_out](const SafetensorsFile& f, std::vector<QuantizedPair>& pairs) {
     pairs = find_pairs(f);
     std::set<std::string> parts;
     std::map<std::string, const QuantizedPair*> by_weight;
@@ -515,6 +572,12 @@ ConvertReport dequantize_checkpoint(const fs::path& in, const fs::path& out, boo
       if (const auto it = by_weight.find(t.name); it != by_weight.end()) {
         s.pair = it->second;
         s.target = "dequantize";
+      } else if (passed_through(options.passthrough, t.name)) {
+        s.target = "keep";
+      } else if (looks_quantized(t)) {
+        not_dequantizable(f, t);
+      } else if (is_float(t.dtype)) {
+        s.target = bf16_out ? "bf16" : "f32";  // every float tensor in the dtype asked for
       }
       steps.push_back(std::move(s));
     }
