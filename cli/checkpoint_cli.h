@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace CLI {
 class App;
@@ -17,6 +18,11 @@ void register_convert(CLI::App& app);  // convert (and its --merge step)
 void register_verify(CLI::App& app);
 void register_memory(CLI::App& app);
 void register_example_checkpoint(CLI::App& app);
+
+// The names --config-rules takes: "auto" and every dialect's rules (io::config_rules_named reads them).
+inline std::vector<std::string> config_rule_names() {
+  return {"auto", "deepseek", "deepinfer", "transformers-fp8", "compressed-tensors", "modelopt", "gpt-oss"};
+}
 
 // "[#########.......]  1.2 / 3.4 GB  512 MB/s  0:04 left" redrawn on stderr when stderr is a terminal; silent
 // otherwise (logs of cluster jobs stay clean).

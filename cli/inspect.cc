@@ -28,6 +28,25 @@ std::string flags_text(const io::HfConfig& c) {
                      c.flags.mxfp4);
 }
 
+// What config.json says: the dialect whose rules it passed, its scheme and what it leaves unquantized.
+std::string config_text(const io::HfConfig& c) {
+  const std::string dtype = c.dtype.empty() ? "unset" : c.dtype;
+  if (c.rules == io::ConfigRules::unknown) {
+    return fmt::format("config.json: quant_method '{}' is a dialect minifloat does not know: the tensors above are "
+                       "listed as stored and their scheme is unknown; dtype {}\n",
+                       c.quant_method, dtype);
+  }
+  std::string out = fmt::format("config.json: valid under {} rules; dtype {}; {}\n", io::to_string(c.rules), dtype,
+                                flags_text(c));
+  if (!c.scheme.empty()) {
+    std::string left;
+    for (const std::string& m : c.not_converted) left += fmt::format("{}{}", left.empty() ? "" : ", ", m);
+    out += fmt::format("quantization: {} ({}){}\n", io::to_string(c.rules), c.scheme,
+                       left.empty() ? "" : "; not converted: " + left);
+  }
+  return out;
+}
+
 std::string as_json(const io::InspectReport& r) {
   nlohmann::ordered_json j;
   j["shards"] = r.checkpoint.shards;
@@ -37,6 +56,9 @@ std::string as_json(const io::InspectReport& r) {
   j["schemes"] = r.scheme_summary;
   if (r.config) {
     j["config"] = {{"rules", std::string(io::to_string(r.config->rules))},
+                   {"quant_method", r.config->quant_method},
+                   {"scheme", r.config->scheme},
+                   {"not_converted", r.config->not_converted},
                    {"dtype", r.config->dtype},
                    {"fp8_attn", r.config->flags.fp8_attn},
                    {"fp8_mlp", r.config->flags.fp8_mlp},
@@ -69,10 +91,7 @@ std::string as_text(const io::InspectReport& r) {
                      human_bytes(static_cast<double>(r.bytes)),
                      r.params ? 8.0 * static_cast<double>(r.bytes) / static_cast<double>(r.params) : 0.0);
   out += fmt::format("schemes (from tensor pairs): {}\n", r.scheme_summary);
-  if (r.config) {
-    out += fmt::format("config.json: valid under {} rules; dtype {}; {}\n", io::to_string(r.config->rules),
-                       r.config->dtype.empty() ? "unset" : r.config->dtype, flags_text(*r.config));
-  }
+  if (r.config) out += config_text(*r.config);
   return out;
 }
 
@@ -85,8 +104,10 @@ void register_inspect(CLI::App& app) {
   s->add_flag("--stats", a->stats, "per-tensor min, max, mean, rms (quantized pairs dequantized)");
   s->add_flag("--json", a->json, "machine-readable output");
   s->add_option("--threads", a->threads, "worker threads for --stats (default: all cores)");
-  s->add_option("--config-rules", a->rules, "auto, deepseek or deepinfer: the rules config.json must pass")
-      ->check(CLI::IsMember({"auto", "deepseek", "deepinfer"}))
+  s->add_option("--config-rules", a->rules,
+                "the rules config.json must pass: auto (by its quant_method), deepseek, deepinfer, "
+                "transformers-fp8, compressed-tensors, modelopt, gpt-oss")
+      ->check(CLI::IsMember(config_rule_names()))
       ->capture_default_str();
   s->callback([a] {
     const io::InspectReport r = io::inspect_checkpoint(a->path, a->stats, io::config_rules_named(a->rules), a->threads);

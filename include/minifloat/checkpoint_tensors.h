@@ -21,22 +21,46 @@
 
 namespace mf::io {
 
-enum class PairForm : std::uint8_t { deepseek, nvfp4 };
+// How a pair's parts are named and what its scales mean (docs/checkpoints.md, "Dialects"):
+//   deepseek      W + W_scale_inv: one scale per block, multiplied (DeepSeek V3/V4, transformers FineGrainedFP8)
+//   nvfp4         W + W_scale (F8_E4M3, 1x16) + W_scale_2 (F32 []): code * scale * scale_2 (NVIDIA ModelOpt)
+//   scaled        W + W_scale, one scale per block (the block read off the two shapes: the whole tensor, a row, a
+//                 128x128 tile, 32 or 16 columns), multiplied; F32, BF16, F16, F8_E4M3 or E8M0 (F8_E8M0 or U8) scales
+//                 (compressed-tensors float-quantized, naive-quantized and mxfp8-quantized; ModelOpt FP8 and MXFP8)
+//   packed        P.weight_packed (U8 [R, C/2], element 2i in the low nibble) + P.weight_scale (E8M0 as U8, 1x32):
+//                 compressed-tensors mxfp4-pack-quantized; dequantized as P.weight
+//   packed_global P.weight_packed + P.weight_scale (F8_E4M3, 1x16) + P.weight_global_scale (F32 [1]): code *
+//                 (scale / global_scale), compressed-tensors nvfp4-pack-quantized; dequantized as P.weight
+//   blocks        X_blocks (U8 [..., R, C/32, 16]) + X_scales (U8 [..., R, C/32], E8M0): gpt-oss MXFP4 experts;
+//                 dequantized as X [..., R, C]
+enum class PairForm : std::uint8_t { deepseek, nvfp4, scaled, packed, packed_global, blocks };
+std::string_view to_string(PairForm f);
 
 // A quantized weight found in one file: the names of its parts and what they hold.
 struct QuantizedPair {
   PairForm form = PairForm::deepseek;
-  std::string weight, scale, tensor_scale;  // tensor_scale: "" unless NVFP4
-  Scheme scheme;                            // element, block and scale format as stored (rule: the scheme's default)
-  std::vector<std::int64_t> shape;          // the logical [R, C]
+  std::string weight, scale, tensor_scale;  // tensor_scale: the second-level scale (W_scale_2, weight_global_scale)
+  std::string output;                       // the dequantized tensor's name (weight, less _packed / _blocks)
+  std::vector<std::string> extras;          // parts with no place in a dequantized model (input_scale, ...)
+  Scheme scheme;                            // deepseek and nvfp4 forms: element, block and scale format as stored
+  std::string scheme_name;                  // every form: e.g. e4m3-1x128-f32, e2m1-1x16-e4m3-global
+  std::vector<std::int64_t> shape;          // the logical [R, C] (blocks: R counts the rows of every leading dim)
+  std::vector<std::uint64_t> output_shape;  // the dequantized tensor's shape
+  int block_rows = 0, block_cols = 0;       // the scale block
 };
 
 // Every pair among `file`'s tensors: a weight W whose W_scale_inv (or W_scale with W_scale_2) exists. Throws IoError
 // (size_mismatch) naming the tensor when a pair's shapes or dtypes fit no scheme.
 std::vector<QuantizedPair> find_pairs(const SafetensorsFile& file);
 
-// The pair's tensors read into a QuantizedTensor (bytes copied), checked by mf::validate. Throws IoError.
+// The pair's tensors read into a QuantizedTensor (bytes copied), checked by mf::validate: deepseek and nvfp4 forms
+// only (the others have no QuantizedTensor: BF16 scales, two-level divisions). Throws IoError.
 QuantizedTensor read_pair(const SafetensorsFile& file, const QuantizedPair& pair, Profile profile = Profile::ocp);
+
+// The pair's values as f32 in output_shape's order, every form: code times scale (times or divided by the second
+// level, in the order docs/checkpoints.md gives for each dialect), each product exact before the one rounding to f32.
+// Throws IoError naming the tensor when its bytes do not fit.
+std::vector<float> dequantize_pair(const SafetensorsFile& file, const QuantizedPair& pair, int threads = 1);
 
 // Names and bytes to write for the quantized weight `name` in the pair form its scheme calls for (nvfp4 for a
 // two-level scheme, else the DeepSeek form; e2m1 as F4, f32 scales as F32, ue8m0 as F8_E8M0, ue4m3 as F8_E4M3).

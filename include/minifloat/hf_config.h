@@ -18,11 +18,19 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace mf::io {
 
-enum class ConfigRules : std::uint8_t { detect, deepseek, deepinfer };
-// "auto" (or "detect"), "deepseek", "deepinfer"; throws std::invalid_argument.
+// The rule sets, one per checkpoint dialect (docs/checkpoints.md, "Dialects"). `detect` picks one from
+// quant_method: "fp8" with "fmt" (or DeepInfer's [32, 32] blocks) is DeepSeek's (or DeepInfer's), "fp8" without it
+// transformers' FineGrainedFP8, "compressed-tensors", "modelopt" (or an hf_quant_config.json beside config.json),
+// "mxfp4" gpt-oss; any other quant_method is `unknown`: nothing is checked, and inspect says so.
+enum class ConfigRules : std::uint8_t {
+  detect, deepseek, deepinfer, transformers_fp8, compressed_tensors, modelopt, gpt_oss, unknown
+};
+// "auto" (or "detect"), "deepseek", "deepinfer", "transformers-fp8", "compressed-tensors", "modelopt", "gpt-oss";
+// throws std::invalid_argument.
 ConfigRules config_rules_named(std::string_view name);
 std::string_view to_string(ConfigRules r);
 
@@ -48,7 +56,10 @@ struct HfConfig {
   ConfigRules rules = ConfigRules::deepseek;  // the rule set applied (detect picks one)
   std::string model_type;                     // "" when absent
   std::string dtype;                          // torch_dtype (or the newer "dtype"); "" when absent
-  std::optional<QuantizationConfig> quantization;
+  std::optional<QuantizationConfig> quantization;  // deepseek, deepinfer and transformers-fp8 rules
+  std::string quant_method;                       // as written; "" without a quantization_config
+  std::string scheme;  // the dialect's name for its scheme: compressed-tensors' format, ModelOpt's quant_algo, ...
+  std::vector<std::string> not_converted;  // ignore / modules_to_not_convert / exclude_modules, as written
   PrecisionFlags flags;
   // The integer fields of the top level (hidden_size, num_hidden_layers, n_routed_experts, ...), for `memory`.
   std::map<std::string, std::int64_t> numbers;
@@ -72,10 +83,12 @@ struct HfConfigError : std::invalid_argument {
   HfErrc code;
 };
 
-// Parses and checks config.json text. `detect` picks deepinfer when quantization_config's weight_block_size is
-// [32, 32], else deepseek.
-HfConfig parse_hf_config(std::string_view json, ConfigRules rules = ConfigRules::detect);
-// The same for a file; errors are prefixed with its path. Throws IoError if it cannot be read.
+// Parses and checks config.json text by `rules` (detect: see ConfigRules). `hf_quant_config`, when not empty, is
+// ModelOpt's hf_quant_config.json: it announces the scheme where config.json has no quantization_config.
+HfConfig parse_hf_config(std::string_view json, ConfigRules rules = ConfigRules::detect,
+                         std::string_view hf_quant_config = {});
+// The same for a file (and the hf_quant_config.json beside it); errors are prefixed with the file's path. Throws
+// IoError if it cannot be read.
 HfConfig read_hf_config(const std::filesystem::path& path, ConfigRules rules = ConfigRules::detect);
 
 // config.json text with quantization_config replaced by `q` (removed when nullopt) and everything else kept, as

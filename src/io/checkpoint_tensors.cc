@@ -4,6 +4,7 @@
 #include <array>
 #include <cstring>
 
+#include "dialect_pairs.h"
 #include "file.h"
 
 namespace mf::io {
@@ -58,6 +59,7 @@ std::string scheme_text(const Format& element, int br, int bc, const Format& sca
 
 std::optional<QuantizedPair> match(const SafetensorsFile& file, const SafetensorsTensor& w) {
   const Format* element = element_of(w.dtype);
+  if (w.name.ends_with("_blocks") || w.name.ends_with(".weight_packed")) return detail::match_dialect_pair(file, w);
   if (element == nullptr) return std::nullopt;
   const SafetensorsTensor* scale = file.find(w.name + "_scale_inv");
   const SafetensorsTensor* scale2 = nullptr;
@@ -65,7 +67,7 @@ std::optional<QuantizedPair> match(const SafetensorsFile& file, const Safetensor
   if (scale == nullptr) {
     scale = file.find(w.name + "_scale");
     scale2 = file.find(w.name + "_scale_2");
-    if (scale == nullptr || scale2 == nullptr) return std::nullopt;
+    if (scale == nullptr || scale2 == nullptr) return detail::match_dialect_pair(file, w);
     form = PairForm::nvfp4;
   }
   const auto shape = logical_shape(w);
@@ -94,6 +96,13 @@ std::optional<QuantizedPair> match(const SafetensorsFile& file, const Safetensor
     if (scale2) p.tensor_scale = scale2->name;
     p.shape = *shape;
     p.scheme = form == PairForm::nvfp4 ? scheme_named("nvfp4") : scheme_named(scheme_text(*element, br, bc, *scale_format));
+    p.scheme_name = p.scheme.name;
+    p.output = w.name;
+    p.output_shape = {static_cast<std::uint64_t>(p.shape[0]), static_cast<std::uint64_t>(p.shape[1])};
+    p.block_rows = br;
+    p.block_cols = bc;
+    const std::string module = w.name.ends_with(".weight") ? w.name.substr(0, w.name.size() - 7) : w.name;
+    if (file.find(module + ".input_scale") != nullptr) p.extras.push_back(module + ".input_scale");
     return p;
   }
   throw IoError(IoErrc::size_mismatch, file.path(), w.name,
@@ -116,7 +125,31 @@ std::vector<QuantizedPair> find_pairs(const SafetensorsFile& file) {
   return out;
 }
 
+std::string_view to_string(PairForm f) {
+  switch (f) {
+    case PairForm::deepseek: return "W + W_scale_inv";
+    case PairForm::nvfp4: return "W + W_scale + W_scale_2";
+    case PairForm::scaled: return "W + W_scale";
+    case PairForm::packed: return "weight_packed + weight_scale";
+    case PairForm::packed_global: return "weight_packed + weight_scale + weight_global_scale";
+    case PairForm::blocks: return "X_blocks + X_scales";
+  }
+  return "?";
+}
+
+std::vector<float> dequantize_pair(const SafetensorsFile& file, const QuantizedPair& pair, int threads) {
+  if (pair.form != PairForm::deepseek && pair.form != PairForm::nvfp4) return detail::dequantize_dialect_pair(file, pair);
+  const QuantizedTensor q = read_pair(file, pair);
+  std::vector<float> y(static_cast<std::size_t>(q.count()));
+  dequantize(q, y.data(), threads);
+  return y;
+}
+
 QuantizedTensor read_pair(const SafetensorsFile& file, const QuantizedPair& pair, Profile profile) {
+  if (pair.form != PairForm::deepseek && pair.form != PairForm::nvfp4) {
+    throw IoError(IoErrc::invalid_tensor_entry, file.path(), pair.weight,
+                  cat("a ", to_string(pair.form), " pair has no QuantizedTensor form; use dequantize_pair"));
+  }
   const SafetensorsTensor* w = file.find(pair.weight);
   const SafetensorsTensor* s = file.find(pair.scale);
   if (w == nullptr || s == nullptr) throw IoError(IoErrc::invalid_tensor_entry, file.path(), pair.weight, "pair is gone");

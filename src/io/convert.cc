@@ -179,8 +179,7 @@ std::vector<Spec> specs_of(const std::vector<Step>& steps, bool bf16_out) {
       specs.push_back({t.name + (q.tensor_scale ? "_scale" : "_scale_inv"), scale, {(rows + br - 1) / br, (cols + bc - 1) / bc}});
       if (q.tensor_scale) specs.push_back({t.name + "_scale_2", DType::F32, {}});
     } else if (s.pair) {
-      specs.push_back({t.name, bf16_out ? DType::BF16 : DType::F32,
-                       {static_cast<std::uint64_t>(s.pair->shape[0]), static_cast<std::uint64_t>(s.pair->shape[1])}});
+      specs.push_back({s.pair->output, bf16_out ? DType::BF16 : DType::F32, s.pair->output_shape});
     } else if (s.target == "bf16" || s.target == "f32") {
       specs.push_back({t.name, s.target == "bf16" ? DType::BF16 : DType::F32, t.shape});
     } else {
@@ -248,9 +247,7 @@ std::optional<TensorError> produce(const SafetensorsFile& f, const Step& s, std:
     return error_of(t.name, s.target, x, y);
   }
   if (s.pair) {
-    const QuantizedTensor q = read_pair(f, *s.pair);
-    y.resize(static_cast<std::size_t>(q.count()));
-    dequantize(q, y.data(), threads);
+    y = dequantize_pair(f, *s.pair, threads);
     w.write_tensor(k, narrow(y, bf16_out));
   } else if (s.target == "bf16" || s.target == "f32") {
     widen(f, t, x);
@@ -503,7 +500,10 @@ ConvertReport convert_checkpoint(const fs::path& in, const fs::path& out, const 
     // weights to quantize themselves.
     pairs = find_pairs(f);
     std::set<std::string> parts;
-    for (const QuantizedPair& p : pairs) parts.insert({p.scale, p.tensor_scale});
+    for (const QuantizedPair& p : pairs) {
+      parts.insert({p.scale, p.tensor_scale});
+      parts.insert(p.extras.begin(), p.extras.end());
+    }
     std::vector<Step> steps;
     for (const SafetensorsTensor& t : f.tensors()) {
       Step s{&t, parts.contains(t.name) ? "keep" : recipe.target_for(t.name, t.shape.size(), is_float(t.dtype)),
@@ -537,6 +537,16 @@ bool looks_quantized(const SafetensorsTensor& t) {
   return false;
 }
 
+// Activation and KV-cache scales (static FP8 input scales, vLLM's and ModelOpt's k_scale and v_scale): calibration
+// results for quantized arithmetic, with no place in a dequantized model, so dequantize leaves them out.
+bool activation_scale(const SafetensorsTensor& t) {
+  if (!is_float(t.dtype)) return false;
+  for (const char* suffix : {".input_scale", ".output_scale", ".k_scale", ".v_scale", ".q_scale", ".input_global_scale"}) {
+    if (t.name.ends_with(suffix)) return true;
+  }
+  return false;
+}
+
 bool passed_through(const std::vector<std::string>& patterns, const std::string& name) {
   return std::any_of(patterns.begin(), patterns.end(), [&](const std::string& p) { return glob_match(p, name); });
 }
@@ -563,6 +573,7 @@ ConvertReport dequantize_checkpoint(const fs::path& in, const fs::path& out, boo
     for (const QuantizedPair& p : pairs) {
       parts.insert(p.scale);
       if (!p.tensor_scale.empty()) parts.insert(p.tensor_scale);
+      parts.insert(p.extras.begin(), p.extras.end());  // input_scale and the like: no place in a plain model
       by_weight[p.weight] = &p;
     }
     std::vector<Step> steps;
@@ -572,6 +583,8 @@ ConvertReport dequantize_checkpoint(const fs::path& in, const fs::path& out, boo
       if (const auto it = by_weight.find(t.name); it != by_weight.end()) {
         s.pair = it->second;
         s.target = "dequantize";
+      } else if (activation_scale(t) && !passed_through(options.passthrough, t.name)) {
+        continue;
       } else if (passed_through(options.passthrough, t.name)) {
         s.target = "keep";
       } else if (looks_quantized(t)) {

@@ -117,6 +117,8 @@ QuantizationConfig check_quantization(const Json& q, ConfigRules rules) {
     if (q.at(key) != rule.expected) unsupported(key, q.at(key), rule.expected);
   }
   for (auto it = q.begin(); it != q.end(); ++it) {
+    // Qwen's FP8 checkpoints add the modules they left in bf16 to DeepSeek's form.
+    if (rules == ConfigRules::deepseek && it.key() == "modules_to_not_convert") continue;
     if (std::find(kKnownKeys.begin(), kKnownKeys.end(), it.key()) == kKnownKeys.end()) {
       throw HfConfigError(HfErrc::unknown_key,
                           cat("Unknown HF quantization_config key ", repr_string(it.key()),
@@ -134,9 +136,136 @@ QuantizationConfig check_quantization(const Json& q, ConfigRules rules) {
   return c;
 }
 
+// ---- the other dialects: the keys minifloat reads, checked for type; what else they hold is the library's ----
+
+[[noreturn]] void bad_type(std::string_view dialect, std::string_view key, std::string_view expected, const Json& v) {
+  throw HfConfigError(HfErrc::bad_type, cat(dialect, " quantization_config key '", key, "' is ", repr(v), ", not ",
+                                            expected));
+}
+
+std::vector<std::string> string_list(const Json& q, std::string_view dialect, const char* key) {
+  std::vector<std::string> out;
+  if (!q.contains(key) || q.at(key).is_null()) return out;
+  const Json& v = q.at(key);
+  if (!v.is_array()) bad_type(dialect, key, "a list of module names", v);
+  for (const Json& e : v) {
+    if (!e.is_string()) bad_type(dialect, key, "a list of module names", v);
+    out.push_back(e.get<std::string>());
+  }
+  return out;
+}
+
+std::string string_or(const Json& q, std::string_view dialect, const char* key, std::string fallback) {
+  if (!q.contains(key) || q.at(key).is_null()) return fallback;
+  if (!q.at(key).is_string()) bad_type(dialect, key, "a string", q.at(key));
+  return q.at(key).get<std::string>();
+}
+
+// transformers' FineGrainedFP8Config.to_dict(): every key it writes is known; anything else is a typo.
+void check_transformers_fp8(const Json& q, HfConfig& c) {
+  constexpr std::string_view d = "transformers FP8";
+  static constexpr std::array<std::string_view, 9> known{"quant_method", "activation_scheme", "weight_block_size",
+                                                         "modules_to_not_convert", "modules_to_convert", "dequantize",
+                                                         "scale_fmt", "expert_dtype", "fmt"};
+  for (auto it = q.begin(); it != q.end(); ++it) {
+    if (std::find(known.begin(), known.end(), it.key()) == known.end()) {
+      throw HfConfigError(HfErrc::unknown_key, cat("Unknown HF quantization_config key ", repr_string(it.key()),
+                                                   " for transformers FP8 (known: quant_method, activation_scheme, "
+                                                   "weight_block_size, modules_to_not_convert, modules_to_convert, "
+                                                   "dequantize, scale_fmt, expert_dtype, fmt)"));
+    }
+  }
+  QuantizationConfig qc;
+  qc.fmt = "";
+  qc.activation_scheme = string_or(q, d, "activation_scheme", "dynamic");
+  if (qc.activation_scheme != "dynamic" && qc.activation_scheme != "static") {
+    unsupported("activation_scheme", q.at("activation_scheme"), Json::array({"dynamic", "static"}));
+  }
+  qc.block_rows = qc.block_cols = 0;  // null: one scale per tensor
+  if (q.contains("weight_block_size") && !q.at("weight_block_size").is_null()) {
+    const Json& b = q.at("weight_block_size");
+    if (!b.is_array() || b.size() != 2 || !b[0].is_number_unsigned() || !b[1].is_number_unsigned() ||
+        b[0].get<int>() <= 0 || b[1].get<int>() <= 0) {
+      bad_type(d, "weight_block_size", "two positive integers, or null", b);
+    }
+    qc.block_rows = b[0].get<int>();
+    qc.block_cols = b[1].get<int>();
+  }
+  const std::string scale_fmt = string_or(q, d, "scale_fmt", "float");
+  if (scale_fmt != "float" && scale_fmt != "ue8m0") unsupported("scale_fmt", q.at("scale_fmt"), Json::array({"float", "ue8m0"}));
+  qc.scale_fmt = scale_fmt == "ue8m0" ? "ue8m0" : "";
+  if (q.contains("dequantize") && !q.at("dequantize").is_boolean()) bad_type(d, "dequantize", "true or false", q.at("dequantize"));
+  c.not_converted = string_list(q, d, "modules_to_not_convert");
+  c.scheme = qc.block_rows ? cat("fp8 [", qc.block_rows, ", ", qc.block_cols, "] ", scale_fmt, " scales") : "fp8 per tensor";
+  c.quantization = qc;
+}
+
+// compressed-tensors' QuantizationConfig: config_groups of {targets, weights, input_activations, format}.
+void check_compressed_tensors(const Json& q, HfConfig& c) {
+  constexpr std::string_view d = "compressed-tensors";
+  if (!q.contains("config_groups")) {
+    throw HfConfigError(HfErrc::missing_key, "Missing compressed-tensors quantization_config key 'config_groups'");
+  }
+  const Json& groups = q.at("config_groups");
+  if (!groups.is_object()) bad_type(d, "config_groups", "an object of groups", groups);
+  std::vector<std::string> formats;
+  const std::string top = string_or(q, d, "format", "");
+  if (!top.empty()) formats.push_back(top);
+  for (auto it = groups.begin(); it != groups.end(); ++it) {
+    const Json& g = it.value();
+    const std::string where = cat("config_groups.", it.key());
+    if (!g.is_object()) bad_type(d, where, "an object", g);
+    if (g.contains("targets")) string_list(g, d, "targets");
+    if (g.contains("weights") && !g.at("weights").is_null()) {
+      const Json& w = g.at("weights");
+      if (!w.is_object()) bad_type(d, where + ".weights", "an object", w);
+      if (w.contains("num_bits") && !w.at("num_bits").is_number_unsigned()) bad_type(d, where + ".weights.num_bits", "an integer", w.at("num_bits"));
+      const std::string type = string_or(w, d, "type", "int");
+      if (type != "float" && type != "int") unsupported(where + ".weights.type", w.at("type"), Json::array({"float", "int"}));
+    }
+    const std::string f = string_or(g, d, "format", "");
+    if (!f.empty() && std::find(formats.begin(), formats.end(), f) == formats.end()) formats.push_back(f);
+  }
+  for (const std::string& f : formats) c.scheme += cat(c.scheme.empty() ? "" : ", ", f);
+  c.not_converted = string_list(q, d, "ignore");
+}
+
+// ModelOpt: quant_method "modelopt" in config.json, or hf_quant_config.json's "quantization" object.
+void check_modelopt(const Json& q, HfConfig& c) {
+  constexpr std::string_view d = "modelopt";
+  if (!q.contains("quant_algo")) throw HfConfigError(HfErrc::missing_key, "Missing modelopt quantization key 'quant_algo'");
+  c.scheme = string_or(q, d, "quant_algo", "");
+  c.not_converted = string_list(q, d, q.contains("exclude_modules") ? "exclude_modules" : "ignore");
+}
+
+void check_dialect(const Json& q, HfConfig& c) {
+  if (!q.is_object()) throw HfConfigError(HfErrc::not_object, "HF quantization_config is not an object");
+  c.quant_method = string_or(q, "HF", "quant_method", "");
+  switch (c.rules) {
+    case ConfigRules::transformers_fp8: check_transformers_fp8(q, c); break;
+    case ConfigRules::compressed_tensors: check_compressed_tensors(q, c); break;
+    case ConfigRules::modelopt: check_modelopt(q, c); break;
+    case ConfigRules::gpt_oss:
+      c.scheme = "mxfp4";
+      c.not_converted = string_list(q, "gpt-oss", "modules_to_not_convert");
+      break;
+    default: break;  // unknown: nothing minifloat could check
+  }
+}
+
 ConfigRules detect(const Json& config) {
   if (!config.contains("quantization_config")) return ConfigRules::deepseek;
   const Json& q = config.at("quantization_config");
+  if (q.is_object() && q.contains("quant_method") && q.at("quant_method").is_string()) {
+    const std::string m = q.at("quant_method").get<std::string>();
+    if (m == "compressed-tensors") return ConfigRules::compressed_tensors;
+    if (m == "modelopt") return ConfigRules::modelopt;
+    if (m == "mxfp4") return ConfigRules::gpt_oss;
+    if (m != "fp8") return ConfigRules::unknown;
+    const bool deepseek_form = q.contains("fmt") || (q.contains("weight_block_size") &&
+                                                     q.at("weight_block_size") == Json::array({32, 32}));
+    if (!deepseek_form) return ConfigRules::transformers_fp8;
+  }
   if (q.is_object() && q.contains("weight_block_size") && q.at("weight_block_size") == Json::array({32, 32})) {
     return ConfigRules::deepinfer;
   }
@@ -156,11 +285,18 @@ nlohmann::ordered_json to_json(const QuantizationConfig& q) {
 
 }  // namespace
 
+constexpr std::array<ConfigRules, 7> kNamedRules{ConfigRules::detect,           ConfigRules::deepseek,
+                                                 ConfigRules::deepinfer,        ConfigRules::transformers_fp8,
+                                                 ConfigRules::compressed_tensors, ConfigRules::modelopt,
+                                                 ConfigRules::gpt_oss};
+
 ConfigRules config_rules_named(std::string_view name) {
-  if (name == "auto" || name == "detect") return ConfigRules::detect;
-  if (name == "deepseek") return ConfigRules::deepseek;
-  if (name == "deepinfer") return ConfigRules::deepinfer;
-  throw std::invalid_argument(cat("unknown config rules '", name, "' (known: auto, deepseek, deepinfer)"));
+  if (name == "detect") return ConfigRules::detect;
+  for (const ConfigRules r : kNamedRules) {
+    if (to_string(r) == name) return r;
+  }
+  throw std::invalid_argument(cat("unknown config rules '", name, "' (known: auto, deepseek, deepinfer, "
+                                  "transformers-fp8, compressed-tensors, modelopt, gpt-oss)"));
 }
 
 std::string_view to_string(ConfigRules r) {
@@ -168,6 +304,11 @@ std::string_view to_string(ConfigRules r) {
     case ConfigRules::detect: return "auto";
     case ConfigRules::deepseek: return "deepseek";
     case ConfigRules::deepinfer: return "deepinfer";
+    case ConfigRules::transformers_fp8: return "transformers-fp8";
+    case ConfigRules::compressed_tensors: return "compressed-tensors";
+    case ConfigRules::modelopt: return "modelopt";
+    case ConfigRules::gpt_oss: return "gpt-oss";
+    case ConfigRules::unknown: return "unknown";
   }
   return "?";
 }
@@ -183,8 +324,18 @@ std::int64_t HfConfig::number_or(const std::string& key, std::int64_t fallback) 
   return it == numbers.end() ? fallback : it->second;
 }
 
-HfConfig parse_hf_config(std::string_view text, ConfigRules rules) {
-  const Json config = parse_object(text);
+HfConfig parse_hf_config(std::string_view text, ConfigRules rules, std::string_view hf_quant_config) {
+  Json config = parse_object(text);
+  // ModelOpt's announcement beside config.json stands in for a missing quantization_config.
+  if (!hf_quant_config.empty() && !config.contains("quantization_config") &&
+      (rules == ConfigRules::detect || rules == ConfigRules::modelopt)) {
+    const Json mo = parse_object(hf_quant_config);
+    if (!mo.contains("quantization") || !mo.at("quantization").is_object()) {
+      throw HfConfigError(HfErrc::missing_key, "hf_quant_config.json has no 'quantization' object");
+    }
+    config["quantization_config"] = mo.at("quantization");
+    config["quantization_config"]["quant_method"] = "modelopt";
+  }
   HfConfig c;
   c.rules = rules == ConfigRules::detect ? detect(config) : rules;
   for (auto it = config.begin(); it != config.end(); ++it) {
@@ -193,7 +344,7 @@ HfConfig parse_hf_config(std::string_view text, ConfigRules rules) {
   }
   if (config.contains("model_type") && config.at("model_type").is_string()) c.model_type = config.at("model_type").get<std::string>();
   for (const char* key : {"torch_dtype", "dtype"}) {
-    if (c.dtype.empty() && config.contains(key)) {
+    if (c.dtype.empty() && config.contains(key) && !config.at(key).is_null()) {
       if (!config.at(key).is_string()) throw HfConfigError(HfErrc::bad_type, cat("HF ", key, " is not a string"));
       c.dtype = config.at(key).get<std::string>();
     }
@@ -202,8 +353,14 @@ HfConfig parse_hf_config(std::string_view text, ConfigRules rules) {
     if (c.rules == ConfigRules::deepinfer) {
       throw HfConfigError(HfErrc::missing_key, "Missing HF quantization_config (deepinfer rules need FP8 with FP4 experts)");
     }
-  } else {
+  } else if (c.rules == ConfigRules::deepseek || c.rules == ConfigRules::deepinfer) {
     c.quantization = check_quantization(config.at("quantization_config"), c.rules);
+    c.not_converted = string_list(config.at("quantization_config"), "DeepSeek", "modules_to_not_convert");
+    c.quant_method = c.quantization->quant_method;
+    c.scheme = cat("fp8 [", c.quantization->block_rows, ", ", c.quantization->block_cols, "]",
+                   c.quantization->expert_dtype == "fp4" ? ", fp4 experts" : "");
+  } else {
+    check_dialect(config.at("quantization_config"), c);
   }
   if (c.rules == ConfigRules::deepinfer && c.dtype != "bfloat16") {
     // DeepInfer's config.py:58-59: the model dtype must be BF16.
@@ -211,7 +368,7 @@ HfConfig parse_hf_config(std::string_view text, ConfigRules rules) {
     unsupported("torch_dtype", c.dtype, "bfloat16");
   }
   if (c.quantization) {
-    const QuantizationConfig& q = *c.quantization;
+    const QuantizationConfig& q = *c.quantization;  // deepseek, deepinfer, transformers-fp8
     const bool fp8 = q.quant_method == "fp8";
     c.flags.fp8_attn = c.flags.fp8_mlp = fp8;
     c.flags.mxfp8 = fp8 && q.scale_fmt == "ue8m0" && q.block_cols == 32;
@@ -226,8 +383,17 @@ HfConfig read_hf_config(const std::filesystem::path& path, ConfigRules rules) {
     throw HfConfigError(HfErrc::invalid_json, cat(path.string(), ": config of ", in.size(), " bytes is too large"));
   }
   const std::vector<std::byte> bytes = in.read(0, in.size(), "config");
+  std::vector<std::byte> mo;
+  const std::filesystem::path mo_path = path.parent_path() / "hf_quant_config.json";
+  std::error_code ec;
+  if (std::filesystem::is_regular_file(mo_path, ec)) {
+    const detail::InputFile f(mo_path);
+    if (f.size() > kMaxConfigBytes) throw HfConfigError(HfErrc::invalid_json, cat(mo_path.string(), ": too large"));
+    mo = f.read(0, f.size(), "hf_quant_config");
+  }
   try {
-    return parse_hf_config(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()), rules);
+    return parse_hf_config(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()), rules,
+                           std::string_view(reinterpret_cast<const char*>(mo.data()), mo.size()));
   } catch (const HfConfigError& e) {
     throw HfConfigError(e.code, cat(path.string(), ": ", e.what()));
   }

@@ -93,11 +93,12 @@ InspectReport inspect_checkpoint(const std::filesystem::path& path, bool stats, 
       sh.pairs = find_pairs(sh.f);
       std::map<std::string, std::string> roles;
       for (const QuantizedPair& p : sh.pairs) {
-        roles[p.weight] = cat("weight of ", p.scheme.name);
+        roles[p.weight] = cat("weight of ", p.scheme_name);
         roles[p.scale] = cat("scale of ", p.weight);
         if (!p.tensor_scale.empty()) roles[p.tensor_scale] = cat("tensor scale of ", p.weight);
+        for (const std::string& e : p.extras) roles[e] = cat("activation scale of ", p.weight);
         sh.by_weight[p.weight] = &p;
-        ++schemes[p.scheme.name];
+        ++schemes[p.scheme_name];
       }
       for (const SafetensorsTensor& t : sh.f.tensors()) {
         TensorInfo& info = rows.emplace_back(
@@ -118,9 +119,7 @@ InspectReport inspect_checkpoint(const std::filesystem::path& path, bool stats, 
     return [sh = current, j] {
       auto [info, t] = sh->jobs[j];
       if (const auto it = sh->by_weight.find(t->name); it != sh->by_weight.end()) {
-        const QuantizedTensor q = read_pair(sh->f, *it->second);
-        std::vector<float> y(static_cast<std::size_t>(q.count()));
-        dequantize(q, y.data(), 1);  // the pool's workers are the parallelism here
+        const std::vector<float> y = dequantize_pair(sh->f, *it->second, 1);  // the pool's workers are the parallelism
         add_stats(*info, y.size(), [&](std::size_t i) { return y[i]; });
       } else {
         plain_stats(*info, sh->f, *t);

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <memory>
 
+#include "dialect_pairs.h"
 #include "file.h"
 #include "minifloat/checkpoint_ops.h"
 #include "minifloat/checkpoint_tensors.h"
@@ -40,6 +41,25 @@ void check_codes(const QuantizedTensor& q, const std::string& name) {
   if (f.bits() != 8) return;  // e2m1 and the 6-bit formats have no NaN
   for (std::size_t i = 0; i < q.codes.size(); ++i) {
     if (nan_code(f, q.codes[i])) throw VerifyError(name, cat("tensor '", name, "': element ", i, " is NaN"));
+  }
+}
+
+// The forms with no QuantizedTensor (checkpoint_tensors.h): the same two checks on decoded scales and values.
+void check_dialect_pair(const SafetensorsFile& file, const QuantizedPair& p) {
+  const std::vector<float> scales = detail::pair_scale_values(file, p);
+  for (std::size_t i = 0; i < scales.size(); ++i) {
+    if (!std::isfinite(scales[i]) || !(scales[i] > 0)) {
+      const char* what = std::isnan(scales[i]) ? "NaN" : std::isinf(scales[i]) ? "infinite" : "not positive";
+      throw VerifyError(p.weight, cat("tensor '", p.scale, "': scale ", i, " is ", what));
+    }
+  }
+  const float second = detail::pair_second_scale(file, p);
+  if (!std::isfinite(second) || !(second > 0)) {
+    throw VerifyError(p.weight, cat("tensor '", p.tensor_scale, "': the second-level scale is not finite and positive"));
+  }
+  const std::vector<float> values = dequantize_pair(file, p);
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    if (std::isnan(values[i])) throw VerifyError(p.weight, cat("tensor '", p.weight, "': element ", i, " is NaN"));
   }
 }
 
@@ -122,9 +142,13 @@ VerifyReport verify_checkpoint(const std::filesystem::path& path, const VerifyOp
     return [s = current, j] {
       if (j < s->pairs.size()) {
         const QuantizedPair& p = s->pairs[j];
-        const QuantizedTensor q = read_pair(s->file, p);
-        check_scales(q, p.weight, p.scale);
-        check_codes(q, p.weight);
+        if (p.form == PairForm::deepseek || p.form == PairForm::nvfp4) {
+          const QuantizedTensor q = read_pair(s->file, p);
+          check_scales(q, p.weight, p.scale);
+          check_codes(q, p.weight);
+        } else {
+          check_dialect_pair(s->file, p);
+        }
         if (const SafetensorsTensor* w = s->file.find(p.weight)) s->file.release(*w);
       } else {
         const SafetensorsTensor& t = *s->qat[j - s->pairs.size()];

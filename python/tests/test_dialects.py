@@ -1,0 +1,314 @@
+"""`minifloat dequantize` on checkpoints written by the libraries themselves, bit for bit against each library's own
+CPU dequantization: compressed-tensors (llm-compressor's format), NVIDIA ModelOpt's HF export, transformers'
+FineGrainedFP8, and gpt-oss MXFP4 experts as transformers loads them. Each checkpoint is a tiny model built from a
+config (no downloads); the output must be a clean plain checkpoint that transformers loads.
+
+The libraries are pinned in python/requirements-test.txt. docs/checkpoints.md ("Dialects") has the conventions."""
+import json
+import os
+import pathlib
+import subprocess
+
+import numpy as np
+import pytest
+
+from conftest import need
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+EXE = ROOT / "build" / "cli" / "minifloat"
+
+
+def minifloat(*args):
+    if not EXE.exists():
+        pytest.fail(f"{EXE} is missing: build the command first (./test does)")
+    return subprocess.run([str(EXE), *map(str, args)], capture_output=True, text=True)
+
+
+def tiny_llama(torch):
+    transformers = need("transformers")
+    torch.manual_seed(0)
+    cfg = transformers.LlamaConfig(hidden_size=256, intermediate_size=384, num_hidden_layers=2,
+                                   num_attention_heads=4, num_key_value_heads=2, vocab_size=512,
+                                   max_position_embeddings=128, architectures=["LlamaForCausalLM"])
+    return transformers.LlamaForCausalLM(cfg).to(torch.bfloat16).eval()
+
+
+def load(path):
+    from safetensors.torch import load_file
+    return load_file(str(pathlib.Path(path) / "model.safetensors"))
+
+
+def same_bits(torch, got, want, name, zero_sign=True):
+    """Bit for bit; zero_sign=False lets -0 stand for +0 (ModelOpt decodes the e2m1 code 8, -0, as +0)."""
+    assert got.dtype == want.dtype and tuple(got.shape) == tuple(want.shape), \
+        f"{name}: {got.dtype} {tuple(got.shape)} != {want.dtype} {tuple(want.shape)}"
+    bits = torch.int32 if got.dtype == torch.float32 else torch.int16
+    a, b = got.view(bits), want.view(bits)
+    differ = a != b
+    if not zero_sign:
+        differ &= ~((got == 0) & (want == 0))
+    bad = int(differ.sum())
+    assert bad == 0, f"{name}: {bad} of {a.numel()} values differ from the library's dequantization"
+
+
+def dequantize(src, dst, dtype="bf16"):
+    r = minifloat("dequantize", src, dst, "--dtype", dtype)
+    assert r.returncode == 0, r.stderr
+    return load(dst)
+
+
+def assert_clean(out_dir, tensors, dtype_name):
+    leftovers = [k for k in tensors if "scale" in k or k.endswith(("_packed", "_blocks", "_scales"))]
+    assert leftovers == [], leftovers
+    assert {str(v.dtype) for v in tensors.values()} == {dtype_name}
+    assert "quantization_config" not in json.loads((pathlib.Path(out_dir) / "config.json").read_text())
+    assert not (pathlib.Path(out_dir) / "hf_quant_config.json").exists()
+
+
+# ---- compressed-tensors ----
+
+def ct_checkpoint(torch, preset, out):
+    """A tiny Llama quantized by compressed-tensors' own presets and qparam math (what llm-compressor's min-max
+    observer computes), compressed by its ModelCompressor and saved."""
+    ct = need("compressed_tensors")
+    from compressed_tensors.quantization import (QuantizationArgs, QuantizationConfig, QuantizationScheme,
+                                                 QuantizationStatus, QuantizationStrategy,
+                                                 apply_quantization_config, preset_name_to_scheme)
+    from compressed_tensors.quantization.utils import calculate_qparams, generate_gparam
+    model = tiny_llama(torch)
+    if preset == "FP8_CHANNEL_W_ONLY":
+        scheme = QuantizationScheme(targets=["Linear"], weights=QuantizationArgs(
+            num_bits=8, type="float", strategy="channel", symmetric=True, dynamic=False))
+    else:
+        scheme = preset_name_to_scheme(preset, ["Linear"])
+    apply_quantization_config(model, QuantizationConfig(config_groups={"group_0": scheme}, ignore=["lm_head"]))
+    for _, m in model.named_modules():
+        s = getattr(m, "quantization_scheme", None)
+        if s is None or s.weights is None:
+            continue
+        a, w, gs = s.weights, m.weight.data, None
+        if a.strategy == QuantizationStrategy.TENSOR:
+            lo, hi = torch.aminmax(w)
+        elif a.strategy == QuantizationStrategy.CHANNEL:
+            lo, hi = w.amin(1, keepdim=True), w.amax(1, keepdim=True)
+        elif a.strategy in (QuantizationStrategy.GROUP, QuantizationStrategy.TENSOR_GROUP):
+            g = w.unflatten(-1, (w.shape[-1] // a.group_size, a.group_size))
+            lo, hi = g.amin(-1), g.amax(-1)
+            if a.strategy == QuantizationStrategy.TENSOR_GROUP:
+                gs = generate_gparam(w.min(), w.max())
+                m.weight_global_scale.data.copy_(gs)
+        else:  # block
+            bh, bw = a.block_structure
+            b = w.unflatten(0, (-1, bh)).unflatten(2, (-1, bw))
+            lo, hi = b.amin((1, 3)), b.amax((1, 3))
+        scale, zp = calculate_qparams(lo, hi, a, global_scale=gs)
+        m.weight_scale.data.copy_(scale.reshape(m.weight_scale.shape))
+        if hasattr(m, "weight_zero_point"):
+            m.weight_zero_point.data.copy_(zp.reshape(m.weight_zero_point.shape))
+        m.quantization_status = QuantizationStatus.FROZEN
+    for _, m in model.named_modules():  # a static activation scale, as calibration would leave it
+        if hasattr(m, "input_scale"):
+            m.input_scale.data.fill_(4.0 / 448.0)
+        if hasattr(m, "input_global_scale"):
+            m.input_global_scale.data.fill_(448.0 * 6.0 / 4.0)
+    compressor = ct.compressors.ModelCompressor.from_pretrained_model(model)
+    compressor.compress_model(model)
+    model.save_pretrained(out)
+    compressor.update_config(out)
+    return json.loads((pathlib.Path(out) / "config.json").read_text())["quantization_config"]
+
+
+@pytest.mark.parametrize("preset,fmt", [("NVFP4", "nvfp4-pack-quantized"), ("NVFP4A16", "nvfp4-pack-quantized"),
+                                        ("MXFP4", "mxfp4-pack-quantized"), ("MXFP8", "mxfp8-quantized"),
+                                        ("FP8", "float-quantized"), ("FP8_DYNAMIC", "float-quantized"),
+                                        ("FP8_BLOCK", "float-quantized"), ("FP8_CHANNEL_W_ONLY", "naive-quantized")])
+def test_compressed_tensors(tmp_path, preset, fmt):
+    torch = need("torch")
+    from compressed_tensors.compressors import BaseCompressor
+    from compressed_tensors.quantization import QuantizationConfig
+    src = tmp_path / "ct"
+    config = ct_checkpoint(torch, preset, src)
+    assert config["format"] == fmt
+    qc = QuantizationConfig.model_validate(config)
+    scheme, compressor = qc.config_groups["group_0"], BaseCompressor.get_value_from_registry(qc.format)
+    stored = load(src)
+    out16 = dequantize(src, tmp_path / "bf16")
+    out32 = dequantize(src, tmp_path / "f32", "f32")
+    assert_clean(tmp_path / "bf16", out16, "torch.bfloat16")
+    assert_clean(tmp_path / "f32", out32, "torch.float32")
+    modules = sorted({k.rsplit(".", 1)[0] for k in stored if k.endswith(".weight_scale")})
+    assert len(modules) == 14  # 2 layers x (q, k, v, o, gate, up, down)
+    for mod in modules:
+        parts = {k[len(mod) + 1:]: v for k, v in stored.items() if k.rsplit(".", 1)[0] == mod}
+        want = compressor.decompress(parts, scheme)["weight"]
+        same_bits(torch, out16[mod + ".weight"], want, mod)
+        # f32: the exact product, which the library's bf16 result is the rounding of
+        same_bits(torch, out32[mod + ".weight"].to(torch.bfloat16), want, mod + " (f32 rounded)")
+    r = minifloat("inspect", src)
+    assert r.returncode == 0, r.stderr
+    assert "compressed-tensors" in r.stdout and fmt in r.stdout, r.stdout
+    v = minifloat("verify", src)
+    assert v.returncode == 0, v.stderr
+
+
+def test_compressed_tensors_output_loads_in_transformers(tmp_path):
+    torch = need("torch")
+    transformers = need("transformers")
+    src = tmp_path / "ct"
+    ct_checkpoint(torch, "NVFP4", src)
+    dequantize(src, tmp_path / "out")
+    model, info = transformers.LlamaForCausalLM.from_pretrained(tmp_path / "out", output_loading_info=True)
+    assert not info["missing_keys"] and not info["unexpected_keys"], info
+    out = load(tmp_path / "out")
+    same_bits(torch, model.get_parameter("model.layers.0.mlp.down_proj.weight").data,
+              out["model.layers.0.mlp.down_proj.weight"], "loaded")
+
+
+# ---- NVIDIA ModelOpt ----
+
+def modelopt_checkpoint(torch, algo, out):
+    mtq = need("modelopt.torch.quantization")
+    from modelopt.torch.export import export_hf_checkpoint
+    model = tiny_llama(torch)
+    configs = {"NVFP4": mtq.NVFP4_DEFAULT_CFG, "FP8": mtq.FP8_DEFAULT_CFG, "MXFP8": mtq.MXFP8_DEFAULT_CFG,
+               "MXFP4": mtq.MXFP4_DEFAULT_CFG, "FP8_PB_WO": mtq.FP8_2D_BLOCKWISE_WEIGHT_ONLY_CFG}
+
+    def calibrate(m):
+        with torch.no_grad():
+            for _ in range(2):
+                m(torch.randint(0, 512, (2, 16)))
+    model = mtq.quantize(model, configs[algo], calibrate)
+    export_hf_checkpoint(model, export_dir=out)
+
+
+@pytest.mark.parametrize("algo", ["NVFP4", "FP8", "MXFP8", "MXFP4", "FP8_PB_WO"])
+def test_modelopt(tmp_path, algo):
+    torch = need("torch")
+    qt = need("modelopt.torch.quantization.qtensor")
+    src = tmp_path / "mo"
+    modelopt_checkpoint(torch, algo, src)
+    assert (src / "hf_quant_config.json").exists()
+    stored = load(src)
+    # ModelOpt's FP8 dequantize works in the dtype asked for: into bf16 it rounds the f32 scale to bf16 before the
+    # multiply (a second rounding minifloat does not make), so FP8 is compared where both round once, in f32.
+    dtype = torch.float32 if algo == "FP8" else torch.bfloat16
+    name = "f32" if algo == "FP8" else "bf16"
+    out = dequantize(src, tmp_path / name, name)
+    assert_clean(tmp_path / name, out, str(dtype))
+    modules = sorted({k[:-7] for k in stored if k.endswith(".weight") and k[:-7] + ".weight_scale" in stored})
+    assert len(modules) == 14
+    for mod in modules:
+        w, s = stored[mod + ".weight"], stored[mod + ".weight_scale"]
+        if algo == "NVFP4":
+            want = qt.NVFP4QTensor(torch.Size([w.shape[0], w.shape[1] * 2]), torch.bfloat16, w).dequantize(
+                dtype=torch.bfloat16, scale=s, double_scale=stored[mod + ".weight_scale_2"], block_sizes={-1: 16})
+        elif algo == "MXFP4":
+            want = qt.MXFP4QTensor(torch.Size([w.shape[0], w.shape[1] * 2]), torch.bfloat16, w).dequantize(
+                dtype=torch.bfloat16, scale=s, block_sizes={-1: 32})
+        elif algo == "FP8":
+            want = qt.FP8QTensor(w.shape, dtype, w).dequantize(dtype=dtype, scale=s)
+        elif algo == "MXFP8":
+            want = qt.MXFP8QTensor(w.shape, torch.bfloat16, w).dequantize(dtype=torch.bfloat16, scale=s,
+                                                                          block_sizes={-1: 32})
+        else:  # FP8_PB_WO: F32 scales [R/128, 1, C/128, 1], broadcast over 128 x 128 tiles (ModelOpt's own view)
+            R, C = w.shape
+            want = (w.float().view(R // 128, 128, C // 128, 128) * s.float()).view(R, C).to(torch.bfloat16)
+        same_bits(torch, out[mod + ".weight"], want, mod, zero_sign=algo not in ("NVFP4", "MXFP4"))
+    r = minifloat("inspect", src)
+    assert r.returncode == 0, r.stderr
+    assert "modelopt" in r.stdout, r.stdout
+
+
+# ---- transformers FineGrainedFP8 ----
+
+@pytest.mark.parametrize("scale_fmt", ["float", "ue8m0"])
+def test_transformers_fp8(tmp_path, scale_fmt):
+    torch = need("torch")
+    transformers = need("transformers")
+    import types
+    from safetensors.torch import save_file
+    from transformers.integrations.finegrained_fp8 import Fp8Dequantize, Fp8Quantize
+    model = tiny_llama(torch)
+    qc = transformers.FineGrainedFP8Config(weight_block_size=(128, 128), activation_scheme="dynamic",
+                                           scale_fmt=scale_fmt, modules_to_not_convert=["lm_head"])
+    quantize = Fp8Quantize(types.SimpleNamespace(quantization_config=qc))  # what from_pretrained runs on a GPU
+    stored = {}
+    for k, v in model.state_dict().items():
+        mod = k.rsplit(".", 1)[0]
+        if k.endswith(".weight") and isinstance(model.get_submodule(mod), torch.nn.Linear) and mod != "lm_head":
+            stored.update(quantize._quantize_one(k, v))
+        else:
+            stored[k] = v.contiguous()
+    src = tmp_path / "fp8"
+    src.mkdir()
+    save_file(stored, str(src / "model.safetensors"), metadata={"format": "pt"})
+    config = model.config.to_dict()
+    config["quantization_config"] = qc.to_dict()
+    (src / "config.json").write_text(json.dumps(config))
+    out = dequantize(src, tmp_path / "bf16")
+    assert_clean(tmp_path / "bf16", out, "torch.bfloat16")
+    pairs = [k for k in stored if k.endswith(".weight_scale_inv")]
+    assert len(pairs) == 14
+    for s in pairs:
+        w = s[: -len("_scale_inv")]
+        want = Fp8Dequantize(None)._dequantize_one(stored[w], stored[s], output_dtype=torch.bfloat16)
+        same_bits(torch, out[w], want, w)
+    for cmd in ("inspect", "verify"):
+        r = minifloat(cmd, src)
+        assert r.returncode == 0, r.stderr
+
+
+# ---- gpt-oss MXFP4 experts ----
+
+def test_gpt_oss_mxfp4(tmp_path):
+    torch = need("torch")
+    transformers = need("transformers")
+    from compressed_tensors.compressors.mxfp4.base import MXFP4PackedCompressor
+    from compressed_tensors.quantization import preset_name_to_scheme
+    from compressed_tensors.quantization.utils import calculate_qparams
+    from safetensors.torch import save_file
+    from transformers.integrations.mxfp4 import convert_moe_packed_tensors
+    torch.manual_seed(0)
+    cfg = transformers.GptOssConfig(hidden_size=192, intermediate_size=64, num_hidden_layers=2,
+                                    num_attention_heads=4, num_key_value_heads=2, head_dim=32, num_local_experts=4,
+                                    num_experts_per_tok=2, vocab_size=256, max_position_embeddings=128,
+                                    sliding_window=32, layer_types=["sliding_attention", "full_attention"],
+                                    architectures=["GptOssForCausalLM"])
+    model = transformers.GptOssForCausalLM(cfg).to(torch.bfloat16)
+    scheme = preset_name_to_scheme("MXFP4A16", ["Linear"])
+
+    def blocks_and_scales(w):  # the parameter [E, in, out] -> X_blocks [E, out, in/32, 16], X_scales [E, out, in/32]
+        rows = w.transpose(1, 2).contiguous()
+        E, R, C = rows.shape
+        flat = rows.reshape(E * R, C)
+        g = flat.unflatten(-1, (C // 32, 32))
+        scale, _ = calculate_qparams(g.amin(-1), g.amax(-1), scheme.weights)
+        c = MXFP4PackedCompressor.compress({"weight": flat, "weight_scale": scale}, scheme)
+        return c["weight_packed"].reshape(E, R, C // 32, 16), c["weight_scale"].reshape(E, R, C // 32)
+
+    stored = {}
+    for k, v in model.state_dict().items():
+        if k.endswith(("mlp.experts.gate_up_proj", "mlp.experts.down_proj")):
+            stored[k + "_blocks"], stored[k + "_scales"] = blocks_and_scales(v)
+        else:
+            stored[k] = v.contiguous()
+    src = tmp_path / "gpt-oss"
+    src.mkdir()
+    save_file(stored, str(src / "model.safetensors"), metadata={"format": "pt"})
+    config = cfg.to_dict()
+    config["quantization_config"] = {"quant_method": "mxfp4", "modules_to_not_convert": [
+        "model.layers.*.self_attn", "model.layers.*.mlp.router", "model.embed_tokens", "lm_head"]}
+    (src / "config.json").write_text(json.dumps(config))
+    out = dequantize(src, tmp_path / "bf16")
+    assert_clean(tmp_path / "bf16", out, "torch.bfloat16")
+    experts = [k[: -len("_blocks")] for k in stored if k.endswith("_blocks")]
+    assert len(experts) == 4
+    for x in experts:
+        want = convert_moe_packed_tensors(stored[x + "_blocks"], stored[x + "_scales"], dtype=torch.bfloat16)
+        same_bits(torch, out[x], want, x)
+    loaded, info = transformers.GptOssForCausalLM.from_pretrained(tmp_path / "bf16", output_loading_info=True)
+    assert not info["missing_keys"] and not info["unexpected_keys"], info
+    r = minifloat("inspect", src)
+    assert r.returncode == 0, r.stderr
+    assert "gpt-oss" in r.stdout, r.stdout

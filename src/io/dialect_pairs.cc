@@ -1,0 +1,264 @@
+// The pair forms of compressed-tensors, ModelOpt's FP8 and gpt-oss, found by name and dequantized by one loop:
+// value = element code's value x its block's scale (x or / the second level), each step in f32 as the libraries do.
+#include "dialect_pairs.h"
+
+#include <array>
+#include <bit>
+#include <cmath>
+#include <cstring>
+
+#include "file.h"
+#include "minifloat/codec.h"
+
+namespace mf::io::detail {
+namespace {
+
+std::string shape_text(const std::vector<std::uint64_t>& s) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < s.size(); ++i) out += cat(i == 0 ? "" : ", ", s[i]);
+  return out + "]";
+}
+
+std::uint64_t elements(const std::vector<std::uint64_t>& s) {
+  std::uint64_t n = 1;
+  for (const std::uint64_t d : s) n *= d;
+  return n;
+}
+
+bool is_e8m0(DType t) { return t == DType::U8 || t == DType::F8_E8M0; }
+
+// A scale of one of these dtypes, as f32 (exactly: each is a subset of f32).
+bool scale_dtype(DType t) {
+  return t == DType::F32 || t == DType::BF16 || t == DType::F16 || t == DType::F8_E4M3 || is_e8m0(t);
+}
+
+std::string_view scale_label(DType t) {
+  switch (t) {
+    case DType::F32: return "f32";
+    case DType::BF16: return "bf16";
+    case DType::F16: return "f16";
+    case DType::F8_E4M3: return "e4m3";
+    default: return "ue8m0";
+  }
+}
+
+float scale_at(DType t, const std::byte* p, std::size_t i) {
+  std::uint32_t bits = 0;
+  switch (t) {
+    case DType::F32: std::memcpy(&bits, p + 4 * i, 4); return std::bit_cast<float>(bits);
+    case DType::BF16: std::memcpy(&bits, p + 2 * i, 2); return std::bit_cast<float>(bits << 16);
+    case DType::F16: std::memcpy(&bits, p + 2 * i, 2); return static_cast<float>(decode(f16, bits));
+    case DType::F8_E4M3: return static_cast<float>(decode(e4m3, static_cast<std::uint32_t>(p[i])));
+    default: return static_cast<float>(decode(ue8m0, static_cast<std::uint32_t>(p[i])));
+  }
+}
+
+// The block edge that splits n into s pieces: the whole of n for one scale, else the first usual block size.
+std::uint64_t block_of(std::uint64_t n, std::uint64_t s) {
+  if (s == 1) return n == 0 ? 1 : n;
+  for (const std::uint64_t b : {1, 16, 32, 64, 128}) {
+    if ((n + b - 1) / b == s) return b;
+  }
+  return 0;
+}
+
+void add_extras(const SafetensorsFile& f, const std::string& module, QuantizedPair& p) {
+  for (const char* part : {".input_scale", ".input_global_scale", ".weight_zero_point"}) {
+    if (f.find(module + part) != nullptr) p.extras.push_back(module + part);
+  }
+}
+
+[[noreturn]] void misfit(const SafetensorsFile& f, const SafetensorsTensor& w, const SafetensorsTensor& s,
+                         std::string_view expected) {
+  throw IoError(IoErrc::size_mismatch, f.path(), w.name,
+                cat(dtype_name(w.dtype), " ", shape_text(w.shape), " with ", s.name, " ", dtype_name(s.dtype), " ",
+                    shape_text(s.shape), " fits no form: ", expected));
+}
+
+// gpt-oss: X_blocks U8 [..., R, G, 16] + X_scales U8 [..., R, G].
+std::optional<QuantizedPair> match_blocks(const SafetensorsFile& f, const SafetensorsTensor& w) {
+  const std::string base = w.name.substr(0, w.name.size() - 7);
+  const SafetensorsTensor* s = f.find(base + "_scales");
+  if (s == nullptr) return std::nullopt;
+  const bool fits = w.dtype == DType::U8 && w.shape.size() >= 3 && w.shape.back() == 16 && is_e8m0(s->dtype) &&
+                    std::vector<std::uint64_t>(w.shape.begin(), w.shape.end() - 1) == s->shape;
+  if (!fits) misfit(f, w, *s, "X_blocks U8 [..., R, C/32, 16] with X_scales U8 [..., R, C/32] (gpt-oss MXFP4)");
+  QuantizedPair p;
+  p.form = PairForm::blocks;
+  p.weight = w.name;
+  p.scale = s->name;
+  p.output = base;
+  // transformers loads X transposed: gate_up_proj_blocks [E, 2I, H/32, 16] is the parameter gate_up_proj [E, H, 2I].
+  const std::uint64_t rows = w.shape[w.shape.size() - 3], cols = w.shape[w.shape.size() - 2] * 32;
+  p.output_shape.assign(w.shape.begin(), w.shape.end() - 3);
+  p.output_shape.push_back(cols);
+  p.output_shape.push_back(rows);
+  p.shape = {static_cast<std::int64_t>(elements(p.output_shape) / std::max<std::uint64_t>(cols, 1)),
+             static_cast<std::int64_t>(cols)};
+  p.block_rows = 1;
+  p.block_cols = 32;
+  p.scheme_name = "e2m1-1x32-ue8m0";
+  return p;
+}
+
+// compressed-tensors: P.weight_packed U8 [R, C/2] + P.weight_scale (+ P.weight_global_scale).
+std::optional<QuantizedPair> match_packed(const SafetensorsFile& f, const SafetensorsTensor& w) {
+  const std::string base = w.name.substr(0, w.name.size() - 7);  // P.weight
+  const SafetensorsTensor* s = f.find(base + "_scale");
+  if (s == nullptr) return std::nullopt;
+  const SafetensorsTensor* g = f.find(base + "_global_scale");
+  const std::uint64_t rows = w.shape.size() == 2 ? w.shape[0] : 0, cols = w.shape.size() == 2 ? 2 * w.shape[1] : 0;
+  const std::uint64_t block = g ? 16 : 32;
+  const bool fits = w.dtype == DType::U8 && w.shape.size() == 2 && s->shape.size() == 2 && s->shape[0] == rows &&
+                    s->shape[1] == (cols + block - 1) / block &&
+                    (g ? s->dtype == DType::F8_E4M3 && g->dtype == DType::F32 && elements(g->shape) == 1
+                       : is_e8m0(s->dtype));
+  if (!fits) {
+    misfit(f, w, *s, g ? "weight_packed U8 [R, C/2], weight_scale F8_E4M3 [R, C/16], weight_global_scale F32 [1] "
+                         "(compressed-tensors nvfp4-pack-quantized)"
+                       : "weight_packed U8 [R, C/2] with weight_scale U8 [R, C/32] (compressed-tensors "
+                         "mxfp4-pack-quantized)");
+  }
+  QuantizedPair p;
+  p.form = g ? PairForm::packed_global : PairForm::packed;
+  p.weight = w.name;
+  p.scale = s->name;
+  if (g) p.tensor_scale = g->name;
+  p.output = base;
+  p.output_shape = {rows, cols};
+  p.shape = {static_cast<std::int64_t>(rows), static_cast<std::int64_t>(cols)};
+  p.block_rows = 1;
+  p.block_cols = static_cast<int>(block);
+  p.scheme_name = g ? "e2m1-1x16-e4m3-global" : "e2m1-1x32-ue8m0";
+  add_extras(f, base.substr(0, base.size() - 7), p);
+  return p;
+}
+
+// ModelOpt's MXFP4: W U8 [R, C/2] + W_scale E8M0 [R, C/32], named as a plain weight.
+std::optional<QuantizedPair> match_packed_weight(const SafetensorsFile& f, const SafetensorsTensor& w,
+                                                 const SafetensorsTensor& s) {
+  const std::uint64_t rows = w.shape.size() == 2 ? w.shape[0] : 0, cols = w.shape.size() == 2 ? 2 * w.shape[1] : 0;
+  if (w.shape.size() != 2 || !is_e8m0(s.dtype) || s.shape != std::vector<std::uint64_t>{rows, (cols + 31) / 32}) {
+    misfit(f, w, s, "W U8 [R, C/2] with W_scale U8 [R, C/32] (MXFP4 packed two per byte)");
+  }
+  QuantizedPair p;
+  p.form = PairForm::packed;
+  p.weight = w.name;
+  p.scale = s.name;
+  p.output = w.name;
+  p.output_shape = {rows, cols};
+  p.shape = {static_cast<std::int64_t>(rows), static_cast<std::int64_t>(cols)};
+  p.block_rows = 1;
+  p.block_cols = 32;
+  p.scheme_name = "e2m1-1x32-ue8m0";
+  add_extras(f, w.name.ends_with(".weight") ? w.name.substr(0, w.name.size() - 7) : w.name, p);
+  return p;
+}
+
+// A scale grid as two dimensions: [Sr, Sc], one value ([], [1], [1, 1]) as [1, 1], and ModelOpt's per-block
+// [Sr, 1, Sc, 1] as [Sr, Sc]; nullopt for any other shape.
+std::optional<std::array<std::uint64_t, 2>> scale_grid(const std::vector<std::uint64_t>& s) {
+  if (elements(s) == 1 && s.size() <= 2) return std::array<std::uint64_t, 2>{1, 1};
+  if (s.size() == 2) return std::array<std::uint64_t, 2>{s[0], s[1]};
+  if (s.size() == 4 && s[1] == 1 && s[3] == 1) return std::array<std::uint64_t, 2>{s[0], s[2]};
+  return std::nullopt;
+}
+
+// W (F8) + W_scale, one scale per block of a grid read off the shapes.
+std::optional<QuantizedPair> match_scaled(const SafetensorsFile& f, const SafetensorsTensor& w) {
+  const SafetensorsTensor* s = f.find(w.name + "_scale");
+  if (s == nullptr || f.find(w.name + "_scale_2") != nullptr) return std::nullopt;
+  if (w.dtype == DType::U8) return match_packed_weight(f, w, *s);
+  if (w.dtype != DType::F8_E4M3 && w.dtype != DType::F8_E5M2) return std::nullopt;
+  const std::string expected = "an F8 weight [R, C] with W_scale F32/BF16/F16/E8M0 of one value, [R, 1], "
+                               "[ceil(R/128), ceil(C/128)] or [R, C/32]";
+  if (w.shape.size() != 2 || !scale_dtype(s->dtype)) misfit(f, w, *s, expected);
+  const std::uint64_t rows = w.shape[0], cols = w.shape[1];
+  const auto grid = scale_grid(s->shape);
+  if (!grid) misfit(f, w, *s, expected);
+  const std::uint64_t sr = (*grid)[0], sc = (*grid)[1];
+  const std::uint64_t br = block_of(rows, sr), bc = block_of(cols, sc);
+  if (br == 0 || bc == 0) misfit(f, w, *s, expected);
+  QuantizedPair p;
+  p.form = PairForm::scaled;
+  p.weight = w.name;
+  p.scale = s->name;
+  p.output = w.name;
+  p.output_shape = w.shape;
+  p.shape = {static_cast<std::int64_t>(rows), static_cast<std::int64_t>(cols)};
+  p.block_rows = static_cast<int>(br);
+  p.block_cols = static_cast<int>(bc);
+  const std::string element = w.dtype == DType::F8_E4M3 ? "e4m3" : "e5m2";
+  const std::string block = sr == 1 && sc == 1 ? "tensor" : sc == 1 && br == 1 ? "channel" : cat(br, "x", bc);
+  p.scheme_name = cat(element, "-", block, "-", scale_label(s->dtype));
+  const std::string module = w.name.size() > 7 && w.name.ends_with(".weight") ? w.name.substr(0, w.name.size() - 7)
+                                                                             : w.name;
+  add_extras(f, module, p);
+  return p;
+}
+
+// [..., R, C] (values) into [..., C, R] (the shape given).
+std::vector<float> transpose_last_two(const std::vector<float>& x, const std::vector<std::uint64_t>& out_shape) {
+  const std::uint64_t cols = out_shape[out_shape.size() - 2], rows = out_shape.back(), plane = rows * cols;
+  std::vector<float> y(x.size());
+  for (std::uint64_t base = 0; base < x.size(); base += plane) {
+    for (std::uint64_t r = 0; r < rows; ++r) {
+      for (std::uint64_t c = 0; c < cols; ++c) y[base + c * rows + r] = x[base + r * cols + c];
+    }
+  }
+  return y;
+}
+
+}  // namespace
+
+std::optional<QuantizedPair> match_dialect_pair(const SafetensorsFile& file, const SafetensorsTensor& w) {
+  if (w.name.ends_with("_blocks")) return match_blocks(file, w);
+  if (w.name.ends_with(".weight_packed")) return match_packed(file, w);
+  return match_scaled(file, w);
+}
+
+std::vector<float> pair_scale_values(const SafetensorsFile& file, const QuantizedPair& p) {
+  const SafetensorsTensor* s = file.find(p.scale);
+  if (s == nullptr) throw IoError(IoErrc::invalid_tensor_entry, file.path(), p.weight, "pair is gone");
+  std::vector<float> out(elements(s->shape));
+  for (std::size_t i = 0; i < out.size(); ++i) out[i] = scale_at(s->dtype, file.bytes(*s).data(), i);
+  return out;
+}
+
+float pair_second_scale(const SafetensorsFile& file, const QuantizedPair& p) {
+  if (p.tensor_scale.empty()) return 1;
+  const SafetensorsTensor* g = file.find(p.tensor_scale);
+  return scale_at(g->dtype, file.bytes(*g).data(), 0);
+}
+
+std::vector<float> dequantize_dialect_pair(const SafetensorsFile& file, const QuantizedPair& p) {
+  const SafetensorsTensor* w = file.find(p.weight);
+  const SafetensorsTensor* s = file.find(p.scale);
+  if (w == nullptr || s == nullptr) throw IoError(IoErrc::invalid_tensor_entry, file.path(), p.weight, "pair is gone");
+  const std::byte* codes = file.bytes(*w).data();
+  const std::byte* scales = file.bytes(*s).data();
+  const auto rows = static_cast<std::uint64_t>(p.shape[0]), cols = static_cast<std::uint64_t>(p.shape[1]);
+  const auto br = static_cast<std::uint64_t>(p.block_rows), bc = static_cast<std::uint64_t>(p.block_cols);
+  const std::uint64_t scale_cols = (cols + bc - 1) / bc;
+  const bool fp4 = p.form != PairForm::scaled;
+  const Format& element = fp4 ? e2m1 : w->dtype == DType::F8_E4M3 ? e4m3 : e5m2;
+  std::array<float, 256> value{};
+  for (std::uint32_t c = 0; c < (fp4 ? 16u : 256u); ++c) value[c] = static_cast<float>(decode(element, c));
+  const float global = pair_second_scale(file, p);
+  std::vector<float> out(rows * cols);
+  for (std::uint64_t r = 0; r < rows; ++r) {
+    for (std::uint64_t c = 0; c < cols; ++c) {
+      const std::uint64_t i = r * cols + c;
+      // FP4: element 2k in the low nibble of byte k (compressed-tensors and gpt-oss alike).
+      const auto byte = static_cast<std::uint32_t>(codes[fp4 ? i / 2 : i]);
+      const float v = value[fp4 ? (i % 2 == 0 ? byte & 15 : byte >> 4) : byte];
+      float scale = scale_at(s->dtype, scales, (r / br) * scale_cols + c / bc);
+      if (p.form == PairForm::packed_global) scale = scale / global;
+      out[i] = v * scale;
+    }
+  }
+  if (p.form == PairForm::blocks) return transpose_last_two(out, p.output_shape);
+  return out;
+}
+
+}  // namespace mf::io::detail

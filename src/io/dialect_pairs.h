@@ -1,0 +1,23 @@
+// Internal: the pair forms of the checkpoint dialects beyond DeepSeek's and ModelOpt's NVFP4 (checkpoint_tensors.h
+// lists them), found by name and dequantized by one scalar loop.
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "minifloat/checkpoint_tensors.h"
+
+namespace mf::io::detail {
+
+// The scaled, packed, packed_global or blocks pair whose codes are `w`, or nullopt when `w` is not such a part.
+// Throws IoError naming `w` when the names match but the dtypes or shapes fit no form.
+std::optional<QuantizedPair> match_dialect_pair(const SafetensorsFile& file, const SafetensorsTensor& w);
+
+// The pair's scales as f32, in the scale tensor's order; and its second-level scale (1 when it has none).
+std::vector<float> pair_scale_values(const SafetensorsFile& file, const QuantizedPair& pair);
+float pair_second_scale(const SafetensorsFile& file, const QuantizedPair& pair);
+
+// The values of a pair of any form but deepseek and nvfp4.
+std::vector<float> dequantize_dialect_pair(const SafetensorsFile& file, const QuantizedPair& pair);
+
+}  // namespace mf::io::detail

@@ -1,0 +1,148 @@
+// The dialects' pair forms on hand-worked tensors: which names pair up, the scheme read off the shapes, and values
+// worked out by hand from the formats (e2m1 code 0x7 = 6, 0x9 = -0.5; e4m3 0x38 = 1; E8M0 e = 2^(e-127)).
+// python/tests/test_dialects.py checks the same against the libraries themselves.
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cmath>
+#include <vector>
+
+#include "io_test_util.h"
+#include "minifloat/checkpoint_tensors.h"
+#include "minifloat/safetensors.h"
+
+namespace mf::io {
+namespace {
+
+using namespace mf::io::testing;
+using Shape = std::vector<std::uint64_t>;
+
+std::vector<std::byte> bytes(std::initializer_list<int> v) {
+  std::vector<std::byte> out;
+  for (const int b : v) out.push_back(static_cast<std::byte>(b));
+  return out;
+}
+std::vector<std::byte> f32(float x) {
+  std::vector<std::byte> out(4);
+  std::memcpy(out.data(), &x, 4);
+  return out;
+}
+std::vector<std::byte> bf16(std::initializer_list<float> v) {
+  std::vector<std::byte> out;
+  for (const float x : v) {
+    const auto h = static_cast<std::uint16_t>(std::bit_cast<std::uint32_t>(x) >> 16);  // exact for these values
+    out.push_back(static_cast<std::byte>(h & 0xff));
+    out.push_back(static_cast<std::byte>(h >> 8));
+  }
+  return out;
+}
+
+struct Owned {
+  std::string name;
+  DType dtype;
+  Shape shape;
+  std::vector<std::byte> data;
+};
+
+SafetensorsFile file_of(const std::vector<Owned>& tensors) {
+  TempDir dir;
+  std::vector<TensorView> views;
+  for (const Owned& t : tensors) views.push_back({t.name, t.dtype, t.shape, t.data});
+  write_safetensors(dir / "m.safetensors", views);
+  return read_safetensors(dir / "m.safetensors");  // the mapping outlives the directory's removal
+}
+
+TEST(DialectPairs, CompressedTensorsNvfp4DividesByTheGlobalScale) {
+  // 1 x 32: codes 0x7 (6) and 0x9 (-0.5) alternate; block 0 scale e4m3 0x40 (2), block 1 0x38 (1); global 4.
+  std::vector<std::byte> packed(16, std::byte{0x97});
+  const SafetensorsFile f = file_of({{"m.weight_packed", DType::U8, {1, 16}, packed},
+                                     {"m.weight_scale", DType::F8_E4M3, {1, 2}, bytes({0x40, 0x38})},
+                                     {"m.weight_global_scale", DType::F32, {1}, f32(4)},
+                                     {"m.input_global_scale", DType::F32, {1}, f32(2)}});
+  const std::vector<QuantizedPair> pairs = find_pairs(f);
+  ASSERT_EQ(pairs.size(), 1u);
+  const QuantizedPair& p = pairs[0];
+  EXPECT_EQ(p.form, PairForm::packed_global);
+  EXPECT_EQ(p.output, "m.weight");
+  EXPECT_EQ(p.output_shape, (Shape{1, 32}));
+  EXPECT_EQ(p.scheme_name, "e2m1-1x16-e4m3-global");
+  EXPECT_EQ(p.extras, std::vector<std::string>{"m.input_global_scale"});
+  const std::vector<float> v = dequantize_pair(f, p);
+  ASSERT_EQ(v.size(), 32u);
+  EXPECT_EQ(v[0], 6 * (2.0f / 4));   // even element: low nibble
+  EXPECT_EQ(v[1], -0.5f * 0.5f);
+  EXPECT_EQ(v[16], 6 * (1.0f / 4));  // second block
+  EXPECT_EQ(v[17], -0.125f);
+}
+
+TEST(DialectPairs, CompressedTensorsMxfp4) {
+  std::vector<std::byte> packed(16, std::byte{0x97});
+  const SafetensorsFile f = file_of({{"m.weight_packed", DType::U8, {1, 16}, packed},
+                                     {"m.weight_scale", DType::U8, {1, 1}, bytes({125})}});  // 2^-2
+  const std::vector<QuantizedPair> pairs = find_pairs(f);
+  ASSERT_EQ(pairs.size(), 1u);
+  EXPECT_EQ(pairs[0].form, PairForm::packed);
+  const std::vector<float> v = dequantize_pair(f, pairs[0]);
+  EXPECT_EQ(v[0], 1.5f);
+  EXPECT_EQ(v[31], -0.125f);
+}
+
+TEST(DialectPairs, Fp8PerChannelBf16Scales) {
+  // 2 x 2 e4m3 0x38 (1) and 0xb8 (-1); row scales bf16 0.5 and 3.
+  const SafetensorsFile f = file_of({{"m.weight", DType::F8_E4M3, {2, 2}, bytes({0x38, 0xb8, 0x38, 0x38})},
+                                     {"m.weight_scale", DType::BF16, {2, 1}, bf16({0.5f, 3.0f})},
+                                     {"m.input_scale", DType::BF16, {1}, bf16({1.0f})}});
+  const std::vector<QuantizedPair> pairs = find_pairs(f);
+  ASSERT_EQ(pairs.size(), 1u);
+  EXPECT_EQ(pairs[0].form, PairForm::scaled);
+  EXPECT_EQ(pairs[0].scheme_name, "e4m3-channel-bf16");
+  EXPECT_EQ(pairs[0].extras, std::vector<std::string>{"m.input_scale"});
+  EXPECT_EQ(dequantize_pair(f, pairs[0]), (std::vector<float>{0.5f, -0.5f, 3.0f, 3.0f}));
+}
+
+TEST(DialectPairs, ModelOptBlockScalesWithFourDimensions) {
+  // 130 x 2 weight, scales [2, 1, 1, 1]: rows 0-127 take 2, rows 128-129 take 0.25.
+  std::vector<std::byte> codes(260, std::byte{0x38});
+  std::vector<std::byte> scales = f32(2);
+  const std::vector<std::byte> quarter = f32(0.25f);
+  scales.insert(scales.end(), quarter.begin(), quarter.end());
+  const SafetensorsFile f = file_of({{"m.weight", DType::F8_E4M3, {130, 2}, codes},
+                                     {"m.weight_scale", DType::F32, {2, 1, 1, 1}, scales}});
+  const std::vector<QuantizedPair> pairs = find_pairs(f);
+  ASSERT_EQ(pairs.size(), 1u);
+  EXPECT_EQ(pairs[0].scheme_name, "e4m3-128x2-f32");
+  const std::vector<float> v = dequantize_pair(f, pairs[0]);
+  EXPECT_EQ(v[2 * 127 + 1], 2.0f);
+  EXPECT_EQ(v[2 * 128], 0.25f);
+}
+
+TEST(DialectPairs, GptOssBlocksAreTransposedAsTransformersLoadsThem) {
+  // 1 expert, 2 rows of 32: row 0 all 0x7 (6) with e = 127 (1); row 1 all 0x9 (-0.5) with e = 128 (2).
+  std::vector<std::byte> blocks(16, std::byte{0x77});
+  blocks.resize(32, std::byte{0x99});
+  const SafetensorsFile f = file_of({{"e.gate_up_proj_blocks", DType::U8, {1, 2, 1, 16}, blocks},
+                                     {"e.gate_up_proj_scales", DType::U8, {1, 2, 1}, bytes({127, 128})}});
+  const std::vector<QuantizedPair> pairs = find_pairs(f);
+  ASSERT_EQ(pairs.size(), 1u);
+  const QuantizedPair& p = pairs[0];
+  EXPECT_EQ(p.form, PairForm::blocks);
+  EXPECT_EQ(p.output, "e.gate_up_proj");
+  EXPECT_EQ(p.output_shape, (Shape{1, 32, 2}));
+  const std::vector<float> v = dequantize_pair(f, p);
+  ASSERT_EQ(v.size(), 64u);
+  for (int c = 0; c < 32; ++c) {
+    EXPECT_EQ(v[2 * c], 6.0f);      // [0, c, 0]: row 0
+    EXPECT_EQ(v[2 * c + 1], -1.0f);  // [0, c, 1]: row 1
+  }
+}
+
+TEST(DialectPairs, ShapesThatFitNoFormNameBothTensors) {
+  const SafetensorsFile f = file_of({{"m.weight_packed", DType::U8, {1, 16}, std::vector<std::byte>(16)},
+                                     {"m.weight_scale", DType::U8, {1, 2}, bytes({127, 127})}});
+  expect_io_error([&] { find_pairs(f); }, IoErrc::size_mismatch,
+                  "tensor 'm.weight_packed': U8 [1, 16] with m.weight_scale U8 [1, 2] fits no form: weight_packed U8 "
+                  "[R, C/2] with weight_scale U8 [R, C/32]");
+}
+
+}  // namespace
+}  // namespace mf::io

@@ -1,0 +1,150 @@
+// config.json of every dialect: detected from quant_method, checked with errors that name the key, and what inspect
+// prints taken from it (scheme, modules left unquantized). The configs are the ones the libraries write (pasted from
+// compressed-tensors 0.20, ModelOpt 0.47, transformers 5.23 and gpt-oss checkpoints).
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "minifloat/hf_config.h"
+
+namespace mf::io {
+namespace {
+
+constexpr const char* kTransformersFp8 =
+    R"({"dtype": null, "quantization_config": {"quant_method": "fp8", "modules_to_not_convert": ["lm_head"],
+        "modules_to_convert": null, "activation_scheme": "dynamic", "weight_block_size": [128, 128],
+        "dequantize": false, "scale_fmt": "ue8m0", "expert_dtype": "fp8"}})";
+constexpr const char* kCompressedTensors =
+    R"({"torch_dtype": "bfloat16", "quantization_config": {"config_groups": {"group_0": {"format":
+        "nvfp4-pack-quantized", "targets": ["Linear"], "weights": {"num_bits": 4, "type": "float", "strategy":
+        "tensor_group", "group_size": 16}}}, "format": "nvfp4-pack-quantized", "ignore": ["lm_head"],
+        "quant_method": "compressed-tensors", "quantization_status": "compressed", "version": "0.20.0"}})";
+constexpr const char* kModelOpt =
+    R"({"quantization_config": {"ignore": ["lm_head", "model.embed_tokens"], "quant_algo": "MXFP8",
+        "producer": {"name": "modelopt", "version": "0.47.0"}, "quant_method": "modelopt"}})";
+constexpr const char* kGptOss =
+    R"({"quantization_config": {"quant_method": "mxfp4", "modules_to_not_convert": ["model.layers.*.self_attn",
+        "lm_head"]}})";
+
+TEST(HfConfigDialect, TransformersFineGrainedFp8) {
+  const HfConfig c = parse_hf_config(kTransformersFp8);
+  EXPECT_EQ(c.rules, ConfigRules::transformers_fp8);
+  EXPECT_EQ(c.quant_method, "fp8");
+  EXPECT_EQ(c.scheme, "fp8 [128, 128] ue8m0 scales");
+  EXPECT_EQ(c.not_converted, std::vector<std::string>{"lm_head"});
+  EXPECT_EQ(c.dtype, "");  // null, as transformers 5 writes it
+  ASSERT_TRUE(c.quantization);
+  EXPECT_EQ(c.quantization->block_rows, 128);
+  EXPECT_TRUE(c.flags.fp8_attn && c.flags.fp8_mlp);
+}
+
+TEST(HfConfigDialect, TransformersFp8UnknownKeyIsNamed) {
+  std::string text = kTransformersFp8;
+  text.replace(text.find("\"dequantize\""), 12, "\"dequantise\"");
+  try {
+    parse_hf_config(text);
+    FAIL() << "accepted";
+  } catch (const HfConfigError& e) {
+    EXPECT_EQ(e.code, HfErrc::unknown_key);
+    EXPECT_NE(std::string(e.what()).find("Unknown HF quantization_config key 'dequantise' for transformers FP8"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(HfConfigDialect, TransformersFp8BadBlockIsNamed) {
+  std::string text = kTransformersFp8;
+  text.replace(text.find("[128, 128]"), 10, "[128]");
+  try {
+    parse_hf_config(text);
+    FAIL() << "accepted";
+  } catch (const HfConfigError& e) {
+    EXPECT_EQ(e.code, HfErrc::bad_type);
+    EXPECT_NE(std::string(e.what()).find("transformers FP8 quantization_config key 'weight_block_size' is [128], "
+                                         "not two positive integers, or null"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(HfConfigDialect, CompressedTensors) {
+  const HfConfig c = parse_hf_config(kCompressedTensors);
+  EXPECT_EQ(c.rules, ConfigRules::compressed_tensors);
+  EXPECT_EQ(c.scheme, "nvfp4-pack-quantized");
+  EXPECT_EQ(c.not_converted, std::vector<std::string>{"lm_head"});
+  EXPECT_EQ(c.dtype, "bfloat16");
+}
+
+TEST(HfConfigDialect, CompressedTensorsWithoutGroupsIsAnError) {
+  try {
+    parse_hf_config(R"({"quantization_config": {"quant_method": "compressed-tensors", "format": "float-quantized"}})");
+    FAIL() << "accepted";
+  } catch (const HfConfigError& e) {
+    EXPECT_EQ(e.code, HfErrc::missing_key);
+    EXPECT_EQ(std::string(e.what()), "Missing compressed-tensors quantization_config key 'config_groups'");
+  }
+}
+
+TEST(HfConfigDialect, CompressedTensorsWeightTypeIsChecked) {
+  std::string text = kCompressedTensors;
+  text.replace(text.find("\"type\": \"float\""), 15, "\"type\": \"fp\"");
+  try {
+    parse_hf_config(text);
+    FAIL() << "accepted";
+  } catch (const HfConfigError& e) {
+    EXPECT_EQ(e.code, HfErrc::unsupported_value);
+    EXPECT_NE(std::string(e.what()).find("config_groups.group_0.weights.type: 'fp'; expected ['float', 'int']"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(HfConfigDialect, ModelOptInConfigJson) {
+  const HfConfig c = parse_hf_config(kModelOpt);
+  EXPECT_EQ(c.rules, ConfigRules::modelopt);
+  EXPECT_EQ(c.scheme, "MXFP8");
+  EXPECT_EQ(c.not_converted, (std::vector<std::string>{"lm_head", "model.embed_tokens"}));
+}
+
+TEST(HfConfigDialect, ModelOptFromHfQuantConfigJson) {
+  const HfConfig c = parse_hf_config(R"({"torch_dtype": "bfloat16"})", ConfigRules::detect,
+                                     R"({"producer": {"name": "modelopt", "version": "0.47.0"}, "quantization":
+                                         {"quant_algo": "NVFP4", "kv_cache_quant_algo": null, "group_size": 16,
+                                          "exclude_modules": ["lm_head"]}})");
+  EXPECT_EQ(c.rules, ConfigRules::modelopt);
+  EXPECT_EQ(c.scheme, "NVFP4");
+  EXPECT_EQ(c.not_converted, std::vector<std::string>{"lm_head"});
+  EXPECT_THROW(parse_hf_config("{}", ConfigRules::detect, R"({"producer": {}})"), HfConfigError);
+}
+
+TEST(HfConfigDialect, GptOss) {
+  const HfConfig c = parse_hf_config(kGptOss);
+  EXPECT_EQ(c.rules, ConfigRules::gpt_oss);
+  EXPECT_EQ(c.scheme, "mxfp4");
+  EXPECT_EQ(c.not_converted.size(), 2u);
+}
+
+TEST(HfConfigDialect, UnknownQuantMethodIsListedNotRefused) {
+  const HfConfig c = parse_hf_config(R"({"quantization_config": {"quant_method": "awq", "bits": 4}})");
+  EXPECT_EQ(c.rules, ConfigRules::unknown);
+  EXPECT_EQ(c.quant_method, "awq");
+  EXPECT_FALSE(c.quantization);
+}
+
+TEST(HfConfigDialect, DeepSeekFormWithQwensModulesToNotConvert) {
+  const HfConfig c = parse_hf_config(
+      R"({"quantization_config": {"activation_scheme": "dynamic", "fmt": "e4m3", "quant_method": "fp8",
+          "weight_block_size": [128, 128], "modules_to_not_convert": ["lm_head", "mlp.gate"]}})");
+  EXPECT_EQ(c.rules, ConfigRules::deepseek);
+  EXPECT_EQ(c.not_converted, (std::vector<std::string>{"lm_head", "mlp.gate"}));
+}
+
+TEST(HfConfigDialect, RuleNames) {
+  for (const char* name : {"deepseek", "deepinfer", "transformers-fp8", "compressed-tensors", "modelopt", "gpt-oss"}) {
+    EXPECT_EQ(to_string(config_rules_named(name)), name);
+  }
+  EXPECT_THROW(config_rules_named("unknown"), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace mf::io
