@@ -3,6 +3,7 @@
 
 #include <array>
 #include <cstring>
+#include <map>
 
 #include "dialect_pairs.h"
 #include "file.h"
@@ -57,7 +58,11 @@ std::string scheme_text(const Format& element, int br, int bc, const Format& sca
   return cat(element.name, "-", br, "x", bc, "-", scale.name, "-", rule);
 }
 
-std::optional<QuantizedPair> match(const SafetensorsFile& file, const SafetensorsTensor& w) {
+// The pair whose codes are `w`, labelled with the first block shape whose grid fits; every block shape that fits
+// goes into `fits` (where there are several, they map every element to the same scale: only the label differs).
+std::optional<QuantizedPair> match(const SafetensorsFile& file, const SafetensorsTensor& w,
+                                   std::vector<std::array<int, 2>>& fits) {
+  fits.clear();
   const Format* element = element_of(w.dtype);
   if (w.name.ends_with("_blocks") || w.name.ends_with(".weight_packed")) return detail::match_dialect_pair(file, w);
   if (element == nullptr) return std::nullopt;
@@ -89,6 +94,10 @@ std::optional<QuantizedPair> match(const SafetensorsFile& file, const Safetensor
         ceil_div((*shape)[1], bc) != static_cast<std::int64_t>(scale->shape[1])) {
       continue;
     }
+    fits.push_back({br, bc});
+  }
+  if (!fits.empty()) {
+    const auto [br, bc] = fits.front();
     QuantizedPair p;
     p.form = form;
     p.weight = w.name;
@@ -117,11 +126,44 @@ std::vector<std::uint8_t> copy_bytes(std::span<const std::byte> b) {
 
 }  // namespace
 
+// A pair that fits several block shapes (a row of 32 or fewer columns fits 1x128 and 1x32 alike) takes the shape
+// that the file's unambiguous pairs of the same scheme family use most: an MXFP8 checkpoint's short rows read as
+// 1x32, not as DeepSeek's 1x128.
+void relabel_ambiguous(std::vector<QuantizedPair>& pairs, const std::vector<std::vector<std::array<int, 2>>>& fits) {
+  std::map<std::string, std::map<std::array<int, 2>, int>> used;  // element and scale -> block -> pairs
+  const auto family = [](const QuantizedPair& p) { return cat(p.scheme.element.name(), "/", p.scheme.scale_format->name); };
+  for (std::size_t i = 0; i < pairs.size(); ++i) {
+    if (fits[i].size() == 1) ++used[family(pairs[i])][fits[i][0]];
+  }
+  for (std::size_t i = 0; i < pairs.size(); ++i) {
+    if (fits[i].size() < 2) continue;
+    QuantizedPair& p = pairs[i];
+    std::array<int, 2> best = fits[i][0];
+    int most = 0;
+    for (const std::array<int, 2>& b : fits[i]) {
+      const int n = used[family(p)][b];
+      if (n > most) best = b, most = n;
+    }
+    p.block_rows = best[0];
+    p.block_cols = best[1];
+    const Profile profile = p.scheme.profile;
+    p.scheme = scheme_named(scheme_text(*p.scheme.element.format, best[0], best[1], *p.scheme.scale_format));
+    p.scheme.profile = profile;
+    p.scheme_name = p.scheme.name;
+  }
+}
+
 std::vector<QuantizedPair> find_pairs(const SafetensorsFile& file) {
   std::vector<QuantizedPair> out;
+  std::vector<std::vector<std::array<int, 2>>> fits;
+  std::vector<std::array<int, 2>> f;
   for (const SafetensorsTensor& t : file.tensors()) {
-    if (std::optional<QuantizedPair> p = match(file, t)) out.push_back(std::move(*p));
+    if (std::optional<QuantizedPair> p = match(file, t, f)) {
+      out.push_back(std::move(*p));
+      fits.push_back(f);
+    }
   }
+  relabel_ambiguous(out, fits);
   return out;
 }
 

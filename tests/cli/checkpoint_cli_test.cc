@@ -371,3 +371,17 @@ TEST(MemoryCli, DeepSeekV3Is671B) {
 }
 
 }  // namespace
+
+namespace {
+
+// MXFP8 rows of 32 columns or fewer also fit DeepSeek's 1x128 grid; inspect labels them as the file's other pairs.
+TEST_F(CheckpointCli, InspectLabelsShortMxfp8RowsAsMxfp8) {
+  const auto c = run({"convert", (dir_ / "src").string(), (dir_ / "mx").string(), "--recipe", "mxfp8"});
+  ASSERT_EQ(c.exit_code, 0) << c.err;
+  const auto i = run({"inspect", (dir_ / "mx").string()});
+  ASSERT_EQ(i.exit_code, 0) << i.err;
+  EXPECT_NE(i.out.find("schemes (from tensor pairs): e4m3-1x32-ue8m0-rceil x 50\n"), std::string::npos) << i.out;
+  EXPECT_EQ(i.out.find("1x128"), std::string::npos) << i.out;
+}
+
+}  // namespace
