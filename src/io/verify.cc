@@ -9,6 +9,7 @@
 #include "minifloat/checkpoint_ops.h"
 #include "minifloat/checkpoint_tensors.h"
 #include "minifloat/codec.h"
+#include "minifloat/recipe.h"
 #include "parallel.h"
 
 namespace mf::io {
@@ -108,6 +109,35 @@ bool fp4_qat_block(std::span<const std::uint8_t> codes) {
   return false;
 }
 
+// A config's list of modules left unquantized (ignore, modules_to_not_convert, exclude_modules) names `module` as a
+// glob (gpt-oss, ModelOpt), a prefix of dotted components, or a dotted part of it (transformers matches by
+// substring). compressed-tensors' "re:" patterns are regular expressions: not matched here.
+bool not_converted(const std::vector<std::string>& list, const std::string& module) {
+  for (const std::string& entry : list) {
+    if (entry.starts_with("re:")) continue;
+    if (glob_match(entry, module) || glob_match(entry + ".*", module)) return true;
+    const std::string dotted = "." + module + ".";
+    if (dotted.find("." + entry + ".") != std::string::npos) return true;
+  }
+  return false;
+}
+
+// The config against the tensors: no pair in a module the config leaves unquantized, and a quantized config holds
+// at least one pair.
+void check_config_against_pairs(const HfConfig& config, const std::string& weight, const std::string& module) {
+  if (not_converted(config.not_converted, module)) {
+    throw VerifyError(weight, cat("config.json (", to_string(config.rules), " rules) leaves module '", module,
+                                  "' unquantized, but its weight '", weight, "' is quantized"));
+  }
+}
+
+std::string module_of(const QuantizedPair& p) {
+  const std::string& n = p.output;
+  if (n.ends_with(".weight")) return n.substr(0, n.size() - 7);
+  const std::size_t dot = n.rfind('.');
+  return dot == std::string::npos ? n : n.substr(0, dot);
+}
+
 VerifyReport verify_checkpoint(const std::filesystem::path& path, const VerifyOptions& options) {
   VerifyReport r;
   const Checkpoint c = open_checkpoint(path);
@@ -134,6 +164,9 @@ VerifyReport verify_checkpoint(const std::filesystem::path& path, const VerifyOp
           current->qat.push_back(&t);
         }
       }
+      if (r.config) {
+        for (const QuantizedPair& p : current->pairs) check_config_against_pairs(*r.config, p.weight, module_of(p));
+      }
       r.pairs += current->pairs.size();  // counted as handed out: any failure throws the report away
       r.qat_tensors += current->qat.size();
       job = 0;
@@ -157,6 +190,10 @@ VerifyReport verify_checkpoint(const std::filesystem::path& path, const VerifyOp
       }
     };
   });
+  if (r.config && r.pairs == 0 && !r.config->quant_method.empty() && r.config->rules != ConfigRules::unknown) {
+    throw VerifyError("", cat("config.json announces ", to_string(r.config->rules), " quantization (",
+                              r.config->scheme, "), but no tensor is quantized"));
+  }
   return r;
 }
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "io_test_util.h"
+#include "minifloat/checkpoint_ops.h"
 #include "minifloat/checkpoint_tensors.h"
 #include "minifloat/safetensors.h"
 
@@ -142,6 +143,46 @@ TEST(DialectPairs, ShapesThatFitNoFormNameBothTensors) {
   expect_io_error([&] { find_pairs(f); }, IoErrc::size_mismatch,
                   "tensor 'm.weight_packed': U8 [1, 16] with m.weight_scale U8 [1, 2] fits no form: weight_packed U8 "
                   "[R, C/2] with weight_scale U8 [R, C/32]");
+}
+
+// verify holds config.json against the tensors: a quantized module the config leaves unquantized, and a config that
+// announces quantization over a checkpoint with none, are each an error naming what disagrees.
+TEST(DialectVerify, ConfigAgainstTensors) {
+  TempDir dir;
+  const std::vector<std::byte> codes(4, std::byte{0x38}), one = f32(1);
+  const std::uint64_t shape[] = {2, 2}, scalar[] = {1};
+  const std::vector<TensorView> quantized{{"model.lm_head.weight", DType::F8_E4M3, shape, codes},
+                                          {"model.lm_head.weight_scale", DType::F32, scalar, one}};
+  write_safetensors(dir / "model.safetensors", quantized);
+  const std::string ct = R"({"quantization_config": {"quant_method": "compressed-tensors", "config_groups":
+      {"g": {"targets": ["Linear"], "weights": {"num_bits": 8, "type": "float"}}}, "format": "float-quantized",
+      "ignore": [)";
+  write_file(dir / "config.json", ct + R"("lm_head"]}})");
+  try {
+    verify_checkpoint(dir.path());
+    FAIL() << "accepted";
+  } catch (const VerifyError& e) {
+    EXPECT_EQ(e.tensor, "model.lm_head.weight");
+    EXPECT_NE(std::string(e.what()).find("config.json (compressed-tensors rules) leaves module 'model.lm_head' "
+                                         "unquantized, but its weight 'model.lm_head.weight' is quantized"),
+              std::string::npos)
+        << e.what();
+  }
+  write_file(dir / "config.json", ct + R"("embed_tokens"]}})");
+  EXPECT_EQ(verify_checkpoint(dir.path()).pairs, 1u);
+
+  const std::vector<std::byte> plain(8, std::byte{0});
+  const std::vector<TensorView> bf16_only{{"model.lm_head.weight", DType::BF16, shape, plain}};
+  write_safetensors(dir / "model.safetensors", bf16_only);
+  try {
+    verify_checkpoint(dir.path());
+    FAIL() << "accepted";
+  } catch (const VerifyError& e) {
+    EXPECT_NE(std::string(e.what()).find("config.json announces compressed-tensors quantization (float-quantized), "
+                                         "but no tensor is quantized"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace
