@@ -122,6 +122,21 @@ enum class IoErrc : std::uint8_t {
   no_checkpoint,           // a directory with no .safetensors file, or several and no index
   not_dequantizable,       // a tensor that looks quantized (dtype or name) that nothing can dequantize
   unmatched_pattern,       // a tensor-name pattern given by the user that matches no tensor
+  // .gguf
+  gguf_bad_magic,          // not "GGUF"
+  gguf_bad_version,        // not version 2 or 3
+  gguf_bad_count,          // tensor_count or kv_count larger than the file could hold
+  gguf_string_too_long,    // a string length over kGgufMaxString
+  gguf_bad_value_type,     // a metadata value (or array element) type that is not one of the 13
+  gguf_nesting_too_deep,   // arrays of arrays nested deeper than kGgufMaxNesting
+  gguf_empty_key,          // a metadata key of length 0
+  gguf_duplicate_key,      // a metadata key given twice
+  gguf_bad_alignment,      // general.alignment is not a u32, or not a power of two
+  gguf_duplicate_tensor,   // a tensor name given twice
+  gguf_bad_dims,           // n_dims over 4, or a dim of 2^63 or more (negative to ggml)
+  gguf_unknown_type,       // a tensor type id ggml does not define (so its size cannot be known)
+  gguf_bad_row,            // dims[0] is not a multiple of the type's block size
+  gguf_misaligned,         // a tensor offset that is not a multiple of the alignment
 };
 
 // The io layer's one exception. what() reads "<file>: <detail>" or "<file>: tensor '<name>': <detail>".
