@@ -19,6 +19,12 @@ void register_verify(CLI::App& app);
 void register_memory(CLI::App& app);
 void register_example_checkpoint(CLI::App& app);
 
+// GGUF files (cli/gguf.cc): by extension; what inspect, verify and dequantize print for one.
+bool is_gguf(const std::string& path);
+std::string inspect_gguf(const std::string& path, bool json);
+std::string verify_gguf(const std::string& path);
+std::string dequantize_gguf(const std::string& in, const std::string& out, bool bf16);
+
 // The names --config-rules takes: "auto" and every dialect's rules (io::config_rules_named reads them).
 inline std::vector<std::string> config_rule_names() {
   return {"auto", "deepseek", "deepinfer", "transformers-fp8", "compressed-tensors", "modelopt", "gpt-oss"};

@@ -100,7 +100,7 @@ std::string as_text(const io::InspectReport& r) {
 void register_inspect(CLI::App& app) {
   auto a = std::make_shared<InspectArgs>();
   auto* s = app.add_subcommand("inspect", "List a checkpoint's tensors, schemes and bytes; check its config.json");
-  s->add_option("PATH", a->path, "a .safetensors file, model.safetensors.index.json, or a directory")->required();
+  s->add_option("PATH", a->path, "a .safetensors file, model.safetensors.index.json, a directory, or a .gguf file")->required();
   s->add_flag("--stats", a->stats, "per-tensor min, max, mean, rms (quantized pairs dequantized)");
   s->add_flag("--json", a->json, "machine-readable output");
   s->add_option("--threads", a->threads, "worker threads for --stats (default: all cores)");
@@ -110,6 +110,7 @@ void register_inspect(CLI::App& app) {
       ->check(CLI::IsMember(config_rule_names()))
       ->capture_default_str();
   s->callback([a] {
+    if (is_gguf(a->path)) return write_stdout(inspect_gguf(a->path, a->json));
     const io::InspectReport r = io::inspect_checkpoint(a->path, a->stats, io::config_rules_named(a->rules), a->threads);
     write_stdout(a->json ? as_json(r) : as_text(r));
   });

@@ -84,6 +84,7 @@ void run_dequantize_checkpoint(const DequantizeArgs& a) {
 }
 
 void run_dequantize(const DequantizeArgs& a) {
+  if (is_gguf(a.in)) return write_stdout(dequantize_gguf(a.in, a.out, a.dtype == "bf16"));
   if (is_checkpoint(a.in)) return run_dequantize_checkpoint(a);
   const std::vector<io::NamedQuantized> inputs = io::read_quantized(a.in);
   std::vector<io::FloatTensor> outputs;

@@ -17,7 +17,7 @@ void register_verify(CLI::App& app) {
   };
   auto a = std::make_shared<Args>();
   auto* s = app.add_subcommand("verify", "Check a checkpoint: index vs shards, config.json, scales, FP4-QAT experts");
-  s->add_option("PATH", a->path, "a .safetensors file, model.safetensors.index.json, or a directory")->required();
+  s->add_option("PATH", a->path, "a .safetensors file, model.safetensors.index.json, a directory, or a .gguf file")->required();
   s->add_option("--config-rules", a->rules,
                 "auto (by its quant_method), deepseek, deepinfer, transformers-fp8, compressed-tensors, modelopt, "
                 "gpt-oss")
@@ -26,6 +26,7 @@ void register_verify(CLI::App& app) {
   s->add_flag("--fp4-qat", a->fp4_qat, "require FP8 routed experts to be FP4 values times powers of two");
   s->add_option("--threads", a->threads, "worker threads over the tensors of all shards (default: all cores)");
   s->callback([a] {
+    if (is_gguf(a->path)) return write_stdout(verify_gguf(a->path));
     io::VerifyOptions o;
     o.rules = io::config_rules_named(a->rules);
     o.fp4_qat = a->fp4_qat;

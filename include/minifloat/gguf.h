@@ -177,4 +177,23 @@ bool gguf_can_dequantize(std::uint32_t type);
 // Throws IoError not_dequantizable (naming the file, the tensor and its type) for every other type.
 std::vector<float> dequantize_gguf(const GgufFile& file, const GgufTensor& tensor);
 
+// ---- GGUF files as checkpoints (src/io/gguf_ops.cc) ----
+
+struct GgufDequantizeReport {
+  std::size_t tensors = 0;
+  std::uint64_t input_bytes = 0, output_bytes = 0;
+};
+// Every tensor of `in` dequantized into the safetensors file `out` (F32, or BF16 rounded to nearest even), names and
+// shapes (numpy order) kept, written to a temporary name and renamed. Never silent: a tensor of a type minifloat
+// does not decode is an IoError (not_dequantizable) naming it, raised before anything is written.
+GgufDequantizeReport dequantize_gguf_file(const std::filesystem::path& in, const std::filesystem::path& out,
+                                          bool bf16);
+
+struct GgufVerifyReport {
+  std::size_t tensors = 0, decoded = 0;
+};
+// Every header check of read_gguf, then every decodable tensor's values: finite (a NaN or Inf Q8_0 scale, an
+// MXFP4 scale byte of 255, is named). Throws IoError or VerifyError (checkpoint_ops.h).
+GgufVerifyReport verify_gguf(const std::filesystem::path& path);
+
 }  // namespace mf::io
