@@ -114,3 +114,23 @@ TEST(DequantizeNeverSilent, ABadTensorInALaterShardStopsTheWholeRun) {
 }
 
 }  // namespace
+
+namespace {
+
+// A quant_method minifloat does not know: inspect still lists every tensor and says so plainly; dequantize refuses
+// the tensors that look quantized instead of copying them.
+TEST(InspectUnknownDialect, ListsTheTensorsAndSaysItDoesNotKnowTheScheme) {
+  TempDir dir;
+  const fs::path in = orphan_checkpoint(dir);
+  write_file(in / "config.json", R"({"quantization_config": {"quant_method": "awq", "bits": 4}})");
+  const auto r = run({"inspect", in.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("a.weight"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("config.json: quant_method 'awq' is a dialect minifloat does not know"), std::string::npos)
+      << r.out;
+  const auto d = run({"dequantize", in.string(), (dir / "out").string()});
+  EXPECT_EQ(d.exit_code, 2);
+  EXPECT_FALSE(fs::exists(dir / "out"));
+}
+
+}  // namespace
