@@ -1,5 +1,5 @@
 // minifloat block v1,v2,... --scheme S [--outlier V]: one block of up to 32 values with its shared scale, and what
-// an outlier does to the small values (seed 000's demonstration).
+// an outlier does to the small values (docs/spec.md#outlier).
 #include <CLI/CLI.hpp>
 #include <cmath>
 #include <fmt/format.h>

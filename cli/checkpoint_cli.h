@@ -45,7 +45,7 @@ class ProgressBar {
   bool drawn_ = false;
 };
 
-// Bytes as "1.23 GB" (powers of 1000, as disks and seed 002's "865 GB" count).
+// Bytes as "1.23 GB" (powers of 1000, as disks and the "865 GB" of docs/spec.md#v4-memory count).
 std::string human_bytes(double bytes);
 
 }  // namespace mf::cli

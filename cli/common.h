@@ -73,7 +73,8 @@ void register_plot(CLI::App& app);
 
 // Text pieces the tour reuses.
 std::string block_text(const std::vector<float>& values, const Scheme& scheme, const float* outlier);
-// seed 002's experiment: randn x 3 on 128 x 128, mxfp4 with rceil scales; mean |x - q| / mean |x| per seed.
+// The FP4 experiment (docs/spec.md#fp4-experiment): randn x 3 on 128 x 128, mxfp4 with rceil scales; mean |x - q| /
+// mean |x| per seed.
 double fp4_experiment(std::uint64_t seed);
 // The tour's GEMM section (gemm.cc).
 std::string gemm_tour_text();

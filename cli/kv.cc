@@ -1,4 +1,4 @@
-// minifloat kv: what each KV-cache entry format costs per token, in bytes and in error (SPEC section 6).
+// minifloat kv: what each KV-cache entry format costs per token, in bytes and in error (docs/spec.md#kv).
 #include <CLI/CLI.hpp>
 #include <cmath>
 #include <fmt/format.h>

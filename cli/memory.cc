@@ -1,4 +1,5 @@
-// minifloat memory: parameters and bytes per precision class of a model under a recipe (seed 002's accounting).
+// minifloat memory: parameters and bytes per precision class of a model under a recipe (the accounting of
+// docs/spec.md#v4-memory).
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <memory>

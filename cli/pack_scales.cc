@@ -1,5 +1,5 @@
 // minifloat pack-scales / unpack-scales: ue8m0 (or other 1-byte) scale tensors of a .safetensors file in the layout
-// a platform's GEMM reads, and back (SPEC section 5).
+// a platform's GEMM reads, and back (docs/spec.md#scale-layouts).
 #include <CLI/CLI.hpp>
 #include <cstring>
 #include <filesystem>

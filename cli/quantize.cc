@@ -1,4 +1,5 @@
-// minifloat quantize / minifloat dequantize: tensors in files, block-scaled and back (SPEC sections 3-5).
+// minifloat quantize / minifloat dequantize: tensors in files, block-scaled and back (docs/spec.md#block-scaling,
+// docs/spec.md#schemes, docs/spec.md#layout).
 #include <CLI/CLI.hpp>
 #include <filesystem>
 #include <fmt/format.h>

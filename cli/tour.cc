@@ -42,7 +42,7 @@ std::string tour_text() {
   s += "4. One scale per block, and what an outlier does\n\n"
        "MXFP4 stores 32 E2M1 values with one shared UE8M0 scale (a power of two): 17 bytes, 4.25 bits per value.\n"
        "The scale must fit the block's largest value, so one outlier makes every small value of its block round\n"
-       "to 0 (seed 000's demonstration):\n\n";
+       "to 0 (the DeepInfer page's demonstration):\n\n";
   const std::vector<float> small{0.11f, -0.23f, 0.37f, 0.52f, -0.08f, 0.29f, 0.61f, -0.44f,
                                  0.05f, 0.18f, -0.33f, 0.72f, 0.26f, -0.15f, 0.47f, 0.09f};
   const float outlier = 40.0f;
@@ -50,7 +50,7 @@ std::string tour_text() {
   s += "\n(try: minifloat block 0.11,-0.23,0.37 --scheme mxfp4 --outlier 40; --scheme nvfp4 has 16-value blocks\n"
        "with E4M3 scales)\n\n";
 
-  s += "5. The FP4 experiment (seed 002, section 12.9)\n\n"
+  s += "5. The FP4 experiment (DeepSeek V4 chapter, section 12.9)\n\n"
        "randn x 3 on 128 x 128, blocks of 32, scale 2^ceil(log2(amax / 6)) (rule rceil), nearest E2M1.\n"
        "Mean |x - q| / mean |x| over five seeds:";
   for (std::uint64_t seed = 1; seed <= 5; ++seed) s += fmt::format(" {:.2f}%", 100 * fp4_experiment(seed));

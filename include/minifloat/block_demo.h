@@ -1,5 +1,6 @@
 // minifloat/block_demo.h: one block of up to 32 values quantized with one shared scale, and what an outlier does to
-// the small values (seed 000's demonstration). `minifloat block` prints it; the page's block panel shows it.
+// the small values (DeepInfer's demonstration, docs/spec.md#outlier). `minifloat block` prints it; the page's block
+// panel shows it.
 #pragma once
 
 #include <cstdint>

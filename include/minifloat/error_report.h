@@ -17,7 +17,7 @@ struct ErrorStats {
   double sqnr_db = 0;                 // 10 log10(sum x^2 / sum (x - q)^2); +Inf when exact
   double mean_rel_error = 0;          // mean over nonzero x of |x - q| / |x|
   double max_rel_error = 0;
-  double mean_abs_error_ratio = 0;    // mean |x - q| / mean |x| (seed 002's "relative error")
+  double mean_abs_error_ratio = 0;    // mean |x - q| / mean |x| (docs/spec.md#fp4-experiment's "relative error")
   double zeroed_fraction = 0;         // of the nonzero inputs, those that came back as 0
   double clipped_fraction = 0;        // of the inputs, those beyond the largest value of their block (saturated)
 };

@@ -1,4 +1,4 @@
-// minifloat/gemm.h: block-scaled GEMMs and the linear layer of LLM inference (SPEC section 7).
+// minifloat/gemm.h: block-scaled GEMMs and the linear layer of LLM inference (docs/spec.md#gemm).
 //
 // Every GEMM here computes C[M, N] = A[M, K] x W[N, K]^T (weights row-major with K contiguous, as checkpoints store
 // them), accumulates in f32 and writes f32 or bf16 (round to nearest even).

@@ -1,5 +1,6 @@
 // minifloat/hf_config.h: a Hugging Face config.json, its quantization_config checked by the rules of the engine that
-// will load it, and the precision flags that follow (SPEC section 9; seed 000 for DeepInfer's rules).
+// will load it, and the precision flags that follow (docs/spec.md#hf-config; docs/spec.md#deepinfer-config for
+// DeepInfer's rules).
 //
 // Two rule sets:
 //   deepseek   DeepSeek V3/V4: {"quant_method": "fp8", "fmt": "e4m3", "activation_scheme": "dynamic",

@@ -1,4 +1,4 @@
-// minifloat/kv.h: KV-cache entries, one token of 512 values, and a paged cache of them (SPEC section 6).
+// minifloat/kv.h: KV-cache entries, one token of 512 values, and a paged cache of them (docs/spec.md#kv).
 //
 // Three entry formats. Each stores a token's quantized values as codes then scales (the block quantizer's own
 // output, mf::quantize, per token), so an entry decodes with the scheme alone.
@@ -12,12 +12,13 @@
 //                          profile: V4's act_quant(kv[..., :-rd], 64, ...)) + 1 zero byte of padding.
 //
 // Sources: the 288/528-byte entries are FlashMLA's V4.1 KV formats (csrc/cuda_kernels/kv_cache_format.h: "[raw
-// data, 1-byte scales]", 512 B e4m3 + 16 B ue8m0 and 256 B e2m1 + 32 B e4m3) and DeepInfer's KV cache (seed 000);
-// the 584-byte entry is FlashMLA's MODEL1_FP8Sparse layout for DeepSeek V4 (tests/quant.py: 448 e4m3 + 64 bf16,
-// then 7 e8m0 scales + 1 pad byte per token). Known differences, in blocks of tiny values only (docs/kv.md): a V4.1
-// port (vllm-gaudi) clamps the FP4 cache's amax to 6 * 2^-9, so a block with amax <= 6 * 2^-10 keeps scale 0x01
-// there, where here its scale rounds to 0 and its values to signed zeros (as fp4-e4m3-16 does everywhere); FlashMLA's
-// MODEL1 test helper clamps the v4-mixed scale (amax / 448), not amax, to 1e-4.
+// data, 1-byte scales]", 512 B e4m3 + 16 B ue8m0 and 256 B e2m1 + 32 B e4m3) and DeepInfer's KV cache
+// (docs/spec.md#deepinfer-kv); the 584-byte entry is FlashMLA's MODEL1_FP8Sparse layout for DeepSeek V4
+// (tests/quant.py: 448 e4m3 + 64 bf16, then 7 e8m0 scales + 1 pad byte per token). Known differences, in blocks of tiny
+// values only (docs/kv.md): a V4.1 port (vllm-gaudi) clamps the FP4 cache's amax to 6 * 2^-9, so a block with
+// amax <= 6 * 2^-10 keeps scale 0x01 there, where here its scale rounds to 0 and its values to signed zeros (as
+// fp4-e4m3-16 does everywhere); FlashMLA's MODEL1 test helper clamps the v4-mixed scale (amax / 448), not amax, to
+// 1e-4.
 //
 // Pages. A cache is a run of pages of `page_size` token slots; slot s is token s % page_size of page s / page_size.
 //   fp4-e4m3-16, mxfp8: a page is page_size whole entries back to back (FlashMLA V4.1: scales inline, per token).

@@ -1,4 +1,4 @@
-// minifloat/pack.h: codes in memory (SPEC section 5). Packing is lossless and independent of how codes were made.
+// minifloat/pack.h: codes in memory (docs/spec.md#packing). Packing is lossless and independent of how codes were made.
 #pragma once
 
 #include <cstddef>

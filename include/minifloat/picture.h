@@ -1,4 +1,5 @@
-// minifloat/picture.h: the two pictures of seed 000's number-format page, as SVG text drawn from the codec.
+// minifloat/picture.h: the two pictures of DeepInfer's number-format page (docs/spec.md#pictures), as SVG text drawn
+// from the codec.
 //
 // Panel 1 ("strips"): x encoded in each format, one strip per format with one cell per bit, colored
 // sign | exponent | mantissa (mantissa amber); read top to bottom the strips get shorter and the mantissa shrinks

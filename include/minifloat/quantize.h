@@ -1,4 +1,5 @@
-// minifloat/quantize.h: block-scaled tensors. Quantize, dequantize, fake-quantize and requantize (SPEC section 3).
+// minifloat/quantize.h: block-scaled tensors. Quantize, dequantize, fake-quantize and requantize
+// (docs/spec.md#block-scaling).
 //
 // A tensor of shape [..., cols] is viewed as rows x cols (rows = product of the leading dimensions) and split into
 // blocks of the scheme's Br x Bc. Each block gets a scale S from the scheme's rule; each element is stored as

@@ -1,4 +1,4 @@
-// minifloat/safetensors.h: safetensors checkpoints (SPEC section 9), read with every header field checked and
+// minifloat/safetensors.h: safetensors checkpoints (docs/spec.md#safetensors), read with every header field checked and
 // written all or nothing.
 //
 // Layout: 8-byte little-endian header length N (at most 100,000,000), N bytes of JSON

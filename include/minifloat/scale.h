@@ -1,4 +1,4 @@
-// minifloat/scale.h: the scalar rules of block scaling, one block and one element at a time (SPEC section 3).
+// minifloat/scale.h: the scalar rules of block scaling, one block and one element at a time (docs/spec.md#scale-rules).
 //
 // These functions are the single definition of what a block's scale and an element's code are. The reference
 // quantizer (src/ref) is a loop over them; the SIMD quantizer (src/cpu) calls block_scale() once per block and

@@ -1,4 +1,4 @@
-// minifloat/scale_layout.h: block-scale codes in the layouts GEMM kernels read (SPEC section 5).
+// minifloat/scale_layout.h: block-scale codes in the layouts GEMM kernels read (docs/spec.md#scale-layouts).
 //
 // quantize() writes one scale code per byte, row-major: [rows, cols] for a tensor of `rows` rows whose blocks run
 // along the last dimension (cols = ceil(K / B)). GEMM libraries want the same codes rearranged; packing is lossless,
@@ -7,7 +7,7 @@
 //   row_major       [rows, cols] bytes, as quantize() writes them.
 //   nvidia_int32    [rows, ceil(cols/4)] int32: code c of a row in bits 8*(c%4) of word c/4 (little-endian), the
 //                   count padded to a multiple of 4 with 0x00 codes. DeepInfer's PLATFORM.fp8_sf_type on NVIDIA
-//                   (torch.int32; seed 000: [1536, 128] codes -> [1536, 32] int32).
+//                   (torch.int32; docs/spec.md#scale-packing: [1536, 128] codes -> [1536, 32] int32).
 //   ascend_int16    [rows, ceil(cols/2)] int16: code c in bits 8*(c%2) of halfword c/2 (DeepInfer on Ascend:
 //                   [1536, 128] codes -> [1536, 64] int16).
 //   deepgemm        DeepGEMM's MN-major, TMA-aligned, packed UE8M0 scales for SM100 (deep_gemm
@@ -49,7 +49,7 @@ std::vector<std::string> scale_layout_names();
 int scale_layout_element_bytes(ScaleLayout layout);
 
 // Scale codes that do not fit a layout: a packed tensor of the wrong shape or element size (scales packed for
-// another platform: seed 000's "wrong scale dtype"), or an unusable code shape. The message names both shapes.
+// another platform: docs/spec.md#wrong-scale-dtype), or an unusable code shape. The message names both shapes.
 struct ScaleLayoutError : std::invalid_argument {
   using std::invalid_argument::invalid_argument;
 };

@@ -3,7 +3,7 @@
 // A scheme is an element type, a block shape (1 x B along the last dimension, or a Br x Bc tile), a scale format
 // (ue8m0, ue4m3 or f32), a scale rule, and whether a second, per-tensor f32 scale sits above the block scales
 // (NVFP4). A profile selects the small choices (zero blocks, tie-breaking, how log2 is computed) that make output
-// bit-identical to a named implementation. Names follow SPEC sections 3 and 4.
+// bit-identical to a named implementation. Names follow docs/spec.md#block-scaling and docs/spec.md#schemes.
 #pragma once
 
 #include <cstdint>
@@ -15,7 +15,7 @@
 
 namespace mf {
 
-// How the block scale S is chosen from amax = max |x| over the block (SPEC section 3).
+// How the block scale S is chosen from amax = max |x| over the block (docs/spec.md#scale-rules).
 enum class ScaleRule : std::uint8_t {
   floor,  // S = 2^(floor(log2 amax) - emax_elem)                  OCP MX v1.0, torchao FLOOR, ggml
   rceil,  // S = 2^ceil(log2(amax / max_elem)), never clips          DeepSeek ue8m0, DeepGEMM, TE/cuBLAS MXFP8
@@ -38,7 +38,7 @@ enum class Profile : std::uint8_t {
 // fails naming the tensor and the index.
 enum class NonFinite : std::uint8_t { nan, error };
 
-// How codes are laid out in memory (SPEC section 5).
+// How codes are laid out in memory (docs/spec.md#layout).
 enum class Layout : std::uint8_t {
   packed,    // e2m1/int4 two per byte (element 2i in the low nibble), 6-bit four per 3 bytes, 8-bit one per byte
   unpacked,  // one code per byte

@@ -1,4 +1,4 @@
-"""The operations of inference: act_quant, fp8_gemm, fp4_gemm and linear (SPEC section 7, minifloat/gemm.h), KV-cache
+"""The operations of inference: act_quant, fp8_gemm, fp4_gemm and linear (docs/spec.md#gemm, minifloat/gemm.h), KV-cache
 entries and pages (section 6, minifloat/kv.h), and block scales in the layouts GEMM kernels read (section 5,
 minifloat/scale_layout.h). Arguments are checked and converted here; every number comes from minifloat._core."""
 from __future__ import annotations

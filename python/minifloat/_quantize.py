@@ -1,4 +1,5 @@
-"""Block-scaled tensors: quantize, dequantize, fake_quantize, error_report and rotate (SPEC sections 3-5, 8)."""
+"""Block-scaled tensors: quantize, dequantize, fake_quantize, error_report and rotate (docs/spec.md#block-scaling,
+docs/spec.md#schemes, docs/spec.md#layout, docs/spec.md#hadamard)."""
 from __future__ import annotations
 
 import math

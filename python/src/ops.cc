@@ -1,7 +1,8 @@
-// The operations of inference (SPEC sections 5-7): act_quant, the block-scaled GEMMs and linear (minifloat/gemm.h),
-// KV-cache entries and pages (minifloat/kv.h), and block scales in the layouts GEMM kernels read
-// (minifloat/scale_layout.h). Each function checks only what keeps memory safe (output sizes) and calls the library;
-// the library's GemmError / KvError / ScaleLayoutError (std::invalid_argument) become ValueError naming both shapes.
+// The operations of inference (docs/spec.md#layout, docs/spec.md#kv, docs/spec.md#gemm): act_quant, the block-scaled
+// GEMMs and linear (minifloat/gemm.h), KV-cache entries and pages (minifloat/kv.h), and block scales in the layouts
+// GEMM kernels read (minifloat/scale_layout.h). Each function checks only what keeps memory safe (output sizes) and
+// calls the library; the library's GemmError / KvError / ScaleLayoutError (std::invalid_argument) become ValueError
+// naming both shapes.
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>

@@ -12,7 +12,7 @@ RNG = np.random.default_rng(7)
 def test_formats_and_schemes_metadata():
     fmts = {f["name"]: f for f in minifloat.formats()}
     assert list(fmts) == ["f32", "bf16", "f16", "e4m3", "e5m2", "e3m2", "e2m3", "e2m1", "ue8m0", "ue4m3"]
-    # SPEC section 1, typed by hand
+    # docs/spec.md#formats, typed by hand
     assert (fmts["e4m3"]["max_finite"], fmts["e4m3"]["nan_code"], fmts["e4m3"]["inf_code"]) == (448.0, 0x7F, None)
     assert (fmts["e5m2"]["max_finite"], fmts["e5m2"]["inf_code"]) == (57344.0, 0x7C)
     assert (fmts["e2m1"]["max_finite"], fmts["e2m1"]["min_subnormal"], fmts["e2m1"]["has_nan"]) == (6.0, 0.5, False)
@@ -90,7 +90,7 @@ def test_quantized_tensor_layouts_and_shapes():
     assert q.nbytes == 3 * 4 * (32 + 2) and q.tensor_scale is None and q.scheme == "mxfp4"
     u = minifloat.quantize(x, "mxfp4", layout="unpacked")
     assert u.codes.shape == x.shape
-    # packed e2m1: element 2i in the low nibble (SPEC section 5)
+    # packed e2m1: element 2i in the low nibble (docs/spec.md#packing)
     assert_same(q.codes.reshape(-1), (u.codes.reshape(-1)[0::2] | (u.codes.reshape(-1)[1::2] << 4)))
     g = minifloat.quantize(x, "mxfp4", layout="ggml")
     assert g.codes.shape == (3, 4, 2, 17)

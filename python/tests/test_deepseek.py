@@ -1,4 +1,4 @@
-"""Against DeepSeek-V3's act_quant (inference/kernel.py), written here in numpy from SPEC section 3:
+"""Against DeepSeek-V3's act_quant (inference/kernel.py), written here in numpy from docs/spec.md#block-scaling:
 per 1 x 128 block, amax = max(|x|) clamped to >= 1e-4; s = amax / 448 (f32); with scale_fmt "ue8m0",
 s = 2^ceil(log2 s) (exactly, as fast_log2_ceil); y = x / s cast to e4m3 with saturation (cvt.rn.satfinite)."""
 import ml_dtypes

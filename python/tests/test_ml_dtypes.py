@@ -1,4 +1,4 @@
-"""Bit-exact with ml_dtypes' astype (numpy's for f16) for every format ml_dtypes has (SPEC section 2).
+"""Bit-exact with ml_dtypes' astype (numpy's for f16) for every format ml_dtypes has (docs/spec.md#encode).
 
 Inputs: the f32 grid of the C++ tests, and every bf16 and every f16 bit pattern. The one deliberate difference is
 NaN payloads where the reference keeps them (numpy's f32 -> f16, and the identity casts bf16 -> bf16, f16 -> f16;

@@ -279,7 +279,8 @@ def test_pack_scales_by_hand():
 
 
 def test_nvidia_int32_and_ascend_int16_as_deepinfer():
-    """Seed 000: [1536, 128] ue8m0 codes -> [1536, 32] int32 (code k at bits 8*(k%4)), [1536, 64] int16 on Ascend."""
+    """docs/spec.md#scale-packing: [1536, 128] ue8m0 codes -> [1536, 32] int32 (code k at bits 8*(k%4)), [1536, 64]
+    int16 on Ascend."""
     codes = np.random.default_rng(0).integers(0, 256, (1536, 128)).astype(np.uint8)
     nv = minifloat.pack_scales(codes, "nvidia")
     assert nv.shape == (1536, 32) and nv.dtype == np.int32
@@ -342,7 +343,7 @@ def test_batched_round_trip(platform):
 def test_scale_layout_errors():
     codes = np.zeros((1536, 128), np.uint8)
     nv = minifloat.pack_scales(codes, "nvidia")
-    with pytest.raises(ValueError) as e:  # seed 000's "wrong scale dtype": NVIDIA words read on Ascend
+    with pytest.raises(ValueError) as e:  # docs/spec.md#wrong-scale-dtype: NVIDIA words read on Ascend
         minifloat.unpack_scales(nv, "ascend", (1536, 128))
     assert "[1536, 32]" in str(e.value) and "[1536, 64]" in str(e.value) and "nvidia-int32" in str(e.value)
     with pytest.raises(ValueError, match="platform"):

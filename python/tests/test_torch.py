@@ -1,7 +1,7 @@
 """Against PyTorch's own casts (torch 2.15, CPU), and torch's dtypes for minifloat's codes.
 
-torch's casts differ from ml_dtypes (SPEC section 2's default) in documented ways, each pinned here on its own inputs
-so that any other difference fails:
+torch's casts differ from ml_dtypes (the default of docs/spec.md#encode) in documented ways, each pinned here on its own
+inputs so that any other difference fails:
   * float8_e4m3fn: torch saturates finite overflow and +-Inf to +-448 (= minifloat overflow="saturate");
   * float8_e5m2: NaN -> 0x7F / 0xFF (minifloat: 0x7E / 0xFE, as ml_dtypes); bfloat16: NaN -> other NaN codes;
   * float8_e8m0fnu: +-0 -> 0x00 and negatives -> the code of |x| (minifloat and ml_dtypes: 0xFF, NaN).
@@ -77,7 +77,7 @@ def test_decode_matches_torch(torch, fmt):
 
 
 def test_float4_e2m1fn_x2_nibble_order(torch):
-    # SPEC section 5: element 2i in the low nibble. 0.5 is code 0x1, 6.0 is 0x7, -1.0 is 0xA, 3.0 is 0x5.
+    # docs/spec.md#packing: element 2i in the low nibble. 0.5 is code 0x1, 6.0 is 0x7, -1.0 is 0xA, 3.0 is 0x5.
     codes = minifloat.encode(np.float32([[0.5, 6.0, -1.0, 3.0]]), "e2m1")
     packed = minifloat.decode(codes, "e2m1", dtype=torch.float4_e2m1fn_x2)
     assert packed.dtype == torch.float4_e2m1fn_x2 and packed.shape == (1, 2)

@@ -6,7 +6,7 @@ differ on two kinds of edge blocks, each pinned by a strict xfail so that a chan
   1. blocks whose ue8m0 scale clamps to 0x00 (2^-127): torchao divides the elements by 2^-126 (FLOOR: scale_fp32 is
      clamped to F32_MIN_NORMAL) or multiplies them by 1.0 (RCEIL: rcp_fp32 = 1 when the exponent is 0);
   2. blocks holding +-Inf: torchao gives a finite scale (FLOOR: the exponent field of Inf, 128, minus emax; RCEIL:
-     0xFE) and saturated elements; minifloat gives the NaN scale 0xFF (SPEC section 3);
+     0xFE) and saturated elements; minifloat gives the NaN scale 0xFF (docs/spec.md#special-blocks);
 The torchao profile follows torchao's clamp of NVFP4 block scales to E4M3_EPS = 2^-6 (code 0x08, also for all-zero
 blocks), where the ocp profile rounds onto the ue4m3 subnormals; test_nvfp4_tiny_block_scale pins it.
 """

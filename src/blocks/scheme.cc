@@ -14,7 +14,7 @@ struct Named {
   std::string_view spelling;  // the custom spelling it stands for
   bool tensor_scale;
 };
-// SPEC section 4.
+// docs/spec.md#schemes.
 constexpr std::array<Named, 10> kNamed{{
     {"mxfp8", "e4m3-1x32-ue8m0-floor", false},
     {"mxfp8-e5m2", "e5m2-1x32-ue8m0-floor", false},

@@ -185,7 +185,7 @@ HWY_INLINE void PrefetchAhead(const void* p) {
 }
 
 // Codes of a vector (u32 lanes) into the output at column c: one per byte, or (kNibbles) two per byte, column 2i in
-// the low nibble of byte i (SPEC section 5), packed here so no row of codes is written twice.
+// the low nibble of byte i (docs/spec.md#packing), packed here so no row of codes is written twice.
 template <bool kNibbles>
 HWY_INLINE void StoreCodes(hn::Vec<DU> codes, std::uint8_t* out, std::int64_t c) {
 #if HWY_TARGET != HWY_SCALAR

@@ -1,4 +1,5 @@
-// The two SVG panels of seed 000's page (see picture.h). Every number drawn comes from describe().
+// The two SVG panels of DeepInfer's page (docs/spec.md#pictures; see picture.h). Every number drawn comes from
+// describe().
 #include "minifloat/picture.h"
 
 #include <algorithm>

@@ -87,7 +87,7 @@ std::optional<QuantizedPair> match(const SafetensorsFile& file, const Safetensor
   }
   for (const auto& [br, bc] : kBlocks) {
     if ((form == PairForm::nvfp4) != (br == 1 && bc == 16)) continue;
-    // FP4 weights in the DeepSeek form are MXFP4-shaped (1x32 along K, seed 002 section 12.5); a short row would
+    // FP4 weights in the DeepSeek form are MXFP4-shaped (1x32 along K, docs/spec.md#v4-geometry); a short row would
     // otherwise also fit 1x128.
     if (form == PairForm::deepseek && *element == e2m1 && !(br == 1 && bc == 32)) continue;
     if (ceil_div((*shape)[0], br) != static_cast<std::int64_t>(scale->shape[0]) ||

@@ -86,7 +86,8 @@ Json parse_object(std::string_view text) {
   return json;
 }
 
-// The required keys in the order DeepInfer checks them (seed 000), then the optional ones with their one value.
+// The required keys in the order DeepInfer checks them (docs/spec.md#deepinfer-config), then the optional ones with
+// their one value.
 struct Rule {
   std::string_view key;
   Json expected;

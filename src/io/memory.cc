@@ -1,4 +1,5 @@
-// Memory of a model under a recipe: parameters and bytes per precision class (seed 002's accounting).
+// Memory of a model under a recipe: parameters and bytes per precision class (the accounting of
+// docs/spec.md#v4-memory).
 #include <algorithm>
 #include <map>
 

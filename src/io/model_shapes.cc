@@ -56,7 +56,7 @@ std::vector<ShapedName> deepseek_v3(const HfConfig& c) {
   return t;
 }
 
-// A V4-like layout at whatever size the config says (seed 002, section 12.6 lists these modules).
+// A V4-like layout at whatever size the config says (docs/spec.md#v4-recipe lists these modules).
 std::vector<ShapedName> deepseek_v4(const HfConfig& c) {
   const U dim = c.number("hidden_size"), vocab = c.number("vocab_size"), layers = c.number("num_hidden_layers");
   const U q_lora = c.number("q_lora_rank"), heads = c.number("num_attention_heads"), hd = c.number("head_dim");

@@ -1,5 +1,5 @@
 // verify: the index against its shards, config.json by its rules, every quantized pair's scales and codes, and
-// seed 000's FP4-QAT condition on FP8 routed experts.
+// DeepInfer's FP4-QAT condition (docs/spec.md#fp4-qat) on FP8 routed experts.
 #include <bit>
 #include <cmath>
 #include <memory>

@@ -1,4 +1,4 @@
-// linear(x, W): the GEMM that W's format calls for (SPEC section 7).
+// linear(x, W): the GEMM that W's format calls for (docs/spec.md#gemm).
 #include <bit>
 #include <vector>
 

@@ -1,6 +1,6 @@
 // The `minifloat` command, run as a user would: arguments in, stdout/stderr/exit code out.
 //
-// Expected values are worked out by hand from SPEC.md (or read from the hand-typed golden tables), never from the
+// Expected values are worked out by hand from docs/spec.md (or read from the hand-typed golden tables), never from the
 // program itself; the one exception is docs/formats.md, which must equal `minifloat formats --markdown` so the
 // committed docs cannot drift from the format data.
 #include <fcntl.h>
@@ -80,7 +80,7 @@ void expect_usage_error(const Result& r, std::string_view detail) {
   EXPECT_NE(r.err.find(detail), std::string::npos) << "'" << detail << "' not in: " << r.err;
 }
 
-// ---- show: seed 000's worked example ----
+// ---- show: the worked example of docs/spec.md#worked-example ----
 
 TEST(Show, PointThreeInTheDefaultFormats) {
   const Result r = run({"show", "0.3"});
@@ -249,7 +249,7 @@ TEST(Formats, JsonMatchesSpecTable) {
       "has_zero",      "inf_code", "mantissa_bits", "max_finite",    "max_finite_code", "min_normal",
       "min_subnormal", "name",     "nan_code",      "sign_bits"};
   for (const auto& f : j) EXPECT_EQ(keys(f), format_keys) << f["name"];
-  // SPEC.md section 1, typed by hand.
+  // docs/spec.md#formats, typed by hand.
   const json& e4m3 = j[3];
   EXPECT_EQ(e4m3["bits"], 8);
   EXPECT_EQ(e4m3["bias"], 7);
@@ -391,7 +391,7 @@ TEST(Decode, F32BitsThroughDecimalAndThroughBits) {
   EXPECT_EQ(run({"encode", "f32", "--bits", "0x7f800001", "0xffc00001"}).out, "0x7f800001\n0xffc00001\n");
 }
 
-// ---- encode: defaults and options, from SPEC.md section 2 ----
+// ---- encode: defaults and options, from docs/spec.md#encode ----
 
 TEST(Encode, DefaultsAndEdgesFromTheSpec) {
   // e4m3: 448 < |x| <= 464 -> 448; above, and +-Inf, -> NaN by sign. -1 = 1.0 x 2^0: 1 0111 000.

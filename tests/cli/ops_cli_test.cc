@@ -81,7 +81,8 @@ TEST_F(OpsCli, KvErrors) {
   expect_usage_error(run({"kv", path("kv.safetensors")}), "[3, 100] does not fit KV entries of [tokens, 512]");
 }
 
-// Seed 000: [1536, 128] ue8m0 codes -> [1536, 32] int32 on NVIDIA, [1536, 64] int16 on Ascend; other tensors copied.
+// docs/spec.md#scale-packing: [1536, 128] ue8m0 codes -> [1536, 32] int32 on NVIDIA, [1536, 64] int16 on Ascend; other
+// tensors copied.
 TEST_F(OpsCli, PackScalesSeed000) {
   const std::vector<std::uint8_t> codes = seed000_codes();
   const std::string in = file("x_scale", io::DType::F8_E8M0, {1536, 128}, codes);
@@ -148,7 +149,7 @@ TEST_F(OpsCli, PackScalesDeepGemmAndCublas) {
   EXPECT_EQ(cb[512 + 16], 0x24);
 }
 
-// Seed 000's "wrong scale dtype": Ascend's int16 scales checked as NVIDIA's; both shapes in one line.
+// docs/spec.md#wrong-scale-dtype: Ascend's int16 scales checked as NVIDIA's; both shapes in one line.
 TEST_F(OpsCli, UnpackScalesPackedForAnotherPlatform) {
   const std::vector<std::uint8_t> codes = seed000_codes();
   const std::string in = file("x_scale", io::DType::I16, {1536, 64}, codes);

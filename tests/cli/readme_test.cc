@@ -3,11 +3,15 @@
 // runs (`./run X`, `minifloat X`) is one the built command offers.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cctype>
+#include <cstddef>
 #include <filesystem>
+#include <map>
 #include <set>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "run_cli.h"
@@ -168,6 +172,156 @@ TEST(ReadmeCommands, EverySubcommandItRunsExists) {
     }
   }
   EXPECT_GE(uses, 10);
+}
+
+// ---- citations of the specification: docs/spec.md and the other pages, by anchor ----
+
+// The specification the tree once cited ("SPEC section N", "seed 00N") is not in the repository; docs/spec.md states
+// it.
+
+
+
+// Every text file of the tree that may cite: source, docs, tests, bindings, benchmarks, the README. Build trees,
+// virtual environments and hidden folders are left out; so is this file, which names the old forms.
+std::vector<fs::path> citing_files() {
+  std::vector<fs::path> files{kRoot / "README.md"};
+  for (const char* top : {"include", "src", "cli", "python", "web", "tests", "docs", "bench"}) {
+    if (!fs::is_directory(kRoot / top)) continue;
+    for (auto it = fs::recursive_directory_iterator(kRoot / top); it != fs::recursive_directory_iterator(); ++it) {
+      const std::string name = it->path().filename().string();
+      if (it->is_directory()) {
+        if (name.starts_with("build") || name.starts_with(".") || name == "__pycache__" || name == "node_modules")
+          it.disable_recursion_pending();
+        continue;
+      }
+      if (!it->is_regular_file() || !has_doc_or_source_extension(name)) continue;
+      if (it->path().lexically_relative(kRoot).generic_string() == "tests/cli/readme_test.cc") continue;
+      files.push_back(it->path());
+    }
+  }
+  return files;
+}
+
+std::string relative_to_root(const fs::path& p) { return p.lexically_relative(kRoot).generic_string(); }
+
+// The old forms: "SPEC section(s) N", "SPEC N", "SPEC.md", "seed 00N" (any case).
+bool cites_old_spec(const std::string& line) {
+  if (line.find("SPEC section") != std::string::npos || line.find("SPEC.md") != std::string::npos) return true;
+  for (std::size_t i = line.find("SPEC "); i != std::string::npos; i = line.find("SPEC ", i + 1)) {
+    if (i + 5 < line.size() && std::isdigit(static_cast<unsigned char>(line[i + 5]))) return true;
+  }
+  std::string lower = line;
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return lower.find("seed 00") != std::string::npos;
+}
+
+bool anchor_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_'; }
+
+// GitHub's heading slug: lower case, punctuation dropped (letters, digits, '-', '_' and non-ASCII bytes kept), each
+// space a '-'.
+std::string slug(std::string_view heading) {
+  std::string s;
+  for (const char c : heading) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u >= 0x80 || std::isalnum(u) || c == '-' || c == '_') {
+      s += static_cast<char>(std::tolower(u));
+    } else if (c == ' ') {
+      s += '-';
+    }
+  }
+  return s;
+}
+
+// The anchors a page offers: explicit <a id="..."> and its headings' slugs (outside fenced code; a repeated slug
+// gets -1, -2, ... as on GitHub).
+std::set<std::string> anchors_of(const fs::path& page) {
+  std::set<std::string> anchors;
+  const std::string text = mf::test::read_file(page.string());
+  for (const std::string& id : between(text, "<a id=\"", '"')) anchors.insert(id);
+  std::set<std::string> seen;
+  bool fenced = false;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (line.starts_with("```")) fenced = !fenced;
+    if (fenced || !line.starts_with("#")) continue;
+    const std::size_t text_start = line.find_first_not_of('#');
+    if (text_start == std::string::npos || line[text_start] != ' ') continue;
+    std::string_view heading(line);
+    heading.remove_prefix(text_start + 1);
+    while (!heading.empty() && (heading.back() == ' ' || heading.back() == '\r')) heading.remove_suffix(1);
+    std::string s = slug(heading);
+    for (int n = 1; seen.contains(s); ++n) s = slug(heading) + "-" + std::to_string(n);
+    seen.insert(s);
+    anchors.insert(s);
+  }
+  return anchors;
+}
+
+TEST(SpecCitations, EveryCitedAnchorExists) {
+  std::map<std::string, std::set<std::string>> pages;  // page path -> its anchors, read once
+  int references = 0, files = 0;
+  for (const fs::path& file : citing_files()) {
+    const std::string rel = relative_to_root(file);
+    const std::string text = mf::test::read_file(file.string());
+    ++files;
+
+    // (a) No citation of the specification outside the repository.
+    std::istringstream in(text);
+    int line_number = 0;
+    for (std::string line; std::getline(in, line);) {
+      ++line_number;
+      if (!cites_old_spec(line)) continue;
+      ADD_FAILURE() << rel << ":" << line_number << " cites the specification outside the repository (cite "
+                          << "docs/spec.md#ANCHOR instead): " << line;
+    }
+
+    // (b) Every docs/NAME.md#ANCHOR and (NAME.md#ANCHOR) names a page that has that anchor.
+    for (std::size_t hash = text.find(".md#"); hash != std::string::npos; hash = text.find(".md#", hash + 1)) {
+      std::size_t start = hash;
+      while (start > 0 && anchor_char(text[start - 1])) --start;
+      const std::string name = text.substr(start, hash - start);
+      fs::path page;
+      if (start >= 5 && text.compare(start - 5, 5, "docs/") == 0) {
+        page = kRoot / "docs" / (name + ".md");
+      } else if (start >= 1 && text[start - 1] == '(') {
+        page = file.parent_path() / (name + ".md");
+      } else {
+        continue;
+      }
+      std::size_t end = hash + 4;
+      while (end < text.size() && anchor_char(text[end])) ++end;
+      const std::string anchor = text.substr(hash + 4, end - hash - 4);
+      const auto ref_line = 1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(hash), '\n');
+      ++references;
+      if (name.empty() || anchor.empty()) {
+        ADD_FAILURE() << rel << ":" << ref_line << ": a page reference without a page or an anchor";
+        continue;
+      }
+      if (!fs::is_regular_file(page)) {
+        ADD_FAILURE() << rel << ":" << ref_line << " cites " << relative_to_root(page) << "#" << anchor
+                      << ", but there is no " << relative_to_root(page);
+        continue;
+      }
+      const std::string key = page.lexically_normal().generic_string();
+      if (!pages.contains(key)) pages[key] = anchors_of(page);
+      EXPECT_TRUE(pages[key].contains(anchor))
+          << rel << ":" << ref_line << " cites " << relative_to_root(page) << "#" << anchor << ", but "
+          << relative_to_root(page) << " has no <a id=\"" << anchor << "\"> and no heading with that slug";
+    }
+  }
+  EXPECT_GE(files, 100) << "the walk found too few files under " << kRoot;
+  EXPECT_GE(references, 100) << "too few docs/NAME.md#ANCHOR citations found: is the walk reading the tree?";
+}
+
+// minifloat.h promises every public header in one include.
+TEST(UmbrellaHeader, IncludesEveryPublicHeader) {
+  const std::string umbrella = mf::test::read_file((kRoot / "include/minifloat/minifloat.h").string());
+  for (const auto& f : fs::directory_iterator(kRoot / "include/minifloat")) {
+    const std::string name = f.path().filename().string();
+    if (name == "minifloat.h" || f.path().extension() != ".h") continue;
+    EXPECT_NE(umbrella.find("#include \"minifloat/" + name + "\""), std::string::npos)
+        << "include/minifloat/minifloat.h does not include " << name;
+  }
 }
 
 }  // namespace

@@ -378,9 +378,9 @@ TEST(Fp4Qat, BlocksOfE2m1ValuesTimesOnePowerOfTwo) {
   EXPECT_FALSE(fp4_qat_block(std::vector<std::uint8_t>{0x7F}));  // NaN
 }
 
-// ---- memory: seed 002's accounting, tensor by tensor ----
+// ---- memory: the accounting of docs/spec.md#v4-memory, tensor by tensor ----
 
-// Seed 002, section 12.5: wkv [512, 7168] in FP8 with 128x128 ue8m0 scales is 3,670,016 bytes plus 4 x 56 = 224 scale
+// docs/spec.md#v4-geometry: wkv [512, 7168] in FP8 with 128x128 ue8m0 scales is 3,670,016 bytes plus 4 x 56 = 224 scale
 // bytes (0.006%); an expert w1 [3072, 7168] in FP4 is 3072 x 3584 = 11,010,048 bytes plus [3072, 224] = 688,128 scale
 // bytes. Per parameter that is 0.5 + 1/32 = 0.53125 bytes (the seed rounds the 6.25% overhead to "about 0.5625",
 // which would be 0.5 + 0.0625; its own byte counts give 0.53125).

@@ -48,7 +48,7 @@ std::uint32_t expected_bits(double value) {
 
 struct NarrowCase {
   const Format* format;
-  double min_normal;  // hand-typed (SPEC section 1), for the classification check
+  double min_normal;  // hand-typed (docs/spec.md#formats), for the classification check
 };
 const NarrowCase kNarrow[] = {
     {&e4m3, 0x1p-6}, {&e5m2, 0x1p-14},   {&e3m2, 0x1p-2},  {&e2m3, 1.0},
@@ -119,7 +119,7 @@ INSTANTIATE_TEST_SUITE_P(Narrow, DecodeGolden, ::testing::ValuesIn(kNarrow),
                          [](const auto& info) { return std::string(info.param.format->name); });
 
 TEST(DecodeGoldenTables, E2m1ListedInSpec) {
-  // SPEC section 1: "E2M1 codes 0..7 are 0, 0.5, 1, 1.5, 2, 3, 4, 6; code 8..15 are the negatives (8 is -0)".
+  // docs/spec.md#formats: E2M1 codes 0..7 are 0, 0.5, 1, 1.5, 2, 3, 4, 6; codes 8..15 are their negatives (8 is -0).
   const double positive[] = {0, 0.5, 1, 1.5, 2, 3, 4, 6};
   for (std::uint32_t c = 0; c < 8; ++c) {
     EXPECT_TRUE(decodes_to(e2m1, c, positive[c]));

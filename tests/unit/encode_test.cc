@@ -1,5 +1,5 @@
-// Encode: hand-worked cases of SPEC section 2, the options (saturate, toward_zero, stochastic), single rounding from
-// f64, and a property test over ~1e6 random inputs against a nearest-value reference written here.
+// Encode: hand-worked cases of docs/spec.md#encode, the options (saturate, toward_zero, stochastic), single rounding
+// from f64, and a property test over ~1e6 random inputs against a nearest-value reference written here.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -51,7 +51,7 @@ template <class T>
 constexpr float kInf = std::numeric_limits<float>::infinity();
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 
-// ---- hand-worked cases of SPEC section 2 ----
+// ---- hand-worked cases of docs/spec.md#encode ----
 
 TEST(EncodeSpec, SeedExample) {
   // 0.3f = 1.2 * 2^-2: e4m3 keeps 3 mantissa bits, 1.2 * 8 = 9.6 -> 10 -> 1.010b; exponent field -2 + 7 = 0101.
@@ -435,9 +435,9 @@ TEST(EncodeFromDouble, SingleRounding) {
 
 // ---- property test: ~1e6 random f64 (and their f32 roundings) against a nearest-value reference ----
 
-enum class Over { to_inf, to_nan, saturate };  // what a finite overflow gives by default (SPEC section 2)
+enum class Over { to_inf, to_nan, saturate };  // what a finite overflow gives by default (docs/spec.md#encode)
 
-// SPEC section 2 per format, typed by hand. Codes are positive; sign_mask 0 means unsigned.
+// docs/spec.md#encode per format, typed by hand. Codes are positive; sign_mask 0 means unsigned.
 struct RefSpec {
   const Format* format;
   std::uint32_t sign_mask;
@@ -445,7 +445,7 @@ struct RefSpec {
   std::uint32_t over_code;  // +Inf (to_inf) or NaN (to_nan)
   bool has_nan;
   std::uint32_t nan_code;  // +NaN
-  bool ue8m0_rules;        // ties round up; below 2^-126 the SPEC's special grid; 0 and negatives are NaN
+  bool ue8m0_rules;        // ties round up; below 2^-126 docs/spec.md#ue8m0's special grid; 0 and negatives are NaN
 };
 const RefSpec kRef[] = {
     {&f32, 0x80000000, Over::to_inf, 0x7f800000, true, 0x7fc00000, false},  // reference: the FPU's f64 -> f32
@@ -482,7 +482,7 @@ std::vector<double> positive_values(const RefSpec& s) {
   return v;
 }
 
-// The SPEC's answer, or nullopt where the SPEC says nothing (ue8m0 toward zero below its smallest value).
+// docs/spec.md's answer, or nullopt where it says nothing (ue8m0 toward zero below its smallest value).
 std::optional<std::uint32_t> reference(const RefSpec& s, const std::vector<double>& v, double x, EncodeOptions o) {
   const bool neg = std::signbit(x);
   const bool saturate = o.overflow == Overflow::saturate;

@@ -1,4 +1,4 @@
-// SPEC.md section 1 typed by hand from the standards, compared with what each mf::Format derives from its one line
+// docs/spec.md#formats typed by hand from the standards, compared with what each mf::Format derives from its one line
 // of data. Nothing here is computed by format.h: the table below is the independent reference.
 #include "test_util.h"
 #include "minifloat/format.h"
@@ -16,13 +16,13 @@ namespace mf::test {
 namespace {
 
 
-// One row of SPEC.md section 1. Limits are hex-float literals so they are exact; codes are positive magnitudes.
+// One row of docs/spec.md#formats. Limits are hex-float literals so they are exact; codes are positive magnitudes.
 struct SpecRow {
   std::string_view name;
   const Format* format;
   int sign_bits, exponent_bits, mantissa_bits, bias;
   double max_finite;
-  double spec_max_decimal;  // the max-finite column as SPEC prints it (3 significant digits for f32/bf16)
+  double spec_max_decimal;  // the max-finite column as docs/spec.md prints it (3 significant digits for f32/bf16)
   double min_normal;
   double min_subnormal;  // 0: the format has none
   bool has_inf, has_nan, has_zero;
@@ -36,7 +36,7 @@ struct SpecRow {
 
 // clang-format off
 const SpecRow kSpec[] = {
-  // name    format  s  e   m  bias  max finite       SPEC column  min normal  min subnormal
+  // name    format  s  e   m  bias  max finite       spec column  min normal  min subnormal
   {"f32",   &f32,   1, 8, 23, 127, 0x1.fffffep127, 3.40e38,  0x1p-126, 0x1p-149, true,  true,  true,
    0x7f7fffff, 0x7f800000, 0x7fc00000, -126, 127, 32, 4, 0x80000000, 0x7fffffff, 0x7fffff, 0xff},
   {"bf16",  &bf16,  1, 8, 7,  127, 0x1.fep127,     3.39e38,  0x1p-126, 0x1p-133, true,  true,  true,
@@ -108,7 +108,7 @@ TEST(FormatTable, EveryRowMatchesSpec) {
         << "expected " << hex(r.mantissa_mask) << " got " << hex(f.mantissa_mask());
     EXPECT_EQ(f.exponent_field_max(), r.exponent_field_max)
         << "expected " << hex(r.exponent_field_max) << " got " << hex(f.exponent_field_max());
-    // SPEC prints f32/bf16 max to 3 significant digits: agree to that precision.
+    // docs/spec.md prints f32/bf16 max to 3 significant digits: agree to that precision.
     EXPECT_NEAR(f.max_finite() / r.spec_max_decimal, 1.0, 0.005 / 3.39) << r.spec_max_decimal;
   }
 }
@@ -142,7 +142,7 @@ TEST(FormatTable, NegativeSpecialCodes) {
   EXPECT_EQ(ue4m3.nan_code(true), 0x7fu);
 }
 
-// The NaN and Inf codes of each narrow format, typed from SPEC section 1.
+// The NaN and Inf codes of each narrow format, typed from docs/spec.md#formats.
 struct SpecialSet {
   const Format* format;
   std::set<std::uint32_t> nans, infs;
@@ -207,7 +207,7 @@ TEST(FormatTable, EqualityIsByName) {
 }
 
 TEST(FormatTable, AlsoNamesMentionTheCommonName) {
-  // SPEC's "also called" column: the first name each row gives.
+  // docs/spec.md#formats' "also called" column: the first name each row gives.
   const std::pair<const Format*, std::string_view> also[] = {
       {&f32, "FP32"},      {&bf16, "BF16"},     {&f16, "FP16"},      {&e4m3, "E4M3FN"}, {&e5m2, "FP8 E5M2"},
       {&e3m2, "FP6 E3M2"}, {&e2m3, "FP6 E2M3"}, {&e2m1, "FP4 E2M1"}, {&ue8m0, "E8M0"},  {&ue4m3, "NVFP4"},

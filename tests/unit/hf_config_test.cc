@@ -1,5 +1,5 @@
 // config.json rules: DeepSeek V3/V4 and DeepInfer forms, the flags, one test per error, and DeepInfer's own check
-// (seed 000's loop, run in Python) giving the very same messages.
+// (DeepInfer's loop, docs/spec.md#deepinfer-config, run in Python) giving the very same messages.
 #include "minifloat/hf_config.h"
 
 #include <gtest/gtest.h>
@@ -180,7 +180,8 @@ TEST(HfConfig, RewritesQuantizationConfigKeepingTheRest) {
   EXPECT_EQ(hf_config_with_quantization(in, std::nullopt), "{\n  \"z_first\": 1,\n  \"a_last\": [\n    1,\n    2\n  ]\n}\n");
 }
 
-// Seed 000's loop, verbatim in Python, on every unsupported-value case above: the messages must be equal.
+// DeepInfer's loop (docs/spec.md#deepinfer-config), verbatim in Python, on every unsupported-value case above: the
+// messages must be equal.
 constexpr const char* kDeepInferScript = R"PY(
 import json, sys
 for path in sys.argv[1:]:

@@ -34,7 +34,7 @@ std::vector<float> random_tokens(int tokens, std::uint64_t seed) {
 std::string what(const std::exception& e) { return e.what(); }
 
 TEST(KvLayout, ByteCounts) {
-  // SPEC section 6: 288 and 528 bytes; V4's mixed entry 448 + 128 + 7 + 1.
+  // docs/spec.md#kv: 288 and 528 bytes; V4's mixed entry 448 + 128 + 7 + 1.
   EXPECT_EQ(kv_layout(KvFormat::fp4_e4m3_16).entry_bytes(), 288);
   EXPECT_EQ(kv_layout(KvFormat::mxfp8).entry_bytes(), 528);
   EXPECT_EQ(kv_layout(KvFormat::v4_mixed).entry_bytes(), 584);

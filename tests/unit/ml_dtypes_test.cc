@@ -35,7 +35,7 @@ TEST_P(MlDtypes, EncodeMatchesBitForBit) {
   int mismatches = 0;
   for (std::size_t i = 0; i < pairs.size(); i += 2) {
     const float x = std::bit_cast<float>(pairs[i]);
-    // numpy's f16 keeps NaN payload bits; SPEC section 2 (Eigen) gives the canonical 0x7E00 with the sign.
+    // numpy's f16 keeps NaN payload bits; docs/spec.md#encode (Eigen) gives the canonical 0x7E00 with the sign.
     if (f == f16 && std::isnan(x)) continue;
     const std::uint32_t got = encode(f, x);
     if (got != pairs[i + 1] && ++mismatches <= 10) {

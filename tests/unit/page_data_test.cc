@@ -1,4 +1,4 @@
-// What the converter page and `minifloat show/block/plot` display, checked against seed 000's worked examples and
+// What the converter page and `minifloat show/block/plot` display, checked against docs/spec.md#worked-example and
 // hand-worked block scales: describe_json, block_demo, strips_svg, error_svg.
 #include <gtest/gtest.h>
 

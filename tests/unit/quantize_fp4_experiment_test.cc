@@ -1,5 +1,5 @@
-// Seed 002, section 12.9 ("simulate FP4 quantization with PyTorch"): fake_fp4_quant(randn(128, 128) * 3), blocks of
-// 32, scale 2^ceil(log2(amax / 6)), each value replaced by the nearest entry of the 16-value E2M1 table (argmin,
+// docs/spec.md#fp4-experiment ("simulate FP4 quantization with PyTorch"): fake_fp4_quant(randn(128, 128) * 3), blocks
+// of 32, scale 2^ceil(log2(amax / 6)), each value replaced by the nearest entry of the 16-value E2M1 table (argmin,
 // so the first entry wins a tie). The seed reports a mean relative error "around 11.7%" over several random seeds.
 // The seed's algorithm is written out here independently and compared with minifloat's e2m1-1x32-ue8m0-rceil.
 #include <gtest/gtest.h>
@@ -100,7 +100,7 @@ TEST(Fp4Experiment, MinifloatRceilGivesTheSeedsValues) {
   // 5 agree (the smaller neighbour has the even code); at 0.75, 1.75, 3.5 they differ (0.5/1, 1.5/2, 3/4).
   // Random normal f32 values almost never land on a tie (|x| would have to be exactly 0.75 * 2^k, ...): the count
   // is printed and every differing value must be such a tie. Zero signs differ too: a small negative value is +0 in
-  // the seed (argmin meets +0 before -0) and -0 in minifloat (SPEC section 3); the values compare equal.
+  // the seed (argmin meets +0 before -0) and -0 in minifloat (docs/spec.md#special-blocks); the values compare equal.
   for (std::uint32_t seed = 0; seed < 8; ++seed) {
     const std::vector<float> x = randn3(seed);
     const std::vector<float> expected = seed_fake_fp4(x), actual = minifloat_fake_fp4(x);

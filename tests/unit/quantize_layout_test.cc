@@ -1,4 +1,4 @@
-// Codes in memory (SPEC section 5) with golden bytes typed by hand, and the operations around quantize:
+// Codes in memory (docs/spec.md#layout) with golden bytes typed by hand, and the operations around quantize:
 //   * pack_codes / unpack_codes for 4-, 6- and 8-bit codes, partial bytes and groups;
 //   * ggml's MXFP4 block (scale byte, then byte j = element j | element j+16 << 4), OCP <-> ggml, and
 //     quantize(..., Layout::ggml) equal to converting the packed OCP result; the ggml profile's rounding;

@@ -1,11 +1,12 @@
-// Block quantization against hand-worked expectations, independent of the code under test (SPEC sections 3 and 4):
-//   * seed 000's outlier demonstration: one outlier in an MXFP4 block zeroes the block's small values;
+// Block quantization against hand-worked expectations, independent of the code under test (docs/spec.md#block-scaling,
+// docs/spec.md#schemes):
+//   * the outlier demonstration of docs/spec.md#outlier: one outlier in an MXFP4 block zeroes the block's small values;
 //   * the scale rules (floor, rceil, even, f32, e4m3) on chosen amax values, with scale codes typed by hand;
 //   * zero, -0 and NaN/Inf blocks, the DeepSeek 1e-4 clamp, errors and their messages;
 //   * scheme names and custom spellings, bits per value;
-//   * DeepSeek's act_quant written out from SPEC section 3 against fp8-1x128 with the deepseek profile.
-// Packing, layouts, requantize and rotation are in quantize_layout_test.cc; seed 002's FP4 experiment is in
-// quantize_fp4_experiment_test.cc.
+//   * DeepSeek's act_quant written out from docs/spec.md#block-scaling against fp8-1x128 with the deepseek profile.
+// Packing, layouts, requantize and rotation are in quantize_layout_test.cc; the FP4 experiment
+// (docs/spec.md#fp4-experiment) is in quantize_fp4_experiment_test.cc.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -57,7 +58,7 @@ std::string thrown_message(const std::function<void()>& fn) {
   return "(nothing thrown)";
 }
 
-// ---- (a) seed 000: "Add an outlier and see how many small values become 0" ----
+// ---- (a) docs/spec.md#outlier: "Add an outlier and see how many small values become 0" ----
 
 TEST(OutlierDemo, OneOutlierZeroesTheSmallValuesOfItsMxfp4Block) {
   // Block A: 1/32, 2/32, ..., 32/32 (0.03125 .. 1.0, exact in f32).
@@ -183,7 +184,7 @@ TEST(ScaleRules, RandomAmaxFollowsTheDefinitions) {
 }
 
 // mse: the chosen power of two has the least squared error among floor-1 .. rceil+1, computed here with the plain
-// codec (RNE, saturating) in double. Ties between candidates may go either way (SPEC does not say).
+// codec (RNE, saturating) in double. Ties between candidates may go either way (docs/spec.md does not say).
 TEST(ScaleRules, MseChoosesALeastSquaredErrorPowerOfTwo) {
   std::mt19937 rng(12);
   for (const char* name : {"e2m3-1x32-ue8m0-mse", "e2m1-1x32-ue8m0-mse", "e4m3-1x32-ue8m0-mse"}) {
@@ -491,7 +492,7 @@ TEST(Schemes, NamedSchemesAndBitsPerValue) {
   EXPECT_NEAR(mf::scheme_named("fp8-32x32").bits_per_value(), 8.008, 1e-3);
   EXPECT_TRUE(mf::scheme_named("nvfp4").tensor_scale);
   EXPECT_FALSE(mf::scheme_named("fp4-e4m3-16").tensor_scale);
-  // Bytes per block (SPEC section 4): mxfp4 17, nvfp4 9 (+ the 4-byte tensor scale), fp8-128x128 16385.
+  // Bytes per block (docs/spec.md#schemes): mxfp4 17, nvfp4 9 (+ the 4-byte tensor scale), fp8-128x128 16385.
   std::vector<float> x(128 * 128, 1.0f);
   EXPECT_EQ(mf::quantize(x.data(), Shape{32}, mf::scheme_named("mxfp4")).nbytes(), 17u);
   EXPECT_EQ(mf::quantize(x.data(), Shape{16}, mf::scheme_named("nvfp4")).nbytes(), 9u + 4u);
@@ -499,7 +500,7 @@ TEST(Schemes, NamedSchemesAndBitsPerValue) {
   EXPECT_EQ(mf::quantize(x.data(), Shape{128, 128}, mf::scheme_named("fp8-128x128")).nbytes(), 16385u);
 }
 
-// ---- (c) DeepSeek act_quant (inference/kernel.py, scale_fmt ue8m0) from SPEC section 3 ----
+// ---- (c) DeepSeek act_quant (inference/kernel.py, scale_fmt ue8m0) from docs/spec.md#block-scaling ----
 
 struct ActQuant {
   std::vector<std::uint8_t> codes;

@@ -1,4 +1,5 @@
-// Recipes: globs, seed 002's table (section 12.6) for deepseek-v4 tensor by tensor, the other built-ins, user files.
+// Recipes: globs, the table of docs/spec.md#v4-recipe for deepseek-v4 tensor by tensor, the other built-ins, user
+// files.
 #include "minifloat/recipe.h"
 
 #include <gtest/gtest.h>
@@ -23,7 +24,7 @@ TEST(Recipe, Glob) {
   EXPECT_TRUE(glob_match(std::string(50, '*') + "b", std::string(10000, 'a') + "b"));  // no exponential blowup
 }
 
-// Seed 002, section 12.6, row by row, with DeepSeek's names (inference/model.py) and Hugging Face's.
+// docs/spec.md#v4-recipe, row by row, with DeepSeek's names (inference/model.py) and Hugging Face's.
 TEST(Recipe, DeepSeekV4FollowsSeed002) {
   const Recipe r = recipe_named("deepseek-v4");
   const auto t = [&](std::string_view name) { return r.target_for(name, 2, true); };

@@ -236,7 +236,7 @@ std::vector<BadFile> bad_files() {
 
 // Bad files that the safetensors package (0.8) accepts:
 // - a key repeated in __metadata__: its serde map keeps the last value; a silent choice is worse than an error.
-// - C64: the package added complex64, which is not among the dtypes of SPEC section 9.
+// - C64: the package added complex64, which is not among the dtypes of docs/spec.md#safetensors.
 const std::string kStricterThanPackage = "accepted DuplicateMetadataKey\naccepted UnknownDtype\n";
 
 class SafetensorsError : public ::testing::TestWithParam<BadFile> {};

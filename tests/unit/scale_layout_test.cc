@@ -55,8 +55,8 @@ TEST(ScaleLayout, AscendInt16ByHand) {
   EXPECT_EQ(word(p.data, 3, 2), 0x0003u);
 }
 
-// Seed 000: x [1536, 4096] with a ue8m0 scale per 32 values -> [1536, 128] codes -> [1536, 32] int32 (NVIDIA) or
-// [1536, 64] int16 (Ascend). Every word checked against the formula, then the round trip.
+// docs/spec.md#scale-packing: x [1536, 4096] with a ue8m0 scale per 32 values -> [1536, 128] codes -> [1536, 32] int32
+// (NVIDIA) or [1536, 64] int16 (Ascend). Every word checked against the formula, then the round trip.
 TEST(ScaleLayout, Seed000Shapes) {
   const Shape codes_shape{1536, 128};
   const std::vector<std::uint8_t> codes = random_codes(1536 * 128, 0);
@@ -171,7 +171,7 @@ TEST(ScaleLayout, Names) {
   }
 }
 
-// Seed 000's "wrong scale dtype": Ascend's [1536, 64] int16 handed to an NVIDIA GEMM.
+// docs/spec.md#wrong-scale-dtype: Ascend's [1536, 64] int16 handed to an NVIDIA GEMM.
 TEST(ScaleLayoutErrors, PackedForAnotherPlatform) {
   try {
     check_packed_scales(ScaleLayout::nvidia_int32, Shape{1536, 128}, Shape{1536, 64}, 2);

@@ -1,7 +1,7 @@
 """The converter page in Debian's chromium (headless, through Playwright), served by `minifloat serve`.
 
-Expected numbers come from seed 000's worked examples, typed here, and from the native `minifloat show` /
-`minifloat block` JSON: the page must agree with both.
+Expected numbers come from the worked examples of docs/spec.md#worked-example, typed here, and from the native
+`minifloat show` / `minifloat block` JSON: the page must agree with both.
 """
 import re
 import socket
@@ -21,7 +21,8 @@ def row(page, fmt):
 
 
 def test_worked_conversion_of_0_3(page, server, cli):
-    # Seed 000: 0.3 = 1.2 x 2^-2; e4m3's exponent field is -2 + 7 = 5 = 0101, bf16's -2 + 127 = 125 = 01111101.
+    # docs/spec.md#worked-example: 0.3 = 1.2 x 2^-2; e4m3's exponent field is -2 + 7 = 5 = 0101, bf16's
+    # -2 + 127 = 125 = 01111101.
     load(page, server)
     page.fill("#x", "0.3")
     assert row(page, "e4m3").locator(".exponent-field").inner_text() == "0101"
@@ -49,7 +50,8 @@ def test_f32_bits_input(page, server):
 
 
 def test_e2m1_scale_example(page, server):
-    # Seed 000: 0.3 / 0.0625 = 4.8, the nearest e2m1 code is 4, and 4 x 0.0625 = 0.25: 17 % error instead of 67 %.
+    # docs/spec.md#worked-example: 0.3 / 0.0625 = 4.8, the nearest e2m1 code is 4, and 4 x 0.0625 = 0.25: 17 % error
+    # instead of 67 %.
     load(page, server, "?x=0.3")
     assert row(page, "e2m1").locator(".error").inner_text() == "66.7 %"
     page.fill("#scale", "0.0625")
