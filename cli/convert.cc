@@ -50,7 +50,7 @@ void ProgressBar::update(std::uint64_t done, std::uint64_t total) {
 namespace {
 
 struct ConvertArgs {
-  std::string in, out, recipe;
+  std::string in, out, recipe, format = "minifloat";
   std::size_t shard_index = 0, shard_count = 1;
   bool resume = false, merge = false;
   int threads = 0;
@@ -68,8 +68,10 @@ std::string error_table(const io::ConvertReport& r) {
 
 void run_convert(const ConvertArgs& a) {
   const io::Recipe recipe = io::load_recipe(a.recipe);
+  const io::WriteFormat format = io::write_format_named(a.format);
+  io::check_write_format(recipe, format);  // before anything is written
   if (a.merge) {
-    io::merge_index(a.in, a.out, &recipe);
+    io::merge_index(a.in, a.out, &recipe, format);
     write_stdout(fmt::format("merged: wrote the index and config.json of {}\n", a.out));
     return;
   }
@@ -78,6 +80,7 @@ void run_convert(const ConvertArgs& a) {
   o.job_count = a.shard_count;
   o.resume = a.resume;
   o.threads = a.threads;
+  o.format = format;
   if (o.job_count == 0 || o.job_index >= o.job_count) {
     throw UsageError("--shard-index must be less than --shard-count");
   }
@@ -89,8 +92,9 @@ void run_convert(const ConvertArgs& a) {
                       r.shards_written, r.shards_written == 1 ? "" : "s", r.shards_skipped,
                       human_bytes(static_cast<double>(r.input_bytes)), human_bytes(static_cast<double>(r.output_bytes)));
   if (o.job_count > 1) {
-    text += fmt::format("job {} of {} done; when all are, run: minifloat convert --merge {} {} --recipe {}\n",
-                        o.job_index, o.job_count, a.in, a.out, a.recipe);
+    text += fmt::format("job {} of {} done; when all are, run: minifloat convert --merge {} {} --recipe {}{}\n",
+                        o.job_index, o.job_count, a.in, a.out, a.recipe,
+                        format == io::WriteFormat::minifloat ? "" : " --format " + a.format);
   }
   write_stdout(text);
 }
@@ -99,12 +103,18 @@ void run_convert(const ConvertArgs& a) {
 
 void register_convert(CLI::App& app) {
   auto a = std::make_shared<ConvertArgs>();
-  auto* s = app.add_subcommand("convert", "Quantize a bf16/f16/f32 checkpoint by a recipe (sharded, resumable)");
+  auto* s = app.add_subcommand("convert", "Quantize a bf16/f16/f32 checkpoint by a recipe (sharded, resumable), "
+                                          "in minifloat's form or an engine's (--format)");
   s->add_option("IN", a->in, "checkpoint: a .safetensors file, an index, or a directory")->required();
   s->add_option("OUT", a->out, "output directory (not IN); one shard per input shard, index, config.json")->required();
   s->add_option("--recipe", a->recipe,
                 "deepseek-v4, deepinfer, fp8-block, mxfp8, mxfp4, nvfp4, or a .json file of pattern: target rules")
       ->required();
+  s->add_option("--format", a->format,
+                "what to write: minifloat (default: W + W_scale_inv, DeepSeek's form), compressed-tensors "
+                "(nvfp4, mxfp4, mxfp8, fp8-block), modelopt (nvfp4, mxfp4, mxfp8; also hf_quant_config.json) or "
+                "transformers-fp8 (fp8-block, mxfp8); a recipe a format cannot express is refused before anything "
+                "is written");
   s->add_option("--shard-index", a->shard_index, "this job's index in a job array (Slurm, Kubernetes indexed jobs)");
   s->add_option("--shard-count", a->shard_count, "jobs in the array; job i converts shards i, i + N, ...");
   s->add_flag("--resume", a->resume, "keep output shards a previous run finished");

@@ -17,6 +17,7 @@
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "minifloat/checkpoint.h"
@@ -75,6 +76,16 @@ bool shard_is_mine(std::size_t shard, std::size_t job_index, std::size_t job_cou
 
 // ---- convert and dequantize ----
 
+// The checkpoint dialect convert writes (docs/checkpoints.md, "Writing dialects"): minifloat's DeepSeek-like form,
+// compressed-tensors 0.20, NVIDIA ModelOpt's HF export, or transformers' FineGrainedFP8.
+enum class WriteFormat { minifloat, compressed_tensors, modelopt, transformers_fp8 };
+// "minifloat", "compressed-tensors", "modelopt", "transformers-fp8"; throws std::invalid_argument listing them.
+WriteFormat write_format_named(std::string_view name);
+std::string_view to_string(WriteFormat f);
+// Throws std::invalid_argument when `format` cannot express every scheme target of `recipe`, naming the formats
+// that can (called by convert_checkpoint before anything is written).
+void check_write_format(const Recipe& recipe, WriteFormat format);
+
 struct TensorError {
   std::string name, target;
   double rmse = 0, max_abs = 0, rel_rmse = 0;  // of the dequantized tensor against the input (quantized targets)
@@ -95,6 +106,7 @@ struct ConvertOptions {
   // dequantize: tensors whose names match one of these globs are copied unchanged, even where they look quantized.
   // Each must match some tensor (checked in a one-job run).
   std::vector<std::string> passthrough;
+  WriteFormat format = WriteFormat::minifloat;  // convert: the dialect of the tensors and config written
 };
 struct ConvertReport {
   std::vector<TensorError> tensors;
@@ -110,7 +122,9 @@ ConvertReport convert_checkpoint(const std::filesystem::path& in, const std::fil
                                  const Recipe& recipe, const ConvertOptions& options = {});
 // Writes out/model.safetensors.index.json (and config.json) from the shards present in `out`: the merge step after a
 // job array. Throws IoError if a shard of the input's index is missing in `out`.
-void merge_index(const std::filesystem::path& in, const std::filesystem::path& out, const Recipe* recipe);
+// `format` sets config.json's quantization_config (and ModelOpt's hf_quant_config.json).
+void merge_index(const std::filesystem::path& in, const std::filesystem::path& out, const Recipe* recipe,
+                 WriteFormat format = WriteFormat::minifloat);
 
 // FP8 / FP4 pairs (W + W_scale_inv, W + W_scale + W_scale_2) back to plain F32 or BF16 weights named W, and every other
 // float tensor converted to that dtype. Never silent: a tensor that looks quantized (a quantized dtype, or a scale's
@@ -137,8 +151,8 @@ struct VerifyReport {
   std::optional<HfConfig> config;
 };
 // The index against the shards (check_checkpoint), config.json by its rules, every quantized pair (finite,
-// positive scales; weight codes that are not NaN; shapes that fit one block scheme), and seed 000's FP4-QAT
-// condition on FP8 routed experts (`*.experts.*`) when the config asks for FP4 experts or fp4_qat is set: each 1x32
+// positive scales; weight codes that are not NaN; shapes that fit one block scheme), and DeepInfer's FP4-QAT
+// condition (docs/spec.md#fp4-qat) on FP8 routed experts (`*.experts.*`) when the config asks for FP4 experts or fp4_qat is set: each 1x32
 // block is e2m1 values times one power of two, else "Only support FP4-QAT checkpoint". Throws VerifyError naming
 // the tensor, or IoError / HfConfigError.
 VerifyReport verify_checkpoint(const std::filesystem::path& path, const VerifyOptions& options = {});

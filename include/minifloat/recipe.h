@@ -7,7 +7,7 @@
 // matrix per expert); anything no rule claims is kept.
 //
 // Built-in recipes (docs/checkpoints.md has their tables):
-//   deepseek-v4  seed 002 section 12.6: routed experts FP4 e2m1 1x32 ue8m0 (rceil); attention linears, shared
+//   deepseek-v4  docs/spec.md#v4-recipe: routed experts FP4 e2m1 1x32 ue8m0 (rceil); attention linears, shared
 //                experts, the indexer's wq_b and wo_a FP8 e4m3 128x128 ue8m0; embeddings, lm_head, the router gate
 //                and the indexer's weights_proj BF16; the compressor and the HC parameters F32.
 //   deepinfer    the same split with FP8 32x32 (DeepInfer's weight_block_size [32, 32]) and FP4 experts.

@@ -13,6 +13,7 @@
 #include <optional>
 #include <set>
 
+#include "dialect_writer.h"
 #include "file.h"
 #include "minifloat/checkpoint_ops.h"
 #include "minifloat/checkpoint_tensors.h"
@@ -51,8 +52,8 @@ void widen(const SafetensorsFile& f, const SafetensorsTensor& t, std::vector<flo
   }
 }
 
-// f32 -> bf16 with round to nearest even, overflow to Inf, NaN to 0x7FC0 with its sign: encode(bf16, x) (SPEC 2)
-// without its generality.
+// f32 -> bf16 with round to nearest even, overflow to Inf, NaN to 0x7FC0 with its sign: encode(bf16, x)
+// (docs/spec.md#encode) without its generality.
 std::uint16_t to_bf16(float x) {
   const std::uint32_t u = std::bit_cast<std::uint32_t>(x);
   if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<std::uint16_t>(((u >> 16) & 0x8000u) | 0x7fc0u);
@@ -161,13 +162,18 @@ struct Step {
   std::string target;            // keep, bf16, f32, a scheme name, or "dequantize"
   std::optional<Scheme> scheme;  // quantize into
   const QuantizedPair* pair = nullptr;
+  std::optional<detail::WrittenKind> dialect = std::nullopt;  // --format other than minifloat: its name of the scheme
+  WriteFormat format = WriteFormat::minifloat;
 };
 
 std::vector<Spec> specs_of(const std::vector<Step>& steps, bool bf16_out) {
   std::vector<Spec> specs;
   for (const Step& s : steps) {
     const SafetensorsTensor& t = *s.in;
-    if (s.scheme) {
+    if (s.scheme && s.dialect) {
+      const std::vector<Spec> d = detail::dialect_specs(t.name, *s.dialect, s.format, t.shape[0], t.shape[1]);
+      specs.insert(specs.end(), d.begin(), d.end());
+    } else if (s.scheme) {
       const Scheme& q = *s.scheme;
       const std::uint64_t rows = t.shape[0], cols = t.shape[1];
       const Format& e = *q.element.format;
@@ -241,7 +247,10 @@ std::optional<TensorError> produce(const SafetensorsFile& f, const Step& s, std:
     // The packed codes and scales are the checkpoint's bytes as they are (what pair_tensors would copy).
     w.write_tensor(k, bytes_of(q.codes));
     w.write_tensor(k + 1, bytes_of(q.scales));
-    if (s.scheme->tensor_scale) w.write_tensor(k + 2, std::as_bytes(std::span(&q.tensor_scale, 1)));
+    if (s.scheme->tensor_scale) {
+      const float second = s.dialect ? detail::second_scale_written(s.format, q.tensor_scale, t.name) : q.tensor_scale;
+      w.write_tensor(k + 2, std::as_bytes(std::span(&second, 1)));
+    }
     y.resize(x.size());
     dequantize(q, y.data(), threads);
     return error_of(t.name, s.target, x, y);
@@ -446,13 +455,24 @@ ConvertReport run(const fs::path& in, const fs::path& out, const ConvertOptions&
   }
   remove_stale_temps(dir.empty() ? "." : dir, mine);
   ConvertReport report = Run(c, out, o, plan, bf16_out).go();
-  if (o.write_index && o.job_count == 1) merge_index(in, out, recipe);
+  if (o.write_index && o.job_count == 1) merge_index(in, out, recipe, o.format);
   return report;
+}
+
+std::vector<fs::path> output_shards(const Checkpoint& c, const fs::path& out) {
+  std::vector<fs::path> paths;
+  for (const std::string& shard : c.shards) paths.push_back(output_path(out, c, shard));
+  return paths;
+}
+
+void write_text(const fs::path& path, const std::string& text) {
+  const std::array<std::span<const std::byte>, 1> pieces{std::as_bytes(std::span(text))};
+  detail::write_atomically(path, pieces);
 }
 
 }  // namespace
 
-void merge_index(const fs::path& in, const fs::path& out, const Recipe* recipe) {
+void merge_index(const fs::path& in, const fs::path& out, const Recipe* recipe, WriteFormat format) {
   const Checkpoint c = open_checkpoint(in);
   refuse_overwriting_input(in, c, out);
   const fs::path dir = output_dir(out, c);
@@ -475,11 +495,14 @@ void merge_index(const fs::path& in, const fs::path& out, const Recipe* recipe) 
   if (const auto config = c.config_path()) {
     const detail::InputFile file(*config);
     const std::vector<std::byte> bytes = file.read(0, file.size(), "config");
-    const std::string text = hf_config_with_quantization(
-        std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()),
-        recipe ? recipe->hf_quantization : std::nullopt);
-    const std::array<std::span<const std::byte>, 1> pieces{std::as_bytes(std::span(text))};
-    detail::write_atomically(dir / "config.json", pieces);
+    const std::string_view text(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+    const std::optional<QuantizationConfig> none;
+    write_text(dir / "config.json", format == WriteFormat::minifloat || recipe == nullptr
+                                        ? hf_config_with_quantization(text, recipe ? recipe->hf_quantization : none)
+                                        : detail::dialect_config(text, *recipe, format, output_shards(c, out)));
+  }
+  if (format == WriteFormat::modelopt && recipe != nullptr) {
+    write_text(dir / "hf_quant_config.json", detail::modelopt_hf_quant_config(*recipe, output_shards(c, out)));
   }
   // Tokenizer, generation config and the like come along unchanged; hf_quant_config.json (ModelOpt's note of the
   // scheme) stays behind, as quantization_config does: it would describe tensors the output does not hold.
@@ -493,9 +516,48 @@ void merge_index(const fs::path& in, const fs::path& out, const Recipe* recipe) 
   }
 }
 
+namespace {
+
+// In a dialect, a weight whose shape does not divide into blocks stays as it is (and is listed as unquantized): the
+// readers have no rule for minifloat's padded last block (transformers infers the block size from the scale grid).
+void set_dialect(Step& s, WriteFormat format, std::optional<detail::WrittenKind> kind, const SafetensorsFile& f) {
+  if (!s.scheme || format == WriteFormat::minifloat) return;
+  if (s.in->shape[0] % static_cast<std::uint64_t>(s.scheme->block_rows) != 0 ||
+      s.in->shape[1] % static_cast<std::uint64_t>(s.scheme->block_cols) != 0) {
+    s.scheme.reset();
+    s.target = "keep";
+    return;
+  }
+  detail::check_module_weight(format, f.path(), s.in->name);
+  s.dialect = kind;
+  s.format = format;
+}
+
+// compressed-tensors' nvfp4 global scale is checked for every tensor before anything is written.
+void check_global_scales(const fs::path& in, const ConvertOptions& o, const Planner& plan) {
+  const Checkpoint c = open_checkpoint(in);
+  std::vector<float> x;
+  for (std::size_t i = 0; i < c.shards.size(); ++i) {
+    if (!shard_is_mine(i, o.job_index, o.job_count)) continue;
+    const SafetensorsFile f = read_safetensors(c.shard_path(i));
+    std::vector<QuantizedPair> pairs;
+    for (const Step& s : plan(f, pairs)) {
+      if (!s.scheme || !s.scheme->tensor_scale) continue;
+      widen(f, *s.in, x);
+      detail::check_global_scale(*s.scheme, x, s.in->name);
+      f.release(*s.in);
+    }
+  }
+}
+
+}  // namespace
+
 ConvertReport convert_checkpoint(const fs::path& in, const fs::path& out, const Recipe& recipe,
                                  const ConvertOptions& options) {
-  const Planner plan = [&recipe](const SafetensorsFile& f, std::vector<QuantizedPair>& pairs) {
+  const WriteFormat format = options.format;
+  std::optional<detail::WrittenKind> kind;
+  if (format != WriteFormat::minifloat) kind = detail::recipe_kind(recipe, format);  // refused before anything
+  const Planner plan = [&recipe, format, kind](const SafetensorsFile& f, std::vector<QuantizedPair>& pairs) {
     // Parts of pairs already quantized (an F32 W_scale_inv of a V3 checkpoint) are data of their weight, never
     // weights to quantize themselves.
     pairs = find_pairs(f);
@@ -513,10 +575,14 @@ ConvertReport convert_checkpoint(const fs::path& in, const fs::path& out, const 
         s.scheme.reset();
         s.target = "keep";
       }
+      set_dialect(s, format, kind, f);
       steps.push_back(std::move(s));
     }
     return steps;
   };
+  if (format == WriteFormat::compressed_tensors && kind == detail::WrittenKind::nvfp4) {
+    check_global_scales(in, options, plan);
+  }
   return run(in, out, options, plan, false, &recipe);
 }
 

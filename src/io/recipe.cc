@@ -32,7 +32,8 @@ QuantizationConfig hf(int block, std::string scale_fmt, std::string expert_dtype
 }
 
 Recipe builtin(std::string_view name) {
-  constexpr const char* kFp4Experts = "e2m1-1x32-ue8m0-rceil";  // SPEC 4: V4's experts are mxfp4 with rceil scales
+  // docs/spec.md#schemes: V4's experts are mxfp4 with rceil scales.
+  constexpr const char* kFp4Experts = "e2m1-1x32-ue8m0-rceil";
   if (name == "deepseek-v4") {
     return {"deepseek-v4", Profile::deepseek,
             plain_names_first({{"*indexer.weights_proj*", "bf16"},

@@ -1,0 +1,241 @@
+"""`minifloat convert --format F`: checkpoints in the dialects engines load, checked by each library's own code.
+
+A tiny bf16 Llama is converted with every (recipe, format) pair convert supports; each library dequantizes what was
+written (compressed-tensors' compressors, ModelOpt's QTensors, transformers' from_pretrained), and that must equal
+minifloat's dequantization of the same output and of its own default form, bit for bit. docs/checkpoints.md
+("Writing dialects") has the table."""
+import json
+import os
+import pathlib
+import subprocess
+
+import pytest
+
+from conftest import need
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+EXE = ROOT / "build" / "cli" / "minifloat"
+LINEARS = 14  # 2 layers x (q, k, v, o, gate, up, down); lm_head stays bf16
+
+
+def minifloat(*args):
+    if not EXE.exists():
+        pytest.fail(f"{EXE} is missing: build the command first (./test does)")
+    return subprocess.run([str(EXE), *map(str, args)], capture_output=True, text=True)
+
+
+def load(path):
+    from safetensors.torch import load_file
+    return load_file(str(pathlib.Path(path) / "model.safetensors"))
+
+
+def same_bits(torch, got, want, name, zero_sign=True):
+    """Bit for bit; zero_sign=False lets -0 stand for +0 (ModelOpt decodes the e2m1 code 8, -0, as +0)."""
+    assert got.dtype == want.dtype and tuple(got.shape) == tuple(want.shape), \
+        f"{name}: {got.dtype} {tuple(got.shape)} != {want.dtype} {tuple(want.shape)}"
+    bits = torch.int32 if got.dtype == torch.float32 else torch.int16
+    differ = got.view(bits) != want.view(bits)
+    if not zero_sign:
+        differ &= ~((got == 0) & (want == 0))
+    bad = int(differ.sum())
+    assert bad == 0, f"{name}: {bad} of {got.numel()} values differ"
+
+
+def tiny_llama(torch, out, exact_global_scale=False):
+    """A saved bf16 Llama. exact_global_scale: every linear's amax is 2688 x 2^-16, so NVFP4's tensor scale
+    amax / (448 x 6) is 2^-16, whose reciprocal compressed-tensors' weight_global_scale holds exactly."""
+    transformers = need("transformers")
+    torch.manual_seed(0)
+    cfg = transformers.LlamaConfig(hidden_size=256, intermediate_size=384, num_hidden_layers=2,
+                                   num_attention_heads=4, num_key_value_heads=2, vocab_size=512,
+                                   max_position_embeddings=128, architectures=["LlamaForCausalLM"])
+    model = transformers.LlamaForCausalLM(cfg).to(torch.bfloat16).eval()
+    if exact_global_scale:
+        with torch.no_grad():
+            for name, m in model.named_modules():
+                if isinstance(m, torch.nn.Linear) and name != "lm_head":
+                    m.weight.clamp_(-0.04, 0.04).view(-1)[0] = 2688 * 2.0 ** -16
+    model.save_pretrained(out)
+    return model
+
+
+def convert(src, dst, recipe, fmt):
+    r = minifloat("convert", src, dst, "--recipe", recipe, "--format", fmt)
+    assert r.returncode == 0, r.stderr
+    return load(dst)
+
+
+def dequantize(src, dst, dtype="bf16"):
+    r = minifloat("dequantize", src, dst, "--dtype", dtype)
+    assert r.returncode == 0, r.stderr
+    return load(dst)
+
+
+def converted(torch, tmp_path, recipe, fmt):
+    """(stored tensors, config, minifloat's dequantization of them, of --format minifloat) in bf16 and f32."""
+    src = tmp_path / "src"
+    tiny_llama(torch, src, exact_global_scale=recipe == "nvfp4")
+    stored = convert(src, tmp_path / fmt, recipe, fmt)
+    convert(src, tmp_path / "own", recipe, "minifloat")
+    for cmd in ("verify", "inspect"):
+        r = minifloat(cmd, tmp_path / fmt)
+        assert r.returncode == 0, r.stderr
+    assert fmt in r.stdout, r.stdout  # inspect names the dialect it reads
+    deq = {d: dequantize(tmp_path / fmt, tmp_path / f"deq-{d}", d) for d in ("bf16", "f32")}
+    own = {d: dequantize(tmp_path / "own", tmp_path / f"own-{d}", d) for d in ("bf16", "f32")}
+    for d in deq:
+        assert deq[d].keys() == own[d].keys()
+        for k in deq[d]:
+            same_bits(torch, deq[d][k], own[d][k], f"{k} ({d}) against --format minifloat")
+    config = json.loads((tmp_path / fmt / "config.json").read_text())
+    return stored, config, deq
+
+
+# ---- compressed-tensors ----
+
+CT = [("nvfp4", "nvfp4-pack-quantized"), ("mxfp4", "mxfp4-pack-quantized"), ("mxfp8", "mxfp8-quantized"),
+      ("fp8-block", "float-quantized")]
+
+
+@pytest.mark.parametrize("recipe,fmt", CT)
+def test_compressed_tensors(tmp_path, recipe, fmt):
+    torch = need("torch")
+    need("compressed_tensors")
+    from compressed_tensors.compressors import BaseCompressor
+    from compressed_tensors.quantization import QuantizationConfig
+    stored, config, deq = converted(torch, tmp_path, recipe, "compressed-tensors")
+    qc = config["quantization_config"]
+    assert qc["format"] == fmt and qc["ignore"] == ["lm_head"], qc
+    parsed = QuantizationConfig.model_validate(qc)
+    scheme, compressor = parsed.config_groups["group_0"], BaseCompressor.get_value_from_registry(parsed.format)
+    modules = sorted({k.rsplit(".", 1)[0] for k in stored if k.endswith(".weight_scale")})
+    assert len(modules) == LINEARS
+    for mod in modules:
+        parts = {k[len(mod) + 1:]: v for k, v in stored.items() if k.rsplit(".", 1)[0] == mod}
+        want = compressor.decompress(parts, scheme)["weight"]
+        # bf16 for the FP4/MX formats; in the scale's dtype (F32) for fp8-block, whose products are exact there
+        got = deq["f32" if want.dtype == torch.float32 else "bf16"][mod + ".weight"]
+        same_bits(torch, got, want, mod)
+
+
+def ct_loads_in_transformers(torch, path):
+    transformers = need("transformers")
+    qc = transformers.CompressedTensorsConfig(dequantize=True)
+    return transformers.AutoModelForCausalLM.from_pretrained(path, quantization_config=qc, dtype=torch.bfloat16,
+                                                             output_loading_info=True)
+
+
+@pytest.mark.parametrize("recipe", [r for r, _ in CT])
+def test_compressed_tensors_loads_in_transformers(tmp_path, recipe):
+    """transformers' compressed-tensors quantizer on CPU, decompressing on load (dequantize=True)."""
+    torch = need("torch")
+    _, _, deq = converted(torch, tmp_path, recipe, "compressed-tensors")
+    model, info = ct_loads_in_transformers(torch, tmp_path / "compressed-tensors")
+    assert not info["missing_keys"] and not info["unexpected_keys"], info
+    for name, m in model.named_modules():
+        if isinstance(m, torch.nn.Linear):
+            same_bits(torch, m.weight.data, deq["bf16"][name + ".weight"], name)
+    with torch.no_grad():
+        assert torch.isfinite(model(torch.tensor([[1, 2, 3]])).logits).all()
+
+
+def test_compressed_tensors_nvfp4_global_scale_must_be_exact(tmp_path):
+    torch = need("torch")
+    tiny_llama(torch, tmp_path / "src")  # tensor scales amax / 2688 with no exact reciprocal
+    r = minifloat("convert", tmp_path / "src", tmp_path / "out", "--recipe", "nvfp4", "--format",
+                  "compressed-tensors")
+    assert r.returncode == 2, r.stderr
+    assert "weight_global_scale" in r.stderr and "exactly" in r.stderr and ".weight'" in r.stderr, r.stderr
+    assert not (tmp_path / "out").exists()
+
+
+# ---- NVIDIA ModelOpt ----
+
+@pytest.mark.parametrize("recipe,algo", [("nvfp4", "NVFP4"), ("mxfp4", "mxfp4"), ("mxfp8", "MXFP8")])
+def test_modelopt(tmp_path, recipe, algo):
+    torch = need("torch")
+    qt = need("modelopt.torch.quantization.qtensor")
+    stored, config, deq = converted(torch, tmp_path, recipe, "modelopt")
+    qc = config["quantization_config"]
+    assert qc["quant_method"] == "modelopt" and qc["quant_algo"] == algo, qc
+    assert qc["ignore"] == ["lm_head", "model.embed_tokens"], qc  # as ModelOpt's export lists them
+    hq = json.loads((tmp_path / "modelopt" / "hf_quant_config.json").read_text())
+    assert hq["producer"]["name"] == "modelopt" and hq["quantization"]["quant_algo"] == algo, hq
+    assert hq["quantization"]["exclude_modules"] == qc["ignore"], hq
+    modules = sorted(k[:-7] for k in stored if k.endswith(".weight") and k[:-7] + ".weight_scale" in stored)
+    assert len(modules) == LINEARS
+    bf16 = torch.bfloat16
+    for mod in modules:
+        w, s = stored[mod + ".weight"], stored[mod + ".weight_scale"]
+        if algo == "NVFP4":
+            assert stored[mod + ".weight_scale_2"].shape == ()
+            want = qt.NVFP4QTensor(torch.Size([w.shape[0], w.shape[1] * 2]), bf16, w).dequantize(
+                dtype=bf16, scale=s, double_scale=stored[mod + ".weight_scale_2"], block_sizes={-1: 16})
+        elif algo == "mxfp4":
+            want = qt.MXFP4QTensor(torch.Size([w.shape[0], w.shape[1] * 2]), bf16, w).dequantize(
+                dtype=bf16, scale=s, block_sizes={-1: 32})
+        else:
+            want = qt.MXFP8QTensor(w.shape, bf16, w).dequantize(dtype=bf16, scale=s, block_sizes={-1: 32})
+        same_bits(torch, deq["bf16"][mod + ".weight"], want, mod, zero_sign=algo == "MXFP8")
+
+
+# ---- transformers FineGrainedFP8 ----
+
+@pytest.mark.parametrize("recipe,block,scale_fmt", [("fp8-block", [128, 128], "float"), ("mxfp8", [1, 32], "ue8m0")])
+def test_transformers_fp8(tmp_path, recipe, block, scale_fmt):
+    torch = need("torch")
+    transformers = need("transformers")
+    stored, config, deq = converted(torch, tmp_path, recipe, "transformers-fp8")
+    assert config["quantization_config"] == {
+        "quant_method": "fp8", "modules_to_not_convert": ["lm_head"], "modules_to_convert": None,
+        "activation_scheme": "dynamic", "weight_block_size": block, "dequantize": False, "scale_fmt": scale_fmt,
+        "expert_dtype": "fp8"}
+    assert len([k for k in stored if k.endswith(".weight_scale_inv")]) == LINEARS
+    # On CPU transformers dequantizes a pre-quantized FP8 checkpoint into bf16 as it loads.
+    model, info = transformers.AutoModelForCausalLM.from_pretrained(tmp_path / "transformers-fp8",
+                                                                    output_loading_info=True)
+    assert not info["missing_keys"] and not info["unexpected_keys"], info
+    linears = [(n, m) for n, m in model.named_modules() if isinstance(m, torch.nn.Linear)]
+    assert len(linears) == LINEARS + 1
+    for name, m in linears:
+        same_bits(torch, m.weight.data, deq["bf16"][name + ".weight"], name)
+    with torch.no_grad():
+        assert torch.isfinite(model(torch.tensor([[1, 2, 3]])).logits).all()
+
+
+def test_weights_that_do_not_block_stay_bf16(tmp_path):
+    """A shape the 128 x 128 blocks do not divide is kept and listed: transformers would infer its block size from
+    the scale grid, and compressed-tensors has no rule for minifloat's padded last block."""
+    torch = need("torch")
+    from safetensors.torch import save_file
+    src = tmp_path / "src"
+    src.mkdir()
+    torch.manual_seed(0)
+    bf16 = torch.bfloat16
+    save_file({"a.weight": torch.randn(128, 256).to(bf16), "b.weight": torch.randn(100, 256).to(bf16)},
+              str(src / "model.safetensors"))
+    (src / "config.json").write_text(json.dumps({"model_type": "llama"}))
+    for fmt, key in (("transformers-fp8", "modules_to_not_convert"), ("compressed-tensors", "ignore")):
+        stored = convert(src, tmp_path / fmt, "fp8-block", fmt)
+        assert stored["a.weight"].dtype == torch.float8_e4m3fn and stored["b.weight"].dtype == torch.bfloat16
+        config = json.loads((tmp_path / fmt / "config.json").read_text())
+        assert config["quantization_config"][key] == ["b"], config
+
+
+# ---- refused pairs ----
+
+@pytest.mark.parametrize("recipe,fmt,can", [
+    ("fp8-block", "modelopt", "minifloat, compressed-tensors, transformers-fp8"),
+    ("nvfp4", "transformers-fp8", "minifloat, compressed-tensors, modelopt"),
+    ("mxfp4", "transformers-fp8", "minifloat, compressed-tensors, modelopt"),
+    ("deepseek-v4", "compressed-tensors", "minifloat"),
+    ("deepinfer", "modelopt", "minifloat")])
+def test_refused(tmp_path, recipe, fmt, can):
+    torch = need("torch")
+    tiny_llama(torch, tmp_path / "src")
+    r = minifloat("convert", tmp_path / "src", tmp_path / "out", "--recipe", recipe, "--format", fmt)
+    assert r.returncode == 2, r.stderr
+    assert f"recipe {recipe} cannot be written as --format {fmt}" in r.stderr, r.stderr
+    assert f"formats that can express it: {can}" in r.stderr, r.stderr
+    assert not (tmp_path / "out").exists()

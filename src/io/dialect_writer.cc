@@ -1,0 +1,279 @@
+// The dialects convert writes besides its own (docs/checkpoints.md, "Writing dialects"). The bytes of codes and scales
+// are minifloat's own in every dialect (the same packing and scale codes); only names, dtypes, shapes, compressed-
+// tensors' reciprocal global scale and the configs differ. Configs are written as the libraries write them:
+// compressed-tensors 0.20 (ModelCompressor.update_config), ModelOpt 0.47 (export_hf_checkpoint), transformers 5.23
+// (FineGrainedFP8Config.to_dict).
+#include "dialect_writer.h"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+#include <stdexcept>
+
+#include "file.h"
+#include "minifloat/codec.h"
+#include "minifloat/scale.h"
+
+namespace mf::io {
+namespace {
+
+using Json = nlohmann::ordered_json;
+using detail::cat;
+using detail::WrittenKind;
+
+constexpr WriteFormat kFormats[] = {WriteFormat::minifloat, WriteFormat::compressed_tensors, WriteFormat::modelopt,
+                                    WriteFormat::transformers_fp8};
+
+std::optional<WrittenKind> kind_of(const Scheme& s) {
+  const Format* e = s.element.format;
+  if (e == nullptr) return std::nullopt;
+  const bool row32 = s.block_rows == 1 && s.block_cols == 32 && *s.scale_format == ue8m0 && !s.tensor_scale;
+  if (*e == e2m1 && s.block_rows == 1 && s.block_cols == 16 && *s.scale_format == ue4m3 && s.tensor_scale) {
+    return WrittenKind::nvfp4;
+  }
+  if (*e == e2m1 && row32) return WrittenKind::mxfp4;
+  if (*e == e4m3 && row32) return WrittenKind::mxfp8;
+  if (*e == e4m3 && s.block_rows == 128 && s.block_cols == 128 && *s.scale_format == f32 && !s.tensor_scale) {
+    return WrittenKind::fp8_block;
+  }
+  return std::nullopt;
+}
+
+bool expresses(WriteFormat f, WrittenKind k) {
+  switch (f) {
+    case WriteFormat::minifloat: case WriteFormat::compressed_tensors: return true;
+    case WriteFormat::modelopt: return k != WrittenKind::fp8_block;
+    case WriteFormat::transformers_fp8: return k == WrittenKind::fp8_block || k == WrittenKind::mxfp8;
+  }
+  return false;
+}
+
+// The kinds of the recipe's scheme targets; nullopt in the set for a scheme no dialect here names.
+std::set<std::optional<WrittenKind>> kinds_of(const Recipe& r) {
+  std::set<std::optional<WrittenKind>> kinds;
+  for (const RecipeRule& rule : r.rules) {
+    if (const std::optional<Scheme> s = target_scheme(r, rule.target)) kinds.insert(kind_of(*s));
+  }
+  return kinds;
+}
+
+std::string g9(float x) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.9g", static_cast<double>(x));
+  return b;
+}
+
+Json ct_weights(WrittenKind k) {
+  if (k == WrittenKind::fp8_block) {
+    // No scale_dtype, as compressed-tensors writes it; the F32 scales its decompressor takes as they are (its own are
+    // the model dtype, BF16, which cannot hold minifloat's f32 scales).
+    return {{"block_structure", {128, 128}}, {"dynamic", false}, {"group_size", nullptr}, {"num_bits", 8},
+            {"strategy", "block"}, {"symmetric", true}, {"type", "float"}};
+  }
+  const bool nv = k == WrittenKind::nvfp4;
+  return {{"dynamic", false}, {"group_size", nv ? 16 : 32}, {"num_bits", k == WrittenKind::mxfp8 ? 8 : 4},
+          {"scale_dtype", nv ? "torch.float8_e4m3fn" : "torch.uint8"}, {"strategy", nv ? "tensor_group" : "group"},
+          {"symmetric", true}, {"type", "float"}};
+}
+
+const char* ct_format(WrittenKind k) {
+  switch (k) {
+    case WrittenKind::nvfp4: return "nvfp4-pack-quantized";
+    case WrittenKind::mxfp4: return "mxfp4-pack-quantized";
+    case WrittenKind::mxfp8: return "mxfp8-quantized";
+    case WrittenKind::fp8_block: return "float-quantized";
+  }
+  return "";
+}
+
+// Weights only (the A16 presets: NVFP4A16, MXFP4A16, MXFP8A16), since convert calibrates no activations; fp8-block
+// is DeepSeek V3's W8A8 with dynamic per-token-group activations, FP8_BLOCK's preset (no activation tensors).
+Json compressed_tensors_config(WrittenKind k, const std::vector<std::string>& ignore) {
+  Json input = nullptr;
+  if (k == WrittenKind::fp8_block) {
+    input = {{"dynamic", true}, {"group_size", 128}, {"num_bits", 8}, {"strategy", "group"}, {"symmetric", true},
+             {"type", "float"}};
+  }
+  const Json group = {{"format", ct_format(k)}, {"input_activations", input}, {"output_activations", nullptr},
+                      {"targets", Json::array({"Linear"})}, {"weights", ct_weights(k)}};
+  return {{"config_groups", {{"group_0", group}}}, {"format", ct_format(k)}, {"global_compression_ratio", nullptr},
+          {"ignore", ignore}, {"kv_cache_scheme", nullptr}, {"moe_sparsity_config", nullptr},
+          {"quant_method", "compressed-tensors"}, {"quantization_status", "compressed"},
+          {"sparsity_config", Json::object()}, {"transform_config", Json::object()}, {"version", "0.20.0"}};
+}
+
+const char* modelopt_algo(WrittenKind k) {
+  return k == WrittenKind::nvfp4 ? "NVFP4" : k == WrittenKind::mxfp8 ? "MXFP8" : "mxfp4";
+}
+
+Json modelopt_producer() { return {{"name", "modelopt"}, {"version", "0.47.0"}}; }
+
+// convert_hf_quant_config_format's form: config_groups for NVFP4 only (weights: no input_scale is written).
+Json modelopt_config(WrittenKind k, const std::vector<std::string>& ignore) {
+  Json q = Json::object();
+  if (k == WrittenKind::nvfp4) {
+    const Json weights = {{"dynamic", false}, {"num_bits", 4}, {"type", "float"}, {"group_size", 16}};
+    q["config_groups"] = {{"group_0", {{"weights", weights}, {"targets", Json::array({"Linear"})}}}};
+  }
+  q["ignore"] = ignore;
+  q["quant_algo"] = modelopt_algo(k);
+  q["producer"] = modelopt_producer();
+  q["quant_method"] = "modelopt";
+  return q;
+}
+
+Json transformers_fp8_config(WrittenKind k, const std::vector<std::string>& ignore) {
+  const bool mx = k == WrittenKind::mxfp8;
+  return {{"quant_method", "fp8"}, {"modules_to_not_convert", ignore}, {"modules_to_convert", nullptr},
+          {"activation_scheme", "dynamic"}, {"weight_block_size", mx ? Json{1, 32} : Json{128, 128}},
+          {"dequantize", false}, {"scale_fmt", mx ? "ue8m0" : "float"}, {"expert_dtype", "fp8"}};
+}
+
+std::vector<std::string> unquantized_modules(const std::vector<std::filesystem::path>& shards) {
+  std::vector<std::string> names;
+  for (const std::filesystem::path& p : shards) {
+    const SafetensorsFile f = read_safetensors(p);
+    for (const SafetensorsTensor& t : f.tensors()) {
+      const bool floating = t.dtype == DType::F32 || t.dtype == DType::F16 || t.dtype == DType::BF16;
+      if (floating && t.shape.size() == 2 && t.name.ends_with(".weight")) {
+        names.push_back(t.name.substr(0, t.name.size() - 7));
+      }
+    }
+  }
+  std::sort(names.begin(), names.end());  // as ModelOpt lists them, whatever the shards' order
+  return names;
+}
+
+// Embeddings are no Linear: only ModelOpt lists them (its exclude_modules names every module it left alone).
+std::vector<std::string> listed(WriteFormat f, const std::vector<std::string>& unquantized) {
+  std::vector<std::string> out;
+  for (const std::string& m : unquantized) {
+    if (f == WriteFormat::modelopt || m.find("embed") == std::string::npos) out.push_back(m);
+  }
+  return out;
+}
+
+}  // namespace
+
+WriteFormat write_format_named(std::string_view name) {
+  for (const WriteFormat f : kFormats) {
+    if (to_string(f) == name) return f;
+  }
+  throw std::invalid_argument(
+      cat("unknown --format '", name, "' (known: minifloat, compressed-tensors, modelopt, transformers-fp8)"));
+}
+
+std::string_view to_string(WriteFormat f) {
+  switch (f) {
+    case WriteFormat::minifloat: return "minifloat";
+    case WriteFormat::compressed_tensors: return "compressed-tensors";
+    case WriteFormat::modelopt: return "modelopt";
+    case WriteFormat::transformers_fp8: return "transformers-fp8";
+  }
+  return "?";
+}
+
+void check_write_format(const Recipe& recipe, WriteFormat format) {
+  if (format != WriteFormat::minifloat) detail::recipe_kind(recipe, format);
+}
+
+namespace detail {
+
+WrittenKind recipe_kind(const Recipe& r, WriteFormat format) {
+  const std::set<std::optional<WrittenKind>> kinds = kinds_of(r);
+  std::string can = "minifloat";
+  if (kinds.size() == 1 && *kinds.begin()) {
+    const WrittenKind k = **kinds.begin();
+    if (expresses(format, k)) return k;
+    for (const WriteFormat f : kFormats) {
+      if (f != WriteFormat::minifloat && expresses(f, k)) can += cat(", ", to_string(f));
+    }
+  }
+  const char* why = kinds.empty()     ? "it quantizes nothing"
+                    : kinds.size() > 1 ? "it mixes schemes (one scheme per checkpoint in these dialects)"
+                    : !*kinds.begin()  ? "its scheme has no form there"
+                                       : "that format has no form for its scheme";
+  throw std::invalid_argument(cat("recipe ", r.name, " cannot be written as --format ", to_string(format), ": ", why,
+                                  "; formats that can express it: ", can));
+}
+
+void check_module_weight(WriteFormat format, const std::filesystem::path& file, const std::string& tensor) {
+  if (tensor.ends_with(".weight")) return;
+  throw IoError(IoErrc::invalid_name, file, tensor,
+                cat("--format ", to_string(format), " writes module weights only (NAME.weight); this tensor would "
+                    "be quantized by the recipe: add a rule keeping it, or use --format minifloat"));
+}
+
+std::vector<SafetensorsWriter::Spec> dialect_specs(const std::string& name, WrittenKind kind, WriteFormat format,
+                                                   std::uint64_t rows, std::uint64_t cols) {
+  const bool ct = format == WriteFormat::compressed_tensors;
+  const std::string scale = name + (format == WriteFormat::transformers_fp8 ? "_scale_inv" : "_scale");
+  switch (kind) {
+    case WrittenKind::nvfp4:
+      if (ct) {
+        return {{name + "_packed", DType::U8, {rows, cols / 2}}, {scale, DType::F8_E4M3, {rows, cols / 16}},
+                {name + "_global_scale", DType::F32, {1}}};
+      }
+      return {{name, DType::U8, {rows, cols / 2}}, {scale, DType::F8_E4M3, {rows, cols / 16}},
+              {name + "_scale_2", DType::F32, {}}};
+    case WrittenKind::mxfp4:
+      return {{ct ? name + "_packed" : name, DType::U8, {rows, cols / 2}},
+              {scale, DType::U8, {rows, cols / 32}}};
+    case WrittenKind::mxfp8:
+      return {{name, DType::F8_E4M3, {rows, cols}},
+              {scale, format == WriteFormat::transformers_fp8 ? DType::F8_E8M0 : DType::U8, {rows, cols / 32}}};
+    case WrittenKind::fp8_block:
+      return {{name, DType::F8_E4M3, {rows, cols}}, {scale, DType::F32, {rows / 128, cols / 128}}};
+  }
+  return {};
+}
+
+float second_scale_written(WriteFormat format, float t, const std::string& tensor) {
+  if (format != WriteFormat::compressed_tensors) return t;
+  const float g = 1.0f / t;
+  for (std::uint32_t c = 0; c < 256; ++c) {
+    const float s = decode(e4m3, c);
+    if (std::isnan(s)) continue;
+    if (std::bit_cast<std::uint32_t>(s / g) != std::bit_cast<std::uint32_t>(s * t)) {
+      throw std::invalid_argument(
+          cat("tensor '", tensor, "': compressed-tensors' weight_global_scale 1 / ", g9(t), " = ", g9(g),
+              " does not reproduce minifloat's nvfp4 scales exactly (scale code ", c, ": s / g != s * tensor_scale "
+              "in f32; exact when tensor_amax / 2688 is a power of two); --format modelopt or minifloat store the "
+              "tensor scale itself"));
+    }
+  }
+  return g;
+}
+
+void check_global_scale(const Scheme& scheme, std::span<const float> x, const std::string& tensor) {
+  float amax = 0;
+  for (const float v : x) amax = std::isfinite(v) ? std::max(amax, std::fabs(v)) : amax;
+  second_scale_written(WriteFormat::compressed_tensors, tensor_scale_for(scheme, amax), tensor);
+}
+
+std::string dialect_config(std::string_view text, const Recipe& recipe, WriteFormat f,
+                           const std::vector<std::filesystem::path>& shards) {
+  Json config = Json::parse(text);
+  if (!config.is_object()) throw std::invalid_argument("config.json is not a JSON object");
+  const WrittenKind k = recipe_kind(recipe, f);
+  const std::vector<std::string> ignore = listed(f, unquantized_modules(shards));
+  config["quantization_config"] = f == WriteFormat::compressed_tensors ? compressed_tensors_config(k, ignore)
+                                  : f == WriteFormat::modelopt         ? modelopt_config(k, ignore)
+                                                                       : transformers_fp8_config(k, ignore);
+  return config.dump(2) + "\n";
+}
+
+std::string modelopt_hf_quant_config(const Recipe& recipe, const std::vector<std::filesystem::path>& shards) {
+  const WrittenKind k = recipe_kind(recipe, WriteFormat::modelopt);
+  Json q = {{"quant_algo", modelopt_algo(k)}, {"kv_cache_quant_algo", nullptr}};
+  if (k != WrittenKind::mxfp4) q["group_size"] = k == WrittenKind::nvfp4 ? 16 : 32;
+  q["exclude_modules"] = listed(WriteFormat::modelopt, unquantized_modules(shards));
+  return Json{{"producer", modelopt_producer()}, {"quantization", q}}.dump(4);
+}
+
+}  // namespace detail
+}  // namespace mf::io

@@ -1,0 +1,48 @@
+// Internal: what convert writes for --format compressed-tensors | modelopt | transformers-fp8 (the minifloat form
+// stays in convert.cc): each quantized weight's tensors, the second-level scale, and the configs.
+#pragma once
+
+#include <filesystem>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "minifloat/checkpoint_ops.h"
+#include "minifloat/safetensors.h"
+
+namespace mf::io::detail {
+
+// The one scheme of a recipe, as the dialects name it.
+enum class WrittenKind { nvfp4, mxfp4, mxfp8, fp8_block };
+
+// The kind every scheme target of `recipe` has; throws std::invalid_argument as check_write_format does.
+WrittenKind recipe_kind(const Recipe& recipe, WriteFormat format);
+
+// A weight written in a dialect is a module's: its name ends in ".weight", which the dialects' names (weight_packed,
+// weight_scale) and configs (module names in ignore lists) are built from. Throws IoError naming it otherwise.
+void check_module_weight(WriteFormat format, const std::filesystem::path& file, const std::string& tensor);
+
+// The output tensors of the quantized weight `name` [rows, cols] in `format` (not minifloat): codes, block scales and
+// (nvfp4) the second-level scale, in that order, as many as minifloat's own form has. The shape divides into blocks
+// (convert keeps other weights as they are).
+std::vector<SafetensorsWriter::Spec> dialect_specs(const std::string& name, WrittenKind kind, WriteFormat format,
+                                                   std::uint64_t rows, std::uint64_t cols);
+
+// The f32 stored as nvfp4's second-level scale: ModelOpt's weight_scale_2 is minifloat's tensor scale; compressed-
+// tensors' weight_global_scale is its reciprocal, written only when s / g equals s * tensor_scale in f32 for every
+// e4m3 scale code s. Throws std::invalid_argument naming `tensor` otherwise.
+float second_scale_written(WriteFormat format, float tensor_scale, const std::string& tensor);
+
+// second_scale_written for the tensor scale the quantizer gives `x` (tensor_amax / (448 * 6)), before quantizing.
+void check_global_scale(const Scheme& scheme, std::span<const float> x, const std::string& tensor);
+
+// config.json text with quantization_config as `format` writes it for `recipe`. Its lists of modules left unquantized
+// are the 2-D float `*.weight` tensors of the output `shards` (lm_head, router gates; embeddings only for ModelOpt,
+// which lists them), sorted.
+std::string dialect_config(std::string_view config_json, const Recipe& recipe, WriteFormat format,
+                           const std::vector<std::filesystem::path>& shards);
+// ModelOpt's hf_quant_config.json.
+std::string modelopt_hf_quant_config(const Recipe& recipe, const std::vector<std::filesystem::path>& shards);
+
+}  // namespace mf::io::detail
