@@ -24,8 +24,9 @@ namespace mf {
 struct BulkOptions {
   Rounding rounding = Rounding::nearest_even;
   Overflow overflow = Overflow::standard;
-  std::uint64_t seed = 0;  // stochastic rounding: element i rounds with stochastic_bits(seed, i)
+  std::uint64_t seed = 0;  // stochastic rounding: element i rounds with stochastic_bits(seed, first_index + i)
   int threads = 1;         // 0: one per hardware thread; large arrays only (each thread takes 64 Ki elements or more)
+  std::uint64_t first_index = 0;  // the index of x[0] in the whole array, when a caller casts it piece by piece
 };
 
 // codes[i] = encode(f, x[i], ...). f.bits() <= 8 for the uint8_t form, 16 (bf16, f16) for the uint16_t form.

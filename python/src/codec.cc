@@ -6,10 +6,12 @@
 #include <cstdint>
 #include <span>
 #include <stdexcept>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "bindings.h"
+#include "minifloat/bulk.h"
 #include "minifloat/codec.h"
 #include "minifloat/pack.h"
 #include "minifloat/random.h"
@@ -46,10 +48,35 @@ void encode_loop(std::size_t n, Out* out, EncodeOptions o, std::uint64_t seed, L
   }
 }
 
+// f32 (or bf16 / f16, widened exactly 64 Ki at a time) into u8 or u16 codes: the bulk SIMD path (minifloat/bulk.h),
+// whose codes are the scalar codec's, stochastic bits included.
+template <class Out>
+void encode_bulk_any(const Format& f, const Array& x, const std::string& input, Out* out, const EncodeOptions& o,
+                     std::uint64_t seed) {
+  const std::size_t n = x.size();
+  const BulkOptions b{o.rounding, o.overflow, seed, 1};
+  if (input == "f32") return encode_bulk(f, {data_as<float>(x, "array"), n}, std::span<Out>(out, n), b);
+  const std::uint16_t* p = data_as<std::uint16_t>(x, "array");
+  const Format& from = input == "bf16" ? bf16 : f16;
+  std::vector<float> wide(std::min<std::size_t>(n, 1 << 16));
+  for (std::size_t begin = 0; begin < n; begin += wide.size()) {
+    const std::size_t len = std::min(wide.size(), n - begin);
+    for (std::size_t i = 0; i < len; ++i) wide[i] = decode(from, p[begin + i]);
+    BulkOptions piece = b;
+    piece.first_index = begin;  // element i's stochastic bits are those of its index in the whole array
+    encode_bulk(f, std::span<const float>(wide.data(), len), std::span<Out>(out + begin, len), piece);
+  }
+}
+
 // The input as a value loader: f32 and f64 are read directly; bf16/f16 bits are widened exactly by the decoder.
+// Formats whose codes fit their storage go through the bulk path.
 template <const Format* F, class Out>
 void encode_any(const Array& x, const std::string& input, Out* out, const EncodeOptions& o, std::uint64_t seed) {
   const std::size_t n = x.size();
+  constexpr bool kBulk = (sizeof(Out) == 1 && F->bits() <= 8) || (sizeof(Out) == 2 && F->bits() == 16);
+  if constexpr (kBulk) {
+    if (input == "f32" || input == "bf16" || input == "f16") return encode_bulk_any(*F, x, input, out, o, seed);
+  }
   if (input == "f32") {
     const float* p = data_as<float>(x, "array");
     encode_loop<F>(n, out, o, seed, [p](std::size_t i) { return p[i]; });
@@ -100,6 +127,15 @@ void decode_loop(std::size_t n, const In* codes, Out* out) {
 template <const Format* F, class Out>
 void decode_any(const Array& codes, Out* out) {
   const std::size_t n = codes.size();
+  if constexpr (std::is_same_v<Out, float> && F->bits() <= 8) {
+    if (codes.dtype() == nb::dtype<std::uint8_t>()) {
+      return decode_bulk(*F, {static_cast<const std::uint8_t*>(codes.data()), n}, std::span<float>(out, n));
+    }
+  } else if constexpr (std::is_same_v<Out, float> && F->bits() == 16) {
+    if (codes.dtype() == nb::dtype<std::uint16_t>()) {
+      return decode_bulk(*F, {static_cast<const std::uint16_t*>(codes.data()), n}, std::span<float>(out, n));
+    }
+  }
   if (codes.dtype() == nb::dtype<std::uint8_t>()) return decode_loop<F>(n, static_cast<const std::uint8_t*>(codes.data()), out);
   if (codes.dtype() == nb::dtype<std::uint16_t>()) return decode_loop<F>(n, static_cast<const std::uint16_t*>(codes.data()), out);
   decode_loop<F>(n, data_as<std::uint32_t>(codes, "codes"), out);

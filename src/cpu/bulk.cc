@@ -60,7 +60,7 @@ void encode_chunks(const Format& f, std::span<const float> x, std::span<Out> cod
     for (std::size_t c = 0; c < chunks; ++c) {
       const std::size_t begin = c * kChunk, len = std::min(kChunk, n - begin);
       if (stochastic) {
-        for (std::size_t i = 0; i < len; ++i) random[i] = stochastic_bits(o.seed, begin + i);
+        for (std::size_t i = 0; i < len; ++i) random[i] = stochastic_bits(o.seed, o.first_index + begin + i);
       }
       kernel(plan, x.data() + begin, len, stochastic ? random.data() : nullptr, codes.data() + begin);
     }

@@ -118,6 +118,23 @@ TEST(BulkEncode, ThreadsGiveTheSameCodes) {
   }
 }
 
+// A caller casting an array piece by piece (first_index) gets the stochastic codes of one whole-array call.
+TEST(BulkEncode, PiecesWithFirstIndexEqualTheWhole) {
+  std::vector<float> x(1000);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = 0.1f * static_cast<float>(i % 37) - 1.5f;
+  const mf::BulkOptions o{mf::Rounding::stochastic, mf::Overflow::standard, 5, 1};
+  std::vector<std::uint8_t> whole(x.size()), pieces(x.size());
+  mf::encode_bulk(mf::e2m1, x, std::span<std::uint8_t>(whole), o);
+  for (std::size_t begin = 0; begin < x.size(); begin += 300) {
+    const std::size_t len = std::min<std::size_t>(300, x.size() - begin);
+    mf::BulkOptions p = o;
+    p.first_index = begin;
+    mf::encode_bulk(mf::e2m1, std::span<const float>(x.data() + begin, len),
+                    std::span<std::uint8_t>(pieces.data() + begin, len), p);
+  }
+  EXPECT_EQ(whole, pieces);
+}
+
 TEST(BulkDecode, EveryCodeOfEveryFormat) {
   for (const mf::Format* f : mf::all_formats) {
     if (f->bits() > 16 || (f->bits() > 8 && f->bits() < 16)) continue;
