@@ -1,6 +1,8 @@
 // verify: the index against its shards, config.json by its rules, every quantized pair's scales and codes, and
 // DeepInfer's FP4-QAT condition (docs/spec.md#fp4-qat) on FP8 routed experts.
 #include <bit>
+#include <set>
+#include <cctype>
 #include <cmath>
 #include <memory>
 
@@ -138,6 +140,20 @@ std::string module_of(const QuantizedPair& p) {
   return dot == std::string::npos ? n : n.substr(0, dot);
 }
 
+// A module's name with every run of digits as '#': layers.3.mlp.down_proj and layers.0.mlp.down_proj are siblings.
+std::string sibling_pattern(const std::string& module) {
+  std::string out;
+  for (std::size_t i = 0; i < module.size(); ++i) {
+    if (std::isdigit(static_cast<unsigned char>(module[i]))) {
+      out += '#';
+      while (i + 1 < module.size() && std::isdigit(static_cast<unsigned char>(module[i + 1]))) ++i;
+    } else {
+      out += module[i];
+    }
+  }
+  return out;
+}
+
 VerifyReport verify_checkpoint(const std::filesystem::path& path, const VerifyOptions& options) {
   VerifyReport r;
   const Checkpoint c = open_checkpoint(path);
@@ -153,6 +169,10 @@ VerifyReport verify_checkpoint(const std::filesystem::path& path, const VerifyOp
   };
   std::shared_ptr<Shard> current;
   std::size_t shard = 0, job = 0;
+  // The config's other direction: a float 2-D weight that the config does not leave unquantized, in a module whose
+  // siblings (the same name in another layer or expert) are quantized.
+  std::set<std::string> quantized_siblings;
+  std::vector<std::pair<std::string, std::string>> float_weights;  // tensor, module
   detail::run_in_order(detail::worker_count(options.threads), [&]() -> detail::Job {
     while (!current || job == current->pairs.size() + current->qat.size()) {
       if (shard == c.shards.size()) return {};
@@ -165,7 +185,16 @@ VerifyReport verify_checkpoint(const std::filesystem::path& path, const VerifyOp
         }
       }
       if (r.config) {
-        for (const QuantizedPair& p : current->pairs) check_config_against_pairs(*r.config, p.weight, module_of(p));
+        for (const QuantizedPair& p : current->pairs) {
+          check_config_against_pairs(*r.config, p.weight, module_of(p));
+          quantized_siblings.insert(sibling_pattern(module_of(p)));
+        }
+        for (const SafetensorsTensor& t : current->file.tensors()) {
+          const bool floating = t.dtype == DType::BF16 || t.dtype == DType::F16 || t.dtype == DType::F32;
+          if (floating && t.shape.size() == 2 && t.name.ends_with(".weight")) {
+            float_weights.emplace_back(t.name, t.name.substr(0, t.name.size() - 7));
+          }
+        }
       }
       r.pairs += current->pairs.size();  // counted as handed out: any failure throws the report away
       r.qat_tensors += current->qat.size();
@@ -190,6 +219,13 @@ VerifyReport verify_checkpoint(const std::filesystem::path& path, const VerifyOp
       }
     };
   });
+  for (const auto& [tensor, module] : float_weights) {
+    if (quantized_siblings.contains(sibling_pattern(module)) && !not_converted(r.config->not_converted, module)) {
+      throw VerifyError(tensor, cat("config.json (", to_string(r.config->rules), " rules) quantizes the modules like '",
+                                    module, "', and does not leave it unquantized, but its weight '", tensor,
+                                    "' is not quantized"));
+    }
+  }
   if (r.config && r.pairs == 0 && !r.config->quant_method.empty() && r.config->rules != ConfigRules::unknown) {
     throw VerifyError("", cat("config.json announces ", to_string(r.config->rules), " quantization (",
                               r.config->scheme, "), but no tensor is quantized"));

@@ -185,5 +185,31 @@ TEST(DialectVerify, ConfigAgainstTensors) {
   }
 }
 
+// And the other way: a bf16 weight in a layer whose siblings are quantized, that the config does not leave out.
+TEST(DialectVerify, AnUnquantizedSiblingIsNamed) {
+  TempDir dir;
+  const std::vector<std::byte> codes(4, std::byte{0x38}), one = f32(1), plain(8, std::byte{0});
+  const std::uint64_t shape[] = {2, 2}, scalar[] = {1};
+  const std::vector<TensorView> tensors{{"model.layers.0.mlp.down_proj.weight", DType::BF16, shape, plain},
+                                        {"model.layers.1.mlp.down_proj.weight", DType::F8_E4M3, shape, codes},
+                                        {"model.layers.1.mlp.down_proj.weight_scale", DType::F32, scalar, one}};
+  write_safetensors(dir / "model.safetensors", tensors);
+  const std::string ct = R"({"quantization_config": {"quant_method": "compressed-tensors", "config_groups":
+      {"g": {"targets": ["Linear"], "weights": {"num_bits": 8, "type": "float"}}}, "format": "float-quantized",
+      "ignore": [)";
+  write_file(dir / "config.json", ct + R"("lm_head"]}})");
+  try {
+    verify_checkpoint(dir.path());
+    FAIL() << "accepted";
+  } catch (const VerifyError& e) {
+    EXPECT_EQ(e.tensor, "model.layers.0.mlp.down_proj.weight");
+    EXPECT_NE(std::string(e.what()).find("but its weight 'model.layers.0.mlp.down_proj.weight' is not quantized"),
+              std::string::npos)
+        << e.what();
+  }
+  write_file(dir / "config.json", ct + R"("model.layers.0.mlp.down_proj"]}})");
+  EXPECT_EQ(verify_checkpoint(dir.path()).pairs, 1u);
+}
+
 }  // namespace
 }  // namespace mf::io
