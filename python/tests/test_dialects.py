@@ -7,22 +7,14 @@ The libraries are pinned in python/requirements-test.txt. docs/checkpoints.md ("
 import json
 import os
 import pathlib
-import subprocess
 
 import numpy as np
 import pytest
 
+from checkpoint_util import dequantize, load, minifloat, same_bits
 from conftest import need
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-EXE = ROOT / "build" / "cli" / "minifloat"
-
-
-def minifloat(*args):
-    if not EXE.exists():
-        pytest.fail(f"{EXE} is missing: build the command first (./test does)")
-    return subprocess.run([str(EXE), *map(str, args)], capture_output=True, text=True)
 
 
 def tiny_llama(torch):
@@ -32,30 +24,6 @@ def tiny_llama(torch):
                                    num_attention_heads=4, num_key_value_heads=2, vocab_size=512,
                                    max_position_embeddings=128, architectures=["LlamaForCausalLM"])
     return transformers.LlamaForCausalLM(cfg).to(torch.bfloat16).eval()
-
-
-def load(path):
-    from safetensors.torch import load_file
-    return load_file(str(pathlib.Path(path) / "model.safetensors"))
-
-
-def same_bits(torch, got, want, name, zero_sign=True):
-    """Bit for bit; zero_sign=False lets -0 stand for +0 (ModelOpt decodes the e2m1 code 8, -0, as +0)."""
-    assert got.dtype == want.dtype and tuple(got.shape) == tuple(want.shape), \
-        f"{name}: {got.dtype} {tuple(got.shape)} != {want.dtype} {tuple(want.shape)}"
-    bits = torch.int32 if got.dtype == torch.float32 else torch.int16
-    a, b = got.view(bits), want.view(bits)
-    differ = a != b
-    if not zero_sign:
-        differ &= ~((got == 0) & (want == 0))
-    bad = int(differ.sum())
-    assert bad == 0, f"{name}: {bad} of {a.numel()} values differ from the library's dequantization"
-
-
-def dequantize(src, dst, dtype="bf16"):
-    r = minifloat("dequantize", src, dst, "--dtype", dtype)
-    assert r.returncode == 0, r.stderr
-    return load(dst)
 
 
 def assert_clean(out_dir, tensors, dtype_name):

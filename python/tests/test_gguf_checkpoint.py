@@ -3,22 +3,13 @@ tensors quantized by gguf.quants) is listed by `minifloat inspect`, passes `veri
 safetensors file whose values equal gguf.quants.dequantize bit for bit; a type minifloat does not decode is an error
 that names the tensor, and nothing is written."""
 import json
-import pathlib
-import subprocess
 
 import numpy as np
 import pytest
 
+from checkpoint_util import minifloat
 from conftest import need
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-EXE = ROOT / "build" / "cli" / "minifloat"
-
-
-def minifloat(*args):
-    if not EXE.exists():
-        pytest.fail(f"{EXE} is missing: build the command first (./test does)")
-    return subprocess.run([str(EXE), *map(str, args)], capture_output=True, text=True)
 
 
 def write_gguf(path, extra_q4k=False):

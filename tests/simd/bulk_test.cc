@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "each_target.h"
 #include "hwy/highway.h"
 #include "hwy/targets.h"
 #include "minifloat/bulk.h"
@@ -21,15 +22,7 @@
 
 namespace {
 
-void for_each_target(const std::function<void(std::int64_t)>& fn) {
-  struct Restore {
-    ~Restore() { hwy::SetSupportedTargetsForTest(0); }
-  } restore;
-  for (const std::int64_t t : hwy::SupportedAndGeneratedTargets()) {
-    hwy::SetSupportedTargetsForTest(t);
-    fn(t);
-  }
-}
+using mf::test::for_each_target;
 
 // Inputs that stress format f: every code's value and the midpoints between neighbours (exact in f32 for formats of
 // 16 bits or fewer) with their f32 neighbours, then random bit patterns, random values near f's range, and specials.

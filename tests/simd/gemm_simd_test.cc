@@ -25,6 +25,7 @@
 
 #include "cpu/column_queue.h"
 #include "cpu/x86_features.h"
+#include "each_target.h"
 #include "minifloat/gemm.h"
 #include "ops/gemm_problem.h"
 #include "minifloat/quantize.h"
@@ -34,15 +35,7 @@ namespace {
 
 using Shape = std::vector<std::int64_t>;
 
-void for_each_target(const std::function<void(std::int64_t)>& fn) {
-  struct Restore {
-    ~Restore() { hwy::SetSupportedTargetsForTest(0); }
-  } restore;
-  for (const std::int64_t t : hwy::SupportedAndGeneratedTargets()) {
-    hwy::SetSupportedTargetsForTest(t);
-    fn(t);
-  }
-}
+using mf::test::for_each_target;
 
 // adversarial: edge codes and scales that keep every product finite; extreme: also scales up to 2^127;
 // weight_codes: edge codes and scales in the weight only, so that a weight's NaN code decides its output alone (a

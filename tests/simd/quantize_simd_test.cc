@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "each_target.h"
 #include "minifloat/codec.h"
 #include "minifloat/quantize.h"
 #include "minifloat/scheme.h"
@@ -182,16 +183,7 @@ Input make_input(const Kind& kind, const Shape& shape, const mf::Scheme& s, std:
 
 // ---- comparison ----
 
-// Pins Highway's dispatch to each target in turn (as Highway's own tests do) and restores it afterwards.
-void for_each_target(const std::function<void(std::int64_t)>& fn) {
-  struct Restore {
-    ~Restore() { hwy::SetSupportedTargetsForTest(0); }
-  } restore;
-  for (const std::int64_t t : hwy::SupportedAndGeneratedTargets()) {
-    hwy::SetSupportedTargetsForTest(t);
-    fn(t);
-  }
-}
+using mf::test::for_each_target;
 
 std::string label(const mf::Scheme& s, const mf::QuantizeOptions& o) {
   return "scheme " + s.name + " (rule " + std::string(mf::to_string(s.rule)) + ", profile " +

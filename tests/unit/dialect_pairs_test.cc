@@ -145,6 +145,13 @@ TEST(DialectPairs, ShapesThatFitNoFormNameBothTensors) {
                   "[R, C/2] with weight_scale U8 [R, C/32]");
 }
 
+// A compressed-tensors float-quantized config whose `ignore` list is `ignore` (JSON items).
+std::string ct_config(const std::string& ignore) {
+  return R"({"quantization_config": {"quant_method": "compressed-tensors", "config_groups": {"g": {"targets":
+      ["Linear"], "weights": {"num_bits": 8, "type": "float"}}}, "format": "float-quantized", "ignore": [)" +
+         ignore + "]}}";
+}
+
 // verify holds config.json against the tensors: a quantized module the config leaves unquantized, and a config that
 // announces quantization over a checkpoint with none, are each an error naming what disagrees.
 TEST(DialectVerify, ConfigAgainstTensors) {
@@ -154,10 +161,7 @@ TEST(DialectVerify, ConfigAgainstTensors) {
   const std::vector<TensorView> quantized{{"model.lm_head.weight", DType::F8_E4M3, shape, codes},
                                           {"model.lm_head.weight_scale", DType::F32, scalar, one}};
   write_safetensors(dir / "model.safetensors", quantized);
-  const std::string ct = R"({"quantization_config": {"quant_method": "compressed-tensors", "config_groups":
-      {"g": {"targets": ["Linear"], "weights": {"num_bits": 8, "type": "float"}}}, "format": "float-quantized",
-      "ignore": [)";
-  write_file(dir / "config.json", ct + R"("lm_head"]}})");
+  write_file(dir / "config.json", ct_config(R"("lm_head")"));
   try {
     verify_checkpoint(dir.path());
     FAIL() << "accepted";
@@ -168,7 +172,7 @@ TEST(DialectVerify, ConfigAgainstTensors) {
               std::string::npos)
         << e.what();
   }
-  write_file(dir / "config.json", ct + R"("embed_tokens"]}})");
+  write_file(dir / "config.json", ct_config(R"("embed_tokens")"));
   EXPECT_EQ(verify_checkpoint(dir.path()).pairs, 1u);
 
   const std::vector<std::byte> plain(8, std::byte{0});
@@ -194,10 +198,7 @@ TEST(DialectVerify, AnUnquantizedSiblingIsNamed) {
                                         {"model.layers.1.mlp.down_proj.weight", DType::F8_E4M3, shape, codes},
                                         {"model.layers.1.mlp.down_proj.weight_scale", DType::F32, scalar, one}};
   write_safetensors(dir / "model.safetensors", tensors);
-  const std::string ct = R"({"quantization_config": {"quant_method": "compressed-tensors", "config_groups":
-      {"g": {"targets": ["Linear"], "weights": {"num_bits": 8, "type": "float"}}}, "format": "float-quantized",
-      "ignore": [)";
-  write_file(dir / "config.json", ct + R"("lm_head"]}})");
+  write_file(dir / "config.json", ct_config(R"("lm_head")"));
   try {
     verify_checkpoint(dir.path());
     FAIL() << "accepted";
@@ -207,7 +208,7 @@ TEST(DialectVerify, AnUnquantizedSiblingIsNamed) {
               std::string::npos)
         << e.what();
   }
-  write_file(dir / "config.json", ct + R"("model.layers.0.mlp.down_proj"]}})");
+  write_file(dir / "config.json", ct_config(R"("model.layers.0.mlp.down_proj")"));
   EXPECT_EQ(verify_checkpoint(dir.path()).pairs, 1u);
 }
 
