@@ -15,6 +15,7 @@
 
 #include "dialect_writer.h"
 #include "file.h"
+#include "minifloat/bulk.h"
 #include "minifloat/checkpoint_ops.h"
 #include "minifloat/checkpoint_tensors.h"
 #include "minifloat/codec.h"
@@ -52,24 +53,16 @@ void widen(const SafetensorsFile& f, const SafetensorsTensor& t, std::vector<flo
   }
 }
 
-// f32 -> bf16 with round to nearest even, overflow to Inf, NaN to 0x7FC0 with its sign: encode(bf16, x)
-// (docs/spec.md#encode) without its generality.
-std::uint16_t to_bf16(float x) {
-  const std::uint32_t u = std::bit_cast<std::uint32_t>(x);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<std::uint16_t>(((u >> 16) & 0x8000u) | 0x7fc0u);
-  return static_cast<std::uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-}
-
 std::vector<std::byte> narrow(const std::vector<float>& x, bool to_bf16_out) {
   std::vector<std::byte> out(x.size() * (to_bf16_out ? 2 : 4));
   if (!to_bf16_out) {
     std::memcpy(out.data(), x.data(), out.size());
     return out;
   }
-  for (std::size_t i = 0; i < x.size(); ++i) {
-    const std::uint16_t h = to_bf16(x[i]);
-    std::memcpy(out.data() + 2 * i, &h, 2);
-  }
+  // The bulk codec (bulk.h): encode(bf16, x) for every element, round to nearest even, NaN kept NaN.
+  std::vector<std::uint16_t> h(x.size());
+  encode_bulk(bf16, x, std::span<std::uint16_t>(h));
+  std::memcpy(out.data(), h.data(), out.size());
   return out;
 }
 

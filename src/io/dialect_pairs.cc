@@ -236,7 +236,6 @@ std::vector<float> dequantize_dialect_pair(const SafetensorsFile& file, const Qu
   const SafetensorsTensor* s = file.find(p.scale);
   if (w == nullptr || s == nullptr) throw IoError(IoErrc::invalid_tensor_entry, file.path(), p.weight, "pair is gone");
   const std::byte* codes = file.bytes(*w).data();
-  const std::byte* scales = file.bytes(*s).data();
   const auto rows = static_cast<std::uint64_t>(p.shape[0]), cols = static_cast<std::uint64_t>(p.shape[1]);
   const auto br = static_cast<std::uint64_t>(p.block_rows), bc = static_cast<std::uint64_t>(p.block_cols);
   const std::uint64_t scale_cols = (cols + bc - 1) / bc;
@@ -244,7 +243,12 @@ std::vector<float> dequantize_dialect_pair(const SafetensorsFile& file, const Qu
   const Format& element = fp4 ? e2m1 : w->dtype == DType::F8_E4M3 ? e4m3 : e5m2;
   std::array<float, 256> value{};
   for (std::uint32_t c = 0; c < (fp4 ? 16u : 256u); ++c) value[c] = static_cast<float>(decode(element, c));
-  const float global = pair_second_scale(file, p);
+  // Each block's scale decoded once (and divided by the second level first, in f32, as compressed-tensors does).
+  std::vector<float> scales = pair_scale_values(file, p);
+  if (p.form == PairForm::packed_global) {
+    const float global = pair_second_scale(file, p);
+    for (float& v : scales) v = v / global;
+  }
   std::vector<float> out(rows * cols);
   for (std::uint64_t r = 0; r < rows; ++r) {
     for (std::uint64_t c = 0; c < cols; ++c) {
@@ -252,9 +256,7 @@ std::vector<float> dequantize_dialect_pair(const SafetensorsFile& file, const Qu
       // FP4: element 2k in the low nibble of byte k (compressed-tensors and gpt-oss alike).
       const auto byte = static_cast<std::uint32_t>(codes[fp4 ? i / 2 : i]);
       const float v = value[fp4 ? (i % 2 == 0 ? byte & 15 : byte >> 4) : byte];
-      float scale = scale_at(s->dtype, scales, (r / br) * scale_cols + c / bc);
-      if (p.form == PairForm::packed_global) scale = scale / global;
-      out[i] = v * scale;
+      out[i] = v * scales[(r / br) * scale_cols + c / bc];
     }
   }
   if (p.form == PairForm::blocks) return transpose_last_two(out, p.output_shape);

@@ -1,9 +1,9 @@
 // GGUF files as checkpoints: dequantized into a safetensors file, and verified value by value.
-#include <bit>
 #include <cmath>
 #include <cstring>
 
 #include "file.h"
+#include "minifloat/bulk.h"
 #include "minifloat/checkpoint_ops.h"
 #include "minifloat/codec.h"
 #include "minifloat/gguf.h"
@@ -17,13 +17,6 @@ std::string dims_text(const GgufTensor& t) {
   std::string s;
   for (const std::uint64_t d : t.shape()) s += cat(s.empty() ? "" : ", ", d);
   return "[" + s + "]";
-}
-
-// f32 -> bf16, round to nearest even, NaN kept NaN with its sign (what encode(bf16, x) does).
-std::uint16_t to_bf16(float x) {
-  const std::uint32_t u = std::bit_cast<std::uint32_t>(x);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<std::uint16_t>(((u >> 16) & 0x8000u) | 0x7fc0u);
-  return static_cast<std::uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
 }
 
 }  // namespace
@@ -52,7 +45,7 @@ GgufDequantizeReport dequantize_gguf_file(const std::filesystem::path& in, const
     r.input_bytes += f.tensors()[k].bytes;
     if (bf16) {
       std::vector<std::uint16_t> h(v.size());
-      for (std::size_t i = 0; i < v.size(); ++i) h[i] = to_bf16(v[i]);
+      encode_bulk(mf::bf16, v, std::span<std::uint16_t>(h));  // encode(bf16, x) per element
       w.write_tensor(k, std::as_bytes(std::span(h)));
     } else {
       w.write_tensor(k, std::as_bytes(std::span(v)));
