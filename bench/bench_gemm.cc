@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "../cli/gemm_cases.h"
+#include "gemm_cases.h"
 
 namespace {
 

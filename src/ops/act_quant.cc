@@ -1,5 +1,5 @@
 // act_quant: DeepSeek's per-token FP8 activation quantization, as a scheme of mf::quantize.
-#include "gemm_problem.h"
+#include "../ref/gemm_problem.h"
 #include "minifloat/gemm.h"
 
 namespace mf {

@@ -2,7 +2,7 @@
 #include <bit>
 #include <vector>
 
-#include "gemm_problem.h"
+#include "../ref/gemm_problem.h"
 #include "minifloat/gemm.h"
 
 namespace mf {
