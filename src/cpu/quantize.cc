@@ -33,8 +33,8 @@ HWY_EXPORT(WidenF16);
 HWY_EXPORT(StreamCopy);
 HWY_EXPORT(FlushStreams);
 
-ElementCodec element_codec(const Scheme& s) {
-  ElementCodec ec{&s, s.element.is_int(), s.element.bits(), 0, 0, 0, Specials::finite, s.element.max()};
+QuantizeElement quantize_element(const Scheme& s) {
+  QuantizeElement ec{&s, s.element.is_int(), s.element.bits(), 0, 0, 0, Specials::finite, s.element.max()};
   if (!ec.is_int) {
     ec.exponent_bits = s.element.format->exponent_bits;
     ec.mantissa_bits = s.element.format->mantissa_bits;
@@ -127,7 +127,7 @@ const float* group_rows(const Source& src, const detail::Geometry& g, std::int64
 
 // A row's codes (one per byte) go on: decoded into the fake-quantize output, or packed into q's codes when rows
 // pack on their own (otherwise they were written straight into the whole-tensor buffer).
-void emit_row(const detail::Geometry& g, const ElementCodec& ec, const Sink& sink, std::int64_t r,
+void emit_row(const detail::Geometry& g, const QuantizeElement& ec, const Sink& sink, std::int64_t r,
               const std::uint8_t* codes, const float* divisors) {
   if (sink.fake) {
     HWY_DYNAMIC_DISPATCH(DecodeRow)(codes, false, g.cols, g.bc, divisors, ec, sink.fake + r * g.cols, false);
@@ -145,7 +145,7 @@ void emit_row(const detail::Geometry& g, const ElementCodec& ec, const Sink& sin
   }
 }
 
-void quantize_group(const Source& src, const detail::Geometry& g, const Scheme& s, const ElementCodec& ec, float ts,
+void quantize_group(const Source& src, const detail::Geometry& g, const Scheme& s, const QuantizeElement& ec, float ts,
                     std::int64_t bi, const Sink& sink, std::vector<std::uint8_t>& row_codes, std::vector<float>& wide,
                     std::vector<float>& divisors) {
   const std::int64_t r0 = bi * g.br, r1 = std::min(r0 + g.br, g.rows);
@@ -220,7 +220,7 @@ void quantize_blocks(const void* input, InputType type, std::span<const std::int
     return x ? tensor_amax(x, g.count(), threads) : tensor_amax_narrow(src.narrow, src.type, g.count(), threads);
   };
   q.tensor_scale = s.tensor_scale ? tensor_scale_for(s, amax()) : 1.0f;
-  const ElementCodec ec = element_codec(s);
+  const QuantizeElement ec = quantize_element(s);
   const int bits = ec.bits;
   const bool rows_pack_alone = o.layout == Layout::unpacked || bits == 8 || (bits == 4 && g.cols % 2 == 0) ||
                                (bits == 6 && g.cols % 4 == 0);
@@ -258,7 +258,7 @@ void quantize_blocks(const void* input, InputType type, std::span<const std::int
 void dequantize_blocks(const QuantizedTensor& q, float* out, int threads) {
   const detail::Geometry g = detail::geometry_of(q);
   const detail::RowDivisors divisors_of(q);  // per block row: no tensor-sized array of divisors
-  const ElementCodec ec = element_codec(q.scheme);
+  const QuantizeElement ec = quantize_element(q.scheme);
   const int bits = ec.bits;
   const bool rows_alone = q.layout == Layout::unpacked || (bits == 8) || (bits == 4 && g.cols % 2 == 0) ||
                           (bits == 6 && g.cols % 4 == 0);
