@@ -21,6 +21,7 @@
 #include "minifloat/codec.h"
 #include "minifloat/quantize.h"
 #include "parallel.h"
+#include "tensor_values.h"
 
 namespace mf::io {
 namespace {
@@ -29,29 +30,9 @@ namespace fs = std::filesystem;
 using detail::cat;
 using Spec = SafetensorsWriter::Spec;
 
-bool is_float(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16; }
-
-// Exact widening into `out` (resized); bf16 and f32 take the direct bit paths (the generic decode is the slow part of
-// a convert otherwise).
-void widen(const SafetensorsFile& f, const SafetensorsTensor& t, std::vector<float>& out) {
-  const std::span<const std::byte> b = f.bytes(t);
-  out.resize(b.size() / (t.dtype == DType::F32 ? 4 : 2));
-  if (t.dtype == DType::F32) {
-    std::memcpy(out.data(), b.data(), b.size());
-  } else if (t.dtype == DType::BF16) {
-    for (std::size_t i = 0; i < out.size(); ++i) {
-      std::uint16_t h = 0;
-      std::memcpy(&h, b.data() + 2 * i, 2);
-      out[i] = std::bit_cast<float>(static_cast<std::uint32_t>(h) << 16);
-    }
-  } else {
-    for (std::size_t i = 0; i < out.size(); ++i) {
-      std::uint16_t h = 0;
-      std::memcpy(&h, b.data() + 2 * i, 2);
-      out[i] = decode(f16, h);
-    }
-  }
-}
+using detail::is_float;
+using detail::widen;
+using detail::error_of;
 
 std::vector<std::byte> narrow(const std::vector<float>& x, bool to_bf16_out) {
   std::vector<std::byte> out(x.size() * (to_bf16_out ? 2 : 4));
@@ -186,31 +167,6 @@ std::vector<Spec> specs_of(const std::vector<Step>& steps, bool bf16_out) {
     }
   }
   return specs;
-}
-
-// Four independent partial sums, so the loop is not one long dependency chain (a third of a convert otherwise).
-TensorError error_of(const std::string& name, const std::string& target, const std::vector<float>& x,
-                     const std::vector<float>& y) {
-  double se[4] = {0, 0, 0, 0}, sx[4] = {0, 0, 0, 0};
-  float max_abs = 0;
-  std::size_t i = 0;
-  for (; i + 4 <= x.size(); i += 4) {
-    for (std::size_t k = 0; k < 4; ++k) {
-      const float d = y[i + k] - x[i + k];  // exact enough: |d| is one rounding step of a narrow format
-      se[k] += static_cast<double>(d) * d;
-      sx[k] += static_cast<double>(x[i + k]) * x[i + k];
-      max_abs = std::max(max_abs, std::fabs(d));
-    }
-  }
-  for (; i < x.size(); ++i) {
-    const float d = y[i] - x[i];
-    se[0] += static_cast<double>(d) * d;
-    sx[0] += static_cast<double>(x[i]) * x[i];
-    max_abs = std::max(max_abs, std::fabs(d));
-  }
-  const double e = se[0] + se[1] + se[2] + se[3], s = sx[0] + sx[1] + sx[2] + sx[3];
-  const double n = x.empty() ? 1.0 : static_cast<double>(x.size());
-  return {name, target, std::sqrt(e / n), max_abs, s > 0 ? std::sqrt(e / s) : 0.0};
 }
 
 // A worker's buffers, kept from one tensor to the next: fresh ones would be fresh pages, and zero-filling page
@@ -466,6 +422,7 @@ void write_text(const fs::path& path, const std::string& text) {
 }  // namespace
 
 void merge_index(const fs::path& in, const fs::path& out, const Recipe* recipe, WriteFormat format) {
+  if (format == WriteFormat::gguf) throw std::invalid_argument("--format gguf writes one file: there is nothing to merge");
   const Checkpoint c = open_checkpoint(in);
   refuse_overwriting_input(in, c, out);
   const fs::path dir = output_dir(out, c);
@@ -548,6 +505,9 @@ void check_global_scales(const fs::path& in, const ConvertOptions& o, const Plan
 ConvertReport convert_checkpoint(const fs::path& in, const fs::path& out, const Recipe& recipe,
                                  const ConvertOptions& options) {
   const WriteFormat format = options.format;
+  if (format == WriteFormat::gguf) {
+    throw std::invalid_argument("convert_checkpoint writes safetensors checkpoints: GGUF is convert_to_gguf's");
+  }
   std::optional<detail::WrittenKind> kind;
   if (format != WriteFormat::minifloat) kind = detail::recipe_kind(recipe, format);  // refused before anything
   const Planner plan = [&recipe, format, kind](const SafetensorsFile& f, std::vector<QuantizedPair>& pairs) {

@@ -26,7 +26,7 @@ using detail::cat;
 using detail::WrittenKind;
 
 constexpr WriteFormat kFormats[] = {WriteFormat::minifloat, WriteFormat::compressed_tensors, WriteFormat::modelopt,
-                                    WriteFormat::transformers_fp8};
+                                    WriteFormat::transformers_fp8, WriteFormat::gguf};
 
 std::optional<WrittenKind> kind_of(const Scheme& s) {
   const Format* e = s.element.format;
@@ -48,6 +48,7 @@ bool expresses(WriteFormat f, WrittenKind k) {
     case WriteFormat::minifloat: case WriteFormat::compressed_tensors: return true;
     case WriteFormat::modelopt: return k != WrittenKind::fp8_block;
     case WriteFormat::transformers_fp8: return k == WrittenKind::fp8_block || k == WrittenKind::mxfp8;
+    case WriteFormat::gguf: return k == WrittenKind::mxfp4;  // ggml's MXFP4 (GGUF's float types: gguf_recipe)
   }
   return false;
 }
@@ -164,7 +165,7 @@ WriteFormat write_format_named(std::string_view name) {
     if (to_string(f) == name) return f;
   }
   throw std::invalid_argument(
-      cat("unknown --format '", name, "' (known: minifloat, compressed-tensors, modelopt, transformers-fp8)"));
+      cat("unknown --format '", name, "' (known: minifloat, compressed-tensors, modelopt, transformers-fp8, gguf)"));
 }
 
 std::string_view to_string(WriteFormat f) {
@@ -173,6 +174,7 @@ std::string_view to_string(WriteFormat f) {
     case WriteFormat::compressed_tensors: return "compressed-tensors";
     case WriteFormat::modelopt: return "modelopt";
     case WriteFormat::transformers_fp8: return "transformers-fp8";
+    case WriteFormat::gguf: return "gguf";
   }
   return "?";
 }
