@@ -196,7 +196,7 @@ def test_weights_that_do_not_block_stay_bf16(tmp_path):
 @pytest.mark.parametrize("recipe,fmt,can", [
     ("fp8-block", "modelopt", "minifloat, compressed-tensors, transformers-fp8"),
     ("nvfp4", "transformers-fp8", "minifloat, compressed-tensors, modelopt"),
-    ("mxfp4", "transformers-fp8", "minifloat, compressed-tensors, modelopt, gguf"),
+    ("mxfp4", "transformers-fp8", "minifloat, compressed-tensors, modelopt, gpt-oss, gguf"),
     ("deepseek-v4", "compressed-tensors", "minifloat"),
     ("deepinfer", "modelopt", "minifloat")])
 def test_refused(tmp_path, recipe, fmt, can):

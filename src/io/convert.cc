@@ -138,13 +138,17 @@ struct Step {
   const QuantizedPair* pair = nullptr;
   std::optional<detail::WrittenKind> dialect = std::nullopt;  // --format other than minifloat: its name of the scheme
   WriteFormat format = WriteFormat::minifloat;
+  bool experts = false;  // gpt-oss: a 3-D MoE expert tensor [E, in, out], quantized as [E x out, in]
 };
 
 std::vector<Spec> specs_of(const std::vector<Step>& steps, bool bf16_out) {
   std::vector<Spec> specs;
   for (const Step& s : steps) {
     const SafetensorsTensor& t = *s.in;
-    if (s.scheme && s.dialect) {
+    if (s.scheme && s.experts) {
+      const std::vector<Spec> d = detail::gpt_oss_specs(t.name, t.shape[0], t.shape[1], t.shape[2]);
+      specs.insert(specs.end(), d.begin(), d.end());
+    } else if (s.scheme && s.dialect) {
       const std::vector<Spec> d = detail::dialect_specs(t.name, *s.dialect, s.format, t.shape[0], t.shape[1]);
       specs.insert(specs.end(), d.begin(), d.end());
     } else if (s.scheme) {
@@ -176,6 +180,19 @@ struct Scratch {
   QuantizedTensor q;
 };
 
+// x [E, in, out] as each expert's transpose [E, out, in] in `out_x` (gpt-oss stores expert rows as outputs).
+void transpose_experts(const std::vector<float>& x, std::uint64_t experts, std::uint64_t in, std::uint64_t out,
+                       std::vector<float>& out_x) {
+  out_x.resize(x.size());
+  for (std::uint64_t e = 0; e < experts; ++e) {
+    const float* from = x.data() + e * in * out;
+    float* to = out_x.data() + e * in * out;
+    for (std::uint64_t i = 0; i < in; ++i) {
+      for (std::uint64_t o = 0; o < out; ++o) to[o * in + i] = from[i * out + o];
+    }
+  }
+}
+
 std::span<const std::byte> bytes_of(const std::vector<std::uint8_t>& v) { return std::as_bytes(std::span(v)); }
 
 // Step `s`'s output tensors, placed at spec `k` (and k + 1, k + 2 for a quantized pair's scales); its error row, for
@@ -190,7 +207,12 @@ std::optional<TensorError> produce(const SafetensorsFile& f, const Step& s, std:
     o.pad = true;
     o.threads = threads;
     o.tensor_name = t.name;
-    const std::vector<std::int64_t> shape{static_cast<std::int64_t>(t.shape[0]), static_cast<std::int64_t>(t.shape[1])};
+    std::vector<std::int64_t> shape{static_cast<std::int64_t>(t.shape[0]), static_cast<std::int64_t>(t.shape[1])};
+    if (s.experts) {
+      transpose_experts(x, t.shape[0], t.shape[1], t.shape[2], y);
+      x.swap(y);
+      shape = {static_cast<std::int64_t>(t.shape[0] * t.shape[2]), static_cast<std::int64_t>(t.shape[1])};
+    }
     QuantizedTensor& q = scratch.q;
     quantize(x.data(), shape, *s.scheme, o, q);
     // The packed codes and scales are the checkpoint's bytes as they are (what pair_tensors would copy).
@@ -483,6 +505,33 @@ void set_dialect(Step& s, WriteFormat format, std::optional<detail::WrittenKind>
   s.format = format;
 }
 
+// gpt-oss quantizes the MoE experts only: the 3-D transformers parameters mlp.experts.gate_up_proj [E, H, 2I]
+// (gate and up interleaved along the last dim, as gpt-oss keeps them) and mlp.experts.down_proj [E, I, H], with the
+// scheme the recipe gives that name; every other tensor stays as it is (modules_to_not_convert lists them).
+bool gpt_oss_expert(const SafetensorsTensor& t) {
+  return t.shape.size() == 3 && is_float(t.dtype) &&
+         (t.name.ends_with(".mlp.experts.gate_up_proj") || t.name.ends_with(".mlp.experts.down_proj"));
+}
+
+Step gpt_oss_step(const SafetensorsTensor& t, const Recipe& recipe, std::optional<detail::WrittenKind> kind,
+                  const SafetensorsFile& f) {
+  Step s{&t, "keep", std::nullopt};
+  if (!gpt_oss_expert(t)) return s;
+  const std::string target = recipe.target_for(t.name, 2, true);
+  s.scheme = target_scheme(recipe, target);
+  if (!s.scheme) return s;
+  if (t.shape[1] % 32 != 0) {
+    throw IoError(IoErrc::invalid_shape, f.path(), t.name,
+                  cat("--format gpt-oss: the input dim ", t.shape[1], " is not whole MXFP4 blocks of 32 (transformers' "
+                      "loader expects every expert quantized)"));
+  }
+  s.target = target;
+  s.dialect = kind;
+  s.format = WriteFormat::gpt_oss;
+  s.experts = true;
+  return s;
+}
+
 // compressed-tensors' nvfp4 global scale is checked for every tensor before anything is written.
 void check_global_scales(const fs::path& in, const ConvertOptions& o, const Planner& plan) {
   const Checkpoint c = open_checkpoint(in);
@@ -521,6 +570,10 @@ ConvertReport convert_checkpoint(const fs::path& in, const fs::path& out, const 
     }
     std::vector<Step> steps;
     for (const SafetensorsTensor& t : f.tensors()) {
+      if (format == WriteFormat::gpt_oss) {
+        steps.push_back(gpt_oss_step(t, recipe, kind, f));
+        continue;
+      }
       Step s{&t, parts.contains(t.name) ? "keep" : recipe.target_for(t.name, t.shape.size(), is_float(t.dtype)),
              std::nullopt};
       s.scheme = target_scheme(recipe, s.target);
@@ -535,6 +588,22 @@ ConvertReport convert_checkpoint(const fs::path& in, const fs::path& out, const 
   };
   if (format == WriteFormat::compressed_tensors && kind == detail::WrittenKind::nvfp4) {
     check_global_scales(in, options, plan);
+  }
+  if (format == WriteFormat::gpt_oss && options.job_count == 1) {
+    // A checkpoint labelled mxfp4 with nothing quantized would load as garbage: refused.
+    const Checkpoint c = open_checkpoint(in);
+    std::size_t experts = 0;
+    for (std::size_t i = 0; i < c.shards.size(); ++i) {
+      const SafetensorsFile f = read_safetensors(c.shard_path(i));
+      std::vector<QuantizedPair> pairs;
+      for (const Step& s : plan(f, pairs)) experts += s.experts ? 1 : 0;
+    }
+    if (experts == 0) {
+      throw IoError(IoErrc::unmatched_pattern, c.index_path.value_or(c.directory),
+                    cat("--format gpt-oss quantizes MoE experts (3-D *.mlp.experts.gate_up_proj and down_proj, as "
+                        "transformers' GptOss model holds them) that recipe ", recipe.name,
+                        " quantizes: none found; nothing was written"));
+    }
   }
   return run(in, out, options, plan, false, &recipe);
 }

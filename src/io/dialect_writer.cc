@@ -26,7 +26,7 @@ using detail::cat;
 using detail::WrittenKind;
 
 constexpr WriteFormat kFormats[] = {WriteFormat::minifloat, WriteFormat::compressed_tensors, WriteFormat::modelopt,
-                                    WriteFormat::transformers_fp8, WriteFormat::gguf};
+                                    WriteFormat::transformers_fp8, WriteFormat::gpt_oss, WriteFormat::gguf};
 
 std::optional<WrittenKind> kind_of(const Scheme& s) {
   const Format* e = s.element.format;
@@ -48,6 +48,7 @@ bool expresses(WriteFormat f, WrittenKind k) {
     case WriteFormat::minifloat: case WriteFormat::compressed_tensors: return true;
     case WriteFormat::modelopt: return k != WrittenKind::fp8_block;
     case WriteFormat::transformers_fp8: return k == WrittenKind::fp8_block || k == WrittenKind::mxfp8;
+    case WriteFormat::gpt_oss: return k == WrittenKind::mxfp4;
     case WriteFormat::gguf: return k == WrittenKind::mxfp4;  // ggml's MXFP4 (GGUF's float types: gguf_recipe)
   }
   return false;
@@ -134,6 +135,13 @@ Json transformers_fp8_config(WrittenKind k, const std::vector<std::string>& igno
           {"dequantize", false}, {"scale_fmt", mx ? "ue8m0" : "float"}, {"expert_dtype", "fp8"}};
 }
 
+// gpt-oss's own list (openai/gpt-oss-20b's config.json): everything but the MoE experts stays BF16.
+Json gpt_oss_config() {
+  return {{"modules_to_not_convert",
+           {"model.layers.*.self_attn", "model.layers.*.mlp.router", "model.embed_tokens", "lm_head"}},
+          {"quant_method", "mxfp4"}};
+}
+
 std::vector<std::string> unquantized_modules(const std::vector<std::filesystem::path>& shards) {
   std::vector<std::string> names;
   for (const std::filesystem::path& p : shards) {
@@ -165,7 +173,7 @@ WriteFormat write_format_named(std::string_view name) {
     if (to_string(f) == name) return f;
   }
   throw std::invalid_argument(
-      cat("unknown --format '", name, "' (known: minifloat, compressed-tensors, modelopt, transformers-fp8, gguf)"));
+      cat("unknown --format '", name, "' (known: minifloat, compressed-tensors, modelopt, transformers-fp8, gpt-oss, gguf)"));
 }
 
 std::string_view to_string(WriteFormat f) {
@@ -174,6 +182,7 @@ std::string_view to_string(WriteFormat f) {
     case WriteFormat::compressed_tensors: return "compressed-tensors";
     case WriteFormat::modelopt: return "modelopt";
     case WriteFormat::transformers_fp8: return "transformers-fp8";
+    case WriteFormat::gpt_oss: return "gpt-oss";
     case WriteFormat::gguf: return "gguf";
   }
   return "?";
@@ -234,6 +243,12 @@ std::vector<SafetensorsWriter::Spec> dialect_specs(const std::string& name, Writ
   return {};
 }
 
+std::vector<SafetensorsWriter::Spec> gpt_oss_specs(const std::string& name, std::uint64_t experts,
+                                                   std::uint64_t in, std::uint64_t out) {
+  return {{name + "_blocks", DType::U8, {experts, out, in / 32, 16}},
+          {name + "_scales", DType::U8, {experts, out, in / 32}}};
+}
+
 float second_scale_written(WriteFormat format, float t, const std::string& tensor) {
   if (format != WriteFormat::compressed_tensors) return t;
   const float g = 1.0f / t;
@@ -262,6 +277,10 @@ std::string dialect_config(std::string_view text, const Recipe& recipe, WriteFor
   Json config = Json::parse(text);
   if (!config.is_object()) throw std::invalid_argument("config.json is not a JSON object");
   const WrittenKind k = recipe_kind(recipe, f);
+  if (f == WriteFormat::gpt_oss) {
+    config["quantization_config"] = gpt_oss_config();
+    return config.dump(2) + "\n";
+  }
   const std::vector<std::string> ignore = listed(f, unquantized_modules(shards));
   config["quantization_config"] = f == WriteFormat::compressed_tensors ? compressed_tensors_config(k, ignore)
                                   : f == WriteFormat::modelopt         ? modelopt_config(k, ignore)

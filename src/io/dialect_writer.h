@@ -1,4 +1,4 @@
-// Internal: what convert writes for --format compressed-tensors | modelopt | transformers-fp8 (the minifloat form
+// Internal: what convert writes for --format compressed-tensors | modelopt | transformers-fp8 | gpt-oss (the minifloat form
 // stays in convert.cc): each quantized weight's tensors, the second-level scale, and the configs.
 #pragma once
 
@@ -28,6 +28,11 @@ void check_module_weight(WriteFormat format, const std::filesystem::path& file, 
 // (convert keeps other weights as they are).
 std::vector<SafetensorsWriter::Spec> dialect_specs(const std::string& name, WrittenKind kind, WriteFormat format,
                                                    std::uint64_t rows, std::uint64_t cols);
+
+// gpt-oss's MoE experts: X [E, in, out] (transformers' parameter) stored as X_blocks U8 [E, out, in/32, 16] and
+// X_scales U8 [E, out, in/32]: each expert transposed, MXFP4 blocks along `in`, element 2i in a byte's low nibble.
+std::vector<SafetensorsWriter::Spec> gpt_oss_specs(const std::string& name, std::uint64_t experts, std::uint64_t in,
+                                                   std::uint64_t out);
 
 // The f32 stored as nvfp4's second-level scale: ModelOpt's weight_scale_2 is minifloat's tensor scale; compressed-
 // tensors' weight_global_scale is its reciprocal, written only when s / g equals s * tensor_scale in f32 for every
