@@ -159,7 +159,11 @@ std::vector<Spec> specs_of(const std::vector<Step>& steps, bool bf16_out) {
                        : e == e2m3 ? DType::F6_E2M3 : DType::F4;
       const DType scale = *q.scale_format == ue8m0 ? DType::F8_E8M0 : *q.scale_format == ue4m3 ? DType::F8_E4M3 : DType::F32;
       const std::uint64_t br = static_cast<std::uint64_t>(q.block_rows), bc = static_cast<std::uint64_t>(q.block_cols);
-      specs.push_back({t.name, code, t.shape});
+      if (code == DType::F4 && s.format == WriteFormat::deepseek) {
+        specs.push_back({t.name, DType::I8, {rows, cols / 2}});  // transformers' DeepSeek-V4: FP4 packed in int8
+      } else {
+        specs.push_back({t.name, code, t.shape});
+      }
       specs.push_back({t.name + (q.tensor_scale ? "_scale" : "_scale_inv"), scale, {(rows + br - 1) / br, (cols + bc - 1) / bc}});
       if (q.tensor_scale) specs.push_back({t.name + "_scale_2", DType::F32, {}});
     } else if (s.pair) {
@@ -469,7 +473,8 @@ void merge_index(const fs::path& in, const fs::path& out, const Recipe* recipe, 
     const std::vector<std::byte> bytes = file.read(0, file.size(), "config");
     const std::string_view text(reinterpret_cast<const char*>(bytes.data()), bytes.size());
     const std::optional<QuantizationConfig> none;
-    write_text(dir / "config.json", format == WriteFormat::minifloat || recipe == nullptr
+    const bool own = format == WriteFormat::minifloat || format == WriteFormat::deepseek;  // the recipe's config
+    write_text(dir / "config.json", own || recipe == nullptr
                                         ? hf_config_with_quantization(text, recipe ? recipe->hf_quantization : none)
                                         : detail::dialect_config(text, *recipe, format, output_shards(c, out)));
   }
@@ -493,7 +498,8 @@ namespace {
 // In a dialect, a weight whose shape does not divide into blocks stays as it is (and is listed as unquantized): the
 // readers have no rule for minifloat's padded last block (transformers infers the block size from the scale grid).
 void set_dialect(Step& s, WriteFormat format, std::optional<detail::WrittenKind> kind, const SafetensorsFile& f) {
-  if (!s.scheme || format == WriteFormat::minifloat) return;
+  if (format == WriteFormat::deepseek) s.format = format;  // minifloat's form, FP4 codes as I8
+  if (!s.scheme || format == WriteFormat::minifloat || format == WriteFormat::deepseek) return;
   if (s.in->shape[0] % static_cast<std::uint64_t>(s.scheme->block_rows) != 0 ||
       s.in->shape[1] % static_cast<std::uint64_t>(s.scheme->block_cols) != 0) {
     s.scheme.reset();
@@ -558,7 +564,11 @@ ConvertReport convert_checkpoint(const fs::path& in, const fs::path& out, const 
     throw std::invalid_argument("convert_checkpoint writes safetensors checkpoints: GGUF is convert_to_gguf's");
   }
   std::optional<detail::WrittenKind> kind;
-  if (format != WriteFormat::minifloat) kind = detail::recipe_kind(recipe, format);  // refused before anything
+  if (format == WriteFormat::deepseek) {
+    detail::check_deepseek(recipe);  // refused before anything
+  } else if (format != WriteFormat::minifloat) {
+    kind = detail::recipe_kind(recipe, format);  // refused before anything
+  }
   const Planner plan = [&recipe, format, kind](const SafetensorsFile& f, std::vector<QuantizedPair>& pairs) {
     // Parts of pairs already quantized (an F32 W_scale_inv of a V3 checkpoint) are data of their weight, never
     // weights to quantize themselves.

@@ -19,6 +19,12 @@ enum class WrittenKind { nvfp4, mxfp4, mxfp8, fp8_block };
 // The kind every scheme target of `recipe` has; throws std::invalid_argument as check_write_format does.
 WrittenKind recipe_kind(const Recipe& recipe, WriteFormat format);
 
+// --format deepseek: minifloat's own form (W + W_scale_inv, the recipe's config) with FP4 codes as I8 [R, C/2], as
+// transformers' DeepSeek-V4 reads them. The recipe must quantize to FP8 e4m3 128x128 (f32 or ue8m0 scales), with
+// mxfp4 experts at most, and carry DeepSeek's quantization_config; std::invalid_argument naming the formats that can
+// express it otherwise.
+void check_deepseek(const Recipe& recipe);
+
 // A weight written in a dialect is a module's: its name ends in ".weight", which the dialects' names (weight_packed,
 // weight_scale) and configs (module names in ignore lists) are built from. Throws IoError naming it otherwise.
 void check_module_weight(WriteFormat format, const std::filesystem::path& file, const std::string& tensor);
