@@ -10,7 +10,7 @@ import json
 import numpy as np
 import pytest
 
-from checkpoint_util import minifloat
+from checkpoint_util import assert_refused, minifloat
 from conftest import need
 from test_convert_formats import tiny_llama
 
@@ -178,11 +178,7 @@ def test_q_and_k_rows_are_permuted(tmp_path):
 def test_recipes_gguf_cannot_express_are_refused(tmp_path, recipe, can):
     torch = need("torch")
     tiny_llama(torch, tmp_path / "src")
-    r = minifloat("convert", tmp_path / "src", tmp_path / "out.gguf", "--recipe", recipe, "--format", "gguf")
-    assert r.returncode == 2, r.stderr
-    assert f"recipe {recipe} cannot be written as --format gguf" in r.stderr, r.stderr
-    assert f"formats that can express it: {can}" in r.stderr, r.stderr
-    assert not (tmp_path / "out.gguf").exists()
+    assert_refused(tmp_path / "src", tmp_path / "out.gguf", recipe, "gguf", can)
 
 
 def test_other_architectures_and_misuse_are_refused(tmp_path):

@@ -304,15 +304,7 @@ void GgufWriter::commit() {
     throw IoError(IoErrc::size_mismatch, path_, tensors_[static_cast<std::size_t>(missing - written_.begin())].name,
                   "not written");
   }
-  std::string error;
-  if (::fsync(fd_) != 0) error = detail::os_error("fsync failed");
-  if (::close(fd_) != 0 && error.empty()) error = detail::os_error("close failed");
-  fd_ = -1;
-  if (error.empty() && ::rename(temp_.c_str(), path_.c_str()) != 0) error = detail::os_error("rename failed");
-  if (!error.empty()) {
-    ::unlink(temp_.c_str());
-    throw IoError(IoErrc::write_failed, path_, error);
-  }
+  detail::commit_temp(fd_, temp_, path_);
 }
 
 }  // namespace mf::io
