@@ -396,15 +396,7 @@ void SafetensorsWriter::commit() {
   if (written_ != total_) {
     throw IoError(IoErrc::size_mismatch, path_, cat("only ", written_, " of ", total_, " bytes were written"));
   }
-  std::string error;
-  if (::fsync(fd_) != 0) error = detail::os_error("fsync failed");
-  if (::close(fd_) != 0 && error.empty()) error = detail::os_error("close failed");
-  fd_ = -1;
-  if (error.empty() && ::rename(temp_.c_str(), path_.c_str()) != 0) error = detail::os_error("rename failed");
-  if (!error.empty()) {
-    ::unlink(temp_.c_str());
-    throw IoError(IoErrc::write_failed, path_, error);
-  }
+  detail::commit_temp(fd_, temp_, path_);
 }
 
 }  // namespace mf::io
