@@ -207,3 +207,83 @@ def test_refused(tmp_path, recipe, fmt, can):
     assert f"recipe {recipe} cannot be written as --format {fmt}" in r.stderr, r.stderr
     assert f"formats that can express it: {can}" in r.stderr, r.stderr
     assert not (tmp_path / "out").exists()
+
+
+# ---- bad input: nothing half-written ----
+
+@pytest.mark.parametrize("fmt", ["minifloat", "compressed-tensors", "modelopt"])
+def test_recipe_that_quantizes_nothing(tmp_path, fmt):
+    """A recipe whose scheme patterns match no tensor would write a checkpoint labelled quantized that holds no
+    quantized weight: refused, naming the patterns."""
+    torch = need("torch")
+    tiny_llama(torch, tmp_path / "src")
+    recipe = tmp_path / "experts.json"
+    recipe.write_text(json.dumps({"*.experts.*": "mxfp4", "*embed*": "bf16"}))
+    r = minifloat("convert", tmp_path / "src", tmp_path / "out", "--recipe", recipe, "--format", fmt)
+    assert r.returncode == 2, r.stderr
+    assert "quantizes no tensor" in r.stderr and "'*.experts.*' matches no tensor" in r.stderr, r.stderr
+    assert "nothing was written" in r.stderr, r.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_recipe_whose_matches_do_not_block(tmp_path):
+    """Matched, but no weight divides into the dialect's blocks: every one would stay bf16, so it is refused too."""
+    torch = need("torch")
+    from safetensors.torch import save_file
+    src = tmp_path / "src"
+    src.mkdir()
+    save_file({"b.weight": torch.randn(100, 256).to(torch.bfloat16)}, str(src / "model.safetensors"))
+    (src / "config.json").write_text(json.dumps({"model_type": "llama"}))
+    r = minifloat("convert", src, tmp_path / "out", "--recipe", "fp8-block", "--format", "transformers-fp8")
+    assert r.returncode == 2 and "quantizes no tensor" in r.stderr and "fit" in r.stderr, r.stderr
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("fmt", ["compressed-tensors", "transformers-fp8"])
+def test_out_inside_in(tmp_path, fmt):
+    torch = need("torch")
+    tiny_llama(torch, tmp_path / "src")
+    before = sorted(p.name for p in (tmp_path / "src").iterdir())
+    r = minifloat("convert", tmp_path / "src", tmp_path / "src" / "q", "--recipe", "fp8-block", "--format", fmt)
+    assert r.returncode == 2, r.stderr
+    assert "OUT lies inside the input checkpoint's directory" in r.stderr, r.stderr
+    assert sorted(p.name for p in (tmp_path / "src").iterdir()) == before
+
+
+# ---- every expressible pair on a tiny Llama and a tiny MoE, loaded by transformers ----
+
+def example(path, arch):
+    """make-example-checkpoint --arch: its matrices' amax is 2688 x 2^-16, as tiny_llama's with exact_global_scale."""
+    r = minifloat("make-example-checkpoint", path, "--arch", arch)
+    assert r.returncode == 0, r.stderr
+
+
+LOADABLE = [("compressed-tensors", r) for r, _ in CT] + [("transformers-fp8", "fp8-block"),
+                                                         ("transformers-fp8", "mxfp8")]
+
+
+@pytest.mark.parametrize("arch", ["llama", "qwen-moe"])
+@pytest.mark.parametrize("fmt,recipe", LOADABLE)
+def test_loads_like_the_dequantized_model(tmp_path, arch, fmt, recipe):
+    """transformers loads the converted checkpoint into the same model as minifloat's dequantization of it: every
+    parameter (experts fused by transformers) bit-identical, and the logits of one forward pass equal."""
+    torch = need("torch")
+    transformers = need("transformers")
+    example(tmp_path / "src", arch)
+    convert(tmp_path / "src", tmp_path / "q", recipe, fmt)
+    dequantize(tmp_path / "q", tmp_path / "deq", "bf16")
+    want = transformers.AutoModelForCausalLM.from_pretrained(tmp_path / "deq", dtype=torch.bfloat16)
+    if fmt == "compressed-tensors":
+        got, info = ct_loads_in_transformers(torch, tmp_path / "q")
+    else:
+        got, info = transformers.AutoModelForCausalLM.from_pretrained(tmp_path / "q", output_loading_info=True)
+    assert not info["missing_keys"] and not info["unexpected_keys"], info
+    want_params, got_params = want.state_dict(), got.state_dict()
+    assert sorted(got_params) == sorted(want_params)
+    for k in want_params:
+        same_bits(torch, got_params[k], want_params[k], k)
+    ids = torch.tensor([[3, 1, 4, 1, 5, 9, 2, 6]])
+    with torch.no_grad():
+        a, b = got(ids).logits, want(ids).logits
+    assert torch.isfinite(b).all()
+    same_bits(torch, a, b, "logits")

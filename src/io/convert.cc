@@ -415,22 +415,48 @@ class Run {
 
 // Every shard of this job planned before anything is written, so a tensor that cannot be converted fails the command
 // with no output at all (not after the shards before it were written); and every --passthrough pattern must match.
-void check_plans(const Checkpoint& c, const ConvertOptions& o, const Planner& plan) {
+// convert (a recipe): a checkpoint labelled quantized must hold something quantized, so a one-job run in which no
+// tensor gets one of the recipe's schemes (and none came quantized) is refused, naming the scheme rules that matched
+// nothing.
+void check_plans(const Checkpoint& c, const ConvertOptions& o, const Planner& plan, const Recipe* recipe) {
   std::vector<bool> used(o.passthrough.size(), false);
+  std::vector<bool> rule_used(recipe ? recipe->rules.size() : 0, false);
+  bool quantized = false;
   for (std::size_t i = 0; i < c.shards.size(); ++i) {
     if (!shard_is_mine(i, o.job_index, o.job_count)) continue;
     const SafetensorsFile f = read_safetensors(c.shard_path(i));
     std::vector<QuantizedPair> pairs;
-    plan(f, pairs);
-    for (std::size_t k = 0; k < used.size(); ++k) {
-      for (const SafetensorsTensor& t : f.tensors()) used[k] = used[k] || glob_match(o.passthrough[k], t.name);
+    for (const Step& s : plan(f, pairs)) quantized = quantized || s.scheme.has_value();
+    quantized = quantized || !pairs.empty();
+    for (const SafetensorsTensor& t : f.tensors()) {
+      for (std::size_t k = 0; k < used.size(); ++k) used[k] = used[k] || glob_match(o.passthrough[k], t.name);
+      for (std::size_t k = 0; k < rule_used.size(); ++k) {
+        rule_used[k] = rule_used[k] || glob_match(recipe->rules[k].pattern, t.name);
+      }
     }
   }
+  const fs::path where = c.index_path.value_or(c.directory);
   for (std::size_t k = 0; k < used.size(); ++k) {
     if (!used[k] && o.job_count == 1) {
-      throw IoError(IoErrc::unmatched_pattern, c.index_path.value_or(c.directory),
-                    cat("--passthrough '", o.passthrough[k], "' matches no tensor"));
+      throw IoError(IoErrc::unmatched_pattern, where, cat("--passthrough '", o.passthrough[k], "' matches no tensor"));
     }
+  }
+  if (recipe && !quantized && o.job_count == 1) {
+    std::vector<std::string> unmatched;
+    for (std::size_t k = 0; k < rule_used.size(); ++k) {
+      if (!rule_used[k] && target_scheme(*recipe, recipe->rules[k].target)) {
+        unmatched.push_back(cat("'", recipe->rules[k].pattern, "'"));
+      }
+    }
+    std::string why = " (the tensors its schemes' patterns match are not 2-D float weights that fit)";
+    if (!unmatched.empty()) {
+      why = ": ";
+      for (std::size_t k = 0; k < unmatched.size(); ++k) why += cat(k == 0 ? "" : ", ", unmatched[k]);
+      why += unmatched.size() == 1 ? " matches no tensor" : " match no tensor";
+    }
+    throw IoError(IoErrc::unmatched_pattern, where,
+                  cat("recipe ", recipe->name, " quantizes no tensor of this checkpoint", why,
+                      "; nothing was written (a checkpoint labelled quantized would hold no quantized weight)"));
   }
 }
 
@@ -438,7 +464,7 @@ ConvertReport run(const fs::path& in, const fs::path& out, const ConvertOptions&
                   bool bf16_out, const Recipe* recipe) {
   const Checkpoint c = open_checkpoint(in);
   refuse_overwriting_input(in, c, out);
-  check_plans(c, o, plan);
+  check_plans(c, o, plan, recipe);
   const fs::path dir = output_dir(out, c);
   fs::create_directories(dir.empty() ? "." : dir);
   std::set<std::string> mine = {"model.safetensors.index.json", "config.json"};
