@@ -260,18 +260,37 @@ def example(path, arch):
 
 LOADABLE = [("compressed-tensors", r) for r, _ in CT] + [("transformers-fp8", "fp8-block"),
                                                          ("transformers-fp8", "mxfp8")]
+# transformers 5.23 decompresses compressed-tensors MoE experts on load with its own code
+# (integrations/compressed_tensors.py, CompressedTensorsDequantize), not the library's per-module path, and that code
+# drops nvfp4's weight_global_scale (its stand-in module has none) and multiplies FP8 codes by mxfp8's [R, C/32]
+# group scales elementwise (a shape error). compressed-tensors' own decompressor reads the same experts exactly
+# (test_compressed_tensors). strict: when transformers fixes them, these fail and the table in docs/checkpoints.md
+# is to be updated.
+TRANSFORMERS_MOE_GAPS = {
+    ("compressed-tensors", "nvfp4"): "transformers drops weight_global_scale of fused experts",
+    ("compressed-tensors", "mxfp8"): "transformers applies per-tensor FP8 scaling to fused experts",
+}
 
 
-@pytest.mark.parametrize("arch", ["llama", "qwen-moe"])
-@pytest.mark.parametrize("fmt,recipe", LOADABLE)
+def loadable_pairs():
+    for arch in ("llama", "qwen-moe"):
+        for fmt, recipe in LOADABLE:
+            gap = TRANSFORMERS_MOE_GAPS.get((fmt, recipe)) if arch == "qwen-moe" else None
+            marks = [pytest.mark.xfail(strict=True, reason=gap)] if gap else []
+            yield pytest.param(arch, fmt, recipe, marks=marks, id=f"{arch}-{fmt}-{recipe}")
+
+
+@pytest.mark.parametrize("arch,fmt,recipe", loadable_pairs())
 def test_loads_like_the_dequantized_model(tmp_path, arch, fmt, recipe):
     """transformers loads the converted checkpoint into the same model as minifloat's dequantization of it: every
     parameter (experts fused by transformers) bit-identical, and the logits of one forward pass equal."""
     torch = need("torch")
     transformers = need("transformers")
     example(tmp_path / "src", arch)
-    convert(tmp_path / "src", tmp_path / "q", recipe, fmt)
-    dequantize(tmp_path / "q", tmp_path / "deq", "bf16")
+    for args in (("convert", tmp_path / "src", tmp_path / "q", "--recipe", recipe, "--format", fmt),
+                 ("dequantize", tmp_path / "q", tmp_path / "deq", "--dtype", "bf16")):
+        r = minifloat(*args)
+        assert r.returncode == 0, r.stderr
     want = transformers.AutoModelForCausalLM.from_pretrained(tmp_path / "deq", dtype=torch.bfloat16)
     if fmt == "compressed-tensors":
         got, info = ct_loads_in_transformers(torch, tmp_path / "q")
