@@ -74,6 +74,10 @@ def test_loads_in_transformers(tmp_path, arch):
                 want = torch.cat([stored[x + gate + ".weight"], stored[x + up + ".weight"]])
                 assert torch.equal(params[fused + "gate_up_proj"][e], want), x
                 assert torch.equal(params[fused + "down_proj"][e], stored[x + down + ".weight"]), x
+    # `memory` counts the tensors the config implies (model_tensors): as many as transformers' state dict holds.
+    r = minifloat("memory", "--config", tmp_path / "m" / "config.json")
+    assert r.returncode == 0, r.stderr
+    assert f"total: {sum(v.numel() for v in params.values())} parameters" in r.stdout, r.stdout
     with torch.no_grad():
         logits = model(torch.tensor([[3, 1, 4, 1, 5, 9, 2, 6]])).logits
     assert logits.shape == (1, 8, config["vocab_size"])
