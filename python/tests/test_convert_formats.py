@@ -306,3 +306,17 @@ def test_loads_like_the_dequantized_model(tmp_path, arch, fmt, recipe):
         a, b = got(ids).logits, want(ids).logits
     assert torch.isfinite(b).all()
     same_bits(torch, a, b, "logits")
+
+
+@pytest.mark.parametrize("fmt", ["modelopt", "minifloat", "compressed-tensors"])
+def test_already_quantized_input_is_not_relabelled(tmp_path, fmt):
+    """A compressed-tensors checkpoint converted again: its pairs would be copied under compressed-tensors' names with
+    another dialect's config (verify would not notice), so convert refuses, naming the tensor, before writing."""
+    torch = need("torch")
+    tiny_llama(torch, tmp_path / "src")
+    convert(tmp_path / "src", tmp_path / "ct", "mxfp4", "compressed-tensors")
+    r = minifloat("convert", tmp_path / "ct", tmp_path / "out", "--recipe", "mxfp4", "--format", fmt)
+    assert r.returncode == 2, r.stderr
+    assert ".weight_packed' is already quantized (weight_packed + weight_scale pair" in r.stderr, r.stderr
+    assert f"not those --format {fmt} writes" in r.stderr and "nothing was written" in r.stderr, r.stderr
+    assert not (tmp_path / "out").exists()

@@ -569,6 +569,18 @@ void check_global_scales(const fs::path& in, const ConvertOptions& o, const Plan
   }
 }
 
+// A pair already quantized is copied as it is, names and all: right only for minifloat's own forms written as
+// minifloat's. Any other would be a dialect's tensors under another dialect's config, so it is refused before
+// anything is written (re-laying out quantized tensors between dialects is not done yet).
+void refuse_relayout(const SafetensorsFile& f, const QuantizedPair& p, WriteFormat format) {
+  if (format == WriteFormat::minifloat && (p.form == PairForm::deepseek || p.form == PairForm::nvfp4)) return;
+  throw std::invalid_argument(
+      cat(f.path().string(), ": tensor '", p.weight, "' is already quantized (", to_string(p.form), " pair, ",
+          p.scheme_name,
+          "); convert would copy it under its own names, not those --format ", to_string(format),
+          " writes (quantized tensors are not re-laid out between dialects yet); nothing was written"));
+}
+
 }  // namespace
 
 ConvertReport convert_checkpoint(const fs::path& in, const fs::path& out, const Recipe& recipe,
@@ -582,6 +594,7 @@ ConvertReport convert_checkpoint(const fs::path& in, const fs::path& out, const 
     pairs = find_pairs(f);
     std::set<std::string> parts;
     for (const QuantizedPair& p : pairs) {
+      refuse_relayout(f, p, format);
       parts.insert({p.scale, p.tensor_scale});
       parts.insert(p.extras.begin(), p.extras.end());
     }
