@@ -16,6 +16,13 @@ namespace {
 using detail::cat;
 using U = std::uint64_t;
 
+// A Hugging Face SwiGLU MLP of width `in` under the prefix p: gate_proj, up_proj, down_proj.
+void swiglu(std::vector<ShapedName>& t, const std::string& p, U in, U hidden) {
+  t.push_back({p + "gate_proj.weight", {in, hidden}});
+  t.push_back({p + "up_proj.weight", {in, hidden}});
+  t.push_back({p + "down_proj.weight", {hidden, in}});
+}
+
 std::vector<ShapedName> deepseek_v3(const HfConfig& c) {
   const U hidden = c.number("hidden_size"), vocab = c.number("vocab_size"), layers = c.number("num_hidden_layers");
   const U heads = c.number("num_attention_heads"), q_lora = c.number_or("q_lora_rank", 0);
@@ -24,11 +31,7 @@ std::vector<ShapedName> deepseek_v3(const HfConfig& c) {
   const U experts = c.number_or("n_routed_experts", 0), shared = c.number_or("n_shared_experts", 0);
   const U moe_inter = experts ? c.number("moe_intermediate_size") : 0, dense = c.number_or("first_k_dense_replace", 0);
   std::vector<ShapedName> t{{"model.embed_tokens.weight", {vocab, hidden}}};
-  const auto mlp = [&](const std::string& p, U in) {
-    t.push_back({p + "gate_proj.weight", {in, hidden}});
-    t.push_back({p + "up_proj.weight", {in, hidden}});
-    t.push_back({p + "down_proj.weight", {hidden, in}});
-  };
+  const auto mlp = [&](const std::string& p, U in) { swiglu(t, p, in, hidden); };
   for (U l = 0; l < layers; ++l) {
     const std::string p = cat("model.layers.", l, ".");
     t.push_back({p + "input_layernorm.weight", {hidden}});
@@ -207,11 +210,7 @@ std::vector<ShapedName> llama_family(const HfConfig& c, bool qk_norm) {
   const U hd = c.number_or("head_dim", hidden / heads), experts = c.number_or("num_experts", 0);
   const U inter = experts ? c.number("moe_intermediate_size") : c.number("intermediate_size");
   std::vector<ShapedName> t{{"model.embed_tokens.weight", {vocab, hidden}}};
-  const auto mlp = [&](const std::string& p) {
-    t.push_back({p + "gate_proj.weight", {inter, hidden}});
-    t.push_back({p + "up_proj.weight", {inter, hidden}});
-    t.push_back({p + "down_proj.weight", {hidden, inter}});
-  };
+  const auto mlp = [&](const std::string& p) { swiglu(t, p, inter, hidden); };
   for (U l = 0; l < layers; ++l) {
     const std::string p = cat("model.layers.", l, ".");
     t.push_back({p + "input_layernorm.weight", {hidden}});
