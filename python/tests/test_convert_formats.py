@@ -309,14 +309,36 @@ def test_loads_like_the_dequantized_model(tmp_path, arch, fmt, recipe):
 
 
 @pytest.mark.parametrize("fmt", ["modelopt", "minifloat", "compressed-tensors"])
-def test_already_quantized_input_is_not_relabelled(tmp_path, fmt):
-    """A compressed-tensors checkpoint converted again: its pairs would be copied under compressed-tensors' names with
-    another dialect's config (verify would not notice), so convert refuses, naming the tensor, before writing."""
+@pytest.mark.parametrize("held,recipe", [("mxfp4", "mxfp8"), ("nvfp4", "nvfp4")])
+def test_quantized_input_that_cannot_be_relaid_out(tmp_path, fmt, held, recipe):
+    """A quantized input whose scheme is not the recipe's target (it would need requantizing), or NVFP4 (its second
+    level is not re-laid out): refused, naming the tensor, before anything is written, never copied under the
+    wrong dialect's names."""
     torch = need("torch")
-    tiny_llama(torch, tmp_path / "src")
-    convert(tmp_path / "src", tmp_path / "ct", "mxfp4", "compressed-tensors")
-    r = minifloat("convert", tmp_path / "ct", tmp_path / "out", "--recipe", "mxfp4", "--format", fmt)
+    tiny_llama(torch, tmp_path / "src", exact_global_scale=True)
+    convert(tmp_path / "src", tmp_path / "ct", held, "compressed-tensors")
+    r = minifloat("convert", tmp_path / "ct", tmp_path / "out", "--recipe", recipe, "--format", fmt)
     assert r.returncode == 2, r.stderr
-    assert ".weight_packed' is already quantized (weight_packed + weight_scale pair" in r.stderr, r.stderr
+    assert ".weight_packed' is already quantized (weight_packed + weight_scale" in r.stderr, r.stderr
     assert f"not those --format {fmt} writes" in r.stderr and "nothing was written" in r.stderr, r.stderr
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("recipe", ["mxfp4", "mxfp8"])
+def test_relayout_from_minifloats_form_equals_direct(tmp_path, recipe):
+    """bf16 -> minifloat's form -> compressed-tensors (re-laid out) gives the very files of bf16 -> compressed-tensors:
+    no requantization on the way."""
+    torch = need("torch")
+    tiny_llama(torch, tmp_path / "src")
+    convert(tmp_path / "src", tmp_path / "own", recipe, "minifloat")
+    direct = convert(tmp_path / "src", tmp_path / "direct", recipe, "compressed-tensors")
+    r = minifloat("convert", tmp_path / "own", tmp_path / "relaid", "--recipe", recipe, "--format",
+                  "compressed-tensors")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.count(f"{recipe} re-laid out") == LINEARS, r.stdout
+    relaid = load(tmp_path / "relaid")
+    assert relaid.keys() == direct.keys()
+    for k in direct:
+        assert torch.equal(relaid[k].view(torch.uint8), direct[k].view(torch.uint8)), k
+    for f in ("config.json", "model.safetensors"):
+        assert (tmp_path / "relaid" / f).read_bytes() == (tmp_path / "direct" / f).read_bytes(), f

@@ -157,26 +157,30 @@ struct Step {
   const QuantizedPair* pair = nullptr;
   std::optional<detail::WrittenKind> dialect = std::nullopt;  // --format other than minifloat: its name of the scheme
   WriteFormat format = WriteFormat::minifloat;
+  bool relayout = false;  // `pair` holds `scheme`'s codes and scales already: copied under the format's names
 };
 
 std::vector<Spec> specs_of(const std::vector<Step>& steps, bool bf16_out) {
   std::vector<Spec> specs;
   for (const Step& s : steps) {
     const SafetensorsTensor& t = *s.in;
+    // A re-laid-out pair is written as its logical weight would be quantized.
+    const std::string& name = s.relayout ? s.pair->output : t.name;
+    const std::vector<std::uint64_t>& shape = s.relayout ? s.pair->output_shape : t.shape;
     if (s.scheme && s.dialect) {
-      const std::vector<Spec> d = detail::dialect_specs(t.name, *s.dialect, s.format, t.shape[0], t.shape[1]);
+      const std::vector<Spec> d = detail::dialect_specs(name, *s.dialect, s.format, shape[0], shape[1]);
       specs.insert(specs.end(), d.begin(), d.end());
     } else if (s.scheme) {
       const Scheme& q = *s.scheme;
-      const std::uint64_t rows = t.shape[0], cols = t.shape[1];
+      const std::uint64_t rows = shape[0], cols = shape[1];
       const Format& e = *q.element.format;
       const DType code = e == e4m3 ? DType::F8_E4M3 : e == e5m2 ? DType::F8_E5M2 : e == e3m2 ? DType::F6_E3M2
                        : e == e2m3 ? DType::F6_E2M3 : DType::F4;
       const DType scale = *q.scale_format == ue8m0 ? DType::F8_E8M0 : *q.scale_format == ue4m3 ? DType::F8_E4M3 : DType::F32;
       const std::uint64_t br = static_cast<std::uint64_t>(q.block_rows), bc = static_cast<std::uint64_t>(q.block_cols);
-      specs.push_back({t.name, code, t.shape});
-      specs.push_back({t.name + (q.tensor_scale ? "_scale" : "_scale_inv"), scale, {(rows + br - 1) / br, (cols + bc - 1) / bc}});
-      if (q.tensor_scale) specs.push_back({t.name + "_scale_2", DType::F32, {}});
+      specs.push_back({name, code, shape});
+      specs.push_back({name + (q.tensor_scale ? "_scale" : "_scale_inv"), scale, {(rows + br - 1) / br, (cols + bc - 1) / bc}});
+      if (q.tensor_scale) specs.push_back({name + "_scale_2", DType::F32, {}});
     } else if (s.pair) {
       specs.push_back({s.pair->output, bf16_out ? DType::BF16 : DType::F32, s.pair->output_shape});
     } else if (s.target == "bf16" || s.target == "f32") {
@@ -228,6 +232,11 @@ std::optional<TensorError> produce(const SafetensorsFile& f, const Step& s, std:
                                    bool bf16_out, int threads, Scratch& scratch) {
   const SafetensorsTensor& t = *s.in;
   std::vector<float>&x = scratch.x, &y = scratch.y;
+  if (s.relayout) {  // the stored codes and block scales are the bytes every dialect of the scheme holds
+    w.write_tensor(k, f.bytes(t));
+    w.write_tensor(k + 1, f.bytes(*f.find(s.pair->scale)));
+    return TensorError{s.pair->output, s.target + " re-laid out", 0, 0, 0};
+  }
   if (s.scheme) {
     widen(f, t, x);
     QuantizeOptions o;
@@ -569,16 +578,48 @@ void check_global_scales(const fs::path& in, const ConvertOptions& o, const Plan
   }
 }
 
-// A pair already quantized is copied as it is, names and all: right only for minifloat's own forms written as
-// minifloat's. Any other would be a dialect's tensors under another dialect's config, so it is refused before
-// anything is written (re-laying out quantized tensors between dialects is not done yet).
-void refuse_relayout(const SafetensorsFile& f, const QuantizedPair& p, WriteFormat format) {
-  if (format == WriteFormat::minifloat && (p.form == PairForm::deepseek || p.form == PairForm::nvfp4)) return;
-  throw std::invalid_argument(
-      cat(f.path().string(), ": tensor '", p.weight, "' is already quantized (", to_string(p.form), " pair, ",
-          p.scheme_name,
-          "); convert would copy it under its own names, not those --format ", to_string(format),
-          " writes (quantized tensors are not re-laid out between dialects yet); nothing was written"));
+// A pair already in IN. minifloat's own forms written as minifloat's are copied as they are. Otherwise, when the
+// recipe's target for its weight is the scheme it holds, with one E8M0 scale per block and no second level (MXFP4,
+// MXFP8 in any dialect but gpt-oss's blocks), its codes and scales are the very bytes the format writes: they are
+// re-laid out under the format's names, with no detour through floats. Anything else is refused before anything is
+// written: it would sit under another dialect's config, or need a requantization convert does not do.
+std::optional<Step> plan_pair(const SafetensorsFile& f, const QuantizedPair& p, const Recipe& recipe,
+                              WriteFormat format, std::optional<detail::WrittenKind> kind) {
+  if (format == WriteFormat::minifloat && (p.form == PairForm::deepseek || p.form == PairForm::nvfp4)) {
+    return std::nullopt;
+  }
+  const std::string target = recipe.target_for(p.output, 2, true);
+  const std::optional<Scheme> want = target_scheme(recipe, target);
+  std::optional<Scheme> held;
+  try {
+    held = p.form == PairForm::deepseek ? p.scheme : scheme_named(p.scheme_name);
+  } catch (const std::invalid_argument&) {
+  }
+  const bool same = want && held && want->element.format == held->element.format && !want->element.is_int() &&
+                    want->block_rows == held->block_rows && want->block_cols == held->block_cols &&
+                    want->scale_format == &ue8m0 && held->scale_format == &ue8m0 && !want->tensor_scale &&
+                    !held->tensor_scale;
+  const bool copyable = p.form == PairForm::deepseek || p.form == PairForm::scaled || p.form == PairForm::packed;
+  const std::uint64_t rows = p.output_shape.size() == 2 ? p.output_shape[0] : 0;
+  const std::uint64_t cols = p.output_shape.size() == 2 ? p.output_shape[1] : 0;
+  const bool blocks = same && rows % static_cast<std::uint64_t>(want->block_rows) == 0 &&
+                      cols % static_cast<std::uint64_t>(want->block_cols) == 0;
+  if (!same || !copyable || !blocks || !p.extras.empty()) {
+    throw std::invalid_argument(
+        cat(f.path().string(), ": tensor '", p.weight, "' is already quantized (", to_string(p.form), " pair, ",
+            p.scheme_name, ") and the recipe's target for '", p.output, "' is ", target,
+            ": convert re-lays out only a pair that holds the target's own codes and E8M0 block scales (MXFP4, "
+            "MXFP8; not gpt-oss blocks), and would otherwise copy it under names that are not those --format ",
+            to_string(format), " writes; nothing was written"));
+  }
+  Step s{f.find(p.weight), target, want, &p};
+  s.relayout = true;
+  if (format != WriteFormat::minifloat) {
+    detail::check_module_weight(format, f.path(), p.output);
+    s.dialect = kind;
+    s.format = format;
+  }
+  return s;
 }
 
 }  // namespace
@@ -592,14 +633,24 @@ ConvertReport convert_checkpoint(const fs::path& in, const fs::path& out, const 
     // Parts of pairs already quantized (an F32 W_scale_inv of a V3 checkpoint) are data of their weight, never
     // weights to quantize themselves.
     pairs = find_pairs(f);
-    std::set<std::string> parts;
+    std::set<std::string> parts, relaid_scales;
+    std::map<std::string, Step> relaid;  // by the pair's weight
     for (const QuantizedPair& p : pairs) {
-      refuse_relayout(f, p, format);
+      if (std::optional<Step> s = plan_pair(f, p, recipe, format, kind)) {
+        relaid.emplace(p.weight, std::move(*s));
+        relaid_scales.insert(p.scale);
+        continue;
+      }
       parts.insert({p.scale, p.tensor_scale});
       parts.insert(p.extras.begin(), p.extras.end());
     }
     std::vector<Step> steps;
     for (const SafetensorsTensor& t : f.tensors()) {
+      if (relaid_scales.contains(t.name)) continue;  // written with its codes
+      if (const auto it = relaid.find(t.name); it != relaid.end()) {
+        steps.push_back(it->second);
+        continue;
+      }
       Step s{&t, parts.contains(t.name) ? "keep" : recipe.target_for(t.name, t.shape.size(), is_float(t.dtype)),
              std::nullopt};
       s.scheme = target_scheme(recipe, s.target);

@@ -481,6 +481,43 @@ TEST(Convert, ARecipeThatQuantizesNothingIsRefused) {
   EXPECT_FALSE(fs::exists(dir / "out"));
 }
 
+// An MXFP4 pair in minifloat's form converted by the mxfp4 recipe into ModelOpt's dialect: the same code and scale
+// bytes under ModelOpt's names and dtypes (U8 [R, C/2], U8 [R, C/32]), reported as re-laid out with no error; and
+// the same pair by the mxfp8 recipe is refused (it would need requantizing), with nothing written.
+TEST(Convert, AnMxfp4PairIsReLaidOutNotRequantized) {
+  TempDir dir;
+  std::vector<float> x(128 * 64);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(std::sin(0.37 * static_cast<double>(i)));
+  const QuantizedTensor q = quantize(x.data(), std::vector<std::int64_t>{128, 64}, scheme_named("mxfp4"));
+  std::vector<OwnedTensor> parts = pair_tensors("m.weight", q);
+  std::vector<TensorView> views;
+  for (const OwnedTensor& t : parts) views.push_back(t.view());
+  fs::create_directories(dir / "in");
+  write_safetensors(dir / "in" / "model.safetensors", views);
+  ConvertOptions o;
+  o.format = WriteFormat::modelopt;
+  const ConvertReport r = convert_checkpoint(dir / "in", dir / "out", recipe_named("mxfp4"), o);
+  ASSERT_EQ(r.tensors.size(), 1u);
+  EXPECT_EQ(r.tensors[0].name, "m.weight");
+  EXPECT_EQ(r.tensors[0].target, "mxfp4 re-laid out");
+  EXPECT_EQ(r.tensors[0].max_abs, 0.0);
+  const SafetensorsFile f = read_safetensors(dir / "out" / "model.safetensors");
+  ASSERT_NE(f.find("m.weight"), nullptr);
+  ASSERT_NE(f.find("m.weight_scale"), nullptr);
+  EXPECT_EQ(f.find("m.weight")->dtype, DType::U8);
+  EXPECT_EQ(f.find("m.weight")->shape, (Shape{128, 32}));
+  EXPECT_EQ(f.find("m.weight_scale")->shape, (Shape{128, 2}));
+  EXPECT_EQ(to_string(f.bytes(*f.find("m.weight"))), to_string(parts[0].data));
+  EXPECT_EQ(to_string(f.bytes(*f.find("m.weight_scale"))), to_string(parts[1].data));
+  try {
+    convert_checkpoint(dir / "in", dir / "out8", recipe_named("mxfp8"), o);
+    ADD_FAILURE() << "an MXFP4 pair converted by the mxfp8 recipe";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("tensor 'm.weight' is already quantized"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(fs::exists(dir / "out8"));
+}
+
 // V4's experts as some exporters store them: two e2m1 codes per I8 / U8 byte, [R, C/2], read as [R, C].
 TEST(QuantizedPairs, PackedE2m1AsI8OrU8) {
   TempDir dir;
