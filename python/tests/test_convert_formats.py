@@ -309,11 +309,10 @@ def test_loads_like_the_dequantized_model(tmp_path, arch, fmt, recipe):
 
 
 @pytest.mark.parametrize("fmt", ["modelopt", "minifloat", "compressed-tensors"])
-@pytest.mark.parametrize("held,recipe", [("mxfp4", "mxfp8"), ("nvfp4", "nvfp4")])
+@pytest.mark.parametrize("held,recipe", [("mxfp4", "mxfp8"), ("nvfp4", "mxfp4")])
 def test_quantized_input_that_cannot_be_relaid_out(tmp_path, fmt, held, recipe):
-    """A quantized input whose scheme is not the recipe's target (it would need requantizing), or NVFP4 (its second
-    level is not re-laid out): refused, naming the tensor, before anything is written, never copied under the
-    wrong dialect's names."""
+    """A quantized input whose scheme is not the recipe's target (it would need requantizing): refused, naming the
+    tensor, before anything is written, never copied under the wrong dialect's names."""
     torch = need("torch")
     tiny_llama(torch, tmp_path / "src", exact_global_scale=True)
     convert(tmp_path / "src", tmp_path / "ct", held, "compressed-tensors")
@@ -342,3 +341,40 @@ def test_relayout_from_minifloats_form_equals_direct(tmp_path, recipe):
         assert torch.equal(relaid[k].view(torch.uint8), direct[k].view(torch.uint8)), k
     for f in ("config.json", "model.safetensors"):
         assert (tmp_path / "relaid" / f).read_bytes() == (tmp_path / "direct" / f).read_bytes(), f
+
+
+def test_nvfp4_relayout_between_modelopt_and_compressed_tensors(tmp_path):
+    """NVFP4 written as compressed-tensors (a power-of-two tensor scale, so its global scale is exact) re-laid out
+    into ModelOpt's dialect: codes and e4m3 scales byte for byte, weight_scale_2 exactly 1 / weight_global_scale,
+    ModelOpt's own dequantize equal to compressed-tensors' decompression of the input; and back: the very files."""
+    torch = need("torch")
+    qt = need("modelopt.torch.quantization.qtensor")
+    from compressed_tensors.compressors import BaseCompressor
+    from compressed_tensors.quantization import QuantizationConfig
+    tiny_llama(torch, tmp_path / "src", exact_global_scale=True)
+    ct = convert(tmp_path / "src", tmp_path / "ct", "nvfp4", "compressed-tensors")
+    r = minifloat("convert", tmp_path / "ct", tmp_path / "mo", "--recipe", "nvfp4", "--format", "modelopt")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.count("nvfp4 re-laid out") == LINEARS, r.stdout
+    mo = load(tmp_path / "mo")
+    parsed = QuantizationConfig.model_validate(json.loads((tmp_path / "ct" / "config.json").read_text())[
+        "quantization_config"])
+    compressor = BaseCompressor.get_value_from_registry(parsed.format)
+    modules = sorted(k[:-len(".weight_packed")] for k in ct if k.endswith(".weight_packed"))
+    assert len(modules) == LINEARS
+    bf16 = torch.bfloat16
+    for m in modules:
+        assert torch.equal(mo[m + ".weight"], ct[m + ".weight_packed"]), m
+        assert torch.equal(mo[m + ".weight_scale"].view(torch.uint8), ct[m + ".weight_scale"].view(torch.uint8)), m
+        assert mo[m + ".weight_scale_2"].item() == 1 / ct[m + ".weight_global_scale"].item(), m
+        w = mo[m + ".weight"]
+        got = qt.NVFP4QTensor(torch.Size([w.shape[0], w.shape[1] * 2]), bf16, w).dequantize(
+            dtype=bf16, scale=mo[m + ".weight_scale"], double_scale=mo[m + ".weight_scale_2"], block_sizes={-1: 16})
+        parts = {k[len(m) + 1:]: v for k, v in ct.items() if k.rsplit(".", 1)[0] == m}
+        want = compressor.decompress(parts, parsed.config_groups["group_0"])["weight"]
+        same_bits(torch, got, want, m, zero_sign=False)  # ModelOpt decodes the code 8 (-0) as +0
+    r = minifloat("convert", tmp_path / "mo", tmp_path / "back", "--recipe", "nvfp4", "--format",
+                  "compressed-tensors")
+    assert r.returncode == 0, r.stderr
+    for f in ("model.safetensors", "config.json"):
+        assert (tmp_path / "back" / f).read_bytes() == (tmp_path / "ct" / f).read_bytes(), f

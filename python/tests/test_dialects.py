@@ -347,3 +347,16 @@ def test_relayout_is_lossless(tmp_path, source, recipe, fmt):
             parts = {k[len(m) + 1:]: v for k, v in stored.items() if k.rsplit(".", 1)[0] == m}
             same_bits(torch, compressor.decompress(parts, parsed.config_groups["group_0"])["weight"],
                       want[m + ".weight"], m)
+
+
+@pytest.mark.parametrize("fmt", ["modelopt", "minifloat"])
+def test_nvfp4_global_scale_without_an_exact_reciprocal_is_not_relaid_out(tmp_path, fmt):
+    """compressed-tensors' own NVFP4 (W4A16) has global scales 2688 / amax: dividing by one is not multiplying by any
+    f32, so re-laying it out into a dialect that multiplies would round; it is an error naming the tensor."""
+    torch = need("torch")
+    ct_checkpoint(torch, "NVFP4A16", tmp_path / "ct")
+    r = minifloat("convert", tmp_path / "ct", tmp_path / "out", "--recipe", "nvfp4", "--format", fmt)
+    assert r.returncode == 2, r.stderr
+    assert "weight_global_scale" in r.stderr and "has no tensor scale that reproduces its values exactly" in r.stderr
+    assert ".weight_packed'" in r.stderr and "nothing was written" in r.stderr, r.stderr
+    assert not (tmp_path / "out").exists()

@@ -13,6 +13,7 @@
 #include <optional>
 #include <set>
 
+#include "dialect_pairs.h"
 #include "dialect_writer.h"
 #include "file.h"
 #include "minifloat/bulk.h"
@@ -158,6 +159,7 @@ struct Step {
   std::optional<detail::WrittenKind> dialect = std::nullopt;  // --format other than minifloat: its name of the scheme
   WriteFormat format = WriteFormat::minifloat;
   bool relayout = false;  // `pair` holds `scheme`'s codes and scales already: copied under the format's names
+  float second = 0;       // relayout, two-level schemes: the second-level scale as the format stores it
 };
 
 std::vector<Spec> specs_of(const std::vector<Step>& steps, bool bf16_out) {
@@ -235,6 +237,7 @@ std::optional<TensorError> produce(const SafetensorsFile& f, const Step& s, std:
   if (s.relayout) {  // the stored codes and block scales are the bytes every dialect of the scheme holds
     w.write_tensor(k, f.bytes(t));
     w.write_tensor(k + 1, f.bytes(*f.find(s.pair->scale)));
+    if (s.scheme->tensor_scale) w.write_tensor(k + 2, std::as_bytes(std::span(&s.second, 1)));
     return TensorError{s.pair->output, s.target + " re-laid out", 0, 0, 0};
   }
   if (s.scheme) {
@@ -570,7 +573,7 @@ void check_global_scales(const fs::path& in, const ConvertOptions& o, const Plan
     const SafetensorsFile f = read_safetensors(c.shard_path(i));
     std::vector<QuantizedPair> pairs;
     for (const Step& s : plan(f, pairs)) {
-      if (!s.scheme || !s.scheme->tensor_scale) continue;
+      if (!s.scheme || !s.scheme->tensor_scale || s.relayout) continue;  // a re-laid-out pair was checked when planned
       widen(f, *s.in, x);
       detail::check_global_scale(*s.scheme, x, s.in->name);
       f.release(*s.in);
@@ -579,10 +582,11 @@ void check_global_scales(const fs::path& in, const ConvertOptions& o, const Plan
 }
 
 // A pair already in IN. minifloat's own forms written as minifloat's are copied as they are. Otherwise, when the
-// recipe's target for its weight is the scheme it holds, with one E8M0 scale per block and no second level (MXFP4,
-// MXFP8 in any dialect but gpt-oss's blocks), its codes and scales are the very bytes the format writes: they are
-// re-laid out under the format's names, with no detour through floats. Anything else is refused before anything is
-// written: it would sit under another dialect's config, or need a requantization convert does not do.
+// recipe's target for its weight is the very scheme it holds, its codes and block scales are the bytes the format
+// writes (MXFP4 and MXFP8 with one E8M0 scale per 32 elements; NVFP4's e4m3 scales per 16), so they are re-laid out
+// under the format's names with no detour through floats; NVFP4's second level goes over as the format stores it
+// (a multiplier, or compressed-tensors' divisor), only where that is exact. Anything else is refused before anything
+// is written: it would sit under another dialect's config, or need a requantization convert does not do.
 std::optional<Step> plan_pair(const SafetensorsFile& f, const QuantizedPair& p, const Recipe& recipe,
                               WriteFormat format, std::optional<detail::WrittenKind> kind) {
   if (format == WriteFormat::minifloat && (p.form == PairForm::deepseek || p.form == PairForm::nvfp4)) {
@@ -592,14 +596,16 @@ std::optional<Step> plan_pair(const SafetensorsFile& f, const QuantizedPair& p, 
   const std::optional<Scheme> want = target_scheme(recipe, target);
   std::optional<Scheme> held;
   try {
-    held = p.form == PairForm::deepseek ? p.scheme : scheme_named(p.scheme_name);
+    held = p.form == PairForm::deepseek || p.form == PairForm::nvfp4 ? p.scheme
+           : p.form == PairForm::packed_global                      ? scheme_named("nvfp4")
+                                                                    : scheme_named(p.scheme_name);
   } catch (const std::invalid_argument&) {
   }
   const bool same = want && held && want->element.format == held->element.format && !want->element.is_int() &&
                     want->block_rows == held->block_rows && want->block_cols == held->block_cols &&
-                    want->scale_format == &ue8m0 && held->scale_format == &ue8m0 && !want->tensor_scale &&
-                    !held->tensor_scale;
-  const bool copyable = p.form == PairForm::deepseek || p.form == PairForm::scaled || p.form == PairForm::packed;
+                    want->scale_format == held->scale_format && want->tensor_scale == held->tensor_scale &&
+                    (want->scale_format == &ue8m0 || (want->scale_format == &ue4m3 && want->tensor_scale));
+  const bool copyable = p.form != PairForm::blocks;
   const std::uint64_t rows = p.output_shape.size() == 2 ? p.output_shape[0] : 0;
   const std::uint64_t cols = p.output_shape.size() == 2 ? p.output_shape[1] : 0;
   const bool blocks = same && rows % static_cast<std::uint64_t>(want->block_rows) == 0 &&
@@ -608,12 +614,21 @@ std::optional<Step> plan_pair(const SafetensorsFile& f, const QuantizedPair& p, 
     throw std::invalid_argument(
         cat(f.path().string(), ": tensor '", p.weight, "' is already quantized (", to_string(p.form), " pair, ",
             p.scheme_name, ") and the recipe's target for '", p.output, "' is ", target,
-            ": convert re-lays out only a pair that holds the target's own codes and E8M0 block scales (MXFP4, "
-            "MXFP8; not gpt-oss blocks), and would otherwise copy it under names that are not those --format ",
-            to_string(format), " writes; nothing was written"));
+            ": convert re-lays out only a pair that holds the target's own codes and block scales (MXFP4, MXFP8, "
+            "NVFP4; not gpt-oss blocks, not F32 block scales), and would otherwise copy it under names that are not "
+            "those --format ", to_string(format), " writes; nothing was written"));
   }
   Step s{f.find(p.weight), target, want, &p};
   s.relayout = true;
+  if (want->tensor_scale) {
+    const float stored = detail::pair_second_scale(f, p);
+    if (p.form == PairForm::packed_global && format == WriteFormat::compressed_tensors) {
+      s.second = stored;  // the divisor as it was
+    } else {
+      const float t = p.form == PairForm::packed_global ? detail::tensor_scale_of_global(stored, p.weight) : stored;
+      s.second = format == WriteFormat::minifloat ? t : detail::second_scale_written(format, t, p.output);
+    }
+  }
   if (format != WriteFormat::minifloat) {
     detail::check_module_weight(format, f.path(), p.output);
     s.dialect = kind;
@@ -638,7 +653,7 @@ ConvertReport convert_checkpoint(const fs::path& in, const fs::path& out, const 
     for (const QuantizedPair& p : pairs) {
       if (std::optional<Step> s = plan_pair(f, p, recipe, format, kind)) {
         relaid.emplace(p.weight, std::move(*s));
-        relaid_scales.insert(p.scale);
+        relaid_scales.insert({p.scale, p.tensor_scale});
         continue;
       }
       parts.insert({p.scale, p.tensor_scale});
