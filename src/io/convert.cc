@@ -583,7 +583,8 @@ void check_global_scales(const fs::path& in, const ConvertOptions& o, const Plan
 
 // A pair already in IN. minifloat's own forms written as minifloat's are copied as they are. Otherwise, when the
 // recipe's target for its weight is the very scheme it holds, its codes and block scales are the bytes the format
-// writes (MXFP4 and MXFP8 with one E8M0 scale per 32 elements; NVFP4's e4m3 scales per 16), so they are re-laid out
+// writes (MXFP4 and MXFP8 with one E8M0 scale per 32 elements; NVFP4's e4m3 scales per 16; FP8 blocks with F32
+// scales stored as F32), so they are re-laid out
 // under the format's names with no detour through floats; NVFP4's second level goes over as the format stores it
 // (a multiplier, or compressed-tensors' divisor), only where that is exact. Anything else is refused before anything
 // is written: it would sit under another dialect's config, or need a requantization convert does not do.
@@ -604,7 +605,8 @@ std::optional<Step> plan_pair(const SafetensorsFile& f, const QuantizedPair& p, 
   const bool same = want && held && want->element.format == held->element.format && !want->element.is_int() &&
                     want->block_rows == held->block_rows && want->block_cols == held->block_cols &&
                     want->scale_format == held->scale_format && want->tensor_scale == held->tensor_scale &&
-                    (want->scale_format == &ue8m0 || (want->scale_format == &ue4m3 && want->tensor_scale));
+                    (want->scale_format == &ue8m0 || (want->scale_format == &ue4m3 && want->tensor_scale) ||
+                     (want->scale_format == &f32 && f.find(p.scale)->dtype == DType::F32));
   const bool copyable = p.form != PairForm::blocks;
   const std::uint64_t rows = p.output_shape.size() == 2 ? p.output_shape[0] : 0;
   const std::uint64_t cols = p.output_shape.size() == 2 ? p.output_shape[1] : 0;
@@ -615,7 +617,7 @@ std::optional<Step> plan_pair(const SafetensorsFile& f, const QuantizedPair& p, 
         cat(f.path().string(), ": tensor '", p.weight, "' is already quantized (", to_string(p.form), " pair, ",
             p.scheme_name, ") and the recipe's target for '", p.output, "' is ", target,
             ": convert re-lays out only a pair that holds the target's own codes and block scales (MXFP4, MXFP8, "
-            "NVFP4; not gpt-oss blocks, not F32 block scales), and would otherwise copy it under names that are not "
+            "NVFP4, FP8 blocks with F32 scales; not gpt-oss blocks, not BF16 scales), and would otherwise copy it under names that are not "
             "those --format ", to_string(format), " writes; nothing was written"));
   }
   Step s{f.find(p.weight), target, want, &p};
