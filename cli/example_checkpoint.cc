@@ -1,7 +1,9 @@
-// minifloat make-example-checkpoint: a tiny V4-shaped bf16 checkpoint for the tests, the tour and ./run.
+// minifloat make-example-checkpoint: a tiny bf16 checkpoint (V4-like by default; DeepSeek-V4, Llama or Qwen-MoE in
+// miniature with --arch) for the tests, the tour and ./run.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <memory>
+#include <optional>
 
 #include "checkpoint_cli.h"
 #include "common.h"
@@ -11,31 +13,47 @@ namespace mf::cli {
 
 void register_example_checkpoint(CLI::App& app) {
   struct Args {
-    std::string dir;
+    std::string dir, arch = "v4-like";
     int shards = 2;
-    io::ExampleSize size;
+    std::optional<int> hidden, layers, experts, moe_intermediate, intermediate;
   };
   auto a = std::make_shared<Args>();
   auto* s = app.add_subcommand("make-example-checkpoint",
-                               "Write a tiny synthetic V4-shaped bf16 checkpoint (config.json, shards, index)");
+                               "Write a tiny synthetic bf16 checkpoint (config.json, shards, index): V4-like, or a "
+                               "real architecture in miniature (--arch)");
   s->add_option("DIR", a->dir, "directory to create")->required();
+  s->add_option("--arch", a->arch,
+                "v4-like (default: DeepSeek-V4's names, simplified shapes), or deepseek-v4, llama, qwen-moe: "
+                "configs and tensors that load in transformers' DeepseekV4ForCausalLM, LlamaForCausalLM, "
+                "Qwen3MoeForCausalLM")
+      ->check(CLI::IsMember({"v4-like", "deepseek-v4", "llama", "qwen-moe"}))
+      ->capture_default_str();
   s->add_option("--shards", a->shards, "number of shards")->check(CLI::Range(1, 64))->capture_default_str();
-  // Larger sizes for benchmarks (bench/bench_convert.sh); the defaults are what the tests expect.
-  s->add_option("--hidden", a->size.hidden, "hidden size (a multiple of 32)")->check(CLI::Range(32, 16384))
-      ->capture_default_str();
-  s->add_option("--layers", a->size.layers, "layers")->check(CLI::Range(1, 256))->capture_default_str();
-  s->add_option("--experts", a->size.experts, "routed experts per layer")->check(CLI::Range(1, 512))
-      ->capture_default_str();
-  s->add_option("--moe-intermediate", a->size.moe_intermediate, "expert width (a multiple of 32)")
-      ->check(CLI::Range(32, 65536))->capture_default_str();
+  // Larger sizes for benchmarks (bench/bench_convert.sh); the defaults (each architecture's) are what tests expect.
+  s->add_option("--hidden", a->hidden, "hidden size, a multiple of 32 (default 64; 128 for the other archs)")
+      ->check(CLI::Range(32, 16384));
+  s->add_option("--layers", a->layers, "layers (default 2)")->check(CLI::Range(1, 256));
+  s->add_option("--experts", a->experts, "routed experts per layer (default 4)")->check(CLI::Range(1, 512));
+  s->add_option("--moe-intermediate", a->moe_intermediate,
+                "expert width, a multiple of 32 (default 32; 128 for the other archs)")
+      ->check(CLI::Range(32, 65536));
+  s->add_option("--intermediate", a->intermediate, "Llama's MLP width, a multiple of 32 (default 256)")
+      ->check(CLI::Range(32, 65536));
   s->callback([a] {
-    if (a->size.hidden % 32 != 0 || a->size.moe_intermediate % 32 != 0) {
-      throw UsageError("--hidden and --moe-intermediate must be multiples of 32");
+    const io::ExampleArch arch = io::example_arch_named(a->arch);
+    io::ExampleSize size = io::example_size(arch);
+    size.hidden = a->hidden.value_or(size.hidden);
+    size.layers = a->layers.value_or(size.layers);
+    size.experts = a->experts.value_or(size.experts);
+    size.moe_intermediate = a->moe_intermediate.value_or(size.moe_intermediate);
+    size.intermediate = a->intermediate.value_or(size.intermediate);
+    if (size.hidden % 32 != 0 || size.moe_intermediate % 32 != 0 || size.intermediate % 32 != 0) {
+      throw UsageError("--hidden, --moe-intermediate and --intermediate must be multiples of 32");
     }
-    io::write_example_checkpoint(a->dir, a->shards, a->size);
+    const io::HfConfig config = io::write_example_checkpoint(a->dir, a->shards, size, arch);
     const io::Checkpoint c = io::open_checkpoint(a->dir);
-    write_stdout(fmt::format("wrote {}: {} tensors in {} shards, config.json (deepseek_v4, bfloat16)\n", a->dir,
-                             c.index.weight_map.size(), c.shards.size()));
+    write_stdout(fmt::format("wrote {}: {} tensors in {} shards, config.json ({}, bfloat16)\n", a->dir,
+                             c.index.weight_map.size(), c.shards.size(), config.model_type));
   });
 }
 

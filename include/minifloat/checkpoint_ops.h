@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "minifloat/checkpoint.h"
+#include "minifloat/dtype.h"
 #include "minifloat/hf_config.h"
 #include "minifloat/recipe.h"
 
@@ -31,6 +32,7 @@ namespace mf::io {
 struct ShapedName {
   std::string name;
   std::vector<std::uint64_t> shape;
+  DType dtype = DType::BF16;  // a float parameter's, as the example writes it; I64 for an integer table
 };
 
 // Every parameter tensor of the model `config` describes, with its shape, in checkpoint order:
@@ -43,13 +45,34 @@ std::vector<ShapedName> model_tensors(const HfConfig& config);
 
 // ---- make-example-checkpoint ----
 
-// The example's size: the defaults give the tiny test checkpoint (63 tensors, 300 kB); larger ones feed benchmarks.
+// The model an example checkpoint is shaped like:
+//   v4_like      the default: DeepSeek-V4's module names in DeepSeek's form, with simplified shapes (no grouped
+//                output, sinks or hyper-connection heads) that no model class takes; what the tests and benchmarks
+//                of convert were written against (63 tensors at the default size);
+//   deepseek_v4  DeepSeek-V4 as DeepSeek releases it (names transformers' deepseek_v4 model renames on load), with
+//                both compressed attention types and a hash-routed first layer;
+//   llama        Hugging Face LlamaForCausalLM;
+//   qwen_moe     Hugging Face Qwen3MoeForCausalLM (experts stored one by one).
+// The last three load in transformers' own classes with no missing or unexpected keys.
+enum class ExampleArch { v4_like, deepseek_v4, llama, qwen_moe };
+// "v4-like", "deepseek-v4", "llama", "qwen-moe"; throws std::invalid_argument listing them.
+ExampleArch example_arch_named(std::string_view name);
+
+// The example's size: the defaults give the tiny v4-like test checkpoint (63 tensors, 300 kB); larger ones feed
+// benchmarks. intermediate is the Llama MLP's width (and Qwen-MoE's unused dense width).
 struct ExampleSize {
-  int hidden = 64, layers = 2, experts = 4, moe_intermediate = 32, vocab = 256;
+  int hidden = 64, layers = 2, experts = 4, moe_intermediate = 32, vocab = 256, intermediate = 256;
 };
-// A tiny V4-shaped bf16 checkpoint in `dir` (created): config.json, `shards` shards and their index; deterministic
-// values (normal, std 0.02 for linears, near 1 for norms). Returns the config.
-HfConfig write_example_checkpoint(const std::filesystem::path& dir, int shards = 2, const ExampleSize& size = {});
+// The default size of each architecture: v4_like's above; the others hidden 128 (heads of 64, so every linear's
+// sides are multiples of 128 and 128 x 128 blocks divide them), 2 layers, 4 experts of width 128, vocabulary 256.
+ExampleSize example_size(ExampleArch arch);
+// A tiny bf16 checkpoint of `arch` in `dir` (created): config.json, `shards` shards and their index; deterministic
+// values (normal, std 0.02 for matrices, near 1 for vectors; a hash router's token table t -> t, t + 1, ... mod the
+// expert count). The architectures other than v4_like pin each matrix's amax to 2688 x 2^-16 (the rest clamped to
+// 0.04), so NVFP4's tensor scale is a power of two that compressed-tensors' global scale holds exactly. Returns the
+// config.
+HfConfig write_example_checkpoint(const std::filesystem::path& dir, int shards = 2, const ExampleSize& size = {},
+                                  ExampleArch arch = ExampleArch::v4_like);
 
 // ---- memory ----
 

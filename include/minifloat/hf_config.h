@@ -64,6 +64,8 @@ struct HfConfig {
   PrecisionFlags flags;
   // The integer fields of the top level (hidden_size, num_hidden_layers, n_routed_experts, ...), for `memory`.
   std::map<std::string, std::int64_t> numbers;
+  // The top-level arrays of strings (layer_types, mlp_layer_types, architectures), for model_tensors.
+  std::map<std::string, std::vector<std::string>> string_lists;
 
   // numbers[key], or a HfConfigError (missing_key) naming it.
   std::int64_t number(const std::string& key) const;

@@ -39,9 +39,13 @@ def merge(input, output, recipe):
     _core.merge_index(_path(input, "input"), _path(output, "output"), str(recipe))
 
 
-def make_example_checkpoint(dir, shards=2):
-    """A tiny DeepSeek-V4-shaped bf16 checkpoint in `dir` (config.json, `shards` shards, index): the same bytes every
-    time (what `minifloat make-example-checkpoint` writes)."""
+def make_example_checkpoint(dir, shards=2, arch="v4-like"):
+    """A tiny bf16 checkpoint in `dir` (config.json, `shards` shards, index): the same bytes every time (what
+    `minifloat make-example-checkpoint --arch ARCH` writes). arch: "v4-like" (DeepSeek-V4's names with simplified
+    shapes), or "deepseek-v4", "llama", "qwen-moe", which load in transformers' DeepseekV4ForCausalLM,
+    LlamaForCausalLM and Qwen3MoeForCausalLM."""
     if not (isinstance(shards, int) and shards >= 1):
         raise ValueError(f"shards: expected an integer >= 1, got {shards!r}")
-    _core.make_example_checkpoint(_path(dir, "dir"), shards)
+    if not isinstance(arch, str):
+        raise TypeError(f"arch: expected a string, got {type(arch).__name__}")
+    _core.make_example_checkpoint(_path(dir, "dir"), shards, arch)

@@ -73,11 +73,12 @@ void bind_checkpoint(nb::module_& m) {
       nb::arg("input"), nb::arg("output"), nb::arg("recipe"));
   m.def(
       "make_example_checkpoint",
-      [](const std::string& dir, int shards) {
+      [](const std::string& dir, int shards, const std::string& arch) {
+        const io::ExampleArch a = for_arg("arch", [&] { return io::example_arch_named(arch); });
         nb::gil_scoped_release release;
-        io::write_example_checkpoint(dir, shards);
+        io::write_example_checkpoint(dir, shards, io::example_size(a), a);
       },
-      nb::arg("dir"), nb::arg("shards"));
+      nb::arg("dir"), nb::arg("shards"), nb::arg("arch"));
 }
 
 }  // namespace mf::py

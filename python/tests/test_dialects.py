@@ -280,3 +280,83 @@ def test_gpt_oss_mxfp4(tmp_path):
     r = minifloat("inspect", src)
     assert r.returncode == 0, r.stderr
     assert "gpt-oss" in r.stdout, r.stdout
+
+
+# ---- lossless re-layout: an MX checkpoint of one dialect converted into another ----
+
+def raw_tensors(path):
+    """{name: (dtype, shape, bytes)} of every shard, read from the safetensors headers (safetensors cannot read F4)."""
+    out = {}
+    for shard in sorted(pathlib.Path(path).glob("*.safetensors")):
+        data = shard.read_bytes()
+        n = int.from_bytes(data[:8], "little")
+        header = json.loads(data[8:8 + n])
+        for name, t in header.items():
+            if name != "__metadata__":
+                a, b = t["data_offsets"]
+                out[name] = (t["dtype"], t["shape"], data[8 + n + a:8 + n + b])
+    return out
+
+
+# Where each format keeps the codes and block scales of module P (the MX schemes).
+PARTS = {"compressed-tensors": {"mxfp4": (".weight_packed", ".weight_scale"), "mxfp8": (".weight", ".weight_scale")},
+         "modelopt": {"mxfp4": (".weight", ".weight_scale"), "mxfp8": (".weight", ".weight_scale")},
+         "minifloat": {"mxfp4": (".weight", ".weight_scale_inv"), "mxfp8": (".weight", ".weight_scale_inv")}}
+
+
+@pytest.mark.parametrize("source", ["compressed-tensors", "modelopt"])
+@pytest.mark.parametrize("recipe", ["mxfp4", "mxfp8"])
+@pytest.mark.parametrize("fmt", ["compressed-tensors", "modelopt", "minifloat"])
+def test_relayout_is_lossless(tmp_path, source, recipe, fmt):
+    """A checkpoint the library itself wrote (compressed-tensors' MXFP4 / MXFP8 presets, ModelOpt's) converted by
+    the recipe of the same scheme into another dialect: codes and scales byte for byte the input's, every tensor
+    reported as re-laid out with no error, and each output dequantizing (minifloat, and the library's own where the
+    output is a library's) to exactly the input's values."""
+    torch = need("torch")
+    src = tmp_path / "src"
+    if source == "compressed-tensors":
+        ct_checkpoint(torch, recipe.upper(), src)
+    else:
+        modelopt_checkpoint(torch, recipe.upper(), src)
+    r = minifloat("convert", src, tmp_path / "out", "--recipe", recipe, "--format", fmt)
+    assert r.returncode == 0, r.stderr
+    rows = [line for line in r.stdout.splitlines() if f"{recipe} re-laid out" in line]
+    assert len(rows) == 14 and all(line.split()[-3:] == ["0", "0", "0.000%"] for line in rows), r.stdout
+    r = minifloat("verify", tmp_path / "out")
+    assert r.returncode == 0, r.stderr + r.stdout
+    before, after = raw_tensors(src), raw_tensors(tmp_path / "out")
+    (code_in, scale_in), (code_out, scale_out) = PARTS[source][recipe], PARTS[fmt][recipe]
+    modules = sorted(k[:-len(scale_in)] for k in before if k.endswith(scale_in))
+    assert len(modules) == 14
+    for m in modules:
+        assert after[m + code_out][2] == before[m + code_in][2], m
+        assert after[m + scale_out][2] == before[m + scale_in][2], m
+    want = dequantize(src, tmp_path / "deq-in")
+    got = dequantize(tmp_path / "out", tmp_path / "deq-out")
+    assert want.keys() == got.keys()
+    for k in want:
+        same_bits(torch, got[k], want[k], k)
+    if fmt == "compressed-tensors":  # the library's own decompressor on the output
+        from compressed_tensors.compressors import BaseCompressor
+        from compressed_tensors.quantization import QuantizationConfig
+        stored = load(tmp_path / "out")
+        parsed = QuantizationConfig.model_validate(
+            json.loads((tmp_path / "out" / "config.json").read_text())["quantization_config"])
+        compressor = BaseCompressor.get_value_from_registry(parsed.format)
+        for m in modules:
+            parts = {k[len(m) + 1:]: v for k, v in stored.items() if k.rsplit(".", 1)[0] == m}
+            same_bits(torch, compressor.decompress(parts, parsed.config_groups["group_0"])["weight"],
+                      want[m + ".weight"], m)
+
+
+@pytest.mark.parametrize("fmt", ["modelopt", "minifloat"])
+def test_nvfp4_global_scale_without_an_exact_reciprocal_is_not_relaid_out(tmp_path, fmt):
+    """compressed-tensors' own NVFP4 (W4A16) has global scales 2688 / amax: dividing by one is not multiplying by any
+    f32, so re-laying it out into a dialect that multiplies would round; it is an error naming the tensor."""
+    torch = need("torch")
+    ct_checkpoint(torch, "NVFP4A16", tmp_path / "ct")
+    r = minifloat("convert", tmp_path / "ct", tmp_path / "out", "--recipe", "nvfp4", "--format", fmt)
+    assert r.returncode == 2, r.stderr
+    assert "weight_global_scale" in r.stderr and "has no tensor scale that reproduces its values exactly" in r.stderr
+    assert ".weight_packed'" in r.stderr and "nothing was written" in r.stderr, r.stderr
+    assert not (tmp_path / "out").exists()

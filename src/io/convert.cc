@@ -13,6 +13,7 @@
 #include <optional>
 #include <set>
 
+#include "dialect_pairs.h"
 #include "dialect_writer.h"
 #include "file.h"
 #include "minifloat/bulk.h"
@@ -139,33 +140,38 @@ struct Step {
   std::optional<detail::WrittenKind> dialect = std::nullopt;  // --format other than minifloat: its name of the scheme
   WriteFormat format = WriteFormat::minifloat;
   bool experts = false;  // gpt-oss: a 3-D MoE expert tensor [E, in, out], quantized as [E x out, in]
+  bool relayout = false;  // `pair` holds `scheme`'s codes and scales already: copied under the format's names
+  float second = 0;       // relayout, two-level schemes: the second-level scale as the format stores it
 };
 
 std::vector<Spec> specs_of(const std::vector<Step>& steps, bool bf16_out) {
   std::vector<Spec> specs;
   for (const Step& s : steps) {
     const SafetensorsTensor& t = *s.in;
+    // A re-laid-out pair is written as its logical weight would be quantized.
+    const std::string& name = s.relayout ? s.pair->output : t.name;
+    const std::vector<std::uint64_t>& shape = s.relayout ? s.pair->output_shape : t.shape;
     if (s.scheme && s.experts) {
       const std::vector<Spec> d = detail::gpt_oss_specs(t.name, t.shape[0], t.shape[1], t.shape[2]);
       specs.insert(specs.end(), d.begin(), d.end());
     } else if (s.scheme && s.dialect) {
-      const std::vector<Spec> d = detail::dialect_specs(t.name, *s.dialect, s.format, t.shape[0], t.shape[1]);
+      const std::vector<Spec> d = detail::dialect_specs(name, *s.dialect, s.format, shape[0], shape[1]);
       specs.insert(specs.end(), d.begin(), d.end());
     } else if (s.scheme) {
       const Scheme& q = *s.scheme;
-      const std::uint64_t rows = t.shape[0], cols = t.shape[1];
+      const std::uint64_t rows = shape[0], cols = shape[1];
       const Format& e = *q.element.format;
       const DType code = e == e4m3 ? DType::F8_E4M3 : e == e5m2 ? DType::F8_E5M2 : e == e3m2 ? DType::F6_E3M2
                        : e == e2m3 ? DType::F6_E2M3 : DType::F4;
       const DType scale = *q.scale_format == ue8m0 ? DType::F8_E8M0 : *q.scale_format == ue4m3 ? DType::F8_E4M3 : DType::F32;
       const std::uint64_t br = static_cast<std::uint64_t>(q.block_rows), bc = static_cast<std::uint64_t>(q.block_cols);
       if (code == DType::F4 && s.format == WriteFormat::deepseek) {
-        specs.push_back({t.name, DType::I8, {rows, cols / 2}});  // transformers' DeepSeek-V4: FP4 packed in int8
+        specs.push_back({name, DType::I8, {rows, cols / 2}});  // transformers' DeepSeek-V4: FP4 packed in int8
       } else {
-        specs.push_back({t.name, code, t.shape});
+        specs.push_back({name, code, shape});
       }
-      specs.push_back({t.name + (q.tensor_scale ? "_scale" : "_scale_inv"), scale, {(rows + br - 1) / br, (cols + bc - 1) / bc}});
-      if (q.tensor_scale) specs.push_back({t.name + "_scale_2", DType::F32, {}});
+      specs.push_back({name + (q.tensor_scale ? "_scale" : "_scale_inv"), scale, {(rows + br - 1) / br, (cols + bc - 1) / bc}});
+      if (q.tensor_scale) specs.push_back({name + "_scale_2", DType::F32, {}});
     } else if (s.pair) {
       specs.push_back({s.pair->output, bf16_out ? DType::BF16 : DType::F32, s.pair->output_shape});
     } else if (s.target == "bf16" || s.target == "f32") {
@@ -205,6 +211,12 @@ std::optional<TensorError> produce(const SafetensorsFile& f, const Step& s, std:
                                    bool bf16_out, int threads, Scratch& scratch) {
   const SafetensorsTensor& t = *s.in;
   std::vector<float>&x = scratch.x, &y = scratch.y;
+  if (s.relayout) {  // the stored codes and block scales are the bytes every dialect of the scheme holds
+    w.write_tensor(k, f.bytes(t));
+    w.write_tensor(k + 1, f.bytes(*f.find(s.pair->scale)));
+    if (s.scheme->tensor_scale) w.write_tensor(k + 2, std::as_bytes(std::span(&s.second, 1)));
+    return TensorError{s.pair->output, s.target + " re-laid out", 0, 0, 0};
+  }
   if (s.scheme) {
     widen(f, t, x);
     QuantizeOptions o;
@@ -397,22 +409,48 @@ class Run {
 
 // Every shard of this job planned before anything is written, so a tensor that cannot be converted fails the command
 // with no output at all (not after the shards before it were written); and every --passthrough pattern must match.
-void check_plans(const Checkpoint& c, const ConvertOptions& o, const Planner& plan) {
+// convert (a recipe): a checkpoint labelled quantized must hold something quantized, so a one-job run in which no
+// tensor gets one of the recipe's schemes (and none came quantized) is refused, naming the scheme rules that matched
+// nothing.
+void check_plans(const Checkpoint& c, const ConvertOptions& o, const Planner& plan, const Recipe* recipe) {
   std::vector<bool> used(o.passthrough.size(), false);
+  std::vector<bool> rule_used(recipe ? recipe->rules.size() : 0, false);
+  bool quantized = false;
   for (std::size_t i = 0; i < c.shards.size(); ++i) {
     if (!shard_is_mine(i, o.job_index, o.job_count)) continue;
     const SafetensorsFile f = read_safetensors(c.shard_path(i));
     std::vector<QuantizedPair> pairs;
-    plan(f, pairs);
-    for (std::size_t k = 0; k < used.size(); ++k) {
-      for (const SafetensorsTensor& t : f.tensors()) used[k] = used[k] || glob_match(o.passthrough[k], t.name);
+    for (const Step& s : plan(f, pairs)) quantized = quantized || s.scheme.has_value();
+    quantized = quantized || !pairs.empty();
+    for (const SafetensorsTensor& t : f.tensors()) {
+      for (std::size_t k = 0; k < used.size(); ++k) used[k] = used[k] || glob_match(o.passthrough[k], t.name);
+      for (std::size_t k = 0; k < rule_used.size(); ++k) {
+        rule_used[k] = rule_used[k] || glob_match(recipe->rules[k].pattern, t.name);
+      }
     }
   }
+  const fs::path where = c.index_path.value_or(c.directory);
   for (std::size_t k = 0; k < used.size(); ++k) {
     if (!used[k] && o.job_count == 1) {
-      throw IoError(IoErrc::unmatched_pattern, c.index_path.value_or(c.directory),
-                    cat("--passthrough '", o.passthrough[k], "' matches no tensor"));
+      throw IoError(IoErrc::unmatched_pattern, where, cat("--passthrough '", o.passthrough[k], "' matches no tensor"));
     }
+  }
+  if (recipe && !quantized && o.job_count == 1) {
+    std::vector<std::string> unmatched;
+    for (std::size_t k = 0; k < rule_used.size(); ++k) {
+      if (!rule_used[k] && target_scheme(*recipe, recipe->rules[k].target)) {
+        unmatched.push_back(cat("'", recipe->rules[k].pattern, "'"));
+      }
+    }
+    std::string why = " (the tensors its schemes' patterns match are not 2-D float weights that fit)";
+    if (!unmatched.empty()) {
+      why = ": ";
+      for (std::size_t k = 0; k < unmatched.size(); ++k) why += cat(k == 0 ? "" : ", ", unmatched[k]);
+      why += unmatched.size() == 1 ? " matches no tensor" : " match no tensor";
+    }
+    throw IoError(IoErrc::unmatched_pattern, where,
+                  cat("recipe ", recipe->name, " quantizes no tensor of this checkpoint", why,
+                      "; nothing was written (a checkpoint labelled quantized would hold no quantized weight)"));
   }
 }
 
@@ -420,7 +458,7 @@ ConvertReport run(const fs::path& in, const fs::path& out, const ConvertOptions&
                   bool bf16_out, const Recipe* recipe) {
   const Checkpoint c = open_checkpoint(in);
   refuse_overwriting_input(in, c, out);
-  check_plans(c, o, plan);
+  check_plans(c, o, plan, recipe);
   const fs::path dir = output_dir(out, c);
   fs::create_directories(dir.empty() ? "." : dir);
   std::set<std::string> mine = {"model.safetensors.index.json", "config.json"};
@@ -547,12 +585,71 @@ void check_global_scales(const fs::path& in, const ConvertOptions& o, const Plan
     const SafetensorsFile f = read_safetensors(c.shard_path(i));
     std::vector<QuantizedPair> pairs;
     for (const Step& s : plan(f, pairs)) {
-      if (!s.scheme || !s.scheme->tensor_scale) continue;
+      if (!s.scheme || !s.scheme->tensor_scale || s.relayout) continue;  // a re-laid-out pair was checked when planned
       widen(f, *s.in, x);
       detail::check_global_scale(*s.scheme, x, s.in->name);
       f.release(*s.in);
     }
   }
+}
+
+// A pair already in IN. minifloat's own forms written as minifloat's are copied as they are. Otherwise, when the
+// recipe's target for its weight is the very scheme it holds, its codes and block scales are the bytes the format
+// writes (MXFP4 and MXFP8 with one E8M0 scale per 32 elements; NVFP4's e4m3 scales per 16; FP8 blocks with F32
+// scales stored as F32), so they are re-laid out
+// under the format's names with no detour through floats; NVFP4's second level goes over as the format stores it
+// (a multiplier, or compressed-tensors' divisor), only where that is exact. Anything else is refused before anything
+// is written: it would sit under another dialect's config, or need a requantization convert does not do.
+std::optional<Step> plan_pair(const SafetensorsFile& f, const QuantizedPair& p, const Recipe& recipe,
+                              WriteFormat format, std::optional<detail::WrittenKind> kind) {
+  if (format == WriteFormat::minifloat && (p.form == PairForm::deepseek || p.form == PairForm::nvfp4)) {
+    return std::nullopt;
+  }
+  const std::string target = recipe.target_for(p.output, 2, true);
+  const std::optional<Scheme> want = target_scheme(recipe, target);
+  std::optional<Scheme> held;
+  try {
+    held = p.form == PairForm::deepseek || p.form == PairForm::nvfp4 ? p.scheme
+           : p.form == PairForm::packed_global                      ? scheme_named("nvfp4")
+                                                                    : scheme_named(p.scheme_name);
+  } catch (const std::invalid_argument&) {
+  }
+  const bool same = want && held && want->element.format == held->element.format && !want->element.is_int() &&
+                    want->block_rows == held->block_rows && want->block_cols == held->block_cols &&
+                    want->scale_format == held->scale_format && want->tensor_scale == held->tensor_scale &&
+                    (want->scale_format == &ue8m0 || (want->scale_format == &ue4m3 && want->tensor_scale) ||
+                     (want->scale_format == &f32 && f.find(p.scale)->dtype == DType::F32));
+  const bool copyable = p.form != PairForm::blocks;
+  const std::uint64_t rows = p.output_shape.size() == 2 ? p.output_shape[0] : 0;
+  const std::uint64_t cols = p.output_shape.size() == 2 ? p.output_shape[1] : 0;
+  const bool blocks = same && rows % static_cast<std::uint64_t>(want->block_rows) == 0 &&
+                      cols % static_cast<std::uint64_t>(want->block_cols) == 0;
+  // gpt-oss's expert blocks are written from float experts only (gpt_oss_step); a pair is never re-laid out there.
+  if (!same || !copyable || !blocks || !p.extras.empty() || format == WriteFormat::gpt_oss) {
+    throw std::invalid_argument(
+        cat(f.path().string(), ": tensor '", p.weight, "' is already quantized (", to_string(p.form), " pair, ",
+            p.scheme_name, ") and the recipe's target for '", p.output, "' is ", target,
+            ": convert re-lays out only a pair that holds the target's own codes and block scales (MXFP4, MXFP8, "
+            "NVFP4, FP8 blocks with F32 scales; not gpt-oss blocks, not BF16 scales), and would otherwise copy it under names that are not "
+            "those --format ", to_string(format), " writes; nothing was written"));
+  }
+  Step s{f.find(p.weight), target, want, &p};
+  s.relayout = true;
+  if (want->tensor_scale) {
+    const float stored = detail::pair_second_scale(f, p);
+    if (p.form == PairForm::packed_global && format == WriteFormat::compressed_tensors) {
+      s.second = stored;  // the divisor as it was
+    } else {
+      const float t = p.form == PairForm::packed_global ? detail::tensor_scale_of_global(stored, p.weight) : stored;
+      s.second = format == WriteFormat::minifloat ? t : detail::second_scale_written(format, t, p.output);
+    }
+  }
+  if (format != WriteFormat::minifloat) {
+    detail::check_module_weight(format, f.path(), p.output);
+    s.dialect = kind;
+    s.format = format;
+  }
+  return s;
 }
 
 }  // namespace
@@ -573,13 +670,24 @@ ConvertReport convert_checkpoint(const fs::path& in, const fs::path& out, const 
     // Parts of pairs already quantized (an F32 W_scale_inv of a V3 checkpoint) are data of their weight, never
     // weights to quantize themselves.
     pairs = find_pairs(f);
-    std::set<std::string> parts;
+    std::set<std::string> parts, relaid_scales;
+    std::map<std::string, Step> relaid;  // by the pair's weight
     for (const QuantizedPair& p : pairs) {
+      if (std::optional<Step> s = plan_pair(f, p, recipe, format, kind)) {
+        relaid.emplace(p.weight, std::move(*s));
+        relaid_scales.insert({p.scale, p.tensor_scale});
+        continue;
+      }
       parts.insert({p.scale, p.tensor_scale});
       parts.insert(p.extras.begin(), p.extras.end());
     }
     std::vector<Step> steps;
     for (const SafetensorsTensor& t : f.tensors()) {
+      if (relaid_scales.contains(t.name)) continue;  // written with its codes
+      if (const auto it = relaid.find(t.name); it != relaid.end()) {
+        steps.push_back(it->second);
+        continue;
+      }
       if (format == WriteFormat::gpt_oss) {
         steps.push_back(gpt_oss_step(t, recipe, kind, f));
         continue;

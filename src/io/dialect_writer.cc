@@ -284,21 +284,41 @@ std::vector<SafetensorsWriter::Spec> gpt_oss_specs(const std::string& name, std:
           {name + "_scales", DType::U8, {experts, out, in / 32}}};
 }
 
+namespace {
+// The first e4m3 scale code s with s / g != s * t in f32 (compressed-tensors divides, minifloat multiplies), or -1.
+int first_inexact_code(float g, float t) {
+  for (std::uint32_t c = 0; c < 256; ++c) {
+    const float s = decode(e4m3, c);
+    if (!std::isnan(s) && std::bit_cast<std::uint32_t>(s / g) != std::bit_cast<std::uint32_t>(s * t)) {
+      return static_cast<int>(c);
+    }
+  }
+  return -1;
+}
+}  // namespace
+
 float second_scale_written(WriteFormat format, float t, const std::string& tensor) {
   if (format != WriteFormat::compressed_tensors) return t;
   const float g = 1.0f / t;
-  for (std::uint32_t c = 0; c < 256; ++c) {
-    const float s = decode(e4m3, c);
-    if (std::isnan(s)) continue;
-    if (std::bit_cast<std::uint32_t>(s / g) != std::bit_cast<std::uint32_t>(s * t)) {
-      throw std::invalid_argument(
-          cat("tensor '", tensor, "': compressed-tensors' weight_global_scale 1 / ", g9(t), " = ", g9(g),
-              " does not reproduce minifloat's nvfp4 scales exactly (scale code ", c, ": s / g != s * tensor_scale "
-              "in f32; exact when tensor_amax / 2688 is a power of two); --format modelopt or minifloat store the "
-              "tensor scale itself"));
-    }
+  if (const int c = first_inexact_code(g, t); c >= 0) {
+    throw std::invalid_argument(
+        cat("tensor '", tensor, "': compressed-tensors' weight_global_scale 1 / ", g9(t), " = ", g9(g),
+            " does not reproduce minifloat's nvfp4 scales exactly (scale code ", c, ": s / g != s * tensor_scale "
+            "in f32; exact when tensor_amax / 2688 is a power of two); --format modelopt or minifloat store the "
+            "tensor scale itself"));
   }
   return g;
+}
+
+float tensor_scale_of_global(float g, const std::string& tensor) {
+  const float t = 1.0f / g;
+  if (const int c = first_inexact_code(g, t); c >= 0) {
+    throw std::invalid_argument(
+        cat("tensor '", tensor, "': compressed-tensors' weight_global_scale ", g9(g), " has no tensor scale that "
+            "reproduces its values exactly (scale code ", c, ": s / g != s * (1 / g) in f32), so it cannot be "
+            "re-laid out losslessly into a format that multiplies; nothing was written"));
+  }
+  return t;
 }
 
 void check_global_scale(const Scheme& scheme, std::span<const float> x, const std::string& tensor) {

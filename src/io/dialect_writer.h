@@ -45,6 +45,10 @@ std::vector<SafetensorsWriter::Spec> gpt_oss_specs(const std::string& name, std:
 // e4m3 scale code s. Throws std::invalid_argument naming `tensor` otherwise.
 float second_scale_written(WriteFormat format, float tensor_scale, const std::string& tensor);
 
+// The inverse, for an NVFP4 pair re-laid out of compressed-tensors: the tensor scale t (a multiplier) with s * t ==
+// s / g in f32 for every e4m3 scale code s. Throws std::invalid_argument naming `tensor` when there is none.
+float tensor_scale_of_global(float global_scale, const std::string& tensor);
+
 // second_scale_written for the tensor scale the quantizer gives `x` (tensor_amax / (448 * 6)), before quantizing.
 void check_global_scale(const Scheme& scheme, std::span<const float> x, const std::string& tensor);
 

@@ -342,6 +342,10 @@ HfConfig parse_hf_config(std::string_view text, ConfigRules rules, std::string_v
   for (auto it = config.begin(); it != config.end(); ++it) {
     if (it.value().is_number_integer()) c.numbers[it.key()] = it.value().get<std::int64_t>();
     if (it.value().is_boolean()) c.numbers[it.key()] = it.value().get<bool>() ? 1 : 0;
+    if (it.value().is_array() && std::all_of(it.value().begin(), it.value().end(),
+                                             [](const Json& v) { return v.is_string(); })) {
+      c.string_lists[it.key()] = it.value().get<std::vector<std::string>>();
+    }
   }
   if (config.contains("model_type") && config.at("model_type").is_string()) c.model_type = config.at("model_type").get<std::string>();
   for (const char* key : {"torch_dtype", "dtype"}) {

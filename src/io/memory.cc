@@ -13,14 +13,15 @@ MemoryReport memory_report(const HfConfig& config, const Recipe& recipe) {
   for (const ShapedName& t : model_tensors(config)) {
     std::uint64_t n = 1;
     for (const std::uint64_t d : t.shape) n *= d;
-    const std::string target = recipe.target_for(t.name, t.shape.size(), true);
+    const bool floating = t.dtype != DType::I64;  // integer tables (a hash router's) are kept as they are
+    const std::string target = recipe.target_for(t.name, t.shape.size(), floating);
     MemoryClass& c = classes[target];
     c.target = target;
     c.params += n;
     ++c.tensors;
     const std::optional<Scheme> scheme = target_scheme(recipe, target);
     if (!scheme) {
-      c.data_bytes += n * (target == "f32" ? 4 : target == "bf16" ? 2 : keep_width);
+      c.data_bytes += n * (!floating ? 8 : target == "f32" ? 4 : target == "bf16" ? 2 : keep_width);
       continue;
     }
     // Elements packed (4- and 6-bit formats whole rows at a time), then one scale per block of the grid.

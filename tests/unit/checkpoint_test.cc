@@ -8,6 +8,7 @@
 #include <array>
 #include <cmath>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -427,6 +428,95 @@ TEST(ExampleCheckpoint, IsConsistentAndDeterministic) {
   EXPECT_FALSE(c.quantization.has_value());
 }
 
+// The real architectures in miniature: their tensors, and `memory`'s count of them by hand. Llama: embeddings and
+// head 2 x 256 x 128; per layer norms 2 x 128, q and o 2 x 256 x 128, k and v 2 x 128 x 128, MLP 3 x 256 x 128.
+TEST(ExampleCheckpoint, ArchitecturesInMiniature) {
+  const struct {
+    ExampleArch arch;
+    const char* model_type;
+    std::size_t tensors;
+  } cases[] = {{ExampleArch::llama, "llama", 21}, {ExampleArch::qwen_moe, "qwen3_moe", 45},
+               {ExampleArch::deepseek_v4, "deepseek_v4", 86}};
+  for (const auto& c : cases) {
+    TempDir dir;
+    const HfConfig config = write_example_checkpoint(dir.path(), 2, example_size(c.arch), c.arch);
+    EXPECT_EQ(config.model_type, c.model_type);
+    EXPECT_EQ(check_checkpoint(open_checkpoint(dir.path())).tensors, c.tensors) << c.model_type;
+  }
+  TempDir dir;
+  const HfConfig llama = write_example_checkpoint(dir.path(), 1, example_size(ExampleArch::llama), ExampleArch::llama);
+  EXPECT_EQ(memory_report(llama, recipe_named("fp8-block")).params,
+            2u * 256 * 128 + 2 * (2 * 128 + 2 * 256 * 128 + 2 * 128 * 128 + 3 * 256 * 128) + 128);
+  EXPECT_EQ(example_arch_named("qwen-moe"), ExampleArch::qwen_moe);
+  EXPECT_THROW(example_arch_named("gpt"), std::invalid_argument);
+}
+
+// DeepSeek-V4 without layer_types: transformers' defaults (two heavily compressed layers, then alternating with
+// compressed sparse ones, which alone have an indexer; the first 3 layers hash-routed).
+TEST(ModelTensors, DeepSeekV4LayerTypesDefaultAsTransformers) {
+  const HfConfig config = parse_hf_config(R"({"model_type": "deepseek_v4", "vocab_size": 16, "hidden_size": 64,
+      "num_hidden_layers": 5, "num_attention_heads": 2, "head_dim": 64, "q_lora_rank": 32, "o_groups": 2,
+      "o_lora_rank": 32, "n_routed_experts": 2, "num_experts_per_tok": 1, "moe_intermediate_size": 32})");
+  std::set<std::string> names;
+  for (const ShapedName& t : model_tensors(config)) names.insert(t.name);
+  for (const char* absent : {"layers.0.attn.indexer.wq_b.weight", "layers.1.attn.indexer.wq_b.weight",
+                             "layers.2.attn.indexer.wq_b.weight", "layers.4.attn.indexer.wq_b.weight",
+                             "layers.3.ffn.gate.tid2eid", "layers.2.ffn.gate.bias"}) {
+    EXPECT_FALSE(names.contains(absent)) << absent;
+  }
+  for (const char* present : {"layers.3.attn.indexer.wq_b.weight", "layers.2.ffn.gate.tid2eid",
+                              "layers.3.ffn.gate.bias", "layers.4.attn.compressor.ape", "hc_head_fn"}) {
+    EXPECT_TRUE(names.contains(present)) << present;
+  }
+}
+
+// A recipe whose scheme patterns match nothing would label a plain checkpoint quantized: refused, nothing written.
+TEST(Convert, ARecipeThatQuantizesNothingIsRefused) {
+  TempDir dir;
+  fs::create_directories(dir / "in");
+  write_safetensors(dir / "in" / "model.safetensors",
+                    std::vector<TensorView>{{"a.weight", DType::BF16, Shape{128, 256}, Bytes(128 * 256 * 2)}});
+  expect_io_error([&] { convert_checkpoint(dir / "in", dir / "out", parse_recipe(R"({"*.experts.*": "mxfp4"})")); },
+                  IoErrc::unmatched_pattern, "quantizes no tensor of this checkpoint: '*.experts.*' matches no tensor");
+  EXPECT_FALSE(fs::exists(dir / "out"));
+}
+
+// An MXFP4 pair in minifloat's form converted by the mxfp4 recipe into ModelOpt's dialect: the same code and scale
+// bytes under ModelOpt's names and dtypes (U8 [R, C/2], U8 [R, C/32]), reported as re-laid out with no error; and
+// the same pair by the mxfp8 recipe is refused (it would need requantizing), with nothing written.
+TEST(Convert, AnMxfp4PairIsReLaidOutNotRequantized) {
+  TempDir dir;
+  std::vector<float> x(128 * 64);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(std::sin(0.37 * static_cast<double>(i)));
+  const QuantizedTensor q = quantize(x.data(), std::vector<std::int64_t>{128, 64}, scheme_named("mxfp4"));
+  std::vector<OwnedTensor> parts = pair_tensors("m.weight", q);
+  std::vector<TensorView> views;
+  for (const OwnedTensor& t : parts) views.push_back(t.view());
+  fs::create_directories(dir / "in");
+  write_safetensors(dir / "in" / "model.safetensors", views);
+  ConvertOptions o;
+  o.format = WriteFormat::modelopt;
+  const ConvertReport r = convert_checkpoint(dir / "in", dir / "out", recipe_named("mxfp4"), o);
+  ASSERT_EQ(r.tensors.size(), 1u);
+  EXPECT_EQ(r.tensors[0].name, "m.weight");
+  EXPECT_EQ(r.tensors[0].target, "mxfp4 re-laid out");
+  EXPECT_EQ(r.tensors[0].max_abs, 0.0);
+  const SafetensorsFile f = read_safetensors(dir / "out" / "model.safetensors");
+  ASSERT_NE(f.find("m.weight"), nullptr);
+  ASSERT_NE(f.find("m.weight_scale"), nullptr);
+  EXPECT_EQ(f.find("m.weight")->dtype, DType::U8);
+  EXPECT_EQ(f.find("m.weight")->shape, (Shape{128, 32}));
+  EXPECT_EQ(f.find("m.weight_scale")->shape, (Shape{128, 2}));
+  EXPECT_EQ(to_string(f.bytes(*f.find("m.weight"))), to_string(parts[0].data));
+  EXPECT_EQ(to_string(f.bytes(*f.find("m.weight_scale"))), to_string(parts[1].data));
+  try {
+    convert_checkpoint(dir / "in", dir / "out8", recipe_named("mxfp8"), o);
+    ADD_FAILURE() << "an MXFP4 pair converted by the mxfp8 recipe";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("tensor 'm.weight' is already quantized"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(fs::exists(dir / "out8"));
+}
 
 // V4's experts as some exporters store them: two e2m1 codes per I8 / U8 byte, [R, C/2], read as [R, C].
 TEST(QuantizedPairs, PackedE2m1AsI8OrU8) {
