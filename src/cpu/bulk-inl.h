@@ -54,35 +54,57 @@ HWY_INLINE void StoreCodes(VU c, Out* out) {
   hn::StoreU(hn::DemoteTo(dout, hn::BitCast(hn::RebindToSigned<DU>(), c)), dout, out);
 }
 
-template <class Out>
-HWY_INLINE void EncodeSpan(const ElementCodec& k, const EncodeRun& run, const float* x, std::size_t n, Out* out) {
+enum class Path { nearest, stochastic, exact };
+
+// One loop per path, so that each holds only its own constants in registers. The traits are copied in: stores
+// through `out` might alias the caller's, and would reload every constant.
+template <Path kPath, class Out>
+HWY_INLINE void EncodeSpan(const ElementCodec k, const EncodeRun run, const float* x, std::size_t n, Out* out) {
   const DU du;
   const std::size_t N = hn::Lanes(du);
-  const bool stochastic = k.options.rounding == Rounding::stochastic;
-  const bool nearest = k.options.rounding == Rounding::nearest_even && run.float_rounding_is_nearest;
   const std::uint64_t mixed_seed = splitmix64(run.seed);
   const auto scalar = [&](std::size_t j) {
     EncodeOptions o = k.options;
-    o.random_bits = stochastic ? stochastic_bits(run.seed, run.first_index + j) : 0;
+    o.random_bits = kPath == Path::stochastic ? stochastic_bits(run.seed, run.first_index + j) : 0;
     out[j] = static_cast<Out>(encode(*k.format, x[j], o));
   };
   std::size_t i = 0;
   for (; i + N <= n; i += N) {
     const VU bits = hn::BitCast(du, hn::LoadU(hn::RebindToFloat<DU>(), x + i));
-    if (HWY_UNLIKELY(!hn::AllFalse(du, NeedsScalar(du, hn::And(bits, hn::Set(du, 0x7FFFFFFFu)))))) {
+    const VU mag = hn::And(bits, hn::Set(du, 0x7FFFFFFFu));
+    if (HWY_UNLIKELY(!hn::AllFalse(du, NeedsScalar(du, mag)))) {
       for (std::size_t j = i; j < i + N; ++j) scalar(j);
       continue;
     }
-    const VU c = nearest      ? EncodeNearest(du, k, bits)
-                 : stochastic ? EncodeExact(du, k, bits, RandomBits(du, mixed_seed, run.first_index + i))
-                              : EncodeExact(du, k, bits, hn::Zero(du));
+    VU c;
+    if constexpr (kPath == Path::nearest) {
+      c = EncodeNearest(du, k, bits);
+    } else if constexpr (kPath == Path::stochastic) {
+      const VU random = RandomBits(du, mixed_seed, run.first_index + i);
+      c = HWY_LIKELY(hn::AllFalse(du, NeedsExact(du, k, mag))) ? EncodeStochastic(du, k, bits, random)
+                                                              : EncodeExact(du, k, bits, random);
+    } else {
+      c = EncodeExact(du, k, bits, hn::Zero(du));
+    }
     StoreCodes(c, out + i);
   }
   for (; i < n; ++i) scalar(i);
 }
 
+// EncodeNearest's f32 step needs the CPU to round f32 arithmetic to nearest.
+template <class Out>
+HWY_INLINE void Encode(const ElementCodec& k, const EncodeRun& run, const float* x, std::size_t n, Out* out) {
+  if (k.options.rounding == Rounding::nearest_even && run.float_rounding_is_nearest) {
+    EncodeSpan<Path::nearest>(k, run, x, n, out);
+  } else if (k.options.rounding == Rounding::stochastic) {
+    EncodeSpan<Path::stochastic>(k, run, x, n, out);
+  } else {
+    EncodeSpan<Path::exact>(k, run, x, n, out);
+  }
+}
+
 template <class In>
-HWY_INLINE void DecodeSpan(const ElementCodec& k, const In* codes, std::size_t n, float* out) {
+HWY_INLINE void DecodeSpan(const ElementCodec k, const In* codes, std::size_t n, float* out) {
   const DU du;
   const hn::RebindToFloat<DU> df;
   const hn::Rebind<In, DU> din;
@@ -95,10 +117,10 @@ HWY_INLINE void DecodeSpan(const ElementCodec& k, const In* codes, std::size_t n
 }
 
 void EncodeBytes(const ElementCodec& k, const EncodeRun& run, const float* x, std::size_t n, std::uint8_t* out) {
-  EncodeSpan(k, run, x, n, out);
+  Encode(k, run, x, n, out);
 }
 void EncodeWords(const ElementCodec& k, const EncodeRun& run, const float* x, std::size_t n, std::uint16_t* out) {
-  EncodeSpan(k, run, x, n, out);
+  Encode(k, run, x, n, out);
 }
 void DecodeBytes(const ElementCodec& k, const std::uint8_t* codes, std::size_t n, float* out) {
   DecodeSpan(k, codes, n, out);

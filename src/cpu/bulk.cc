@@ -53,6 +53,10 @@ void encode_chunks(const Format& f, std::span<const float> x, std::span<Out> cod
   const cpu::ElementCodec codec = cpu::element_codec(f, {o.rounding, o.overflow, 0});
   const std::size_t n = x.size(), chunks = (n + kChunk - 1) / kChunk;
   const bool nearest = std::fegetround() == FE_TONEAREST;
+  if (thread_count(o.threads, n) == 1) {  // no parallel region: it costs microseconds, a small array's whole cast
+    kernel(codec, cpu::EncodeRun{o.seed, o.first_index, nearest}, x.data(), n, codes.data());
+    return;
+  }
 #pragma omp parallel for num_threads(thread_count(o.threads, n)) schedule(static)
   for (std::size_t c = 0; c < chunks; ++c) {
     const std::size_t begin = c * kChunk, len = std::min(kChunk, n - begin);
@@ -65,6 +69,10 @@ template <class In, class Kernel>
 void decode_chunks(const Format& f, std::span<const In> codes, std::span<float> x, int threads, Kernel kernel) {
   const cpu::ElementCodec codec = cpu::element_codec(f);
   const std::size_t n = x.size(), chunks = (n + kChunk - 1) / kChunk;
+  if (thread_count(threads, n) == 1) {
+    kernel(codec, codes.data(), n, x.data());
+    return;
+  }
 #pragma omp parallel for num_threads(thread_count(threads, n)) schedule(static)
   for (std::size_t c = 0; c < chunks; ++c) {
     const std::size_t begin = c * kChunk, len = std::min(kChunk, n - begin);

@@ -2,6 +2,8 @@
 // (element_codec.h), every lane the scalar codec's bits (include/minifloat/codec.h).
 //   * EncodeNearest: round to nearest even in a few integer steps on the f32 bits (and one f32 add below the
 //     smallest normal); its caller sends a vector with a lane NeedsScalar() to the scalar codec.
+//   * EncodeStochastic: stochastic rounding in the same few steps, with each lane's 32 random bits; its caller also
+//     sends a vector with a lane NeedsExact() to EncodeExact.
 //   * EncodeExact: the scalar codec's integer steps lane by lane (any rounding; stochastic with each lane's 32 random
 //     bits): split the sign, find the target's quantum at the value's binade, round the 24-bit significand right by
 //     the shift that quantum asks for, assemble exponent field + rounded significand, replace what overflows.
@@ -56,7 +58,7 @@ HWY_INLINE VU EncodeNearest(DU du, const ElementCodec& k, VU bits) {
   const VU mag = hn::And(bits, hn::Set(du, 0x7FFFFFFFu));
   const VU shift = hn::Set(du, k.shift);
   VU code = hn::Add(mag, hn::Set(du, k.normal_add));
-  if (k.format->mantissa_bits != 0) code = hn::Add(code, hn::And(hn::Shr(mag, shift), hn::Set(du, 1)));
+  if (k.mantissa_bits != 0) code = hn::Add(code, hn::And(hn::Shr(mag, shift), hn::Set(du, 1)));
   code = hn::Shr(code, shift);
   if (k.min_normal_bits != 0) {
     const VU magic = hn::Set(du, k.magic_bits);
@@ -65,6 +67,36 @@ HWY_INLINE VU EncodeNearest(DU du, const ElementCodec& k, VU bits) {
   }
   // Every overflow code is the sign plus overflow_pos (max finite, Inf or the NaN of that sign); an unsigned
   // format's negatives take their constant code after.
+  code = hn::IfThenElse(hn::Gt(code, hn::Set(du, k.max_code)), hn::Set(du, k.overflow_pos), code);
+  code = hn::Or(code, hn::Shr(hn::And(bits, hn::Set(du, 0x80000000u)), hn::Set(du, k.sign_shift)));
+  return k.unsigned_fixups ? UnsignedFixups(du, k, bits, mag, code) : code;
+}
+
+// Lanes EncodeStochastic leaves to EncodeExact: nonzero and so far below the smallest normal that the shift
+// reaches 32.
+template <class DU, class VU = hn::Vec<DU>>
+HWY_INLINE hn::Mask<DU> NeedsExact(DU du, const ElementCodec& k, VU mag) {
+  return hn::Gt(hn::Set(du, k.stochastic_floor_bits), hn::Sub(mag, hn::Set(du, 1)));
+}
+
+// Stochastic rounding with 32 random bits per lane; lanes where NeedsScalar or NeedsExact are garbage.
+template <class DU, class VU = hn::Vec<DU>>
+HWY_INLINE VU EncodeStochastic(DU du, const ElementCodec& k, VU bits, VU random) {
+  const VU mag = hn::And(bits, hn::Set(du, 0x7FFFFFFFu));
+  const VU shift = hn::Set(du, k.shift);
+  const VU one = hn::Set(du, 1);
+  const VU dropped_mask = hn::Sub(hn::Shl(one, shift), one);
+  VU code = hn::Shr(hn::Add(hn::Add(mag, hn::And(random, dropped_mask)), hn::Set(du, k.stochastic_add)), shift);
+  if (k.min_normal_bits != 0) {
+    // The significand right by shift + the binades below the smallest normal (< 32 here); zero stays zero.
+    const VU field = hn::ShiftRight<23>(mag);
+    const VU sub_shift = hn::Min(hn::Add(shift, hn::Sub(hn::Set(du, k.min_normal_bits >> 23), field)),
+                                 hn::Set(du, 31));
+    const VU sig = hn::Or(hn::And(mag, hn::Set(du, 0x007FFFFFu)), hn::Set(du, 0x00800000u));
+    const VU sub = hn::Shr(hn::Add(sig, hn::And(random, hn::Sub(hn::Shl(one, sub_shift), one))), sub_shift);
+    code = hn::IfThenElse(hn::Gt(hn::Set(du, k.min_normal_bits), mag), sub, code);
+    code = hn::IfThenZeroElse(hn::Eq(mag, hn::Zero(du)), code);
+  }
   code = hn::IfThenElse(hn::Gt(code, hn::Set(du, k.max_code)), hn::Set(du, k.overflow_pos), code);
   code = hn::Or(code, hn::Shr(hn::And(bits, hn::Set(du, 0x80000000u)), hn::Set(du, k.sign_shift)));
   return k.unsigned_fixups ? UnsignedFixups(du, k, bits, mag, code) : code;
@@ -114,7 +146,6 @@ HWY_INLINE VU RoundStochastic(DU du, VU sig, VU shift, VU random, hn::Mask<DU> i
 // Any rounding (random: each lane's 32 bits, stochastic only); lanes where NeedsScalar are garbage.
 template <class DU, class VU = hn::Vec<DU>>
 HWY_INLINE VU EncodeExact(DU du, const ElementCodec& k, VU bits, VU random) {
-  const Format& f = *k.format;
   const VU mag = hn::And(bits, hn::Set(du, 0x7FFFFFFFu));
   const VU field = hn::ShiftRight<23>(mag);
   const auto negative = hn::Ne(hn::ShiftRight<31>(bits), hn::Zero(du));
@@ -122,7 +153,7 @@ HWY_INLINE VU EncodeExact(DU du, const ElementCodec& k, VU bits, VU random) {
   // shift = 23 + q - e = 23 - m + max(0, 1 - bias - e), and the quantum's exponent field q + m + bias - 1 =
   // max(e + bias - 1, 0); with field = e + 127 they are 23 - m + max(edge, field) - field and
   // max(field + bias, 128) - 128, edge = 128 - bias.
-  const VU edge = hn::Set(du, static_cast<std::uint32_t>(128 - f.bias));
+  const VU edge = hn::Set(du, 128 - k.bias);
   const VU below = hn::Sub(hn::Max(edge, field), field);  // binades below the smallest normal
   const VU shift = hn::Add(hn::Set(du, k.shift), below);
   const auto zero = hn::Eq(mag, hn::Zero(du));
@@ -131,39 +162,38 @@ HWY_INLINE VU EncodeExact(DU du, const ElementCodec& k, VU bits, VU random) {
                    : RoundNearestOrTruncate(du, sig, shift, k.options.rounding == Rounding::nearest_even);
   // The quantum's exponent field, then + r, whose implicit bit (or a rounding carry) lifts it (codec.h, step 5).
   const VU k128 = hn::Set(du, 128);
-  const VU exponent = hn::Sub(hn::Max(hn::Add(field, hn::Set(du, static_cast<std::uint32_t>(f.bias))), k128), k128);
-  const VU code = hn::Add(hn::Shl(exponent, hn::Set(du, static_cast<std::uint32_t>(f.mantissa_bits))), r);
+  const VU exponent = hn::Sub(hn::Max(hn::Add(field, hn::Set(du, k.bias)), k128), k128);
+  const VU code = hn::Add(hn::Shl(exponent, hn::Set(du, k.mantissa_bits)), r);
   VU c = hn::IfThenElse(hn::Gt(code, hn::Set(du, k.max_code)),
                         hn::IfThenElse(negative, hn::Set(du, k.overflow_neg), hn::Set(du, k.overflow_pos)),
-                        hn::IfThenElse(negative, hn::Or(code, hn::Set(du, f.sign_mask())), code));
+                        hn::IfThenElse(negative, hn::Or(code, hn::Set(du, k.sign_mask)), code));
   c = hn::IfThenElse(zero, hn::IfThenElse(negative, hn::Set(du, k.zero_neg), hn::Set(du, k.zero_pos)), c);
-  if (!f.is_signed()) c = hn::IfThenElse(hn::AndNot(zero, negative), hn::Set(du, k.negative_code), c);
+  if (!k.is_signed) c = hn::IfThenElse(hn::AndNot(zero, negative), hn::Set(du, k.negative_code), c);
   return c;
 }
 
 // The f32 bits of each code's value (codes zero-extended, only their low f.bits() bits read).
 template <class DU, class VU = hn::Vec<DU>>
 HWY_INLINE VU Decode(DU du, const ElementCodec& k, VU code) {
-  const Format& f = *k.format;
   const hn::RebindToFloat<DU> df;
-  code = hn::And(code, hn::Set(du, static_cast<std::uint32_t>(f.code_count() - 1)));
-  const VU sign = hn::Shl(hn::And(code, hn::Set(du, f.sign_mask())), hn::Set(du, k.sign_shift));
-  const VU mag = hn::And(code, hn::Set(du, f.magnitude_mask()));
+  code = hn::And(code, hn::Set(du, k.code_mask));
+  const VU sign = hn::Shl(hn::And(code, hn::Set(du, k.sign_mask)), hn::Set(du, k.sign_shift));
+  const VU mag = hn::And(code, hn::Set(du, k.magnitude_mask));
   const VU shift = hn::Set(du, k.shift);
   VU value = hn::Add(hn::Shl(mag, shift), hn::Set(du, k.decode_add));
   if (k.decode_subnormals) {
     const VU sub = hn::BitCast(du, hn::Mul(hn::ConvertTo(df, hn::BitCast(hn::RebindToSigned<DU>(), mag)),
                                            hn::Set(df, k.subnormal_scale)));
-    value = hn::IfThenElse(hn::Gt(hn::Set(du, f.mantissa_mask() + 1), mag), sub, value);
+    value = hn::IfThenElse(hn::Gt(hn::Set(du, k.mantissa_mask + 1), mag), sub, value);
   }
-  if (k.special_from <= f.magnitude_mask()) {
+  if (k.special_from <= k.magnitude_mask) {
     const VU inf = hn::Set(du, 0x7F800000u);
     const VU special =
-        k.keep_payload ? hn::Or(inf, hn::Shl(hn::And(mag, hn::Set(du, f.mantissa_mask())), shift))
+        k.keep_payload ? hn::Or(inf, hn::Shl(hn::And(mag, hn::Set(du, k.mantissa_mask)), shift))
                        : hn::IfThenElse(hn::Eq(mag, hn::Set(du, k.inf_mag)), inf, hn::Set(du, 0x7FC00000u));
     value = hn::IfThenElse(GeU(mag, hn::Set(du, k.special_from)), special, value);
   }
-  if (!f.has_zero) value = hn::IfThenElse(hn::Eq(mag, hn::Zero(du)), hn::Set(du, k.zero_code_bits), value);
+  if (!k.has_zero) value = hn::IfThenElse(hn::Eq(mag, hn::Zero(du)), hn::Set(du, k.zero_code_bits), value);
   return hn::Or(value, sign);
 }
 

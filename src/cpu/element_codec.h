@@ -13,8 +13,10 @@
 namespace mf::cpu {
 
 struct ElementCodec {
-  const Format* format;
+  const Format* format;  // for the scalar codec; the vector steps read only the copies below
   EncodeOptions options;
+  std::uint32_t mantissa_bits, bias, code_mask, sign_mask, magnitude_mask, mantissa_mask;
+  bool is_signed, has_zero;
 
   // Codes the scalar codec returns where the vector steps take a constant: overflow, zero (by sign), and a
   // negative value in an unsigned format.
@@ -30,6 +32,10 @@ struct ElementCodec {
   std::uint32_t min_normal_bits;  // f32 bits of 2^emin; 0 where no lane takes the subnormal step
   std::uint32_t magic_bits;    // f32 bits of 2^(emin - m + 23)
   std::uint32_t max_code;      // max_finite_code: above it, the overflow code
+  // Stochastic (EncodeStochastic): normal targets (|x|bits + random bits below 2^shift - rebias) >> shift; below
+  // the smallest normal the significand's own shift, while it stays below 32: |x| from stochastic_floor_bits on.
+  std::uint32_t stochastic_add;
+  std::uint32_t stochastic_floor_bits;
   std::uint32_t sign_shift;    // the f32 sign bit >> sign_shift is the code's sign bit (signed formats)
   bool unsigned_fixups;        // unsigned format or no zero: negatives and zeros take their constant codes
 
@@ -50,6 +56,14 @@ constexpr ElementCodec element_codec(const Format& f, EncodeOptions o = {}) {
   ElementCodec c{};
   c.format = &f;
   c.options = o;
+  c.mantissa_bits = static_cast<std::uint32_t>(f.mantissa_bits);
+  c.bias = static_cast<std::uint32_t>(f.bias);
+  c.code_mask = static_cast<std::uint32_t>(f.code_count() - 1);
+  c.sign_mask = f.sign_mask();
+  c.magnitude_mask = f.magnitude_mask();
+  c.mantissa_mask = f.mantissa_mask();
+  c.is_signed = f.is_signed();
+  c.has_zero = f.has_zero;
   c.overflow_pos = detail::overflow_code(f, 0, o);
   c.overflow_neg = detail::overflow_code(f, f.sign_mask(), o);
   c.zero_pos = encode(f, 0.0f, o);
@@ -62,6 +76,9 @@ constexpr ElementCodec element_codec(const Format& f, EncodeOptions o = {}) {
   const int normal_field = f.emin() + 127;  // f32 exponent field of 2^emin
   c.min_normal_bits = f.has_zero && normal_field > 0 ? static_cast<std::uint32_t>(normal_field) << 23 : 0;
   c.magic_bits = static_cast<std::uint32_t>(f.emin() - m + 23 + 127) << 23;
+  c.stochastic_add = 0u - (static_cast<std::uint32_t>(127 - f.bias) << 23);
+  const int floor_field = normal_field - (31 - (23 - m));  // shift = 23 - m + normal_field - field < 32
+  c.stochastic_floor_bits = c.min_normal_bits != 0 && floor_field > 0 ? static_cast<std::uint32_t>(floor_field) << 23 : 0;
   c.max_code = f.max_finite_code();
   c.sign_shift = static_cast<std::uint32_t>(31 - f.exponent_bits - m);
   c.unsigned_fixups = !f.is_signed() || !f.has_zero;
