@@ -54,6 +54,42 @@ HWY_INLINE void StoreCodes(VU c, Out* out) {
   hn::StoreU(hn::DemoteTo(dout, hn::BitCast(hn::RebindToSigned<DU>(), c)), dout, out);
 }
 
+// Vectors of codes stored together: x86 packs two vectors in one instruction (per 128-bit block; one permute puts
+// the blocks in order), where DemoteTo takes three for each vector's bytes.
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
+template <class Out>
+constexpr std::size_t kGroup = sizeof(Out) == 1 ? 4 : 2;
+template <class Out>
+HWY_INLINE void StoreGroup(const VU* c, Out* out) {
+#if HWY_TARGET <= HWY_AVX3
+  const __m512i ab = _mm512_packus_epi32(c[0].raw, c[1].raw);
+  if constexpr (sizeof(Out) == 1) {
+    const __m512i bytes = _mm512_packus_epi16(ab, _mm512_packus_epi32(c[2].raw, c[3].raw));
+    const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+    _mm512_storeu_si512(out, _mm512_permutexvar_epi32(order, bytes));
+  } else {
+    _mm512_storeu_si512(out, _mm512_permutexvar_epi64(_mm512_setr_epi64(0, 2, 4, 6, 1, 3, 5, 7), ab));
+  }
+#else
+  const __m256i ab = _mm256_packus_epi32(c[0].raw, c[1].raw);
+  if constexpr (sizeof(Out) == 1) {
+    const __m256i bytes = _mm256_packus_epi16(ab, _mm256_packus_epi32(c[2].raw, c[3].raw));
+    const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), _mm256_permutevar8x32_epi32(bytes, order));
+  } else {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), _mm256_permute4x64_epi64(ab, 0xD8));
+  }
+#endif
+}
+#else
+template <class Out>
+constexpr std::size_t kGroup = 1;
+template <class Out>
+HWY_INLINE void StoreGroup(const VU* c, Out* out) {
+  StoreCodes(c[0], out);
+}
+#endif
+
 enum class Path { nearest, stochastic, exact };
 
 // One loop per path, so that each holds only its own constants in registers. The traits are copied in: stores
@@ -68,26 +104,46 @@ HWY_INLINE void EncodeSpan(const ElementCodec k, const EncodeRun run, const floa
     o.random_bits = kPath == Path::stochastic ? stochastic_bits(run.seed, run.first_index + j) : 0;
     out[j] = static_cast<Out>(encode(*k.format, x[j], o));
   };
+  const auto load = [&](std::size_t j) { return hn::BitCast(du, hn::LoadU(hn::RebindToFloat<DU>(), x + j)); };
+  const VU abs_mask = hn::Set(du, 0x7FFFFFFFu);
+  // The codes of the vector at x + j, none of whose lanes NeedsScalar.
+  const auto codes = [&](VU bits, std::size_t j) {
+    if constexpr (kPath == Path::nearest) {
+      return EncodeNearest(du, k, bits);
+    } else if constexpr (kPath == Path::stochastic) {
+      const VU random = RandomBits(du, mixed_seed, run.first_index + j);
+      return HWY_LIKELY(hn::AllFalse(du, NeedsExact(du, k, hn::And(bits, abs_mask))))
+                 ? EncodeStochastic(du, k, bits, random)
+                 : EncodeExact(du, k, bits, random);
+    } else {
+      return EncodeExact(du, k, bits, hn::Zero(du));
+    }
+  };
+  const auto one = [&](std::size_t j) {
+    const VU bits = load(j);
+    if (HWY_UNLIKELY(!hn::AllFalse(du, NeedsScalar(du, hn::And(bits, abs_mask))))) {
+      for (std::size_t e = j; e < j + N; ++e) scalar(e);
+    } else {
+      StoreCodes(codes(bits, j), out + j);
+    }
+  };
+  constexpr std::size_t G = kGroup<Out>;
   std::size_t i = 0;
-  for (; i + N <= n; i += N) {
-    const VU bits = hn::BitCast(du, hn::LoadU(hn::RebindToFloat<DU>(), x + i));
-    const VU mag = hn::And(bits, hn::Set(du, 0x7FFFFFFFu));
-    if (HWY_UNLIKELY(!hn::AllFalse(du, NeedsScalar(du, mag)))) {
-      for (std::size_t j = i; j < i + N; ++j) scalar(j);
+  for (; i + G * N <= n; i += G * N) {
+    VU bits[G], c[G];
+    auto any = hn::FirstN(du, 0);
+    for (std::size_t g = 0; g < G; ++g) {
+      bits[g] = load(i + g * N);
+      any = hn::Or(any, NeedsScalar(du, hn::And(bits[g], abs_mask)));
+    }
+    if (HWY_UNLIKELY(!hn::AllFalse(du, any))) {
+      for (std::size_t g = 0; g < G; ++g) one(i + g * N);
       continue;
     }
-    VU c;
-    if constexpr (kPath == Path::nearest) {
-      c = EncodeNearest(du, k, bits);
-    } else if constexpr (kPath == Path::stochastic) {
-      const VU random = RandomBits(du, mixed_seed, run.first_index + i);
-      c = HWY_LIKELY(hn::AllFalse(du, NeedsExact(du, k, mag))) ? EncodeStochastic(du, k, bits, random)
-                                                              : EncodeExact(du, k, bits, random);
-    } else {
-      c = EncodeExact(du, k, bits, hn::Zero(du));
-    }
-    StoreCodes(c, out + i);
+    for (std::size_t g = 0; g < G; ++g) c[g] = codes(bits[g], i + g * N);
+    StoreGroup(c, out + i);
   }
+  for (; i + N <= n; i += N) one(i);
   for (; i < n; ++i) scalar(i);
 }
 
