@@ -62,7 +62,7 @@ void encode_bulk_any(const Format& f, const Array& x, const std::string& input, 
   std::vector<float> wide(std::min<std::size_t>(n, 1 << 16));
   for (std::size_t begin = 0; begin < n; begin += wide.size()) {
     const std::size_t len = std::min(wide.size(), n - begin);
-    for (std::size_t i = 0; i < len; ++i) wide[i] = decode(from, p[begin + i]);
+    decode_bulk(from, std::span<const std::uint16_t>(p + begin, len), std::span<float>(wide.data(), len));
     BulkOptions piece = b;
     piece.first_index = begin;  // element i's stochastic bits are those of its index in the whole array
     encode_bulk(f, std::span<const float>(wide.data(), len), std::span<Out>(out + begin, len), piece);
