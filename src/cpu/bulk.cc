@@ -37,13 +37,14 @@ int thread_count(int requested, std::size_t n) {
 
 void check(const Format& f, std::size_t n, std::size_t m, int code_bits, const char* what) {
   if (n != m) {
-    throw std::invalid_argument(std::string(what) + ": " + std::to_string(n) + " values but " + std::to_string(m) +
-                                " codes");
+    throw std::invalid_argument(std::string(what) + ": codes has " + std::to_string(m) + " elements, x has " +
+                                std::to_string(n) + " (one code per value)");
   }
   const bool fits = code_bits == 8 ? f.bits() <= 8 : f.bits() == 16;
   if (!fits) {
-    throw std::invalid_argument(std::string(what) + ": " + std::string(f.name) + " has " + std::to_string(f.bits()) +
-                                "-bit codes, not " + (code_bits == 8 ? "8 bits or fewer" : "16 bits"));
+    throw std::invalid_argument(std::string(what) + ": f: " + std::string(f.name) + " has " +
+                                std::to_string(f.bits()) + "-bit codes, codes holds " +
+                                (code_bits == 8 ? "8 bits or fewer" : "16 bits"));
   }
 }
 

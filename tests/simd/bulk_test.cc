@@ -190,6 +190,12 @@ TEST(BulkErrors, LengthsAndCodeWidthsAreChecked) {
   std::vector<std::uint8_t> c3(3), c4(4);
   std::vector<std::uint16_t> w4(4);
   EXPECT_THROW(mf::encode_bulk(mf::e4m3, x, std::span<std::uint8_t>(c3)), std::invalid_argument);
+  try {
+    mf::decode_bulk(mf::e4m3, std::span<const std::uint8_t>(c3), x);
+    ADD_FAILURE() << "no error";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(), "decode_bulk: codes has 3 elements, x has 4 (one code per value)");
+  }
   EXPECT_THROW(mf::encode_bulk(mf::bf16, x, std::span<std::uint8_t>(c4)), std::invalid_argument);
   EXPECT_THROW(mf::encode_bulk(mf::e4m3, x, std::span<std::uint16_t>(w4)), std::invalid_argument);
   EXPECT_THROW(mf::decode_bulk(mf::e4m3, std::span<const std::uint8_t>(c3), x), std::invalid_argument);
