@@ -1,12 +1,20 @@
-// minifloat encode FORMAT / minifloat decode FORMAT: one value per line in, one per line out, for scripts.
+// minifloat encode FORMAT / minifloat decode FORMAT: one value per line in, one per line out, for scripts; or, with
+// --binary IN OUT, raw little-endian arrays through the bulk casts (minifloat/bulk.h), for pipes and files.
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 #include <bit>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
 #include <fmt/format.h>
+#include <fstream>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "common.h"
+#include "minifloat/bulk.h"
 #include "minifloat/codec.h"
 #include "minifloat/random.h"
 #include "minifloat/text.h"
@@ -18,8 +26,11 @@ struct Args {
   std::string format;
   std::vector<std::string> values;  // given on the command line instead of standard input
   bool bits = false;
+  std::vector<std::string> binary;  // IN OUT ("-": standard input / output)
   CodecFlags codec;
 };
+
+static_assert(std::endian::native == std::endian::little, "--binary reads and writes the host's little-endian bytes");
 
 std::string read_stdin() {
   std::string data;
@@ -53,7 +64,119 @@ std::string where(const Args& args, std::size_t line) {
   return args.values.empty() ? fmt::format("line {}", line) : fmt::format("value {}", line);
 }
 
+std::string read_binary(const std::string& path) {
+  if (path == "-") return read_stdin();
+  std::ifstream in(path, std::ios::binary);
+  std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (!in.good() && !in.eof()) throw UsageError(fmt::format("IN: cannot read {}", path));
+  if (!in.is_open()) throw UsageError(fmt::format("IN: cannot open {}", path));
+  return data;
+}
+
+// All of `bytes` to standard output, or to `path` through a temporary file renamed at the end: a failed run leaves
+// no partial OUT.
+void write_binary(const std::string& path, std::span<const char> bytes) {
+  if (path == "-") return write_stdout(std::string_view(bytes.data(), bytes.size()));
+  const std::filesystem::path target(path);
+  const std::filesystem::path temp = target.string() + fmt::format(".partial-{}", ::getpid());
+  {
+    std::ofstream out(temp, std::ios::binary);
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    out.close();
+    if (out) {
+      std::error_code ec;
+      std::filesystem::rename(temp, target, ec);
+      if (!ec) return;
+    }
+  }
+  std::error_code ignored;
+  std::filesystem::remove(temp, ignored);
+  throw UsageError(fmt::format("OUT: cannot write {}", path));
+}
+
+template <class T>
+std::span<const char> bytes_of(const std::vector<T>& v) {
+  return {reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T)};
+}
+
+// f32 values in (4 bytes each), codes out (f.storage_bytes() each); element i's stochastic bits are those of line
+// i + 1 of the text form.
+void run_encode_binary(const Args& args) {
+  const Format& f = format_named(args.format);
+  const EncodeOptions options = encode_options(args.codec);
+  const std::string in = read_binary(args.binary[0]);
+  if (in.size() % 4 != 0) {
+    throw UsageError(fmt::format("IN: {} bytes is not a whole number of f32 values (4 bytes each): {} bytes left "
+                                 "over at offset {}", in.size(), in.size() % 4, in.size() - in.size() % 4));
+  }
+  std::vector<float> x(in.size() / 4);
+  std::memcpy(x.data(), in.data(), in.size());
+  const BulkOptions bulk{options.rounding, options.overflow, args.codec.seed, 0};
+  if (f.storage_bytes() == 1) {
+    std::vector<std::uint8_t> codes(x.size());
+    encode_bulk(f, x, std::span<std::uint8_t>(codes), bulk);
+    return write_binary(args.binary[1], bytes_of(codes));
+  }
+  if (f.storage_bytes() == 2) {
+    std::vector<std::uint16_t> codes(x.size());
+    encode_bulk(f, x, std::span<std::uint16_t>(codes), bulk);
+    return write_binary(args.binary[1], bytes_of(codes));
+  }
+  std::vector<std::uint32_t> codes(x.size());  // f32: the scalar codec (the identity, but for saturated Inf)
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    EncodeOptions o = options;
+    o.random_bits = stochastic_bits(args.codec.seed, i);
+    codes[i] = encode(f, x[i], o);
+  }
+  write_binary(args.binary[1], bytes_of(codes));
+}
+
+// Codes in (f.storage_bytes() each, every one below 2^bits), f32 values out.
+void run_decode_binary(const Args& args) {
+  const Format& f = format_named(args.format);
+  const std::string in = read_binary(args.binary[0]);
+  const std::size_t width = static_cast<std::size_t>(f.storage_bytes());
+  if (in.size() % width != 0) {
+    throw UsageError(fmt::format("IN: {} bytes is not a whole number of {} codes ({} bytes each): {} bytes left "
+                                 "over at offset {}", in.size(), f.name, width, in.size() % width,
+                                 in.size() - in.size() % width));
+  }
+  std::vector<float> x(in.size() / width);
+  const auto checked = [&]<class Code>(std::vector<Code>& codes) {
+    std::memcpy(codes.data(), in.data(), in.size());
+    for (std::size_t i = 0; f.bits() < static_cast<int>(8 * sizeof(Code)) && i < codes.size(); ++i) {
+      if (codes[i] >> f.bits()) {
+        throw UsageError(fmt::format("IN: the code at offset {} is {:#x}, not a code of {} (below 2^{})", i * width,
+                                     +codes[i], f.name, f.bits()));
+      }
+    }
+  };
+  if (width == 1) {
+    std::vector<std::uint8_t> codes(x.size());
+    checked(codes);
+    decode_bulk(f, std::span<const std::uint8_t>(codes), x);
+  } else if (width == 2) {
+    std::vector<std::uint16_t> codes(x.size());
+    checked(codes);
+    decode_bulk(f, std::span<const std::uint16_t>(codes), x);
+  } else {
+    std::vector<std::uint32_t> codes(x.size());
+    checked(codes);
+    for (std::size_t i = 0; i < x.size(); ++i) x[i] = decode(f, codes[i]);
+  }
+  write_binary(args.binary[1], bytes_of(x));
+}
+
+void check_binary_alone(const Args& args) {
+  if (!args.values.empty()) throw UsageError("--binary reads IN: give no values on the command line");
+  if (args.bits) throw UsageError("--binary reads and writes raw bytes: --bits does not apply");
+}
+
 void run_encode(const Args& args) {
+  if (!args.binary.empty()) {
+    check_binary_alone(args);
+    return run_encode_binary(args);
+  }
   const Format& f = format_named(args.format);
   EncodeOptions options = encode_options(args.codec);
   const bool stochastic = options.rounding == Rounding::stochastic;
@@ -82,6 +205,10 @@ void run_encode(const Args& args) {
 }
 
 void run_decode(const Args& args) {
+  if (!args.binary.empty()) {
+    check_binary_alone(args);
+    return run_decode_binary(args);
+  }
   const Format& f = format_named(args.format);
   std::string out;
   for_each_input(args, [&](std::size_t line, std::string_view text) {
@@ -107,6 +234,10 @@ void register_filters(CLI::App& app) {
   e->add_option("FORMAT", enc->format, "target format: " + known_format_names())->required();
   e->add_option("VALUES", enc->values, "values to encode instead of reading standard input");
   e->add_flag("--bits", enc->bits, "inputs are f32 bit patterns (0x3e99999a) instead of decimals");
+  e->add_option("--binary", enc->binary,
+                "IN OUT: raw little-endian f32 values in, codes out (one byte each; two for bf16/f16, four for f32); "
+                "- is standard input / output")
+      ->expected(2);
   add_codec_flags(*e, enc->codec);
   e->callback([enc] { run_encode(*enc); });
 
@@ -115,6 +246,10 @@ void register_filters(CLI::App& app) {
   d->add_option("FORMAT", dec->format, "source format: " + known_format_names())->required();
   d->add_option("CODES", dec->values, "codes to decode instead of reading standard input");
   d->add_flag("--bits", dec->bits, "print f32 bit patterns (0x3e99999a) instead of decimals");
+  d->add_option("--binary", dec->binary,
+                "IN OUT: raw little-endian codes in (one byte each; two for bf16/f16, four for f32), f32 values out; "
+                "- is standard input / output")
+      ->expected(2);
   d->callback([dec] { run_decode(*dec); });
 }
 

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """minifloat's Python package against ml_dtypes `astype` and torchao's CPU quantizers, on the same arrays in one run.
 
-Each row: the median of --repeat runs for both sides and the ratio (their time / ours: above 1, minifloat is faster).
-Usage: bench_python.py [--size N] [--repeat R] [--threads T]   (prints a Markdown table)
+Each row: the median of --repeat runs for both sides and the ratio (their time / ours: above 1, minifloat is faster);
+the machine's own limits on the same array first: numpy's copy (memcpy) and a read-only pass (x.max()).
+Usage: bench_python.py [--size N] [--repeat R] [--threads T] [--casts-only]   (prints a Markdown table)
 """
 import argparse
 import statistics
@@ -30,6 +31,7 @@ def main():
     p.add_argument("--size", type=int, default=1 << 22, help="values per array (default 4M, a 2048 x 2048 matrix)")
     p.add_argument("--repeat", type=int, default=7)
     p.add_argument("--threads", type=int, default=0, help="threads for both sides' quantizers (0: all cores)")
+    p.add_argument("--casts-only", action="store_true", help="the encode / decode rows only (no torch, torchao)")
     a = p.parse_args()
     cols = 2048
     x = np.random.default_rng(0).standard_normal((a.size // cols, cols)).astype(np.float32)
@@ -39,12 +41,21 @@ def main():
         t_ours, t_theirs = median_time(ours, a.repeat), median_time(theirs, a.repeat)
         rows.append((name, other, t_ours, t_theirs))
 
-    for fmt, dt in (("e4m3", ml_dtypes.float8_e4m3fn), ("e2m1", ml_dtypes.float4_e2m1fn), ("bf16", ml_dtypes.bfloat16)):
+    y = np.empty_like(x)
+    row("memcpy (np.copyto) / read-only (x.max())", lambda: np.copyto(y, x), lambda: x.max(), "read-only pass")
+    casts = (("e4m3", ml_dtypes.float8_e4m3fn), ("e5m2", ml_dtypes.float8_e5m2), ("e3m2", ml_dtypes.float6_e3m2fn),
+             ("e2m3", ml_dtypes.float6_e2m3fn), ("e2m1", ml_dtypes.float4_e2m1fn), ("ue8m0", ml_dtypes.float8_e8m0fnu),
+             ("bf16", ml_dtypes.bfloat16), ("f16", np.float16))
+    for fmt, dt in casts:
         codes = minifloat.encode(x, fmt)
         view = codes.view(dt)
         row(f"encode f32 -> {fmt}", lambda: minifloat.encode(x, fmt), lambda: x.astype(dt), "ml_dtypes astype")
         row(f"decode {fmt} -> f32", lambda: minifloat.decode(codes, fmt), lambda: view.astype(np.float32),
             "ml_dtypes astype")
+    row("encode f32 -> e4m3, stochastic", lambda: minifloat.encode(x, "e4m3", rounding="stochastic", seed=1),
+        lambda: minifloat.encode(x, "e4m3"), "minifloat nearest_even")
+    if a.casts_only:
+        return report(a, x, cols, rows, "")
 
     try:
         import torch
@@ -72,9 +83,13 @@ def main():
     row("dequantize mxfp4 -> f32", lambda: q.dequantize(threads=threads),
         lambda: to_dtype(d, s, torch.float4_e2m1fn_x2, 32, torch.float32), "torchao to_dtype")
 
-    print(f"{x.shape[0]} x {cols} f32 ({x.nbytes / 2**20:.0f} MiB), median of {a.repeat}; torch threads "
-          f"{torch.get_num_threads()}, minifloat threads {a.threads or 'all'}; numpy {np.__version__}, "
-          f"ml_dtypes {ml_dtypes.__version__}, torch {torch.__version__}")
+    report(a, x, cols, rows, f"torch threads {torch.get_num_threads()}, minifloat threads {a.threads or 'all'}; "
+           f"torch {torch.__version__}, ")
+
+
+def report(a, x, cols, rows, versions):
+    print(f"{x.shape[0]} x {cols} f32 ({x.nbytes / 2**20:.0f} MiB), median of {a.repeat}; {versions}numpy "
+          f"{np.__version__}, ml_dtypes {ml_dtypes.__version__}")
     print()
     print("| operation | other | minifloat ms | other ms | other / minifloat | minifloat GB/s of f32 |")
     print("|---|---|---:|---:|---:|---:|")

@@ -1,12 +1,19 @@
 // minifloat/bulk.h: casts of whole arrays, f32 values to codes and back, at memory speed. Every element's code is
 // the scalar codec's (codec.h) bit for bit, on every SIMD target: the same rounding (nearest_even, toward_zero,
-// stochastic) and overflow options, the same NaN, zero and saturation rules.
+// stochastic) and overflow options, the same NaN, zero and saturation rules. One SIMD element codec per format
+// (src/cpu/element_codec-inl.h), Highway-dispatched to the CPU's best target at run time.
 //
-//   std::vector<float> x = ...;
-//   std::vector<std::uint8_t> codes(x.size());
-//   mf::encode_bulk(mf::e4m3, x, codes);                       // = mf::encode(mf::e4m3, x[i]) for every i
-//   std::vector<float> back(x.size());
-//   mf::decode_bulk(mf::e4m3, codes, back);                    // = mf::decode(mf::e4m3, codes[i])
+//   #include <cstdio>
+//   #include <vector>
+//   #include "minifloat/bulk.h"
+//   int main() {
+//     const std::vector<float> x{0.3f, -1.0f, 448.0f, 500.0f};
+//     std::vector<std::uint8_t> codes(x.size());
+//     mf::encode_bulk(mf::e4m3, x, codes);                     // = mf::encode(mf::e4m3, x[i]): 2a b8 7e 7f
+//     std::vector<float> back(x.size());
+//     mf::decode_bulk(mf::e4m3, codes, back);                  // = mf::decode(mf::e4m3, codes[i]): 0.3125 -1 448 nan
+//     for (std::size_t i = 0; i < x.size(); ++i) std::printf("%g -> 0x%02x -> %g\n", x[i], codes[i], back[i]);
+//   }
 //
 // Codes are one per element: std::uint8_t for formats of 8 bits or fewer, std::uint16_t for bf16 and f16 (FP6 and
 // FP4 codes unpacked, one per byte; pack.h packs them). Stochastic rounding takes element i's random bits from

@@ -1,4 +1,4 @@
-"""encode and decode: one value at a time, over whole arrays, by the C++ scalar codec."""
+"""encode and decode over whole arrays: the C++ bulk casts, bit for bit the scalar codec."""
 from __future__ import annotations
 
 import numpy as np
@@ -18,7 +18,24 @@ def format_info(fmt, arg: str = "fmt") -> dict:
     return _FORMATS[fmt]
 
 
-def encode(array, fmt: str, overflow: str = "default", rounding: str = "nearest_even", seed=None):
+def _check_out(out, dtypes, shape, what: str) -> np.ndarray:
+    """`out` as a numpy array to write into: TypeError / ValueError naming the argument unless it is a writeable,
+    C-contiguous numpy array of one of `dtypes` and of `shape`."""
+    if not isinstance(out, np.ndarray):
+        raise TypeError(f"out: a numpy array is expected, not {type(out).__name__}")
+    if out.dtype not in [np.dtype(d) for d in dtypes]:
+        names = " or ".join(str(np.dtype(d)) for d in dtypes)
+        raise TypeError(f"out: dtype {out.dtype} given, {what} needs {names}")
+    if out.shape != tuple(shape):
+        raise ValueError(f"out: shape {out.shape} given, {what} needs {tuple(shape)}")
+    if not out.flags.c_contiguous:
+        raise ValueError("out: a C-contiguous array is expected")
+    if not out.flags.writeable:
+        raise ValueError("out: the array is read-only")
+    return out
+
+
+def encode(array, fmt: str, overflow: str = "default", rounding: str = "nearest_even", seed=None, out=None):
     """Encode every value of `array` into `fmt` codes.
 
     array: float32, float64 (rounded once, directly), float16 or bfloat16 (numpy, ml_dtypes or torch), or integers.
@@ -29,6 +46,9 @@ def encode(array, fmt: str, overflow: str = "default", rounding: str = "nearest_
     shaped like `array`; a torch input gives a torch tensor, in torch's own dtype where torch has the format
     (float8_e4m3fn, float8_e5m2, float8_e8m0fnu, bfloat16, float16; e2m1 stays uint8, one code per element:
     decode(codes, "e2m1", dtype=torch.float4_e2m1fn_x2) packs them).
+    out: a numpy array to write the codes into and return, instead of a new one: C-contiguous, shaped like `array`,
+    of the codes' dtype (or the format's own ml_dtypes dtype, e.g. ml_dtypes.float8_e4m3fn); reusing one buffer
+    across calls saves the allocation.
     """
     info = format_info(fmt)
     if not isinstance(overflow, str):
@@ -47,7 +67,14 @@ def encode(array, fmt: str, overflow: str = "default", rounding: str = "nearest_
                         "encode takes values (decode takes codes)")
     if kind in ("int", "u16", "u32"):
         a, kind = a.astype(np.float64), "f64"
-    out = np.empty(a.shape, dtype=_STORAGE[info["storage_bytes"]])
+    storage = _STORAGE[info["storage_bytes"]]
+    if out is not None:
+        own = ml_dtype(fmt)
+        given = _check_out(out, [storage] + ([own] if own is not None and own.itemsize == np.dtype(storage).itemsize
+                                             else []), a.shape, f"encode into {fmt}")
+        _core.encode(a, kind, given.view(storage), fmt, overflow, rounding, int(seed))
+        return given
+    out = np.empty(a.shape, dtype=storage)
     _core.encode(a, kind, out, fmt, overflow, rounding, int(seed))
     if from_torch:
         td = torch_dtype(fmt)
@@ -80,30 +107,50 @@ def _codes_of(codes, fmt: str, info: dict) -> np.ndarray:
     return a
 
 
-def decode(codes, fmt: str, dtype=np.float32):
-    """The values of `fmt` codes, exactly.
+def _value_dtypes() -> dict:
+    """The dtypes decode writes values into, by the name _core.decode takes."""
+    dtypes = {np.dtype(np.float32): "f32", np.dtype(np.float64): "f64", np.dtype(np.float16): "f16"}
+    bf16 = ml_dtype("bf16")
+    if bf16 is not None:
+        dtypes[bf16] = "bf16"
+    return dtypes
+
+
+def decode(codes, fmt: str, dtype=np.float32, out=None):
+    """The values of `fmt` codes.
 
     codes: unsigned (or non-negative) integers below 2^bits, or an ml_dtypes / torch array of the format itself.
-    dtype: numpy.float32 or numpy.float64 (or torch.float32 / torch.float64) for values; or the format's own dtype
-    (ml_dtypes.float8_e4m3fn, torch.float8_e4m3fn, ...), which returns the codes as a view in that dtype, no copy;
-    torch.float4_e2m1fn_x2 packs e2m1 codes two per byte (element 2i in the low nibble), along the last dimension.
+    dtype: numpy.float32 or numpy.float64 (or torch.float32 / torch.float64) for the values exactly; numpy.float16 or
+    ml_dtypes.bfloat16 for them rounded to nearest even (exact wherever they fit, as ml_dtypes' astype); or the
+    format's own dtype (ml_dtypes.float8_e4m3fn, torch.float8_e4m3fn, ...), which returns the codes as a view in that
+    dtype, no copy; torch.float4_e2m1fn_x2 packs e2m1 codes two per byte (element 2i in the low nibble), along the
+    last dimension.
+    out: a numpy array of `dtype` (C-contiguous, shaped like `codes`) to write the values into and return, instead of
+    a new one.
     """
     info = format_info(fmt)
     a = _codes_of(codes, fmt, info)
     if is_torch_dtype(dtype):
+        if out is not None:
+            raise TypeError("out: only with a numpy dtype (a torch dtype returns a new tensor)")
         return _decode_torch(a, fmt, info, dtype)
     try:
         dt = np.dtype(dtype)
     except TypeError:
         raise TypeError(f"dtype: {dtype!r} is not a dtype") from None
-    if dt in (np.float32, np.float64):
-        out = np.empty(a.shape, dtype=dt)
-        _core.decode(a, out, fmt)
-        return out
     own = ml_dtype(fmt)
     if own is not None and dt == own:
-        return a.astype(_STORAGE[dt.itemsize], copy=False).view(dt)
-    raise TypeError(f"dtype: {dt} is neither float32, float64 nor {fmt}'s own dtype ({own})")
+        view = a.astype(_STORAGE[dt.itemsize], copy=False).view(dt)
+        if out is None:
+            return view
+        _check_out(out, [dt], a.shape, f"decode of {fmt}")[...] = view
+        return out
+    into = _value_dtypes().get(dt)
+    if into is None:
+        raise TypeError(f"dtype: {dt} is neither float32, float64, float16, bfloat16 nor {fmt}'s own dtype ({own})")
+    target = np.empty(a.shape, dtype=dt) if out is None else _check_out(out, [dt], a.shape, f"decode into {dt}")
+    _core.decode(a, target.view(np.uint16) if into in ("bf16", "f16") else target, fmt, into)
+    return target
 
 
 def _decode_torch(a: np.ndarray, fmt: str, info: dict, dtype):

@@ -15,8 +15,9 @@ def scheme(name: str) -> dict[str, Any]:
 def encode(x: npt.NDArray[Any], input: str, out: npt.NDArray[np.unsignedinteger], fmt: str, overflow: str,
            rounding: str, seed: int) -> None:
     """out[i] = encode(fmt, x[i]); input is "f32", "f64", or "bf16"/"f16" (x holds uint16 bits). GIL released."""
-def decode(codes: npt.NDArray[np.unsignedinteger], out: npt.NDArray[np.floating], fmt: str) -> None:
-    """out[i] = decode(fmt, codes[i]) as float32 or float64. GIL released."""
+def decode(codes: npt.NDArray[np.unsignedinteger], out: npt.NDArray[Any], fmt: str, into: str) -> None:
+    """out[i] = decode(fmt, codes[i]) as float32 or float64 (into "f32", "f64"), or rounded to nearest even into bf16
+    or f16 codes (into "bf16", "f16"; out uint16). GIL released."""
 def packed_size(count: int, bits: int) -> int: ...
 def pack(codes: npt.NDArray[np.uint8], bits: int, out: npt.NDArray[np.uint8]) -> None: ...
 def unpack(packed: npt.NDArray[np.uint8], bits: int, out: npt.NDArray[np.uint8]) -> None: ...

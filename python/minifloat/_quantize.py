@@ -43,7 +43,7 @@ def _input(array, arg: str = "array", widen: bool = False):
         raise ValueError(f"{arg}: a tensor of at least one dimension is expected, not a scalar")
     if widen and kind != "f32":
         out = np.empty(a.shape, dtype=np.float32)
-        _core.decode(a, out, kind)
+        _core.decode(a, out, kind, "f32")
         a, kind = out, "f32"
     return a, kind, from_torch
 

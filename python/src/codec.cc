@@ -1,5 +1,6 @@
-// encode / decode over whole arrays: a loop over the library's scalar codec (mf::encode, mf::decode), with the
-// GIL released. The loop is instantiated per format so the compiler folds each format's constants into it.
+// encode / decode over whole arrays, with the GIL released: the bulk casts (minifloat/bulk.h) wherever the input and
+// the codes are in their usual storage, otherwise a loop over the library's scalar codec (mf::encode, mf::decode),
+// instantiated per format so the compiler folds each format's constants into it.
 #include <nanobind/stl/string.h>
 
 #include <array>
@@ -61,7 +62,7 @@ void encode_bulk_any(const Format& f, const Array& x, const std::string& input, 
   std::vector<float> wide(std::min<std::size_t>(n, 1 << 16));
   for (std::size_t begin = 0; begin < n; begin += wide.size()) {
     const std::size_t len = std::min(wide.size(), n - begin);
-    for (std::size_t i = 0; i < len; ++i) wide[i] = decode(from, p[begin + i]);
+    decode_bulk(from, std::span<const std::uint16_t>(p + begin, len), std::span<float>(wide.data(), len));
     BulkOptions piece = b;
     piece.first_index = begin;  // element i's stochastic bits are those of its index in the whole array
     encode_bulk(f, std::span<const float>(wide.data(), len), std::span<Out>(out + begin, len), piece);
@@ -124,30 +125,52 @@ void decode_loop(std::size_t n, const In* codes, Out* out) {
   for (std::size_t i = 0; i < n; ++i) out[i] = static_cast<Out>(decode(*F, codes[i]));
 }
 
+// out[0, n) = the values of codes [begin, begin + n): codes in their format's own storage through the bulk path.
 template <const Format* F, class Out>
-void decode_any(const Array& codes, Out* out) {
-  const std::size_t n = codes.size();
+void decode_any(const Array& codes, std::size_t begin, std::size_t n, Out* out) {
   if constexpr (std::is_same_v<Out, float> && F->bits() <= 8) {
     if (codes.dtype() == nb::dtype<std::uint8_t>()) {
-      return decode_bulk(*F, {static_cast<const std::uint8_t*>(codes.data()), n}, std::span<float>(out, n));
+      return decode_bulk(*F, {static_cast<const std::uint8_t*>(codes.data()) + begin, n}, std::span<float>(out, n));
     }
   } else if constexpr (std::is_same_v<Out, float> && F->bits() == 16) {
     if (codes.dtype() == nb::dtype<std::uint16_t>()) {
-      return decode_bulk(*F, {static_cast<const std::uint16_t*>(codes.data()), n}, std::span<float>(out, n));
+      return decode_bulk(*F, {static_cast<const std::uint16_t*>(codes.data()) + begin, n}, std::span<float>(out, n));
     }
   }
-  if (codes.dtype() == nb::dtype<std::uint8_t>()) return decode_loop<F>(n, static_cast<const std::uint8_t*>(codes.data()), out);
-  if (codes.dtype() == nb::dtype<std::uint16_t>()) return decode_loop<F>(n, static_cast<const std::uint16_t*>(codes.data()), out);
-  decode_loop<F>(n, data_as<std::uint32_t>(codes, "codes"), out);
+  if (codes.dtype() == nb::dtype<std::uint8_t>()) {
+    return decode_loop<F>(n, static_cast<const std::uint8_t*>(codes.data()) + begin, out);
+  }
+  if (codes.dtype() == nb::dtype<std::uint16_t>()) {
+    return decode_loop<F>(n, static_cast<const std::uint16_t*>(codes.data()) + begin, out);
+  }
+  decode_loop<F>(n, data_as<std::uint32_t>(codes, "codes") + begin, out);
 }
 
-void decode_array(const Array& codes, Array out, const std::string& fmt) {
+// Into bf16 or f16 codes: each value rounded to nearest even in that format (exact wherever it fits, as
+// ml_dtypes' astype), 64 Ki values at a time through f32 and the bulk encoder.
+template <const Format* F>
+void decode_into_16(const Array& codes, const Format& to, std::uint16_t* out) {
+  const std::size_t n = codes.size();
+  std::vector<float> wide(std::min<std::size_t>(n, 1 << 16));
+  for (std::size_t begin = 0; begin < n; begin += wide.size()) {
+    const std::size_t len = std::min(wide.size(), n - begin);
+    decode_any<F>(codes, begin, len, wide.data());
+    encode_bulk(to, std::span<const float>(wide.data(), len), std::span<std::uint16_t>(out + begin, len));
+  }
+}
+
+// into: "f32" or "f64" (out holds values), "bf16" or "f16" (out holds uint16 codes of that format).
+void decode_array(const Array& codes, Array out, const std::string& fmt, const std::string& into) {
   const Format& f = format_arg(fmt);
   if (out.size() != codes.size()) throw std::invalid_argument("out: size differs from the codes'");
+  if (into != "f32" && into != "f64" && into != "bf16" && into != "f16") {
+    throw std::invalid_argument("dtype: unsupported output " + into);
+  }
   nb::gil_scoped_release release;
   with_format(f, [&](auto F) {
-    if (out.dtype() == nb::dtype<double>()) return decode_any<F.value>(codes, static_cast<double*>(out.data()));
-    decode_any<F.value>(codes, data_as<float>(out, "out"));
+    if (into == "f64") return decode_any<F.value>(codes, 0, codes.size(), data_as<double>(out, "out"));
+    if (into == "f32") return decode_any<F.value>(codes, 0, codes.size(), data_as<float>(out, "out"));
+    decode_into_16<F.value>(codes, into == "bf16" ? bf16 : f16, data_as<std::uint16_t>(out, "out"));
   });
 }
 
@@ -161,7 +184,7 @@ std::span<std::uint8_t> bytes_of(Array& a, const char* what) { return {data_as<s
 void bind_codec(nb::module_& m) {
   m.def("encode", &encode_array, nb::arg("x"), nb::arg("input"), nb::arg("out"), nb::arg("fmt"), nb::arg("overflow"),
         nb::arg("rounding"), nb::arg("seed"));
-  m.def("decode", &decode_array, nb::arg("codes"), nb::arg("out"), nb::arg("fmt"));
+  m.def("decode", &decode_array, nb::arg("codes"), nb::arg("out"), nb::arg("fmt"), nb::arg("into"));
   m.def("packed_size", &packed_size, nb::arg("count"), nb::arg("bits"));
   m.def("pack", [](const Array& codes, int bits, Array out) {
     if (out.size() != packed_size(codes.size(), bits)) throw std::invalid_argument("out: wrong packed size");

@@ -149,12 +149,13 @@ def test_gil_is_released_and_codes_are_views():
     import threading
     import time
 
-    x = RNG.standard_normal(1 << 23).astype(np.float32)  # the scalar codec takes 0.1 s or more over this
+    x = RNG.standard_normal(1 << 23).astype(np.float32)
+    wide = x.astype(np.float64)  # f64 takes the scalar codec: 0.1 s or more over this (f32 is a few ms)
     t0 = time.perf_counter()
-    minifloat.encode(x, "e4m3")
+    minifloat.encode(wide, "e4m3")
     duration = time.perf_counter() - t0
     started = threading.Event()
-    t = threading.Thread(target=lambda: (started.set(), minifloat.encode(x, "e4m3")))
+    t = threading.Thread(target=lambda: (started.set(), minifloat.encode(wide, "e4m3")))
     t0 = time.perf_counter()
     t.start()
     started.wait()

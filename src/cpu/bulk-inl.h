@@ -1,9 +1,6 @@
-// Per-target SIMD code for bulk casts: f32 -> any format's codes, lane by lane the integer steps of the scalar codec
-// (include/minifloat/codec.h, detail::encode): split the sign, find the target's quantum at the value's binade, round
-// the 24-bit significand right by the shift that quantum asks for (nearest even, toward zero, or stochastic with the
-// element's 32 random bits), assemble exponent field + rounded significand, and replace what overflows. Lanes the
-// steps do not cover (NaN, Inf, f32 subnormals) send their whole vector to the scalar codec; zeros, negatives in
-// unsigned formats and overflow take codes the scalar codec computed once, so every target gives its bits.
+// Per-target span loops of the bulk casts: the element codec (element_codec-inl.h) over whole vectors, each
+// element's stochastic bits computed in the vector (SplitMix64 in 64-bit lanes, random.h's stochastic_bits), and the
+// scalar codec for the tails and for any vector holding a lane the vector steps do not cover (NaN, f32 subnormals).
 //
 // Included once per Highway target by bulk.cc through foreach_target.h; hence the toggle include guard.
 #if defined(MINIFLOAT_SRC_CPU_BULK_INL_H_) == defined(HWY_TARGET_TOGGLE)
@@ -16,8 +13,10 @@
 #include <cstdint>
 
 #include "bulk_kernels.h"
+#include "element_codec-inl.h"
 #include "hwy/highway.h"
 #include "minifloat/codec.h"
+#include "minifloat/random.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace mf::cpu {
@@ -27,113 +26,163 @@ namespace hn = hwy::HWY_NAMESPACE;
 using DU = hn::ScalableTag<std::uint32_t>;
 using VU = hn::Vec<DU>;
 
-// a >= b on unsigned lanes (this Highway has only > for them).
-HWY_INLINE hn::Mask<DU> GeU(VU a, VU b) { return hn::Not(hn::Gt(b, a)); }
-
-// The scalar codec on one element: what the vector steps defer to.
-HWY_INLINE std::uint32_t ScalarCode(const BulkPlan& p, float x, std::uint32_t random_bits) {
-  EncodeOptions o = p.options;
-  o.random_bits = random_bits;
-  return encode(*p.format, x, o);
+// stochastic_bits(seed, index + lane) for each lane: splitmix64(splitmix64(seed) ^ index) >> 32, in 64-bit lanes:
+// even elements' high halves moved down into the even 32-bit lanes, odd elements' left in the odd ones.
+// `mixed_seed` is splitmix64(seed).
+template <class D>
+HWY_INLINE hn::Vec<D> RandomBits(D du, std::uint64_t mixed_seed, std::uint64_t index) {
+  if constexpr (hn::MaxLanes(D()) == 1) {
+    (void)du;
+    return hn::Set(D(), static_cast<std::uint32_t>(splitmix64(mixed_seed ^ index) >> 32));
+  } else {
+    const hn::Repartition<std::uint64_t, D> d64;
+    const auto mix = [&](hn::Vec<decltype(d64)> i) {
+      auto z = hn::Add(hn::Xor(hn::Set(d64, mixed_seed), i), hn::Set(d64, 0x9E3779B97F4A7C15ull));
+      z = hn::Mul(hn::Xor(z, hn::ShiftRight<30>(z)), hn::Set(d64, 0xBF58476D1CE4E5B9ull));
+      z = hn::Mul(hn::Xor(z, hn::ShiftRight<27>(z)), hn::Set(d64, 0x94D049BB133111EBull));
+      return hn::Xor(z, hn::ShiftRight<31>(z));
+    };
+    const auto even = hn::Add(hn::ShiftLeft<1>(hn::Iota(d64, 0)), hn::Set(d64, index));
+    const auto odd = hn::Add(even, hn::Set(d64, 1));
+    return hn::OddEven(hn::BitCast(du, mix(odd)), hn::BitCast(du, hn::ShiftRight<32>(mix(even))));
+  }
 }
 
-// |x| rounded right by `shift` (1 <= shift): nearest even or toward zero; shift >= 25 leaves 0 for both, since
-// sig < 2^24 is then at most half a quantum.
-HWY_INLINE VU RoundNearestOrTruncate(DU du, VU sig, VU shift, bool nearest) {
-  const VU s = hn::Min(shift, hn::Set(du, 25));
-  const VU one = hn::Set(du, 1);
-  const VU kept = hn::Shr(sig, s);
-  if (!nearest) return kept;
-  const VU dropped = hn::And(sig, hn::Sub(hn::Shl(one, s), one));
-  const VU half = hn::Shl(one, hn::Sub(s, one));
-  const auto up = hn::Or(hn::Gt(dropped, half), hn::And(hn::Eq(dropped, half), hn::Eq(hn::And(kept, one), one)));
-  return hn::Add(kept, hn::IfThenElseZero(up, one));
-}
-
-// Stochastic: the top k = min(shift, 32) dropped bits plus k random bits, carry out rounds up (codec.h's round_shift),
-// with every shift count below 32. shift >= 56 drops all 24 bits below the resolved 32: top = 0, never a carry.
-HWY_INLINE VU RoundStochastic(DU du, VU sig, VU shift, VU random) {
-  const VU one = hn::Set(du, 1), k32 = hn::Set(du, 32);
-  const auto wide = GeU(shift, k32);  // k = 32, top = sig >> (shift - 32)
-  const VU kept = hn::IfThenZeroElse(GeU(shift, hn::Set(du, 24)), hn::Shr(sig, hn::Min(shift, hn::Set(du, 23))));
-  const VU low = hn::Min(hn::Sub(hn::Max(shift, k32), k32), hn::Set(du, 31));
-  const VU top_wide = hn::IfThenZeroElse(GeU(shift, hn::Set(du, 56)), hn::Shr(sig, low));
-  const VU k = hn::Min(shift, k32);
-  // 2^k - 1 with k <= 32, and the dropped bits below 2^k (all of sig once shift >= 24).
-  const VU mask = hn::IfThenElse(wide, hn::Set(du, 0xFFFFFFFFu), hn::Sub(hn::Shl(one, hn::Min(k, hn::Set(du, 31))), one));
-  const VU top = hn::IfThenElse(wide, top_wide, hn::And(sig, mask));
-  const VU r = hn::And(random, mask);
-  // carry = top + r >= 2^k  <=>  r != 0 and top >= 2^k - r (wrapping: 2^32 - r for k = 32).
-  const VU limit = hn::Sub(hn::IfThenZeroElse(wide, hn::Add(mask, one)), r);
-  const auto carry = hn::AndNot(hn::Eq(r, hn::Zero(du)), GeU(top, limit));
-  return hn::Add(kept, hn::IfThenElseZero(carry, one));
-}
-
-// Codes of x[0, n) into out (u8 or u16), random bits per element from `random` (stochastic only).
 template <class Out>
-HWY_INLINE void EncodeSpan(const BulkPlan& p, const float* x, std::size_t n, const std::uint32_t* random, Out* out) {
+HWY_INLINE void StoreCodes(VU c, Out* out) {
+  const hn::Rebind<Out, DU> dout;
+  hn::StoreU(hn::DemoteTo(dout, hn::BitCast(hn::RebindToSigned<DU>(), c)), dout, out);
+}
+
+// Vectors of codes stored together: x86 packs two vectors in one instruction (per 128-bit block; one permute puts
+// the blocks in order), where DemoteTo takes three for each vector's bytes.
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
+template <class Out>
+constexpr std::size_t kGroup = sizeof(Out) == 1 ? 4 : 2;
+template <class Out>
+HWY_INLINE void StoreGroup(const VU* c, Out* out) {
+#if HWY_TARGET <= HWY_AVX3
+  const __m512i ab = _mm512_packus_epi32(c[0].raw, c[1].raw);
+  if constexpr (sizeof(Out) == 1) {
+    const __m512i bytes = _mm512_packus_epi16(ab, _mm512_packus_epi32(c[2].raw, c[3].raw));
+    const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+    _mm512_storeu_si512(out, _mm512_permutexvar_epi32(order, bytes));
+  } else {
+    _mm512_storeu_si512(out, _mm512_permutexvar_epi64(_mm512_setr_epi64(0, 2, 4, 6, 1, 3, 5, 7), ab));
+  }
+#else
+  const __m256i ab = _mm256_packus_epi32(c[0].raw, c[1].raw);
+  if constexpr (sizeof(Out) == 1) {
+    const __m256i bytes = _mm256_packus_epi16(ab, _mm256_packus_epi32(c[2].raw, c[3].raw));
+    const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), _mm256_permutevar8x32_epi32(bytes, order));
+  } else {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), _mm256_permute4x64_epi64(ab, 0xD8));
+  }
+#endif
+}
+#else
+template <class Out>
+constexpr std::size_t kGroup = 1;
+template <class Out>
+HWY_INLINE void StoreGroup(const VU* c, Out* out) {
+  StoreCodes(c[0], out);
+}
+#endif
+
+enum class Path { nearest, stochastic, exact };
+
+// One loop per path, so that each holds only its own constants in registers. The traits are copied in: stores
+// through `out` might alias the caller's, and would reload every constant.
+template <Path kPath, class Out>
+HWY_INLINE void EncodeSpan(const ElementCodec k, const EncodeRun run, const float* x, std::size_t n, Out* out) {
   const DU du;
   const std::size_t N = hn::Lanes(du);
-  const VU exp_mask = hn::Set(du, 0x7F800000u), abs_mask = hn::Set(du, 0x7FFFFFFFu);
-  const VU man_mask = hn::Set(du, 0x007FFFFFu), implicit = hn::Set(du, 0x00800000u);
-  // shift = 23 + q - e = 23 - m + max(0, 1 - bias - e), and the quantum's exponent field q + m + bias - 1 =
-  // max(e + bias - 1, 0); with field = e + 127 they are 23 - m + max(edge, field) - field and
-  // max(field + bias, 128) - 128, edge = 128 - bias.
-  const VU edge = hn::Set(du, static_cast<std::uint32_t>(128 - p.format->bias));
-  const VU bias = hn::Set(du, static_cast<std::uint32_t>(p.format->bias)), k128 = hn::Set(du, 128);
-  const VU base_shift = hn::Set(du, static_cast<std::uint32_t>(23 - p.format->mantissa_bits));
-  const VU m = hn::Set(du, static_cast<std::uint32_t>(p.format->mantissa_bits));
-  const VU max_code = hn::Set(du, p.format->max_finite_code());
-  const VU sign_bit = hn::Set(du, p.format->sign_mask());
-  const VU ovf_pos = hn::Set(du, p.overflow_pos), ovf_neg = hn::Set(du, p.overflow_neg);
-  const VU zero_pos = hn::Set(du, p.zero_pos), zero_neg = hn::Set(du, p.zero_neg);
-  const VU negative_code = hn::Set(du, p.negative_code);
-  const bool nearest = p.options.rounding == Rounding::nearest_even;
-  const bool stochastic = p.options.rounding == Rounding::stochastic;
-  const bool is_signed = p.format->is_signed();
+  const std::uint64_t mixed_seed = splitmix64(run.seed);
+  const auto scalar = [&](std::size_t j) {
+    EncodeOptions o = k.options;
+    o.random_bits = kPath == Path::stochastic ? stochastic_bits(run.seed, run.first_index + j) : 0;
+    out[j] = static_cast<Out>(encode(*k.format, x[j], o));
+  };
+  const auto load = [&](std::size_t j) { return hn::BitCast(du, hn::LoadU(hn::RebindToFloat<DU>(), x + j)); };
+  const VU abs_mask = hn::Set(du, 0x7FFFFFFFu);
+  // The codes of the vector at x + j, none of whose lanes NeedsScalar.
+  const auto codes = [&](VU bits, std::size_t j) {
+    if constexpr (kPath == Path::nearest) {
+      return EncodeNearest(du, k, bits);
+    } else if constexpr (kPath == Path::stochastic) {
+      const VU random = RandomBits(du, mixed_seed, run.first_index + j);
+      return HWY_LIKELY(hn::AllFalse(du, NeedsExact(du, k, hn::And(bits, abs_mask))))
+                 ? EncodeStochastic(du, k, bits, random)
+                 : EncodeExact(du, k, bits, random);
+    } else {
+      return EncodeExact(du, k, bits, hn::Zero(du));
+    }
+  };
+  const auto one = [&](std::size_t j) {
+    const VU bits = load(j);
+    if (HWY_UNLIKELY(!hn::AllFalse(du, NeedsScalar(du, hn::And(bits, abs_mask))))) {
+      for (std::size_t e = j; e < j + N; ++e) scalar(e);
+    } else {
+      StoreCodes(codes(bits, j), out + j);
+    }
+  };
+  constexpr std::size_t G = kGroup<Out>;
   std::size_t i = 0;
-  for (; i + N <= n; i += N) {
-    const VU bits = hn::BitCast(du, hn::LoadU(hn::RebindToFloat<DU>(), x + i));
-    const VU mag = hn::And(bits, abs_mask);
-    const VU field = hn::ShiftRight<23>(mag);
-    // NaN, Inf and f32 subnormals: the scalar codec, for the whole vector (rare in real tensors).
-    const auto odd = hn::Or(hn::Eq(hn::And(mag, exp_mask), exp_mask),
-                            hn::And(hn::Eq(field, hn::Zero(du)), hn::Ne(mag, hn::Zero(du))));
-    if (HWY_UNLIKELY(!hn::AllFalse(du, odd))) {
-      for (std::size_t j = i; j < i + N; ++j) {
-        out[j] = static_cast<Out>(ScalarCode(p, x[j], random ? random[j] : 0));
-      }
+  for (; i + G * N <= n; i += G * N) {
+    VU bits[G], c[G];
+    auto any = hn::FirstN(du, 0);
+    for (std::size_t g = 0; g < G; ++g) {
+      bits[g] = load(i + g * N);
+      any = hn::Or(any, NeedsScalar(du, hn::And(bits[g], abs_mask)));
+    }
+    if (HWY_UNLIKELY(!hn::AllFalse(du, any))) {
+      for (std::size_t g = 0; g < G; ++g) one(i + g * N);
       continue;
     }
-    const auto negative = hn::Ne(hn::ShiftRight<31>(bits), hn::Zero(du));
-    const VU sig = hn::Or(hn::And(mag, man_mask), implicit);
-    const VU below = hn::Sub(hn::Max(edge, field), field);  // binades below the smallest normal
-    const VU shift = hn::Add(base_shift, below);
-    const VU r = stochastic ? RoundStochastic(du, sig, shift, hn::LoadU(du, random + i))
-                            : RoundNearestOrTruncate(du, sig, shift, nearest);
-    // The quantum's exponent field, then + r, whose implicit bit (or a rounding carry) lifts it (codec.h, step 5).
-    const VU exponent = hn::Sub(hn::Max(hn::Add(field, bias), k128), k128);
-    const VU code = hn::Add(hn::Shl(exponent, m), r);
-    VU c = hn::IfThenElse(hn::Gt(code, max_code), hn::IfThenElse(negative, ovf_neg, ovf_pos),
-                          hn::IfThenElse(negative, hn::Or(code, sign_bit), code));
-    c = hn::IfThenElse(hn::Eq(mag, hn::Zero(du)), hn::IfThenElse(negative, zero_neg, zero_pos), c);
-    if (!is_signed) c = hn::IfThenElse(hn::AndNot(hn::Eq(mag, hn::Zero(du)), negative), negative_code, c);
-    if constexpr (sizeof(Out) == 1) {
-      const hn::Rebind<std::uint8_t, DU> d8;
-      hn::StoreU(hn::DemoteTo(d8, hn::BitCast(hn::RebindToSigned<DU>(), c)), d8, out + i);
-    } else {
-      const hn::Rebind<std::uint16_t, DU> d16;
-      hn::StoreU(hn::DemoteTo(d16, hn::BitCast(hn::RebindToSigned<DU>(), c)), d16, out + i);
-    }
+    for (std::size_t g = 0; g < G; ++g) c[g] = codes(bits[g], i + g * N);
+    StoreGroup(c, out + i);
   }
-  for (; i < n; ++i) out[i] = static_cast<Out>(ScalarCode(p, x[i], random ? random[i] : 0));
+  for (; i + N <= n; i += N) one(i);
+  for (; i < n; ++i) scalar(i);
 }
 
-void EncodeBytes(const BulkPlan& p, const float* x, std::size_t n, const std::uint32_t* random, std::uint8_t* out) {
-  EncodeSpan(p, x, n, random, out);
+// EncodeNearest's f32 step needs the CPU to round f32 arithmetic to nearest.
+template <class Out>
+HWY_INLINE void Encode(const ElementCodec& k, const EncodeRun& run, const float* x, std::size_t n, Out* out) {
+  if (k.options.rounding == Rounding::nearest_even && run.float_rounding_is_nearest) {
+    EncodeSpan<Path::nearest>(k, run, x, n, out);
+  } else if (k.options.rounding == Rounding::stochastic) {
+    EncodeSpan<Path::stochastic>(k, run, x, n, out);
+  } else {
+    EncodeSpan<Path::exact>(k, run, x, n, out);
+  }
 }
-void EncodeWords(const BulkPlan& p, const float* x, std::size_t n, const std::uint32_t* random, std::uint16_t* out) {
-  EncodeSpan(p, x, n, random, out);
+
+template <class In>
+HWY_INLINE void DecodeSpan(const ElementCodec k, const In* codes, std::size_t n, float* out) {
+  const DU du;
+  const hn::RebindToFloat<DU> df;
+  const hn::Rebind<In, DU> din;
+  const std::size_t N = hn::Lanes(du);
+  std::size_t i = 0;
+  for (; i + N <= n; i += N) {
+    hn::StoreU(hn::BitCast(df, Decode(du, k, hn::PromoteTo(du, hn::LoadU(din, codes + i)))), df, out + i);
+  }
+  for (; i < n; ++i) out[i] = decode(*k.format, codes[i]);
+}
+
+void EncodeBytes(const ElementCodec& k, const EncodeRun& run, const float* x, std::size_t n, std::uint8_t* out) {
+  Encode(k, run, x, n, out);
+}
+void EncodeWords(const ElementCodec& k, const EncodeRun& run, const float* x, std::size_t n, std::uint16_t* out) {
+  Encode(k, run, x, n, out);
+}
+void DecodeBytes(const ElementCodec& k, const std::uint8_t* codes, std::size_t n, float* out) {
+  DecodeSpan(k, codes, n, out);
+}
+void DecodeWords(const ElementCodec& k, const std::uint16_t* codes, std::size_t n, float* out) {
+  DecodeSpan(k, codes, n, out);
 }
 
 }  // namespace HWY_NAMESPACE

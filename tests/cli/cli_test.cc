@@ -10,12 +10,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <bit>
 #include <atomic>
 #include <cerrno>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -415,6 +417,92 @@ TEST(Encode, BitsInput) {
             "0x2a\n0x00\n0x80\n0x7e\n");  // 0x43e00000 = 448
   const Result r = run({"encode", "e4m3", "--bits", "0x3f800000", "0xbf800000"});
   EXPECT_EQ(r.out, "0x38\n0xb8\n");
+}
+
+// ---- encode / decode --binary: raw little-endian arrays through the bulk casts ----
+
+std::string f32_bytes(const std::vector<float>& x) {
+  return std::string(reinterpret_cast<const char*>(x.data()), x.size() * 4);
+}
+
+TEST(EncodeBinary, HandWorkedCodesAndTheTextFormsCodes) {
+  // The spec's e4m3 edges (as in DefaultsAndEdgesFromTheSpec), one byte per code.
+  const std::vector<float> edges{0.3f, -1, 448, 464, 464.01f, -500, INFINITY, -INFINITY, NAN, -0.0f, 0.001953125f};
+  const Result r = run({"encode", "e4m3", "--binary", "-", "-"}, f32_bytes(edges));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, std::string("\x2a\xb8\x7e\x7e\x7f\xff\x7f\xff\x7f\x80\x01", 11));
+  // Many values, every option: the codes the text form prints, line i's stochastic bits for element i - 1.
+  std::vector<float> x;
+  std::string lines;
+  for (int i = 0; i < 3000; ++i) {
+    x.push_back(std::ldexp(static_cast<float>((i * 7919) % 2001 - 1000), -(i % 23)) / 7.0f);
+    lines += "0x" + [](std::uint32_t b) {
+      char buf[9];
+      std::snprintf(buf, sizeof buf, "%08x", b);
+      return std::string(buf);
+    }(std::bit_cast<std::uint32_t>(x.back())) + "\n";
+  }
+  for (const char* fmt : {"e2m1", "e5m2", "bf16"}) {
+    for (const std::vector<std::string>& opts :
+         {std::vector<std::string>{}, {"--rounding", "stochastic", "--seed", "9"}, {"--overflow", "saturate"}}) {
+      std::vector<std::string> text{"encode", fmt, "--bits"}, binary{"encode", fmt, "--binary", "-", "-"};
+      text.insert(text.end(), opts.begin(), opts.end());
+      binary.insert(binary.end(), opts.begin(), opts.end());
+      const Result t = run(text, lines), b = run(binary, f32_bytes(x));
+      ASSERT_EQ(b.exit_code, 0) << b.err;
+      std::istringstream want(t.out);
+      const std::size_t width = std::string_view(fmt) == "bf16" ? 2 : 1;
+      ASSERT_EQ(b.out.size(), x.size() * width) << fmt;
+      for (std::size_t i = 0; i < x.size(); ++i) {
+        std::string hex;
+        want >> hex;
+        std::uint32_t got = static_cast<unsigned char>(b.out[i * width]);
+        if (width == 2) got |= static_cast<std::uint32_t>(static_cast<unsigned char>(b.out[i * width + 1])) << 8;
+        ASSERT_EQ(got, std::stoul(hex, nullptr, 16)) << fmt << " element " << i;
+      }
+    }
+  }
+}
+
+TEST(DecodeBinary, EveryE4m3CodeAsTheTextFormsBits) {
+  std::string codes, lines;
+  for (int c = 0; c < 256; ++c) {
+    codes += static_cast<char>(c);
+    lines += std::to_string(c) + "\n";
+  }
+  const Result b = run({"decode", "e4m3", "--binary", "-", "-"}, codes);
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  ASSERT_EQ(b.out.size(), 256u * 4);
+  std::istringstream want(run({"decode", "e4m3", "--bits"}, lines).out);
+  for (int c = 0; c < 256; ++c) {
+    std::uint32_t got = 0;
+    std::memcpy(&got, b.out.data() + 4 * c, 4);
+    std::string hex;
+    want >> hex;
+    EXPECT_EQ(got, std::stoul(hex, nullptr, 16)) << "code " << c;
+  }
+}
+
+TEST(Binary, ErrorsNameTheOffsetAndLeaveNoOutput) {
+  const std::string out = ::testing::TempDir() + "mf_binary_" + std::to_string(::getpid()) + ".bin";
+  std::remove(out.c_str());
+  Result r = run({"encode", "e4m3", "--binary", "-", out}, "abcde");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("offset 4"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::ifstream(out).good()) << "no partial OUT";
+  r = run({"decode", "e2m1", "--binary", "-", out}, std::string("\x01\x02\x0f\x10", 4));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("offset 3 is 0x10"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::ifstream(out).good());
+  r = run({"decode", "f16", "--binary", "-", "-"}, "abc");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("offset 2"), std::string::npos) << r.err;
+  EXPECT_EQ(run({"encode", "e4m3", "--binary", "-", "-", "0.5"}).exit_code, 2);
+  // A good run writes OUT whole.
+  r = run({"encode", "e4m3", "--binary", "-", out}, f32_bytes({1.0f, -2.0f}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(read_file(out), std::string("\x38\xc0", 2));
+  std::remove(out.c_str());
 }
 
 TEST(Decode, ValuesAndBits) {

@@ -2,10 +2,13 @@
 // 16 bits or fewer, every rounding and overflow option, on random, edge and adversarial inputs (each format's
 // rounding midpoints and their neighbours, overflow boundaries, subnormals of the format and of f32, NaN payloads,
 // +-0, +-Inf, the ue8m0 region below 2^-126), at every offset of a vector (odd lengths, so the scalar tails run too).
-// Bulk decode against decode() on every code. The exhaustive suite runs all 2^32 f32 inputs through encode_bulk.
+// The same inputs without Inf, NaN and f32 subnormals too, so that every vector takes the vector steps rather than the
+// scalar codec. Bulk decode against decode() on every code of every format, on every target. The exhaustive suite
+// runs all 2^32 f32 inputs through encode_bulk.
 #include <gtest/gtest.h>
 
 #include <bit>
+#include <cfenv>
 #include <cmath>
 #include <cstdint>
 #include <functional>
@@ -56,6 +59,15 @@ std::vector<float> inputs(const mf::Format& f, std::uint32_t seed) {
   return x;
 }
 
+// x without the lanes the vector steps hand to the scalar codec (Inf, NaN, f32 subnormals).
+std::vector<float> vector_steps_only(const std::vector<float>& x) {
+  std::vector<float> y;
+  for (const float v : x) {
+    if (std::isfinite(v) && std::fpclassify(v) != FP_SUBNORMAL) y.push_back(v);
+  }
+  return y;
+}
+
 template <class Code>
 void check_encode(const mf::Format& f, const mf::BulkOptions& o, const std::vector<float>& x, const std::string& what) {
   for (const std::size_t offset : {std::size_t{0}, std::size_t{1}, std::size_t{5}}) {
@@ -80,17 +92,19 @@ TEST(BulkEncode, EveryFormatOptionAndTargetMatchesTheScalarCodec) {
   for_each_target([](std::int64_t target) {
     for (const mf::Format* f : mf::all_formats) {
       if (f->bits() > 16 || (f->bits() > 8 && f->bits() < 16)) continue;
-      const std::vector<float> x = inputs(*f, 1);
+      const std::vector<float> mixed = inputs(*f, 1), clean = vector_steps_only(mixed);
       for (const auto rounding : {mf::Rounding::nearest_even, mf::Rounding::toward_zero, mf::Rounding::stochastic}) {
         for (const auto overflow : {mf::Overflow::standard, mf::Overflow::saturate}) {
           const mf::BulkOptions o{rounding, overflow, 42, 1};
           const std::string what = std::string(hwy::TargetName(target)) + " " + std::string(f->name) + " rounding " +
                                    std::to_string(static_cast<int>(rounding)) + " overflow " +
                                    std::to_string(static_cast<int>(overflow));
-          if (f->bits() <= 8) {
-            check_encode<std::uint8_t>(*f, o, x, what);
-          } else {
-            check_encode<std::uint16_t>(*f, o, x, what);
+          for (const std::vector<float>* x : {&mixed, &clean}) {
+            if (f->bits() <= 8) {
+              check_encode<std::uint8_t>(*f, o, *x, what);
+            } else {
+              check_encode<std::uint16_t>(*f, o, *x, what);
+            }
           }
         }
       }
@@ -128,25 +142,47 @@ TEST(BulkEncode, PiecesWithFirstIndexEqualTheWhole) {
   EXPECT_EQ(whole, pieces);
 }
 
-TEST(BulkDecode, EveryCodeOfEveryFormat) {
-  for (const mf::Format* f : mf::all_formats) {
-    if (f->bits() > 16 || (f->bits() > 8 && f->bits() < 16)) continue;
-    const std::size_t n = f->code_count() + 3;
-    std::vector<float> got(n);
-    if (f->bits() <= 8) {
-      std::vector<std::uint8_t> c(n);
-      for (std::size_t i = 0; i < n; ++i) c[i] = static_cast<std::uint8_t>(i);
-      mf::decode_bulk(*f, c, got);
-    } else {
-      std::vector<std::uint16_t> c(n);
-      for (std::size_t i = 0; i < n; ++i) c[i] = static_cast<std::uint16_t>(i);
-      mf::decode_bulk(*f, c, got);
-    }
-    for (std::size_t i = 0; i < n; ++i) {
-      ASSERT_EQ(std::bit_cast<std::uint32_t>(got[i]), std::bit_cast<std::uint32_t>(mf::decode(*f, static_cast<std::uint32_t>(i))))
-          << f->name << " code " << i;
+// Round to nearest even under another f32 rounding mode: the vector step that adds in f32 must not be used.
+TEST(BulkEncode, NearestEvenHoldsUnderAnotherFloatRoundingMode) {
+  const std::vector<float> x = vector_steps_only(inputs(mf::e4m3, 4));
+  const int mode = std::fegetround();
+  for (const int other : {FE_UPWARD, FE_DOWNWARD, FE_TOWARDZERO}) {
+    ASSERT_EQ(std::fesetround(other), 0);
+    std::vector<std::uint8_t> got(x.size());
+    mf::encode_bulk(mf::e4m3, x, std::span<std::uint8_t>(got));
+    std::fesetround(mode);
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      ASSERT_EQ(got[i], mf::encode(mf::e4m3, x[i])) << "mode " << other << " x = " << x[i];
     }
   }
+}
+
+TEST(BulkDecode, EveryCodeOfEveryFormatOnEveryTarget) {
+  for_each_target([](std::int64_t target) {
+    for (const mf::Format* f : mf::all_formats) {
+      if (f->bits() > 16 || (f->bits() > 8 && f->bits() < 16)) continue;
+      // Every code, then high bits set above the format's (ignored, as decode does), at every vector offset.
+      const std::size_t n = f->code_count() * (f->bits() < 8 ? 2 : 1) + 3;
+      for (const std::size_t offset : {std::size_t{0}, std::size_t{1}, std::size_t{3}}) {
+        std::vector<float> got(n - offset);
+        std::vector<std::uint32_t> codes(n - offset);
+        for (std::size_t i = 0; i < codes.size(); ++i) codes[i] = static_cast<std::uint32_t>((i + offset) * 0x10001u);
+        if (f->bits() <= 8) {
+          std::vector<std::uint8_t> c(codes.begin(), codes.end());
+          mf::decode_bulk(*f, c, got);
+          for (std::size_t i = 0; i < c.size(); ++i) codes[i] = c[i];
+        } else {
+          std::vector<std::uint16_t> c(codes.begin(), codes.end());
+          mf::decode_bulk(*f, c, got);
+          for (std::size_t i = 0; i < c.size(); ++i) codes[i] = c[i];
+        }
+        for (std::size_t i = 0; i < got.size(); ++i) {
+          ASSERT_EQ(std::bit_cast<std::uint32_t>(got[i]), std::bit_cast<std::uint32_t>(mf::decode(*f, codes[i])))
+              << hwy::TargetName(target) << " " << f->name << " code 0x" << std::hex << codes[i];
+        }
+      }
+    }
+  });
 }
 
 TEST(BulkErrors, LengthsAndCodeWidthsAreChecked) {
@@ -154,6 +190,12 @@ TEST(BulkErrors, LengthsAndCodeWidthsAreChecked) {
   std::vector<std::uint8_t> c3(3), c4(4);
   std::vector<std::uint16_t> w4(4);
   EXPECT_THROW(mf::encode_bulk(mf::e4m3, x, std::span<std::uint8_t>(c3)), std::invalid_argument);
+  try {
+    mf::decode_bulk(mf::e4m3, std::span<const std::uint8_t>(c3), x);
+    ADD_FAILURE() << "no error";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(), "decode_bulk: codes has 3 elements, x has 4 (one code per value)");
+  }
   EXPECT_THROW(mf::encode_bulk(mf::bf16, x, std::span<std::uint8_t>(c4)), std::invalid_argument);
   EXPECT_THROW(mf::encode_bulk(mf::e4m3, x, std::span<std::uint16_t>(w4)), std::invalid_argument);
   EXPECT_THROW(mf::decode_bulk(mf::e4m3, std::span<const std::uint8_t>(c3), x), std::invalid_argument);

@@ -1,0 +1,204 @@
+// Per-target element codec: f32 lanes to codes and back for any Format, from its ElementCodec traits
+// (element_codec.h), every lane the scalar codec's bits (include/minifloat/codec.h).
+//   * EncodeNearest: round to nearest even in a few integer steps on the f32 bits (and one f32 add below the
+//     smallest normal); its caller sends a vector with a lane NeedsScalar() to the scalar codec.
+//   * EncodeStochastic: stochastic rounding in the same few steps, with each lane's 32 random bits; its caller also
+//     sends a vector with a lane NeedsExact() to EncodeExact.
+//   * EncodeExact: the scalar codec's integer steps lane by lane (any rounding; stochastic with each lane's 32 random
+//     bits): split the sign, find the target's quantum at the value's binade, round the 24-bit significand right by
+//     the shift that quantum asks for, assemble exponent field + rounded significand, replace what overflows.
+//   * Decode: bit placement, with the subnormals, Inf, NaN and a format without zero as their own lanes.
+// The f32 add in EncodeNearest rounds as the CPU's rounding mode says: callers use it in round-to-nearest only.
+//
+// Included once per Highway target (foreach_target.h); hence the toggle include guard.
+#if defined(MINIFLOAT_SRC_CPU_ELEMENT_CODEC_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef MINIFLOAT_SRC_CPU_ELEMENT_CODEC_INL_H_
+#undef MINIFLOAT_SRC_CPU_ELEMENT_CODEC_INL_H_
+#else
+#define MINIFLOAT_SRC_CPU_ELEMENT_CODEC_INL_H_
+#endif
+
+#include <cstdint>
+
+#include "element_codec.h"
+#include "hwy/highway.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace mf::cpu {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// a >= b on unsigned lanes (this Highway has only > for them).
+template <class V>
+HWY_INLINE auto GeU(V a, V b) {
+  return hn::Not(hn::Gt(b, a));
+}
+
+// Lanes the vector steps leave to the scalar codec: Inf, NaN and f32 subnormals (|x|bits in [1, 2^23) or from Inf's
+// on).
+template <class DU, class VU = hn::Vec<DU>>
+HWY_INLINE hn::Mask<DU> NeedsScalar(DU du, VU mag) {
+  return hn::Or(hn::Gt(mag, hn::Set(du, 0x7F7FFFFFu)),
+                hn::Gt(hn::Set(du, 0x007FFFFFu), hn::Sub(mag, hn::Set(du, 1))));
+}
+
+// Zeros and negatives of an unsigned format or one without zero (ue8m0, ue4m3): their constant codes.
+template <class DU, class VU = hn::Vec<DU>>
+HWY_INLINE VU UnsignedFixups(DU du, const ElementCodec& k, VU bits, VU mag, VU code) {
+  const auto zero = hn::Eq(mag, hn::Zero(du));
+  const auto negative = hn::Ne(hn::ShiftRight<31>(bits), hn::Zero(du));
+  code = hn::IfThenElse(hn::AndNot(zero, negative), hn::Set(du, k.negative_code), code);
+  return hn::IfThenElse(zero, hn::IfThenElse(negative, hn::Set(du, k.zero_neg), hn::Set(du, k.zero_pos)), code);
+}
+
+// Round to nearest even, overflow as the traits say; lanes where NeedsScalar are garbage.
+template <class DU, class VU = hn::Vec<DU>>
+HWY_INLINE VU EncodeNearest(DU du, const ElementCodec& k, VU bits) {
+  const hn::RebindToFloat<DU> df;
+  const VU mag = hn::And(bits, hn::Set(du, 0x7FFFFFFFu));
+  const VU shift = hn::Set(du, k.shift);
+  VU code = hn::Add(mag, hn::Set(du, k.normal_add));
+  if (k.mantissa_bits != 0) code = hn::Add(code, hn::And(hn::Shr(mag, shift), hn::Set(du, 1)));
+  code = hn::Shr(code, shift);
+  if (k.min_normal_bits != 0) {
+    const VU magic = hn::Set(du, k.magic_bits);
+    const VU sub = hn::Sub(hn::BitCast(du, hn::Add(hn::BitCast(df, mag), hn::BitCast(df, magic))), magic);
+    code = hn::IfThenElse(hn::Gt(hn::Set(du, k.min_normal_bits), mag), sub, code);
+  }
+  // Every overflow code is the sign plus overflow_pos (max finite, Inf or the NaN of that sign); an unsigned
+  // format's negatives take their constant code after.
+  code = hn::IfThenElse(hn::Gt(code, hn::Set(du, k.max_code)), hn::Set(du, k.overflow_pos), code);
+  code = hn::Or(code, hn::Shr(hn::And(bits, hn::Set(du, 0x80000000u)), hn::Set(du, k.sign_shift)));
+  return k.unsigned_fixups ? UnsignedFixups(du, k, bits, mag, code) : code;
+}
+
+// Lanes EncodeStochastic leaves to EncodeExact: nonzero and so far below the smallest normal that the shift
+// reaches 32.
+template <class DU, class VU = hn::Vec<DU>>
+HWY_INLINE hn::Mask<DU> NeedsExact(DU du, const ElementCodec& k, VU mag) {
+  return hn::Gt(hn::Set(du, k.stochastic_floor_bits), hn::Sub(mag, hn::Set(du, 1)));
+}
+
+// Stochastic rounding with 32 random bits per lane; lanes where NeedsScalar or NeedsExact are garbage.
+template <class DU, class VU = hn::Vec<DU>>
+HWY_INLINE VU EncodeStochastic(DU du, const ElementCodec& k, VU bits, VU random) {
+  const VU mag = hn::And(bits, hn::Set(du, 0x7FFFFFFFu));
+  const VU shift = hn::Set(du, k.shift);
+  const VU one = hn::Set(du, 1);
+  const VU dropped_mask = hn::Sub(hn::Shl(one, shift), one);
+  VU code = hn::Shr(hn::Add(hn::Add(mag, hn::And(random, dropped_mask)), hn::Set(du, k.stochastic_add)), shift);
+  if (k.min_normal_bits != 0) {
+    // The significand right by shift + the binades below the smallest normal (< 32 here); zero stays zero.
+    const VU field = hn::ShiftRight<23>(mag);
+    const VU sub_shift = hn::Min(hn::Add(shift, hn::Sub(hn::Set(du, k.min_normal_bits >> 23), field)),
+                                 hn::Set(du, 31));
+    const VU sig = hn::Or(hn::And(mag, hn::Set(du, 0x007FFFFFu)), hn::Set(du, 0x00800000u));
+    const VU sub = hn::Shr(hn::Add(sig, hn::And(random, hn::Sub(hn::Shl(one, sub_shift), one))), sub_shift);
+    code = hn::IfThenElse(hn::Gt(hn::Set(du, k.min_normal_bits), mag), sub, code);
+    code = hn::IfThenZeroElse(hn::Eq(mag, hn::Zero(du)), code);
+  }
+  code = hn::IfThenElse(hn::Gt(code, hn::Set(du, k.max_code)), hn::Set(du, k.overflow_pos), code);
+  code = hn::Or(code, hn::Shr(hn::And(bits, hn::Set(du, 0x80000000u)), hn::Set(du, k.sign_shift)));
+  return k.unsigned_fixups ? UnsignedFixups(du, k, bits, mag, code) : code;
+}
+
+// |x|'s significand rounded right by `shift` (1 <= shift): nearest even or toward zero; shift >= 25 leaves 0 for
+// both, since sig < 2^24 is then at most half a quantum.
+template <class DU, class VU = hn::Vec<DU>>
+HWY_INLINE VU RoundNearestOrTruncate(DU du, VU sig, VU shift, bool nearest) {
+  const VU s = hn::Min(shift, hn::Set(du, 25));
+  const VU one = hn::Set(du, 1);
+  const VU kept = hn::Shr(sig, s);
+  if (!nearest) return kept;
+  const VU dropped = hn::And(sig, hn::Sub(hn::Shl(one, s), one));
+  const VU half = hn::Shl(one, hn::Sub(s, one));
+  const auto up = hn::Or(hn::Gt(dropped, half), hn::And(hn::Eq(dropped, half), hn::Eq(hn::And(kept, one), one)));
+  return hn::Add(kept, hn::IfThenElseZero(up, one));
+}
+
+// Stochastic: the top k = min(shift, 32) dropped bits plus k random bits, carry out rounds up (codec.h's
+// round_shift). Where every shift is below 32 (lanes in `ignore` aside) that is (sig + the random bits below
+// 2^shift) >> shift; otherwise every shift count is kept below 32, and shift >= 56 drops all 24 bits below the
+// resolved 32: top = 0, no carry.
+template <class DU, class VU = hn::Vec<DU>>
+HWY_INLINE VU RoundStochastic(DU du, VU sig, VU shift, VU random, hn::Mask<DU> ignore) {
+  const VU one = hn::Set(du, 1), k32 = hn::Set(du, 32);
+  if (HWY_LIKELY(hn::AllTrue(du, hn::Or(hn::Gt(k32, shift), ignore)))) {
+    const VU s = hn::Min(shift, hn::Set(du, 31));
+    return hn::Shr(hn::Add(sig, hn::And(random, hn::Sub(hn::Shl(one, s), one))), s);
+  }
+  const auto wide = GeU(shift, k32);  // k = 32, top = sig >> (shift - 32)
+  const VU kept = hn::IfThenZeroElse(GeU(shift, hn::Set(du, 24)), hn::Shr(sig, hn::Min(shift, hn::Set(du, 23))));
+  const VU low = hn::Min(hn::Sub(hn::Max(shift, k32), k32), hn::Set(du, 31));
+  const VU top_wide = hn::IfThenZeroElse(GeU(shift, hn::Set(du, 56)), hn::Shr(sig, low));
+  const VU k = hn::Min(shift, k32);
+  // 2^k - 1 with k <= 32, and the dropped bits below 2^k (all of sig once shift >= 24).
+  const VU mask =
+      hn::IfThenElse(wide, hn::Set(du, 0xFFFFFFFFu), hn::Sub(hn::Shl(one, hn::Min(k, hn::Set(du, 31))), one));
+  const VU top = hn::IfThenElse(wide, top_wide, hn::And(sig, mask));
+  const VU r = hn::And(random, mask);
+  // carry = top + r >= 2^k  <=>  r != 0 and top >= 2^k - r (wrapping: 2^32 - r for k = 32).
+  const VU limit = hn::Sub(hn::IfThenZeroElse(wide, hn::Add(mask, one)), r);
+  const auto carry = hn::AndNot(hn::Eq(r, hn::Zero(du)), GeU(top, limit));
+  return hn::Add(kept, hn::IfThenElseZero(carry, one));
+}
+
+// Any rounding (random: each lane's 32 bits, stochastic only); lanes where NeedsScalar are garbage.
+template <class DU, class VU = hn::Vec<DU>>
+HWY_INLINE VU EncodeExact(DU du, const ElementCodec& k, VU bits, VU random) {
+  const VU mag = hn::And(bits, hn::Set(du, 0x7FFFFFFFu));
+  const VU field = hn::ShiftRight<23>(mag);
+  const auto negative = hn::Ne(hn::ShiftRight<31>(bits), hn::Zero(du));
+  const VU sig = hn::Or(hn::And(mag, hn::Set(du, 0x007FFFFFu)), hn::Set(du, 0x00800000u));
+  // shift = 23 + q - e = 23 - m + max(0, 1 - bias - e), and the quantum's exponent field q + m + bias - 1 =
+  // max(e + bias - 1, 0); with field = e + 127 they are 23 - m + max(edge, field) - field and
+  // max(field + bias, 128) - 128, edge = 128 - bias.
+  const VU edge = hn::Set(du, 128 - k.bias);
+  const VU below = hn::Sub(hn::Max(edge, field), field);  // binades below the smallest normal
+  const VU shift = hn::Add(hn::Set(du, k.shift), below);
+  const auto zero = hn::Eq(mag, hn::Zero(du));
+  const VU r = k.options.rounding == Rounding::stochastic
+                   ? RoundStochastic(du, sig, shift, random, zero)
+                   : RoundNearestOrTruncate(du, sig, shift, k.options.rounding == Rounding::nearest_even);
+  // The quantum's exponent field, then + r, whose implicit bit (or a rounding carry) lifts it (codec.h, step 5).
+  const VU k128 = hn::Set(du, 128);
+  const VU exponent = hn::Sub(hn::Max(hn::Add(field, hn::Set(du, k.bias)), k128), k128);
+  const VU code = hn::Add(hn::Shl(exponent, hn::Set(du, k.mantissa_bits)), r);
+  VU c = hn::IfThenElse(hn::Gt(code, hn::Set(du, k.max_code)),
+                        hn::IfThenElse(negative, hn::Set(du, k.overflow_neg), hn::Set(du, k.overflow_pos)),
+                        hn::IfThenElse(negative, hn::Or(code, hn::Set(du, k.sign_mask)), code));
+  c = hn::IfThenElse(zero, hn::IfThenElse(negative, hn::Set(du, k.zero_neg), hn::Set(du, k.zero_pos)), c);
+  if (!k.is_signed) c = hn::IfThenElse(hn::AndNot(zero, negative), hn::Set(du, k.negative_code), c);
+  return c;
+}
+
+// The f32 bits of each code's value (codes zero-extended, only their low f.bits() bits read).
+template <class DU, class VU = hn::Vec<DU>>
+HWY_INLINE VU Decode(DU du, const ElementCodec& k, VU code) {
+  const hn::RebindToFloat<DU> df;
+  code = hn::And(code, hn::Set(du, k.code_mask));
+  const VU sign = hn::Shl(hn::And(code, hn::Set(du, k.sign_mask)), hn::Set(du, k.sign_shift));
+  const VU mag = hn::And(code, hn::Set(du, k.magnitude_mask));
+  const VU shift = hn::Set(du, k.shift);
+  VU value = hn::Add(hn::Shl(mag, shift), hn::Set(du, k.decode_add));
+  if (k.decode_subnormals) {
+    const VU sub = hn::BitCast(du, hn::Mul(hn::ConvertTo(df, hn::BitCast(hn::RebindToSigned<DU>(), mag)),
+                                           hn::Set(df, k.subnormal_scale)));
+    value = hn::IfThenElse(hn::Gt(hn::Set(du, k.mantissa_mask + 1), mag), sub, value);
+  }
+  if (k.special_from <= k.magnitude_mask) {
+    const VU inf = hn::Set(du, 0x7F800000u);
+    const VU special =
+        k.keep_payload ? hn::Or(inf, hn::Shl(hn::And(mag, hn::Set(du, k.mantissa_mask)), shift))
+                       : hn::IfThenElse(hn::Eq(mag, hn::Set(du, k.inf_mag)), inf, hn::Set(du, 0x7FC00000u));
+    value = hn::IfThenElse(GeU(mag, hn::Set(du, k.special_from)), special, value);
+  }
+  if (!k.has_zero) value = hn::IfThenElse(hn::Eq(mag, hn::Zero(du)), hn::Set(du, k.zero_code_bits), value);
+  return hn::Or(value, sign);
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace mf::cpu
+HWY_AFTER_NAMESPACE();
+
+#endif  // MINIFLOAT_SRC_CPU_ELEMENT_CODEC_INL_H_
