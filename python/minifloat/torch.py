@@ -14,7 +14,7 @@ from . import _core
 from ._quantize import QuantizedTensor, fake_quantize, quantize
 
 _ACT_BLOCK = 128  # act_quant's 1x128 blocks: K must be a multiple of this
-_BUFFERS_KEPT = 4  # row counts whose input/output buffers a Linear keeps (prefill and decode, batch sizes)
+_BUFFERS_KEPT = 4  # input shapes whose buffers a Linear keeps (prefill and decode, batch sizes)
 # Schemes tried, in this order, when suggesting one whose blocks fit a shape.
 _SUGGEST = ("mxfp4", "mxfp8", "nvfp4", "fp8-1x128", "fp8-128x128", "fp8-32x32")
 
@@ -79,10 +79,10 @@ class Linear(torch.nn.Module):
     The bias is added in the same pass (the GEMM's accumulate: one rounded add, bf16 out: the bias rounded to bf16
     first). Inference only: a call that would need gradients raises RuntimeError.
 
-    The output is a buffer the module keeps per row count and reuses: it is valid until the module's next call with
-    as many rows (a transformer's forward uses each Linear once; clone() a result to keep it longer). pad: K not a
-    multiple of 128 is zero-padded (weight once, activation per call into a kept buffer), which gives the same
-    blocks as partial edge blocks would."""
+    The output is a buffer the module keeps per input shape and reuses: it is valid until the module's next call
+    with an input of that shape (a transformer's forward uses each Linear once; clone() a result to keep it
+    longer). pad: K not a multiple of 128 is zero-padded (weight once, activation per call into a kept buffer),
+    which gives the same blocks as partial edge blocks would."""
 
     def __init__(self, weight, bias=None, scheme: str = "fp8-128x128", *, profile: str | None = None,
                  pad: bool = False, out_dtype=torch.float32, threads: int | None = None, name: str = "linear"):
@@ -108,13 +108,14 @@ class Linear(torch.nn.Module):
             raise NoGemmError(f"{name}: minifloat has no GEMM for {scheme} weights (fp8_gemm takes e4m3 with 1x128, "
                              "128x128, 32x32 blocks or f32 scales; fp4_gemm mxfp4): use fake_quantize_model")
         self.scheme = scheme
+        self._w = self.weight_q._q  # the core's tensor, looked up once
         if bias is not None:
             b = bias.detach().to(torch.float32) if isinstance(bias, torch.Tensor) else torch.as_tensor(bias)
             if tuple(b.shape) != (self.out_features,):
                 raise ValueError(f"{name}: bias shape {list(b.shape)} is not [{self.out_features}]")
             bias = b.to(out_dtype).contiguous()
         self.register_buffer("bias", bias)
-        self._buffers_by_rows = OrderedDict()  # rows -> (x buffer or None, raw out, torch out)
+        self._buffers_by_lead = OrderedDict()  # leading shape -> buffers (_buffers_for)
 
     @classmethod
     def from_linear(cls, linear: torch.nn.Linear, scheme: str, **kw) -> "Linear":
@@ -129,49 +130,60 @@ class Linear(torch.nn.Module):
         return (f"in_features={self.in_features}, out_features={self.out_features}, scheme={self.scheme}, "
                 f"bias={self.bias is not None}, out_dtype={self.out_dtype}")
 
-    def _buffers_for(self, rows: int, need_x: bool):
-        bufs = self._buffers_by_rows.get(rows)
+    def _buffers_for(self, lead: tuple, need_x: bool):
+        """(x buffers or None, raw out, torch out, raw bias) for inputs [*lead, K], made on first use: the output
+        already has the caller's shape, so a call runs no torch operation on an f32 input."""
+        bufs = self._buffers_by_lead.get(lead)
         if bufs is None or (need_x and bufs[0] is None):
-            x = np.zeros((rows, self.k_padded), np.float32) if need_x else None
+            # x: the kept f32 input [*lead, K padded], a numpy and a torch view of its first K columns (the padding
+            # stays zero)
+            x = None
+            if need_x:
+                xa = np.zeros(lead + (self.k_padded,), np.float32)
+                x = (xa, xa[..., :self.in_features], torch.from_numpy(xa)[..., :self.in_features])
             if self.out_dtype == torch.float32:
-                raw = np.empty((rows, self.out_features), np.float32)
+                raw = np.empty(lead + (self.out_features,), np.float32)
                 out = torch.from_numpy(raw)
             else:
-                raw = np.empty((rows, self.out_features), np.uint16)
+                raw = np.empty(lead + (self.out_features,), np.uint16)
                 out = torch.from_numpy(raw.view(np.int16)).view(torch.bfloat16)
             bias_raw = None
             if self.bias is not None:
                 bias_raw = (self.bias.numpy() if self.out_dtype == torch.float32
                             else self.bias.view(torch.int16).numpy().view(np.uint16))
             bufs = (x, raw, out, bias_raw)
-            self._buffers_by_rows[rows] = bufs
-            while len(self._buffers_by_rows) > _BUFFERS_KEPT:
-                self._buffers_by_rows.popitem(last=False)
+            self._buffers_by_lead[lead] = bufs
+            while len(self._buffers_by_lead) > _BUFFERS_KEPT:
+                self._buffers_by_lead.popitem(last=False)
         else:
-            self._buffers_by_rows.move_to_end(rows)
+            self._buffers_by_lead.move_to_end(lead)
         return bufs
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if x.requires_grad and torch.is_grad_enabled():
-            raise RuntimeError(f"{self.name}: minifloat.torch.Linear is inference only (no gradients): run the model "
-                               "under torch.inference_mode() or torch.no_grad()")
+        if x.requires_grad:
+            if torch.is_grad_enabled():
+                raise RuntimeError(f"{self.name}: minifloat.torch.Linear is inference only (no gradients): run the "
+                                   "model under torch.inference_mode() or torch.no_grad()")
+            x = x.detach()
         if x.shape[-1] != self.in_features:
             raise ValueError(f"{self.name}: input [..., {x.shape[-1]}] does not fit in_features {self.in_features}")
         if x.device.type != "cpu":
             raise TypeError(f"{self.name}: minifloat runs on the CPU; the input is on {x.device}")
-        lead = tuple(x.shape[:-1])
-        rows = math.prod(lead)
-        direct = x.dtype == torch.float32 and self.k_padded == self.in_features and x.is_contiguous()
-        xbuf, raw, out, bias_raw = self._buffers_for(rows, not direct)
+        f32 = x.dtype == torch.float32
+        direct = f32 and self.k_padded == self.in_features and x.is_contiguous()
+        xbuf, raw, out, bias_raw = self._buffers_for(tuple(x.shape[:-1]), not direct)
         if direct:
-            xa = x.detach().numpy()
-        else:  # bf16 / f16 widened exactly, or K zero-padded: into the kept buffer (its padding stays zero)
-            torch.from_numpy(xbuf)[:, :self.in_features].copy_(x.detach().reshape(rows, self.in_features))
-            xa = xbuf
+            xa = x.numpy()
+        else:  # K zero-padded, or bf16 / f16 widened exactly: into the kept buffer
+            xa, xnp, xt = xbuf
+            if f32:
+                xnp[...] = x.numpy()
+            else:
+                xt.copy_(x)
         if bias_raw is not None:
             raw[...] = bias_raw  # the GEMM adds the product to it: bias added after, in one rounding
-        _core.linear_quantized(xa, self.weight_q._q, raw, bias_raw is not None, self.threads)
-        return out.view(*lead, self.out_features)
+        _core.linear_quantized(xa, self._w, raw, bias_raw is not None, self.threads)
+        return out
 
 
 def _linears(model: torch.nn.Module, recipe: str):
