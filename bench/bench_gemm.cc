@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "../cli/gemm_cases.h"
+#include "gemm_cases.h"
 
 namespace {
 
@@ -43,6 +43,25 @@ void BM_Gemm(benchmark::State& state, Way way, std::int64_t n, std::int64_t k, i
   state.counters["GFLOPs"] = benchmark::Counter(2.0 * m * n * k * calls / 1e9, benchmark::Counter::kIsRate);
   state.counters["wGBs"] = benchmark::Counter(mf::bench::weight_bytes(o, way) * calls / 1e9,
                                               benchmark::Counter::kIsRate);
+}
+
+// linear(): act_quant of the f32 activations and the GEMM, as an inference engine calls it per layer. Beside BM_Gemm
+// (activations quantized once, outside the loop), the difference is what act_quant and the call cost.
+void BM_Linear(benchmark::State& state, Way way, std::int64_t n, std::int64_t k, int threads) {
+  const std::int64_t m = state.range(0);
+  mf::bench::Operands& o = operands(m, n, k);
+  mf::bench::set_threads(threads);
+  mf::Weight w;
+  w.quantized = way == Way::mf_fp8 ? &o.w_fp8 : &o.w_fp4;
+  const std::int64_t shape[] = {m, k};
+  mf::GemmOptions opt;
+  opt.threads = threads;
+  for (auto _ : state) {
+    mf::linear(o.x.data(), shape, w, mf::GemmOut{o.c.data(), nullptr}, opt);
+    benchmark::ClobberMemory();
+  }
+  const double calls = static_cast<double>(state.iterations());
+  state.counters["GFLOPs"] = benchmark::Counter(2.0 * m * n * k * calls / 1e9, benchmark::Counter::kIsRate);
 }
 
 // Decode-shaped calls with the weights streamed from memory (WeightRing). BM_Gemm repeats one weight, which then sits
@@ -177,6 +196,14 @@ int main(int argc, char** argv) {
         benchmark::RegisterBenchmark(name.c_str(), BM_GemmStreamed, w, n, k, threads)
             ->Arg(m)->UseRealTime()->MinTime(0.2)->Unit(benchmark::kMillisecond);
       }
+    }
+  }
+  for (const auto& [n, k] : shapes) {
+    for (const Way w : {Way::mf_fp8, Way::mf_mxfp4}) {
+      const std::string name = std::string("Linear/") + mf::bench::way_name(w) + "/N" + std::to_string(n) + "xK" +
+                               std::to_string(k) + "/threads:" + std::to_string(threads);
+      benchmark::RegisterBenchmark(name.c_str(), BM_Linear, w, n, k, threads)
+          ->Arg(1)->Arg(8)->UseRealTime()->MinTime(0.2)->Unit(benchmark::kMillisecond);
     }
   }
   for (const auto& [n, k] : shapes) {

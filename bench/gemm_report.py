@@ -12,7 +12,7 @@ threaded call on this machine, and the threaded calls' share of it. A last one h
 outlier per 128 x 128 block (GemmOutliers), whose e4m3 subnormal codes slow it down.
 
 The OpenBLAS kernels in use are printed: bench_gemm runs itself again with OPENBLAS_CORETYPE set when OpenBLAS fell
-back to its generic SSE3 kernels on a CPU that has AVX-512 or AVX2 (cli/gemm_cases.h; BENCHMARKS.md).
+back to its generic SSE3 kernels on a CPU that has AVX-512 or AVX2 (bench/gemm_cases.h; BENCHMARKS.md).
 """
 import json
 import os

@@ -9,6 +9,7 @@
 #include "checkpoint_cli.h"
 #include "common.h"
 #include "minifloat/checkpoint_ops.h"
+#include "minifloat/gguf.h"
 
 namespace mf::cli {
 
@@ -66,9 +67,29 @@ std::string error_table(const io::ConvertReport& r) {
   return out;
 }
 
+// One GGUF file: no job arrays (the file is written whole, in one run).
+void run_convert_gguf(const ConvertArgs& a) {
+  const io::GgufRecipe recipe = io::gguf_recipe(a.recipe);  // before anything is written
+  if (a.merge || a.resume || a.shard_count != 1) {
+    throw UsageError("--format gguf writes one file in one run: no --merge, --resume or --shard-count");
+  }
+  io::ConvertOptions o;
+  o.threads = a.threads;
+  ProgressBar bar("convert");
+  o.progress = [&bar](std::uint64_t done, std::uint64_t total) { bar.update(done, total); };
+  const io::ConvertReport r = io::convert_to_gguf(a.in, a.out, recipe, o);
+  write_stdout(error_table(r) + fmt::format("recipe {}: wrote {} ({}); {} -> {}\n", recipe.name, a.out,
+                                            "GGUF v3, llama", human_bytes(static_cast<double>(r.input_bytes)),
+                                            human_bytes(static_cast<double>(r.output_bytes))));
+}
+
 void run_convert(const ConvertArgs& a) {
-  const io::Recipe recipe = io::load_recipe(a.recipe);
   const io::WriteFormat format = io::write_format_named(a.format);
+  if (format == io::WriteFormat::gguf) return run_convert_gguf(a);
+  if (io::is_gguf_type_name(a.recipe)) {
+    throw UsageError(fmt::format("--recipe {} is a GGUF tensor type: it goes with --format gguf", a.recipe));
+  }
+  const io::Recipe recipe = io::load_recipe(a.recipe);
   io::check_write_format(recipe, format);  // before anything is written
   if (a.merge) {
     io::merge_index(a.in, a.out, &recipe, format);
@@ -106,15 +127,19 @@ void register_convert(CLI::App& app) {
   auto* s = app.add_subcommand("convert", "Quantize a bf16/f16/f32 checkpoint by a recipe (sharded, resumable), "
                                           "in minifloat's form or an engine's (--format)");
   s->add_option("IN", a->in, "checkpoint: a .safetensors file, an index, or a directory")->required();
-  s->add_option("OUT", a->out, "output directory (not IN); one shard per input shard, index, config.json")->required();
+  s->add_option("OUT", a->out,
+                "output directory (not IN): one shard per input shard, index, config.json; with --format gguf, "
+                "one .gguf file")->required();
   s->add_option("--recipe", a->recipe,
-                "deepseek-v4, deepinfer, fp8-block, mxfp8, mxfp4, nvfp4, or a .json file of pattern: target rules")
+                "deepseek-v4, deepinfer, fp8-block, mxfp8, mxfp4, nvfp4, or a .json file of pattern: target rules; "
+                "with --format gguf also f32, f16, bf16 or q8_0 (one ggml type for every 2-D weight)")
       ->required();
   s->add_option("--format", a->format,
                 "what to write: minifloat (default: W + W_scale_inv, DeepSeek's form), compressed-tensors "
-                "(nvfp4, mxfp4, mxfp8, fp8-block), modelopt (nvfp4, mxfp4, mxfp8; also hf_quant_config.json) or "
-                "transformers-fp8 (fp8-block, mxfp8); a recipe a format cannot express is refused before anything "
-                "is written");
+                "(nvfp4, mxfp4, mxfp8, fp8-block), modelopt (nvfp4, mxfp4, mxfp8; also hf_quant_config.json), "
+                "transformers-fp8 (fp8-block, mxfp8), gpt-oss (mxfp4: the MoE experts as X_blocks + X_scales), "
+                "deepseek (fp8-block: V3; deepseek-v4: V4, FP4 experts as I8) or "
+                "gguf (a Llama model as one llama.cpp file: mxfp4, f32, f16, bf16, q8_0); a recipe a format cannot express is refused before anything is written");
   s->add_option("--shard-index", a->shard_index, "this job's index in a job array (Slurm, Kubernetes indexed jobs)");
   s->add_option("--shard-count", a->shard_count, "jobs in the array; job i converts shards i, i + N, ...");
   s->add_flag("--resume", a->resume, "keep output shards a previous run finished");

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "common.h"
-#include "gemm_cases.h"
+#include "../bench/gemm_cases.h"
 #include "minifloat/codec.h"
 #include "minifloat/gemm.h"
 #include "minifloat/quantize.h"

@@ -10,15 +10,10 @@
 #include "common.h"
 #include "minifloat/checkpoint_ops.h"
 #include "minifloat/gguf.h"
+#include "minifloat/text.h"
 
 namespace mf::cli {
 namespace {
-
-std::string shape_text(const std::vector<std::uint64_t>& shape) {
-  std::string s;
-  for (std::size_t i = 0; i < shape.size(); ++i) s += fmt::format("{}{}", i ? ", " : "", shape[i]);
-  return "[" + s + "]";
-}
 
 std::string type_summary(const io::GgufFile& f) {
   std::map<std::string, int> count;

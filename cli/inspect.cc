@@ -7,6 +7,7 @@
 #include "checkpoint_cli.h"
 #include "common.h"
 #include "minifloat/checkpoint_ops.h"
+#include "minifloat/text.h"
 
 namespace mf::cli {
 namespace {
@@ -16,12 +17,6 @@ struct InspectArgs {
   bool stats = false, json = false;
   int threads = 0;
 };
-
-std::string shape_text(const std::vector<std::uint64_t>& shape) {
-  std::string s;
-  for (std::size_t i = 0; i < shape.size(); ++i) s += fmt::format("{}{}", i ? ", " : "", shape[i]);
-  return "[" + s + "]";
-}
 
 std::string flags_text(const io::HfConfig& c) {
   return fmt::format("fp8_attn={} fp8_mlp={} mxfp8={} mxfp4={}", c.flags.fp8_attn, c.flags.fp8_mlp, c.flags.mxfp8,

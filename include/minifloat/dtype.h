@@ -137,6 +137,7 @@ enum class IoErrc : std::uint8_t {
   gguf_unknown_type,       // a tensor type id ggml does not define (so its size cannot be known)
   gguf_bad_row,            // dims[0] is not a multiple of the type's block size
   gguf_misaligned,         // a tensor offset that is not a multiple of the alignment
+  gguf_unsupported,        // convert --format gguf: an architecture, config field or tensor it has no mapping for
 };
 
 // The io layer's one exception. what() reads "<file>: <detail>" or "<file>: tensor '<name>': <detail>".

@@ -55,6 +55,8 @@ enum class ActScale : std::uint8_t { ue8m0, f32 };
 // profile (amax clamped to >= 1e-4 first). K must be a multiple of 128.
 QuantizedTensor act_quant(const float* x, std::span<const std::int64_t> shape, ActScale scale = ActScale::ue8m0,
                           int threads = 0);
+// The same into `out`, reusing its buffers: a decode loop that calls it per token allocates nothing once warm.
+void act_quant(const float* x, std::span<const std::int64_t> shape, ActScale scale, int threads, QuantizedTensor& out);
 
 // a: act_quant output [M, K]. w: e4m3 weight [N, K] in 1 x B or B_r x B_c blocks with ue8m0 or f32 scales
 // (fp8-128x128, fp8-32x32, fp8-1x128; B_c a multiple of 16 that divides 128 or is a multiple of it).

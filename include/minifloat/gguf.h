@@ -31,6 +31,7 @@
 #include <utility>
 #include <vector>
 
+#include "minifloat/checkpoint_ops.h"
 #include "minifloat/dtype.h"
 
 namespace mf::io {
@@ -95,6 +96,20 @@ class GgufValue {
   // For people: 42, -1.5, true, "text" (C escapes, cut after 120 bytes with its length), arrays as
   // [a, b, c] or [a, b, ... (32000 elements)] showing at most `max_elements` elements at each level.
   std::string text(std::size_t max_elements = 8) const;
+
+  // Values to write (GgufWriter). of_array takes scalars of `element` (throws std::invalid_argument for another
+  // type, a string or an array among them); of_strings an array of strings.
+  static GgufValue of_u32(std::uint32_t v);
+  static GgufValue of_i32(std::int32_t v);
+  static GgufValue of_u64(std::uint64_t v);
+  static GgufValue of_f32(float v);
+  static GgufValue of_bool(bool v);
+  static GgufValue of_string(std::string v);
+  static GgufValue of_strings(std::vector<std::string> v);
+  static GgufValue of_array(GgufValueType element, const std::vector<GgufValue>& values);
+  // The bytes a file stores after the value's u32 type: the scalar, u64 length + bytes, or u32 element type +
+  // u64 count + elements.
+  std::string encoded() const;
 
  private:
   friend struct GgufValueReader;
@@ -181,6 +196,96 @@ bool gguf_can_dequantize(std::uint32_t type);
 //          e = 0 scales by 2^-128, and e = 255 is an ordinary exponent, not NaN), and the e2m1 code for -0 gives +0.
 // Throws IoError not_dequantizable (naming the file, the tensor and its type) for every other type.
 std::vector<float> dequantize_gguf(const GgufFile& file, const GgufTensor& tensor);
+// The same decoding of bytes laid out as `type`. Throws std::invalid_argument for a type gguf_can_dequantize refuses
+// or a size that is not whole blocks.
+std::vector<float> gguf_decode(GgufType type, std::span<const std::byte> bytes);
+
+// ---- writing (src/io/gguf_write.cc) ----
+
+// One tensor of a file to write.
+struct GgufTensorSpec {
+  std::string name;                 // at most kGgufMaxName bytes, as ggml's loader requires
+  GgufType type;                    // F32, F16, BF16, Q8_0, MXFP4 or any other GgufType: the bytes are the caller's
+  std::vector<std::uint64_t> dims;  // ggml order (dims[0] the row length), 1 to 4 of them, none 0
+};
+inline constexpr std::size_t kGgufMaxName = 63;  // GGML_MAX_NAME - 1
+
+// A GGUF v3 file written as llama.cpp's gguf.cpp (and gguf-py's GGUFWriter) writes one: the header, the metadata in
+// the order given, the tensor infos in the order given with each tensor at the next multiple of `alignment` after
+// the one before (general.alignment is added to the metadata when `alignment` is not 32), zero padding after the
+// header and after every tensor, the last included. The whole file goes to a temporary name next to `path` and is
+// renamed over it by commit(); a writer destroyed before commit() removes it, so `path` is the old file or the
+// whole new one.
+//
+// The constructor checks everything the reader would refuse and throws IoError: gguf_empty_key,
+// gguf_duplicate_key (general.alignment included), gguf_bad_alignment (not a power of two, or over 2^31),
+// invalid_name (empty, or longer than kGgufMaxName), gguf_duplicate_tensor, gguf_bad_dims (no dims, over 4, or a
+// dim of 0 or of 2^63 or more), gguf_unknown_type, gguf_bad_row (dims[0] not a multiple of the type's block),
+// size_overflow; write_failed for the OS's errors.
+class GgufWriter {
+ public:
+  GgufWriter(const std::filesystem::path& path, std::vector<std::pair<std::string, GgufValue>> metadata,
+             std::vector<GgufTensorSpec> tensors, std::uint64_t alignment = kGgufDefaultAlignment);
+  ~GgufWriter();
+  GgufWriter(const GgufWriter&) = delete;
+  GgufWriter& operator=(const GgufWriter&) = delete;
+
+  // Tensor k's bytes, in the file's tensor order or any other. Throws IoError size_mismatch (naming the tensor)
+  // unless `bytes` is exactly its size, write_failed on an OS error; std::invalid_argument for k out of range or a
+  // tensor written twice.
+  void write_tensor(std::size_t k, std::span<const std::byte> bytes);
+  // Throws IoError size_mismatch naming the first tensor not written, write_failed on an OS error.
+  void commit();
+  std::uint64_t bytes_total() const { return total_; }
+  // Where tensor k's bytes start, relative to the data section (its GgufTensor::offset once read back).
+  std::uint64_t offset(std::size_t k) const { return offsets_.at(k); }
+
+ private:
+  std::filesystem::path path_, temp_;
+  int fd_ = -1;
+  std::vector<GgufTensorSpec> tensors_;
+  std::vector<std::uint64_t> offsets_, sizes_;
+  std::vector<bool> written_;
+  std::uint64_t data_offset_ = 0, total_ = 0;
+};
+
+// ggml's encodings of f32 values (a row-major tensor whose rows are a multiple of the block long):
+//   F32 as given; F16 rounded to nearest even (a finite value that overflows is refused);
+//   BF16 rounded to nearest even (ggml_compute_fp32_to_bf16);
+//   Q8_0 as ggml's quantize_row_q8_0_ref (and gguf-py's Q8_0): per 32 values d = amax / 127 in f32, q = round(x / d)
+//        half away from zero computed as x * (1 / d), d stored as f16.
+// Throws std::invalid_argument for another type, a size that is not whole blocks, or a value that is not finite
+// (F16, BF16, Q8_0: ggml would store NaN or Inf where a weight was).
+std::vector<std::byte> gguf_encode(GgufType type, std::span<const float> x);
+
+// ---- a Hugging Face checkpoint as one GGUF file: convert --format gguf (src/io/gguf_convert.cc) ----
+
+// What each 2-D weight is written as: one ggml type for all (`type`: F32, F16, BF16 or Q8_0, as llama.cpp's
+// convert_hf_to_gguf --outtype), or (`recipe`) MXFP4 where the recipe quantizes, every scheme target of which must be
+// mxfp4, and the recipe's bf16 / f32 / keep elsewhere. 1-D tensors (norms, biases) are F32 either way, as llama.cpp
+// keeps them.
+struct GgufRecipe {
+  std::string name;
+  std::optional<GgufType> type;
+  std::optional<Recipe> recipe;
+};
+// "f32", "f16", "bf16", "q8_0", or a recipe (load_recipe: a name or a .json file). Throws RecipeError for an unknown
+// recipe and std::invalid_argument for one GGUF cannot express (nvfp4, fp8-*, mixed schemes), naming the formats
+// that can.
+GgufRecipe gguf_recipe(const std::string& name);
+bool is_gguf_type_name(std::string_view name);  // f32, f16, bf16, q8_0
+
+// A Llama checkpoint (config.json: architectures LlamaForCausalLM, or model_type llama) as one GGUF v3 file `out`
+// (a path ending in .gguf) that llama.cpp loads: llama.cpp's tensor names (token_embd, blk.N.attn_q, ...,
+// output_norm, output), Q and K rows permuted as convert_hf_to_gguf permutes them for llama's rotary embedding,
+// the llama.* metadata from config.json, general.file_type, and tokenizer.ggml.model "none" (no vocabulary is
+// converted: llama.cpp then loads the model without a tokenizer). Every tensor is planned and every config field
+// checked before the file is created; the file is written to a temporary name and renamed. Throws IoError
+// gguf_unsupported naming the architecture, config field or tensor it has no mapping for, and IoError /
+// std::invalid_argument for values a type cannot hold (naming the tensor). The report's rows: each tensor written
+// lossily (Q8_0, MXFP4, F16 or BF16 from wider values) with its error.
+ConvertReport convert_to_gguf(const std::filesystem::path& in, const std::filesystem::path& out,
+                              const GgufRecipe& recipe, const ConvertOptions& options = {});
 
 // ---- GGUF files as checkpoints (src/io/gguf_ops.cc) ----
 

@@ -72,9 +72,9 @@ struct KvError : std::invalid_argument {
 std::int64_t kv_page_bytes(KvFormat f, int page_size);
 
 // `tokens` entries, back to back (each as described above): values holds tokens x 512 floats.
-std::vector<std::uint8_t> encode_kv(KvFormat f, std::span<const float> values);
+std::vector<std::uint8_t> kv_encode(KvFormat f, std::span<const float> values);
 // The inverse: entries.size() must be a whole number of entries; returns tokens x 512 floats.
-std::vector<float> decode_kv(KvFormat f, std::span<const std::uint8_t> entries);
+std::vector<float> kv_decode(KvFormat f, std::span<const std::uint8_t> entries);
 
 // A batch of tokens into a preallocated paged buffer (pages.size() a multiple of kv_page_bytes): token t (values
 // [512 t, 512 t + 512)) goes to slot slots[t]. Other slots are left as they are. Throws KvError for sizes that do

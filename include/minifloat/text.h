@@ -39,6 +39,9 @@ std::string binary(std::uint32_t value, int width);
 
 // Integers joined by a separator: a shape [256, 4096] as "256, 4096" or "256,4096".
 std::string join_numbers(std::span<const std::int64_t> values, std::string_view separator = ", ");
+// A shape as error messages and tables print it: "[256, 4096]" ("[]" for a scalar).
+std::string shape_text(std::span<const std::int64_t> shape);
+std::string shape_text(std::span<const std::uint64_t> shape);
 
 // The codec options by the names the CLI and the Python package use: "nearest_even", "toward_zero", "stochastic";
 // "default" (or "standard"), "saturate". Anything else throws std::invalid_argument listing the known names.

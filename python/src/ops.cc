@@ -144,7 +144,7 @@ void bind_kv(nb::module_& m) {
     std::vector<std::uint8_t> bytes;
     {
       nb::gil_scoped_release release;
-      bytes = encode_kv(f, v);
+      bytes = kv_encode(f, v);
     }
     return to_numpy(std::move(bytes));
   }, nb::arg("values"), nb::arg("format"));
@@ -155,7 +155,7 @@ void bind_kv(nb::module_& m) {
     std::vector<float> values;
     {
       nb::gil_scoped_release release;
-      values = decode_kv(f, e);
+      values = kv_decode(f, e);
     }
     return to_numpy(std::move(values));
   }, nb::arg("entries"), nb::arg("format"));

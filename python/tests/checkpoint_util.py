@@ -37,3 +37,13 @@ def same_bits(torch, got, want, name, zero_sign=True):
         differ &= ~((got == 0) & (want == 0))
     bad = int(differ.sum())
     assert bad == 0, f"{name}: {bad} of {got.numel()} values differ from the library's"
+
+
+def assert_refused(src, out, recipe, fmt, can):
+    """`convert SRC OUT --recipe R --format F` is refused: exit 2, naming the formats that can express R, and nothing
+    written."""
+    r = minifloat("convert", src, out, "--recipe", recipe, "--format", fmt)
+    assert r.returncode == 2, r.stderr
+    assert f"recipe {recipe} cannot be written as --format {fmt}" in r.stderr, r.stderr
+    assert f"formats that can express it: {can}" in r.stderr, r.stderr
+    assert not out.exists()

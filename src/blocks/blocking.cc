@@ -14,10 +14,6 @@
 namespace mf::detail {
 namespace {
 
-std::string shape_text(std::span<const std::int64_t> shape) {
-  return "[" + join_numbers(shape) + "]";
-}
-
 }  // namespace
 
 Geometry blocking(std::span<const std::int64_t> shape, const Scheme& s, const QuantizeOptions& o) {

@@ -23,7 +23,7 @@
 #include <cstring>
 #include <vector>
 
-#include "../ops/gemm_problem.h"
+#include "../ref/gemm_problem.h"
 #include "hwy/highway.h"
 #include "minifloat/codec.h"
 

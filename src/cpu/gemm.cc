@@ -1,4 +1,4 @@
-// The fast GEMMs: operands checked into a Problem (src/ops/gemm_problem.cc), activations padded where the tiles need
+// The fast GEMMs: operands checked into a Problem (src/ref/gemm_problem.cc), activations padded where the tiles need
 // it, then OpenMP threads over blocks of 16 weight rows (from a queue up to 256 rows, fixed shares above), each
 // running the per-target kernels of gemm-inl.h. Weights are read once per pass of activation rows (once in all for
 // M <= 256), so decode-shaped calls stream the packed weights once.
@@ -9,7 +9,7 @@
 #include <cstring>
 #include <vector>
 
-#include "../ops/gemm_problem.h"
+#include "../ref/gemm_problem.h"
 #include "column_queue.h"
 #include "minifloat/gemm.h"
 #include "x86_features.h"

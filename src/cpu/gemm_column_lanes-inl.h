@@ -24,7 +24,7 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "../ops/gemm_problem.h"
+#include "../ref/gemm_problem.h"
 #include "hwy/aligned_allocator.h"
 #include "hwy/cache_control.h"
 #include "hwy/highway.h"

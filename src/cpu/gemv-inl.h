@@ -17,7 +17,7 @@
 #include <limits>
 #include <vector>
 
-#include "../ops/gemm_problem.h"
+#include "../ref/gemm_problem.h"
 #include "column_queue.h"
 #include "x86_features.h"
 #include "hwy/aligned_allocator.h"

@@ -100,7 +100,7 @@ struct FloatEncoder {
 };
 
 // Symmetric integers: round(y) to nearest even, clamped to +-max, two's complement in `bits` bits.
-HWY_INLINE hn::Vec<DU> EncodeIntLanes(hn::Vec<DF> y, const ElementCodec& ec) {
+HWY_INLINE hn::Vec<DU> EncodeIntLanes(hn::Vec<DF> y, const QuantizeElement& ec) {
   const DF df;
   const DU du;
   const auto m = hn::Set(df, ec.max);
@@ -111,9 +111,9 @@ HWY_INLINE hn::Vec<DU> EncodeIntLanes(hn::Vec<DF> y, const ElementCodec& ec) {
 // Any element type, its fields read at run time.
 struct GenericEncoder {
   static constexpr bool kFindsTies = false;
-  const ElementCodec* ec;
+  const QuantizeElement* ec;
   FloatGrid grid;
-  explicit GenericEncoder(const ElementCodec& codec)
+  explicit GenericEncoder(const QuantizeElement& codec)
       : ec(&codec),
         grid(codec.max, codec.mantissa_bits, 1 - codec.bias, codec.exponent_bits + codec.mantissa_bits) {}
   HWY_INLINE hn::Vec<DU> operator()(hn::Vec<DF> y) const {
@@ -122,7 +122,7 @@ struct GenericEncoder {
 };
 
 // codes in u32 lanes -> element values, exactly as decode() / element_value().
-HWY_INLINE hn::Vec<DF> DecodeLanes(hn::Vec<DU> c, const ElementCodec& ec) {
+HWY_INLINE hn::Vec<DF> DecodeLanes(hn::Vec<DU> c, const QuantizeElement& ec) {
   const DF df;
   const DU du;
   const DI di;
@@ -265,7 +265,7 @@ HWY_INLINE std::int64_t EncodeVectors(const float* x, std::int64_t c, std::int64
 // Codes of x[c0, c1), one block, into out (kNibbles: two per byte; c0 and c1 - c0 even).
 template <bool kNibbles, class Encoder>
 HWY_INLINE void EncodeBlock(const float* x, std::int64_t c0, std::int64_t c1, const Divisor& div,
-                            const ElementCodec& ec, std::uint8_t* out, const Encoder& encode_lanes) {
+                            const QuantizeElement& ec, std::uint8_t* out, const Encoder& encode_lanes) {
   std::int64_t c = c0;
 #if HWY_TARGET == HWY_SCALAR
   constexpr bool kVectors = !kNibbles;  // one lane cannot fill a byte: the pairs below do it
@@ -307,7 +307,7 @@ void BlockMaxAbsBits(const float* x, std::int64_t cols, std::int64_t bc, std::ui
 
 // Calls fn(encoder) with the encoder for ec's element type: constants for the formats of MX, NVFP4 and DeepSeek.
 template <class Fn>
-HWY_INLINE void WithEncoder(const ElementCodec& ec, const Fn& fn) {
+HWY_INLINE void WithEncoder(const QuantizeElement& ec, const Fn& fn) {
   if (!ec.is_int) {
     const int key = ec.exponent_bits * 256 + ec.mantissa_bits * 16 + ec.bias;
     switch (key) {
@@ -325,7 +325,7 @@ struct EncodeRowFn {
   const float* x;
   std::int64_t cols, bc;
   const float* divisors;
-  const ElementCodec& ec;
+  const QuantizeElement& ec;
   std::uint8_t* codes;
   template <class Encoder>
   HWY_INLINE void operator()(const Encoder& e) const {
@@ -399,7 +399,7 @@ HWY_INLINE bool GroupE4m3(hn::Vec<DU> m, float max_elem, float tensor_scale, std
   // y >= 0: no sign; >= 448 saturates.
   const FloatGrid e4m3(448.0f, 3, -6, 7);
   const auto code = hn::Max(EncodeFloatLanes(y, e4m3, 3, 7), hn::Set(du, min_code));
-  constexpr ElementCodec kE4m3{nullptr, false, 8, 4, 3, 7, Specials::nan_only, 448.0f};
+  constexpr QuantizeElement kE4m3{nullptr, false, 8, 4, 3, 7, Specials::nan_only, 448.0f};
   const auto d = hn::Mul(DecodeLanes(code, kE4m3), hn::Set(df, tensor_scale));
   const auto usable = hn::And(hn::Lt(hn::Zero(df), d), hn::Lt(d, hn::Set(df, INFINITY)));
   if (!hn::AllTrue(df, usable)) return false;
@@ -418,7 +418,7 @@ struct QuantizeRowFn {
   const float* x;
   std::int64_t cols, bc;
   float tensor_scale;
-  const ElementCodec& ec;
+  const QuantizeElement& ec;
   std::uint8_t* out;
   bool nibbles;
   std::uint32_t* scale_codes;
@@ -558,12 +558,12 @@ struct QuantizeRowFn {
   }
 };
 
-void EncodeRow(const float* x, std::int64_t cols, std::int64_t bc, const float* divisors, const ElementCodec& ec,
+void EncodeRow(const float* x, std::int64_t cols, std::int64_t bc, const float* divisors, const QuantizeElement& ec,
                std::uint8_t* codes) {
   WithEncoder(ec, EncodeRowFn{x, cols, bc, divisors, ec, codes});
 }
 
-void QuantizeRow(const float* x, std::int64_t cols, std::int64_t bc, float tensor_scale, const ElementCodec& ec,
+void QuantizeRow(const float* x, std::int64_t cols, std::int64_t bc, float tensor_scale, const QuantizeElement& ec,
                  std::uint8_t* out, bool nibbles, std::uint32_t* scale_codes, float* divisors) {
   WithEncoder(ec, QuantizeRowFn{x, cols, bc, tensor_scale, ec, out, nibbles, scale_codes, divisors});
 }
@@ -571,16 +571,16 @@ void QuantizeRow(const float* x, std::int64_t cols, std::int64_t bc, float tenso
 // Decoders with the element's fields as constants (the common formats), or read at run time.
 template <int kExp, int kMan, int kBias, Specials kSpecials>
 struct FloatDecoder {
-  static constexpr ElementCodec kCodec{nullptr, false, 1 + kExp + kMan, kExp, kMan, kBias, kSpecials, 0.0f};
+  static constexpr QuantizeElement kCodec{nullptr, false, 1 + kExp + kMan, kExp, kMan, kBias, kSpecials, 0.0f};
   HWY_INLINE hn::Vec<DF> operator()(hn::Vec<DU> c) const { return DecodeLanes(c, kCodec); }
 };
 template <int kBits>
 struct IntDecoder {
-  static constexpr ElementCodec kCodec{nullptr, true, kBits, 0, 0, 0, Specials::finite, 0.0f};
+  static constexpr QuantizeElement kCodec{nullptr, true, kBits, 0, 0, 0, Specials::finite, 0.0f};
   HWY_INLINE hn::Vec<DF> operator()(hn::Vec<DU> c) const { return DecodeLanes(c, kCodec); }
 };
 struct GenericDecoder {
-  const ElementCodec* ec;
+  const QuantizeElement* ec;
   HWY_INLINE hn::Vec<DF> operator()(hn::Vec<DU> c) const { return DecodeLanes(c, *ec); }
 };
 #if HWY_TARGET != HWY_SCALAR
@@ -591,7 +591,7 @@ struct E2m1Decoder {
   E2m1Decoder() {
     const DF df;
     const DU du;
-    constexpr ElementCodec kE2m1{nullptr, false, 4, 2, 1, 1, Specials::finite, 6.0f};
+    constexpr QuantizeElement kE2m1{nullptr, false, 4, 2, 1, 1, Specials::finite, 6.0f};
     magnitudes = DecodeLanes(hn::And(hn::Iota(du, 0), hn::Set(du, 7u)), kE2m1);
   }
   HWY_INLINE hn::Vec<DF> operator()(hn::Vec<DU> c) const {
@@ -605,7 +605,7 @@ struct E2m1Decoder {
 #endif
 
 template <class Fn>
-HWY_INLINE void WithDecoder(const ElementCodec& ec, const Fn& fn) {
+HWY_INLINE void WithDecoder(const QuantizeElement& ec, const Fn& fn) {
   if (ec.is_int) {
     if (ec.bits == 8) return fn(IntDecoder<8>{});
     if (ec.bits == 4) return fn(IntDecoder<4>{});
@@ -652,7 +652,7 @@ struct DecodeRowFn {
   bool nibbles, stream;
   std::int64_t cols, bc;
   const float* divisors;
-  const ElementCodec& ec;
+  const QuantizeElement& ec;
   float* out;
   template <class Decoder>
   HWY_INLINE void operator()(const Decoder& decode_lanes) const {
@@ -690,7 +690,7 @@ struct DecodeRowFn {
 };
 
 void DecodeRow(const std::uint8_t* codes, bool nibbles, std::int64_t cols, std::int64_t bc, const float* divisors,
-               const ElementCodec& ec, float* out, bool stream) {
+               const QuantizeElement& ec, float* out, bool stream) {
   // Non-temporal stores need every vector aligned: out, and each block's start (bc a multiple of the lanes).
   const auto N = static_cast<std::int64_t>(hn::Lanes(DF()));
   stream = stream && bc % N == 0 && reinterpret_cast<std::uintptr_t>(out) % (N * sizeof(float)) == 0;

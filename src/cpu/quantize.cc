@@ -12,7 +12,7 @@
 #include "minifloat/hadamard.h"
 #include "minifloat/pack.h"
 #include "minifloat/quantize.h"
-#include "quantize_fast.h"
+#include "quantize_dispatch.h"
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "../src/cpu/quantize.cc"
@@ -33,8 +33,8 @@ HWY_EXPORT(WidenF16);
 HWY_EXPORT(StreamCopy);
 HWY_EXPORT(FlushStreams);
 
-ElementCodec element_codec(const Scheme& s) {
-  ElementCodec ec{&s, s.element.is_int(), s.element.bits(), 0, 0, 0, Specials::finite, s.element.max()};
+QuantizeElement quantize_element(const Scheme& s) {
+  QuantizeElement ec{&s, s.element.is_int(), s.element.bits(), 0, 0, 0, Specials::finite, s.element.max()};
   if (!ec.is_int) {
     ec.exponent_bits = s.element.format->exponent_bits;
     ec.mantissa_bits = s.element.format->mantissa_bits;
@@ -47,7 +47,7 @@ ElementCodec element_codec(const Scheme& s) {
 // 0 asks for OpenMP's default (all cores); num_threads() itself needs a positive count.
 static int thread_count(int requested) { return requested > 0 ? requested : omp_get_max_threads(); }
 
-float finite_amax(const float* x, std::int64_t n, int threads) {
+float tensor_amax(const float* x, std::int64_t n, int threads) {
   std::uint32_t m = 0;
 #pragma omp parallel for num_threads(thread_count(threads)) reduction(max : m) schedule(static)
   for (std::int64_t i = 0; i < n; i += (1 << 16)) {
@@ -72,7 +72,7 @@ constexpr std::uint64_t kStreamBytes = 16u << 20;
 
 // max |x| over the finite values of bf16/f16 input, widened a slice at a time into a per-thread buffer (L2-sized),
 // so that a two-level scheme's first pass does not widen the whole tensor into memory.
-float finite_amax_narrow(const std::uint16_t* x, InputType type, std::int64_t n, int threads) {
+float tensor_amax_narrow(const std::uint16_t* x, InputType type, std::int64_t n, int threads) {
   constexpr std::int64_t kSlice = 1 << 14;
   std::uint32_t m = 0;
 #pragma omp parallel num_threads(thread_count(threads))
@@ -127,7 +127,7 @@ const float* group_rows(const Source& src, const detail::Geometry& g, std::int64
 
 // A row's codes (one per byte) go on: decoded into the fake-quantize output, or packed into q's codes when rows
 // pack on their own (otherwise they were written straight into the whole-tensor buffer).
-void emit_row(const detail::Geometry& g, const ElementCodec& ec, const Sink& sink, std::int64_t r,
+void emit_row(const detail::Geometry& g, const QuantizeElement& ec, const Sink& sink, std::int64_t r,
               const std::uint8_t* codes, const float* divisors) {
   if (sink.fake) {
     HWY_DYNAMIC_DISPATCH(DecodeRow)(codes, false, g.cols, g.bc, divisors, ec, sink.fake + r * g.cols, false);
@@ -145,7 +145,7 @@ void emit_row(const detail::Geometry& g, const ElementCodec& ec, const Sink& sin
   }
 }
 
-void quantize_group(const Source& src, const detail::Geometry& g, const Scheme& s, const ElementCodec& ec, float ts,
+void quantize_group(const Source& src, const detail::Geometry& g, const Scheme& s, const QuantizeElement& ec, float ts,
                     std::int64_t bi, const Sink& sink, std::vector<std::uint8_t>& row_codes, std::vector<float>& wide,
                     std::vector<float>& divisors) {
   const std::int64_t r0 = bi * g.br, r1 = std::min(r0 + g.br, g.rows);
@@ -185,7 +185,7 @@ bool needs_reference(const Scheme& s) { return s.rule == ScaleRule::mse || s.pro
 }  // namespace
 
 // The fast path behind mf::quantize / mf::fake_quantize (x already rotated if asked).
-void quantize_fast(const void* input, InputType type, std::span<const std::int64_t> shape, const Scheme& s,
+void quantize_blocks(const void* input, InputType type, std::span<const std::int64_t> shape, const Scheme& s,
                    const QuantizeOptions& o, float* fake_out, QuantizedTensor& q) {
   const detail::Geometry g = detail::blocking(shape, s, o);
   // Narrow inputs go group by group, unless something needs the whole tensor as f32 first.
@@ -217,10 +217,10 @@ void quantize_fast(const void* input, InputType type, std::span<const std::int64
   }
   const auto amax = [&] {
     if (o.tensor_amax > 0) return o.tensor_amax;
-    return x ? finite_amax(x, g.count(), threads) : finite_amax_narrow(src.narrow, src.type, g.count(), threads);
+    return x ? tensor_amax(x, g.count(), threads) : tensor_amax_narrow(src.narrow, src.type, g.count(), threads);
   };
   q.tensor_scale = s.tensor_scale ? tensor_scale_for(s, amax()) : 1.0f;
-  const ElementCodec ec = element_codec(s);
+  const QuantizeElement ec = quantize_element(s);
   const int bits = ec.bits;
   const bool rows_pack_alone = o.layout == Layout::unpacked || bits == 8 || (bits == 4 && g.cols % 2 == 0) ||
                                (bits == 6 && g.cols % 4 == 0);
@@ -255,10 +255,10 @@ void quantize_fast(const void* input, InputType type, std::span<const std::int64
   detail::store_scales(q, scale_codes);
 }
 
-void dequantize_fast(const QuantizedTensor& q, float* out, int threads) {
+void dequantize_blocks(const QuantizedTensor& q, float* out, int threads) {
   const detail::Geometry g = detail::geometry_of(q);
   const detail::RowDivisors divisors_of(q);  // per block row: no tensor-sized array of divisors
-  const ElementCodec ec = element_codec(q.scheme);
+  const QuantizeElement ec = quantize_element(q.scheme);
   const int bits = ec.bits;
   const bool rows_alone = q.layout == Layout::unpacked || (bits == 8) || (bits == 4 && g.cols % 2 == 0) ||
                           (bits == 6 && g.cols % 4 == 0);

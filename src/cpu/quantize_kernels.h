@@ -9,8 +9,8 @@
 
 namespace mf::cpu {
 
-// What the lanes need to know about an element type.
-struct ElementCodec {
+// What the lanes of the block quantizer need to know about an element type (integer or float).
+struct QuantizeElement {
   const Scheme* scheme;  // for the scalar tails (element_code / element_value)
   bool is_int;
   int bits;              // element width
@@ -18,24 +18,24 @@ struct ElementCodec {
   Specials specials;
   float max;             // largest magnitude
 };
-ElementCodec element_codec(const Scheme& s);
+QuantizeElement quantize_element(const Scheme& s);
 
 // Over one row of `cols` values cut into blocks of `bc` columns (the last may be partial): raises block_max_bits[b]
 // to the largest |x| bit pattern of block b (>= 0x7F800000 means the block holds Inf or NaN).
 void BlockMaxAbsBits(const float* x, std::int64_t cols, std::int64_t bc, std::uint32_t* block_max_bits);
 // Codes of one row, one per byte; divisors[b] is block b's divisor (0: signed zeros; NaN: codes 0).
-void EncodeRow(const float* x, std::int64_t cols, std::int64_t bc, const float* divisors, const ElementCodec& ec,
+void EncodeRow(const float* x, std::int64_t cols, std::int64_t bc, const float* divisors, const QuantizeElement& ec,
                std::uint8_t* codes);
 // One row of 1 x bc blocks in one pass: scale codes and divisors per block (block_scale), codes into `out`: one
 // per byte, or with `nibbles` (4-bit elements, bc and cols even) two per byte, the even column in the low nibble.
-void QuantizeRow(const float* x, std::int64_t cols, std::int64_t bc, float tensor_scale, const ElementCodec& ec,
+void QuantizeRow(const float* x, std::int64_t cols, std::int64_t bc, float tensor_scale, const QuantizeElement& ec,
                  std::uint8_t* out, bool nibbles, std::uint32_t* scale_codes, float* divisors);
 // Values of one row from its codes: element value * divisor. Codes one per byte, or with `nibbles` (4-bit
 // elements, bc and cols even) two per byte, the even column in the low nibble.
 // With `stream`, non-temporal stores where out and bc allow whole aligned vectors (else plain ones; the caller
 // then calls FlushStreams).
 void DecodeRow(const std::uint8_t* codes, bool nibbles, std::int64_t cols, std::int64_t bc, const float* divisors,
-               const ElementCodec& ec, float* out, bool stream);
+               const QuantizeElement& ec, float* out, bool stream);
 // max |x| over the finite values of x[0, n).
 float FiniteAmax(const float* x, std::int64_t n);
 // out[0, n) = in[0, n), by non-temporal stores where aligned.

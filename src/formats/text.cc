@@ -105,6 +105,23 @@ std::string join_numbers(std::span<const std::int64_t> values, std::string_view 
   return s;
 }
 
+std::string shape_text(std::span<const std::int64_t> shape) {
+  std::string s = "[";
+  s += join_numbers(shape);
+  s += ']';
+  return s;
+}
+
+std::string shape_text(std::span<const std::uint64_t> shape) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    if (i) s += ", ";
+    s += std::to_string(shape[i]);
+  }
+  s += ']';
+  return s;
+}
+
 std::string bit_fields(const Format& f, std::uint32_t code, std::string_view separator) {
   const Fields fl = fields(f, code);
   std::string s;

@@ -21,6 +21,7 @@
 #include "minifloat/codec.h"
 #include "minifloat/quantize.h"
 #include "parallel.h"
+#include "tensor_values.h"
 
 namespace mf::io {
 namespace {
@@ -29,29 +30,9 @@ namespace fs = std::filesystem;
 using detail::cat;
 using Spec = SafetensorsWriter::Spec;
 
-bool is_float(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16; }
-
-// Exact widening into `out` (resized); bf16 and f32 take the direct bit paths (the generic decode is the slow part of
-// a convert otherwise).
-void widen(const SafetensorsFile& f, const SafetensorsTensor& t, std::vector<float>& out) {
-  const std::span<const std::byte> b = f.bytes(t);
-  out.resize(b.size() / (t.dtype == DType::F32 ? 4 : 2));
-  if (t.dtype == DType::F32) {
-    std::memcpy(out.data(), b.data(), b.size());
-  } else if (t.dtype == DType::BF16) {
-    for (std::size_t i = 0; i < out.size(); ++i) {
-      std::uint16_t h = 0;
-      std::memcpy(&h, b.data() + 2 * i, 2);
-      out[i] = std::bit_cast<float>(static_cast<std::uint32_t>(h) << 16);
-    }
-  } else {
-    for (std::size_t i = 0; i < out.size(); ++i) {
-      std::uint16_t h = 0;
-      std::memcpy(&h, b.data() + 2 * i, 2);
-      out[i] = decode(f16, h);
-    }
-  }
-}
+using detail::is_float;
+using detail::widen;
+using detail::error_of;
 
 std::vector<std::byte> narrow(const std::vector<float>& x, bool to_bf16_out) {
   std::vector<std::byte> out(x.size() * (to_bf16_out ? 2 : 4));
@@ -157,13 +138,17 @@ struct Step {
   const QuantizedPair* pair = nullptr;
   std::optional<detail::WrittenKind> dialect = std::nullopt;  // --format other than minifloat: its name of the scheme
   WriteFormat format = WriteFormat::minifloat;
+  bool experts = false;  // gpt-oss: a 3-D MoE expert tensor [E, in, out], quantized as [E x out, in]
 };
 
 std::vector<Spec> specs_of(const std::vector<Step>& steps, bool bf16_out) {
   std::vector<Spec> specs;
   for (const Step& s : steps) {
     const SafetensorsTensor& t = *s.in;
-    if (s.scheme && s.dialect) {
+    if (s.scheme && s.experts) {
+      const std::vector<Spec> d = detail::gpt_oss_specs(t.name, t.shape[0], t.shape[1], t.shape[2]);
+      specs.insert(specs.end(), d.begin(), d.end());
+    } else if (s.scheme && s.dialect) {
       const std::vector<Spec> d = detail::dialect_specs(t.name, *s.dialect, s.format, t.shape[0], t.shape[1]);
       specs.insert(specs.end(), d.begin(), d.end());
     } else if (s.scheme) {
@@ -174,7 +159,11 @@ std::vector<Spec> specs_of(const std::vector<Step>& steps, bool bf16_out) {
                        : e == e2m3 ? DType::F6_E2M3 : DType::F4;
       const DType scale = *q.scale_format == ue8m0 ? DType::F8_E8M0 : *q.scale_format == ue4m3 ? DType::F8_E4M3 : DType::F32;
       const std::uint64_t br = static_cast<std::uint64_t>(q.block_rows), bc = static_cast<std::uint64_t>(q.block_cols);
-      specs.push_back({t.name, code, t.shape});
+      if (code == DType::F4 && s.format == WriteFormat::deepseek) {
+        specs.push_back({t.name, DType::I8, {rows, cols / 2}});  // transformers' DeepSeek-V4: FP4 packed in int8
+      } else {
+        specs.push_back({t.name, code, t.shape});
+      }
       specs.push_back({t.name + (q.tensor_scale ? "_scale" : "_scale_inv"), scale, {(rows + br - 1) / br, (cols + bc - 1) / bc}});
       if (q.tensor_scale) specs.push_back({t.name + "_scale_2", DType::F32, {}});
     } else if (s.pair) {
@@ -188,37 +177,25 @@ std::vector<Spec> specs_of(const std::vector<Step>& steps, bool bf16_out) {
   return specs;
 }
 
-// Four independent partial sums, so the loop is not one long dependency chain (a third of a convert otherwise).
-TensorError error_of(const std::string& name, const std::string& target, const std::vector<float>& x,
-                     const std::vector<float>& y) {
-  double se[4] = {0, 0, 0, 0}, sx[4] = {0, 0, 0, 0};
-  float max_abs = 0;
-  std::size_t i = 0;
-  for (; i + 4 <= x.size(); i += 4) {
-    for (std::size_t k = 0; k < 4; ++k) {
-      const float d = y[i + k] - x[i + k];  // exact enough: |d| is one rounding step of a narrow format
-      se[k] += static_cast<double>(d) * d;
-      sx[k] += static_cast<double>(x[i + k]) * x[i + k];
-      max_abs = std::max(max_abs, std::fabs(d));
-    }
-  }
-  for (; i < x.size(); ++i) {
-    const float d = y[i] - x[i];
-    se[0] += static_cast<double>(d) * d;
-    sx[0] += static_cast<double>(x[i]) * x[i];
-    max_abs = std::max(max_abs, std::fabs(d));
-  }
-  const double e = se[0] + se[1] + se[2] + se[3], s = sx[0] + sx[1] + sx[2] + sx[3];
-  const double n = x.empty() ? 1.0 : static_cast<double>(x.size());
-  return {name, target, std::sqrt(e / n), max_abs, s > 0 ? std::sqrt(e / s) : 0.0};
-}
-
 // A worker's buffers, kept from one tensor to the next: fresh ones would be fresh pages, and zero-filling page
 // faults were a third of a convert's system time.
 struct Scratch {
   std::vector<float> x, y;
   QuantizedTensor q;
 };
+
+// x [E, in, out] as each expert's transpose [E, out, in] in `out_x` (gpt-oss stores expert rows as outputs).
+void transpose_experts(const std::vector<float>& x, std::uint64_t experts, std::uint64_t in, std::uint64_t out,
+                       std::vector<float>& out_x) {
+  out_x.resize(x.size());
+  for (std::uint64_t e = 0; e < experts; ++e) {
+    const float* from = x.data() + e * in * out;
+    float* to = out_x.data() + e * in * out;
+    for (std::uint64_t i = 0; i < in; ++i) {
+      for (std::uint64_t o = 0; o < out; ++o) to[o * in + i] = from[i * out + o];
+    }
+  }
+}
 
 std::span<const std::byte> bytes_of(const std::vector<std::uint8_t>& v) { return std::as_bytes(std::span(v)); }
 
@@ -234,7 +211,12 @@ std::optional<TensorError> produce(const SafetensorsFile& f, const Step& s, std:
     o.pad = true;
     o.threads = threads;
     o.tensor_name = t.name;
-    const std::vector<std::int64_t> shape{static_cast<std::int64_t>(t.shape[0]), static_cast<std::int64_t>(t.shape[1])};
+    std::vector<std::int64_t> shape{static_cast<std::int64_t>(t.shape[0]), static_cast<std::int64_t>(t.shape[1])};
+    if (s.experts) {
+      transpose_experts(x, t.shape[0], t.shape[1], t.shape[2], y);
+      x.swap(y);
+      shape = {static_cast<std::int64_t>(t.shape[0] * t.shape[2]), static_cast<std::int64_t>(t.shape[1])};
+    }
     QuantizedTensor& q = scratch.q;
     quantize(x.data(), shape, *s.scheme, o, q);
     // The packed codes and scales are the checkpoint's bytes as they are (what pair_tensors would copy).
@@ -466,6 +448,7 @@ void write_text(const fs::path& path, const std::string& text) {
 }  // namespace
 
 void merge_index(const fs::path& in, const fs::path& out, const Recipe* recipe, WriteFormat format) {
+  if (format == WriteFormat::gguf) throw std::invalid_argument("--format gguf writes one file: there is nothing to merge");
   const Checkpoint c = open_checkpoint(in);
   refuse_overwriting_input(in, c, out);
   const fs::path dir = output_dir(out, c);
@@ -490,7 +473,8 @@ void merge_index(const fs::path& in, const fs::path& out, const Recipe* recipe, 
     const std::vector<std::byte> bytes = file.read(0, file.size(), "config");
     const std::string_view text(reinterpret_cast<const char*>(bytes.data()), bytes.size());
     const std::optional<QuantizationConfig> none;
-    write_text(dir / "config.json", format == WriteFormat::minifloat || recipe == nullptr
+    const bool own = format == WriteFormat::minifloat || format == WriteFormat::deepseek;  // the recipe's config
+    write_text(dir / "config.json", own || recipe == nullptr
                                         ? hf_config_with_quantization(text, recipe ? recipe->hf_quantization : none)
                                         : detail::dialect_config(text, *recipe, format, output_shards(c, out)));
   }
@@ -514,7 +498,8 @@ namespace {
 // In a dialect, a weight whose shape does not divide into blocks stays as it is (and is listed as unquantized): the
 // readers have no rule for minifloat's padded last block (transformers infers the block size from the scale grid).
 void set_dialect(Step& s, WriteFormat format, std::optional<detail::WrittenKind> kind, const SafetensorsFile& f) {
-  if (!s.scheme || format == WriteFormat::minifloat) return;
+  if (format == WriteFormat::deepseek) s.format = format;  // minifloat's form, FP4 codes as I8
+  if (!s.scheme || format == WriteFormat::minifloat || format == WriteFormat::deepseek) return;
   if (s.in->shape[0] % static_cast<std::uint64_t>(s.scheme->block_rows) != 0 ||
       s.in->shape[1] % static_cast<std::uint64_t>(s.scheme->block_cols) != 0) {
     s.scheme.reset();
@@ -524,6 +509,33 @@ void set_dialect(Step& s, WriteFormat format, std::optional<detail::WrittenKind>
   detail::check_module_weight(format, f.path(), s.in->name);
   s.dialect = kind;
   s.format = format;
+}
+
+// gpt-oss quantizes the MoE experts only: the 3-D transformers parameters mlp.experts.gate_up_proj [E, H, 2I]
+// (gate and up interleaved along the last dim, as gpt-oss keeps them) and mlp.experts.down_proj [E, I, H], with the
+// scheme the recipe gives that name; every other tensor stays as it is (modules_to_not_convert lists them).
+bool gpt_oss_expert(const SafetensorsTensor& t) {
+  return t.shape.size() == 3 && is_float(t.dtype) &&
+         (t.name.ends_with(".mlp.experts.gate_up_proj") || t.name.ends_with(".mlp.experts.down_proj"));
+}
+
+Step gpt_oss_step(const SafetensorsTensor& t, const Recipe& recipe, std::optional<detail::WrittenKind> kind,
+                  const SafetensorsFile& f) {
+  Step s{&t, "keep", std::nullopt};
+  if (!gpt_oss_expert(t)) return s;
+  const std::string target = recipe.target_for(t.name, 2, true);
+  s.scheme = target_scheme(recipe, target);
+  if (!s.scheme) return s;
+  if (t.shape[1] % 32 != 0) {
+    throw IoError(IoErrc::invalid_shape, f.path(), t.name,
+                  cat("--format gpt-oss: the input dim ", t.shape[1], " is not whole MXFP4 blocks of 32 (transformers' "
+                      "loader expects every expert quantized)"));
+  }
+  s.target = target;
+  s.dialect = kind;
+  s.format = WriteFormat::gpt_oss;
+  s.experts = true;
+  return s;
 }
 
 // compressed-tensors' nvfp4 global scale is checked for every tensor before anything is written.
@@ -548,8 +560,15 @@ void check_global_scales(const fs::path& in, const ConvertOptions& o, const Plan
 ConvertReport convert_checkpoint(const fs::path& in, const fs::path& out, const Recipe& recipe,
                                  const ConvertOptions& options) {
   const WriteFormat format = options.format;
+  if (format == WriteFormat::gguf) {
+    throw std::invalid_argument("convert_checkpoint writes safetensors checkpoints: GGUF is convert_to_gguf's");
+  }
   std::optional<detail::WrittenKind> kind;
-  if (format != WriteFormat::minifloat) kind = detail::recipe_kind(recipe, format);  // refused before anything
+  if (format == WriteFormat::deepseek) {
+    detail::check_deepseek(recipe);  // refused before anything
+  } else if (format != WriteFormat::minifloat) {
+    kind = detail::recipe_kind(recipe, format);  // refused before anything
+  }
   const Planner plan = [&recipe, format, kind](const SafetensorsFile& f, std::vector<QuantizedPair>& pairs) {
     // Parts of pairs already quantized (an F32 W_scale_inv of a V3 checkpoint) are data of their weight, never
     // weights to quantize themselves.
@@ -561,6 +580,10 @@ ConvertReport convert_checkpoint(const fs::path& in, const fs::path& out, const 
     }
     std::vector<Step> steps;
     for (const SafetensorsTensor& t : f.tensors()) {
+      if (format == WriteFormat::gpt_oss) {
+        steps.push_back(gpt_oss_step(t, recipe, kind, f));
+        continue;
+      }
       Step s{&t, parts.contains(t.name) ? "keep" : recipe.target_for(t.name, t.shape.size(), is_float(t.dtype)),
              std::nullopt};
       s.scheme = target_scheme(recipe, s.target);
@@ -575,6 +598,22 @@ ConvertReport convert_checkpoint(const fs::path& in, const fs::path& out, const 
   };
   if (format == WriteFormat::compressed_tensors && kind == detail::WrittenKind::nvfp4) {
     check_global_scales(in, options, plan);
+  }
+  if (format == WriteFormat::gpt_oss && options.job_count == 1) {
+    // A checkpoint labelled mxfp4 with nothing quantized would load as garbage: refused.
+    const Checkpoint c = open_checkpoint(in);
+    std::size_t experts = 0;
+    for (std::size_t i = 0; i < c.shards.size(); ++i) {
+      const SafetensorsFile f = read_safetensors(c.shard_path(i));
+      std::vector<QuantizedPair> pairs;
+      for (const Step& s : plan(f, pairs)) experts += s.experts ? 1 : 0;
+    }
+    if (experts == 0) {
+      throw IoError(IoErrc::unmatched_pattern, c.index_path.value_or(c.directory),
+                    cat("--format gpt-oss quantizes MoE experts (3-D *.mlp.experts.gate_up_proj and down_proj, as "
+                        "transformers' GptOss model holds them) that recipe ", recipe.name,
+                        " quantizes: none found; nothing was written"));
+    }
   }
   return run(in, out, options, plan, false, &recipe);
 }

@@ -9,15 +9,10 @@
 
 #include "file.h"
 #include "minifloat/codec.h"
+#include "minifloat/text.h"
 
 namespace mf::io::detail {
 namespace {
-
-std::string shape_text(const std::vector<std::uint64_t>& s) {
-  std::string out = "[";
-  for (std::size_t i = 0; i < s.size(); ++i) out += cat(i == 0 ? "" : ", ", s[i]);
-  return out + "]";
-}
 
 std::uint64_t elements(const std::vector<std::uint64_t>& s) {
   std::uint64_t n = 1;

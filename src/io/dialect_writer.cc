@@ -26,7 +26,8 @@ using detail::cat;
 using detail::WrittenKind;
 
 constexpr WriteFormat kFormats[] = {WriteFormat::minifloat, WriteFormat::compressed_tensors, WriteFormat::modelopt,
-                                    WriteFormat::transformers_fp8};
+                                    WriteFormat::transformers_fp8, WriteFormat::gpt_oss, WriteFormat::deepseek,
+                                    WriteFormat::gguf};
 
 std::optional<WrittenKind> kind_of(const Scheme& s) {
   const Format* e = s.element.format;
@@ -48,6 +49,9 @@ bool expresses(WriteFormat f, WrittenKind k) {
     case WriteFormat::minifloat: case WriteFormat::compressed_tensors: return true;
     case WriteFormat::modelopt: return k != WrittenKind::fp8_block;
     case WriteFormat::transformers_fp8: return k == WrittenKind::fp8_block || k == WrittenKind::mxfp8;
+    case WriteFormat::gpt_oss: return k == WrittenKind::mxfp4;
+    case WriteFormat::deepseek: return k == WrittenKind::fp8_block;  // V4's FP8 + FP4 mix: check_deepseek
+    case WriteFormat::gguf: return k == WrittenKind::mxfp4;  // ggml's MXFP4 (GGUF's float types: gguf_recipe)
   }
   return false;
 }
@@ -133,6 +137,13 @@ Json transformers_fp8_config(WrittenKind k, const std::vector<std::string>& igno
           {"dequantize", false}, {"scale_fmt", mx ? "ue8m0" : "float"}, {"expert_dtype", "fp8"}};
 }
 
+// gpt-oss's own list (openai/gpt-oss-20b's config.json): everything but the MoE experts stays BF16.
+Json gpt_oss_config() {
+  return {{"modules_to_not_convert",
+           {"model.layers.*.self_attn", "model.layers.*.mlp.router", "model.embed_tokens", "lm_head"}},
+          {"quant_method", "mxfp4"}};
+}
+
 std::vector<std::string> unquantized_modules(const std::vector<std::filesystem::path>& shards) {
   std::vector<std::string> names;
   for (const std::filesystem::path& p : shards) {
@@ -164,7 +175,7 @@ WriteFormat write_format_named(std::string_view name) {
     if (to_string(f) == name) return f;
   }
   throw std::invalid_argument(
-      cat("unknown --format '", name, "' (known: minifloat, compressed-tensors, modelopt, transformers-fp8)"));
+      cat("unknown --format '", name, "' (known: minifloat, compressed-tensors, modelopt, transformers-fp8, gpt-oss, deepseek, gguf)"));
 }
 
 std::string_view to_string(WriteFormat f) {
@@ -173,12 +184,19 @@ std::string_view to_string(WriteFormat f) {
     case WriteFormat::compressed_tensors: return "compressed-tensors";
     case WriteFormat::modelopt: return "modelopt";
     case WriteFormat::transformers_fp8: return "transformers-fp8";
+    case WriteFormat::gpt_oss: return "gpt-oss";
+    case WriteFormat::deepseek: return "deepseek";
+    case WriteFormat::gguf: return "gguf";
   }
   return "?";
 }
 
 void check_write_format(const Recipe& recipe, WriteFormat format) {
-  if (format != WriteFormat::minifloat) detail::recipe_kind(recipe, format);
+  if (format == WriteFormat::deepseek) {
+    detail::check_deepseek(recipe);
+  } else if (format != WriteFormat::minifloat) {
+    detail::recipe_kind(recipe, format);
+  }
 }
 
 namespace detail {
@@ -199,6 +217,34 @@ WrittenKind recipe_kind(const Recipe& r, WriteFormat format) {
                                        : "that format has no form for its scheme";
   throw std::invalid_argument(cat("recipe ", r.name, " cannot be written as --format ", to_string(format), ": ", why,
                                   "; formats that can express it: ", can));
+}
+
+void check_deepseek(const Recipe& r) {
+  bool fp8 = false, other = false;
+  for (const RecipeRule& rule : r.rules) {
+    const std::optional<Scheme> s = target_scheme(r, rule.target);
+    if (!s) continue;
+    const Format* e = s->element.format;
+    const bool block128 = e != nullptr && *e == e4m3 && s->block_rows == 128 && s->block_cols == 128 &&
+                          (*s->scale_format == f32 || *s->scale_format == ue8m0) && !s->tensor_scale;
+    fp8 = fp8 || block128;
+    other = other || !(block128 || kind_of(*s) == WrittenKind::mxfp4);
+  }
+  const std::optional<QuantizationConfig>& q = r.hf_quantization;
+  if (fp8 && !other && q && q->block_rows == 128 && q->block_cols == 128) return;
+  std::string can = "minifloat";
+  const std::set<std::optional<WrittenKind>> kinds = kinds_of(r);
+  if (kinds.size() == 1 && *kinds.begin()) {
+    for (const WriteFormat f : kFormats) {
+      if (f != WriteFormat::minifloat && f != WriteFormat::deepseek && expresses(f, **kinds.begin())) {
+        can += cat(", ", to_string(f));
+      }
+    }
+  }
+  throw std::invalid_argument(
+      cat("recipe ", r.name, " cannot be written as --format deepseek: DeepSeek's checkpoints are FP8 e4m3 with "
+          "128x128 block scales (V3: fp8-block; V4: deepseek-v4, with MXFP4 experts) and the config that says so; "
+          "formats that can express it: ", can));
 }
 
 void check_module_weight(WriteFormat format, const std::filesystem::path& file, const std::string& tensor) {
@@ -232,6 +278,12 @@ std::vector<SafetensorsWriter::Spec> dialect_specs(const std::string& name, Writ
   return {};
 }
 
+std::vector<SafetensorsWriter::Spec> gpt_oss_specs(const std::string& name, std::uint64_t experts,
+                                                   std::uint64_t in, std::uint64_t out) {
+  return {{name + "_blocks", DType::U8, {experts, out, in / 32, 16}},
+          {name + "_scales", DType::U8, {experts, out, in / 32}}};
+}
+
 float second_scale_written(WriteFormat format, float t, const std::string& tensor) {
   if (format != WriteFormat::compressed_tensors) return t;
   const float g = 1.0f / t;
@@ -260,6 +312,10 @@ std::string dialect_config(std::string_view text, const Recipe& recipe, WriteFor
   Json config = Json::parse(text);
   if (!config.is_object()) throw std::invalid_argument("config.json is not a JSON object");
   const WrittenKind k = recipe_kind(recipe, f);
+  if (f == WriteFormat::gpt_oss) {
+    config["quantization_config"] = gpt_oss_config();
+    return config.dump(2) + "\n";
+  }
   const std::vector<std::string> ignore = listed(f, unquantized_modules(shards));
   config["quantization_config"] = f == WriteFormat::compressed_tensors ? compressed_tensors_config(k, ignore)
                                   : f == WriteFormat::modelopt         ? modelopt_config(k, ignore)

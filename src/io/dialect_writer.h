@@ -1,4 +1,4 @@
-// Internal: what convert writes for --format compressed-tensors | modelopt | transformers-fp8 (the minifloat form
+// Internal: what convert writes for --format compressed-tensors | modelopt | transformers-fp8 | gpt-oss (the minifloat form
 // stays in convert.cc): each quantized weight's tensors, the second-level scale, and the configs.
 #pragma once
 
@@ -19,6 +19,12 @@ enum class WrittenKind { nvfp4, mxfp4, mxfp8, fp8_block };
 // The kind every scheme target of `recipe` has; throws std::invalid_argument as check_write_format does.
 WrittenKind recipe_kind(const Recipe& recipe, WriteFormat format);
 
+// --format deepseek: minifloat's own form (W + W_scale_inv, the recipe's config) with FP4 codes as I8 [R, C/2], as
+// transformers' DeepSeek-V4 reads them. The recipe must quantize to FP8 e4m3 128x128 (f32 or ue8m0 scales), with
+// mxfp4 experts at most, and carry DeepSeek's quantization_config; std::invalid_argument naming the formats that can
+// express it otherwise.
+void check_deepseek(const Recipe& recipe);
+
 // A weight written in a dialect is a module's: its name ends in ".weight", which the dialects' names (weight_packed,
 // weight_scale) and configs (module names in ignore lists) are built from. Throws IoError naming it otherwise.
 void check_module_weight(WriteFormat format, const std::filesystem::path& file, const std::string& tensor);
@@ -28,6 +34,11 @@ void check_module_weight(WriteFormat format, const std::filesystem::path& file, 
 // (convert keeps other weights as they are).
 std::vector<SafetensorsWriter::Spec> dialect_specs(const std::string& name, WrittenKind kind, WriteFormat format,
                                                    std::uint64_t rows, std::uint64_t cols);
+
+// gpt-oss's MoE experts: X [E, in, out] (transformers' parameter) stored as X_blocks U8 [E, out, in/32, 16] and
+// X_scales U8 [E, out, in/32]: each expert transposed, MXFP4 blocks along `in`, element 2i in a byte's low nibble.
+std::vector<SafetensorsWriter::Spec> gpt_oss_specs(const std::string& name, std::uint64_t experts, std::uint64_t in,
+                                                   std::uint64_t out);
 
 // The f32 stored as nvfp4's second-level scale: ModelOpt's weight_scale_2 is minifloat's tensor scale; compressed-
 // tensors' weight_global_scale is its reciprocal, written only when s / g equals s * tensor_scale in f32 for every

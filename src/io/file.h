@@ -151,6 +151,20 @@ inline bool pwrite_all(int fd, std::span<const std::byte> bytes, std::uint64_t o
   return true;
 }
 
+// The end of a write to `temp` (from create_temp_next_to): syncs and closes `fd` (set to -1), then renames `temp`
+// over `path`; on any failure `temp` is removed and IoError write_failed thrown.
+inline void commit_temp(int& fd, const std::filesystem::path& temp, const std::filesystem::path& path) {
+  std::string error;
+  if (::fsync(fd) != 0) error = os_error("fsync failed");
+  if (::close(fd) != 0 && error.empty()) error = os_error("close failed");
+  fd = -1;
+  if (error.empty() && ::rename(temp.c_str(), path.c_str()) != 0) error = os_error("rename failed");
+  if (!error.empty()) {
+    ::unlink(temp.c_str());
+    throw IoError(IoErrc::write_failed, path, error);
+  }
+}
+
 // Writes `pieces` in order to a temporary file next to `path`, syncs it and renames it over `path`: readers see the
 // old file or the whole new one, never a part, and the temporary file is removed on any failure.
 inline void write_atomically(const std::filesystem::path& path, std::span<const std::span<const std::byte>> pieces) {

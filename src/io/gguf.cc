@@ -594,16 +594,19 @@ bool gguf_can_dequantize(std::uint32_t type) {
   }
 }
 
-std::vector<float> dequantize_gguf(const GgufFile& file, const GgufTensor& t) {
-  if (!gguf_can_dequantize(t.type)) {
-    throw IoError(IoErrc::not_dequantizable, file.path(), t.name,
-                  cat("cannot dequantize type ", gguf_type_name(t.type),
-                      " (minifloat decodes F32, F16, BF16, Q4_0, Q4_1, Q8_0 and MXFP4)"));
+std::vector<float> gguf_decode(GgufType type, std::span<const std::byte> in) {
+  const auto id = static_cast<std::uint32_t>(type);
+  if (!gguf_can_dequantize(id)) {
+    throw std::invalid_argument(cat("gguf_decode: cannot decode ", gguf_type_name(id),
+                                    " (minifloat decodes F32, F16, BF16, Q4_0, Q4_1, Q8_0 and MXFP4)"));
   }
-  const std::span<const std::byte> in = file.bytes(t);
-  const GgufTypeInfo info = *gguf_type_info(t.type);
+  const GgufTypeInfo info = *gguf_type_info(id);
+  if (in.size() % info.block_bytes != 0) {
+    throw std::invalid_argument(cat("gguf_decode: ", in.size(), " bytes are not whole ", gguf_type_name(id),
+                                    " blocks of ", info.block_bytes));
+  }
   std::vector<float> out(in.size() / info.block_bytes * info.block_elements);
-  switch (static_cast<GgufType>(t.type)) {
+  switch (type) {
     case GgufType::F32:
       for (std::size_t i = 0; i < out.size(); ++i) {
         out[i] = std::bit_cast<float>(static_cast<std::uint32_t>(load_le(in.data() + 4 * i, 4)));
@@ -611,7 +614,7 @@ std::vector<float> dequantize_gguf(const GgufFile& file, const GgufTensor& t) {
       break;
     case GgufType::F16:
     case GgufType::BF16: {
-      const Format& format = t.type == static_cast<std::uint32_t>(GgufType::F16) ? f16 : bf16;
+      const Format& format = type == GgufType::F16 ? f16 : bf16;
       for (std::size_t i = 0; i < out.size(); ++i) {
         out[i] = decode(format, static_cast<std::uint32_t>(load_le(in.data() + 2 * i, 2)));
       }
@@ -623,6 +626,15 @@ std::vector<float> dequantize_gguf(const GgufFile& file, const GgufTensor& t) {
     default: dequantize_mxfp4(in, out); break;
   }
   return out;
+}
+
+std::vector<float> dequantize_gguf(const GgufFile& file, const GgufTensor& t) {
+  if (!gguf_can_dequantize(t.type)) {
+    throw IoError(IoErrc::not_dequantizable, file.path(), t.name,
+                  cat("cannot dequantize type ", gguf_type_name(t.type),
+                      " (minifloat decodes F32, F16, BF16, Q4_0, Q4_1, Q8_0 and MXFP4)"));
+  }
+  return gguf_decode(static_cast<GgufType>(t.type), file.bytes(t));
 }
 
 }  // namespace mf::io

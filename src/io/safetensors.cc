@@ -11,6 +11,7 @@
 
 #include "file.h"
 #include "json_checked.h"
+#include "minifloat/text.h"
 
 namespace mf::io {
 namespace {
@@ -21,12 +22,6 @@ using Json = nlohmann::json;
 using detail::cat;
 constexpr std::string_view kMetadataKey = "__metadata__";
 constexpr int kMaxDepth = 64;  // a valid header nests 3 deep (object, entry, shape)
-
-std::string shape_text(std::span<const std::uint64_t> shape) {
-  std::string s = "[";
-  for (std::size_t i = 0; i < shape.size(); ++i) s += cat(i == 0 ? "" : ", ", shape[i]);
-  return s + "]";
-}
 
 std::string offsets_text(std::uint64_t begin, std::uint64_t end) {
   return cat("data_offsets [", begin, ", ", end, "]");
@@ -401,15 +396,7 @@ void SafetensorsWriter::commit() {
   if (written_ != total_) {
     throw IoError(IoErrc::size_mismatch, path_, cat("only ", written_, " of ", total_, " bytes were written"));
   }
-  std::string error;
-  if (::fsync(fd_) != 0) error = detail::os_error("fsync failed");
-  if (::close(fd_) != 0 && error.empty()) error = detail::os_error("close failed");
-  fd_ = -1;
-  if (error.empty() && ::rename(temp_.c_str(), path_.c_str()) != 0) error = detail::os_error("rename failed");
-  if (!error.empty()) {
-    ::unlink(temp_.c_str());
-    throw IoError(IoErrc::write_failed, path_, error);
-  }
+  detail::commit_temp(fd_, temp_, path_);
 }
 
 }  // namespace mf::io

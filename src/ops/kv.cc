@@ -167,7 +167,7 @@ std::int64_t kv_page_bytes(KvFormat f, int page_size) {
   return (raw + L.page_align - 1) / L.page_align * L.page_align;
 }
 
-std::vector<std::uint8_t> encode_kv(KvFormat f, std::span<const float> values) {
+std::vector<std::uint8_t> kv_encode(KvFormat f, std::span<const float> values) {
   const std::int64_t tokens = whole_tokens(values);
   const int entry = kv_layout(f).entry_bytes();
   std::vector<std::uint8_t> out(static_cast<std::size_t>(tokens * entry));
@@ -177,7 +177,7 @@ std::vector<std::uint8_t> encode_kv(KvFormat f, std::span<const float> values) {
   return out;
 }
 
-std::vector<float> decode_kv(KvFormat f, std::span<const std::uint8_t> entries) {
+std::vector<float> kv_decode(KvFormat f, std::span<const std::uint8_t> entries) {
   const int entry = kv_layout(f).entry_bytes();
   if (entries.size() % static_cast<std::size_t>(entry) != 0) {
     throw KvError("KV entries: " + std::to_string(entries.size()) + " bytes are not whole " +
@@ -232,7 +232,7 @@ KvReport kv_report(KvFormat f, std::span<const float> values) {
   r.tokens = whole_tokens(values);
   r.bytes_per_token = kv_layout(f).entry_bytes();
   r.compression = 2.0 * kKvValues / r.bytes_per_token;
-  const std::vector<float> back = decode_kv(f, encode_kv(f, values));
+  const std::vector<float> back = kv_decode(f, kv_encode(f, values));
   double err2 = 0, sig2 = 0, abs_err = 0, abs_x = 0, rel = 0;
   std::int64_t nonzero = 0, zeroed = 0;
   for (std::size_t i = 0; i < values.size(); ++i) {

@@ -2,7 +2,7 @@
 #include <bit>
 #include <vector>
 
-#include "gemm_problem.h"
+#include "../ref/gemm_problem.h"
 #include "minifloat/gemm.h"
 
 namespace mf {
@@ -29,14 +29,19 @@ void linear(const float* x, std::span<const std::int64_t> x_shape, const Weight&
             const GemmOptions& o) {
   const std::int64_t k = x_shape.empty() ? 1 : x_shape.back(), m = leading(x_shape);
   check_plain(w, k);
+  // The quantized or rounded activations live in this thread's buffers, so that a decode loop calling linear() per
+  // layer and token allocates nothing once they have grown to its largest shape.
   if (w.quantized) {
+    thread_local QuantizedTensor a;
     const QuantizedTensor& q = *w.quantized;
-    if (q.scheme.element.format == &e2m1) return fp4_gemm(act_quant(x, x_shape, ActScale::ue8m0, o.threads), q, out, o);
-    const ActScale scale = *q.scheme.scale_format == f32 ? ActScale::f32 : ActScale::ue8m0;
-    return fp8_gemm(act_quant(x, x_shape, scale, o.threads), q, out, o);
+    const bool fp4 = q.scheme.element.format == &e2m1;
+    const ActScale scale = !fp4 && *q.scheme.scale_format == f32 ? ActScale::f32 : ActScale::ue8m0;
+    act_quant(x, x_shape, scale, o.threads, a);
+    return fp4 ? fp4_gemm(a, q, out, o) : fp8_gemm(a, q, out, o);
   }
   if (w.f32) return f32_gemm(x, w.f32, m, w.n, k, out, o);
-  std::vector<std::uint16_t> xb(static_cast<std::size_t>(m * k));
+  thread_local std::vector<std::uint16_t> xb;
+  xb.resize(static_cast<std::size_t>(m * k));
   for (std::size_t i = 0; i < xb.size(); ++i) xb[i] = gemm::bf16_rne(x[i]);
   bf16_gemm(xb.data(), w.bf16, m, w.n, k, out, o);
 }

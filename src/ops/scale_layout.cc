@@ -1,5 +1,6 @@
 // Scale codes in GEMM layouts: one byte-offset map per layout; pack and unpack are the same loop in two directions.
 #include "minifloat/scale_layout.h"
+#include "minifloat/text.h"
 
 #include <algorithm>
 #include <array>
@@ -19,15 +20,6 @@ constexpr std::array<LayoutName, 5> kNames{{{ScaleLayout::row_major, "row-major"
 
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 std::int64_t align(std::int64_t a, std::int64_t b) { return ceil_div(a, b) * b; }
-
-std::string shape_text(std::span<const std::int64_t> shape) {
-  std::string s = "[";
-  for (std::size_t i = 0; i < shape.size(); ++i) {
-    if (i) s += ", ";
-    s += std::to_string(shape[i]);
-  }
-  return s + "]";
-}
 
 std::string_view element_name(int bytes) {
   switch (bytes) {

@@ -3,7 +3,7 @@
 #include <cmath>
 #include <vector>
 
-#include "../ops/gemm_problem.h"
+#include "gemm_problem.h"
 #include "minifloat/gemm.h"
 
 namespace mf {

@@ -27,7 +27,7 @@
 #include "cpu/x86_features.h"
 #include "each_target.h"
 #include "minifloat/gemm.h"
-#include "ops/gemm_problem.h"
+#include "ref/gemm_problem.h"
 #include "minifloat/quantize.h"
 #include "minifloat/scheme.h"
 

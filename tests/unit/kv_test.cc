@@ -50,13 +50,13 @@ TEST(KvLayout, ByteCounts) {
 TEST(KvEntry, Fp4ByHand) {
   std::vector<float> x(kKvValues);
   for (int i = 0; i < kKvValues; ++i) x[i] = (i / 16) % 2 ? -3.0f : (i % 2 ? 0.0f : 1.0f);
-  const std::vector<std::uint8_t> e = encode_kv(KvFormat::fp4_e4m3_16, x);
+  const std::vector<std::uint8_t> e = kv_encode(KvFormat::fp4_e4m3_16, x);
   ASSERT_EQ(e.size(), 288u);
   for (int b = 0; b < 32; ++b) {
     for (int j = 0; j < 8; ++j) EXPECT_EQ(e[8 * b + j], b % 2 ? 0xFF : 0x07) << "block " << b;
     EXPECT_EQ(e[256 + b], b % 2 ? 0x30 : 0x23) << "scale " << b;
   }
-  const std::vector<float> back = decode_kv(KvFormat::fp4_e4m3_16, e);
+  const std::vector<float> back = kv_decode(KvFormat::fp4_e4m3_16, e);
   EXPECT_EQ(back[0], 1.03125f);  // 6 * 0.171875
   EXPECT_EQ(back[1], 0.0f);
   EXPECT_EQ(back[16], -3.0f);
@@ -67,11 +67,11 @@ TEST(KvEntry, Fp4ByHand) {
 TEST(KvEntry, Mxfp8ByHand) {
   std::vector<float> x(kKvValues);
   for (int i = 0; i < kKvValues; ++i) x[i] = std::ldexp((i / 32) % 2 ? -1.0f : 1.0f, i / 32 - 4);
-  const std::vector<std::uint8_t> e = encode_kv(KvFormat::mxfp8, x);
+  const std::vector<std::uint8_t> e = kv_encode(KvFormat::mxfp8, x);
   ASSERT_EQ(e.size(), 528u);
   for (int i = 0; i < 512; ++i) ASSERT_EQ(e[i], (i / 32) % 2 ? 0xF8 : 0x78) << i;
   for (int b = 0; b < 16; ++b) EXPECT_EQ(e[512 + b], 115 + b) << "scale " << b;
-  EXPECT_EQ(decode_kv(KvFormat::mxfp8, e), x);  // powers of two: exact
+  EXPECT_EQ(kv_decode(KvFormat::mxfp8, e), x);  // powers of two: exact
 }
 
 // Non-RoPE block b of 64 holds +-2^b: S = 2^(b-8), code 119 + b, elements 0x78 / 0xF8. RoPE dim j holds 1 + j/128,
@@ -80,7 +80,7 @@ TEST(KvEntry, V4MixedByHand) {
   std::vector<float> x(kKvValues);
   for (int i = 0; i < 448; ++i) x[i] = std::ldexp((i / 64) % 2 ? -1.0f : 1.0f, i / 64);
   for (int j = 0; j < 64; ++j) x[448 + j] = 1.0f + static_cast<float>(j) / 128;
-  const std::vector<std::uint8_t> e = encode_kv(KvFormat::v4_mixed, x);
+  const std::vector<std::uint8_t> e = kv_encode(KvFormat::v4_mixed, x);
   ASSERT_EQ(e.size(), 584u);
   for (int i = 0; i < 448; ++i) ASSERT_EQ(e[i], (i / 64) % 2 ? 0xF8 : 0x78) << i;
   for (int j = 0; j < 64; ++j) {
@@ -89,21 +89,21 @@ TEST(KvEntry, V4MixedByHand) {
   }
   for (int b = 0; b < 7; ++b) EXPECT_EQ(e[576 + b], 119 + b) << "scale " << b;
   EXPECT_EQ(e[583], 0);
-  EXPECT_EQ(decode_kv(KvFormat::v4_mixed, e), x);
+  EXPECT_EQ(kv_decode(KvFormat::v4_mixed, e), x);
 }
 
 // Zero tokens: the deepseek profile clamps amax to 1e-4, so e4m3 blocks get 2^ceil(log2(1e-4 / 448)) = 2^-22 (code
 // 0x69); FP4 blocks get a zero ue4m3 scale. Every value decodes to +0.
 TEST(KvEntry, ZeroToken) {
   const std::vector<float> x(kKvValues, 0.0f);
-  const std::vector<std::uint8_t> fp4 = encode_kv(KvFormat::fp4_e4m3_16, x);
+  const std::vector<std::uint8_t> fp4 = kv_encode(KvFormat::fp4_e4m3_16, x);
   EXPECT_EQ(fp4, std::vector<std::uint8_t>(288, 0));
-  const std::vector<std::uint8_t> fp8 = encode_kv(KvFormat::mxfp8, x);
+  const std::vector<std::uint8_t> fp8 = kv_encode(KvFormat::mxfp8, x);
   for (int b = 0; b < 16; ++b) EXPECT_EQ(fp8[512 + b], 0x69);
-  const std::vector<std::uint8_t> v4 = encode_kv(KvFormat::v4_mixed, x);
+  const std::vector<std::uint8_t> v4 = kv_encode(KvFormat::v4_mixed, x);
   for (int b = 0; b < 7; ++b) EXPECT_EQ(v4[576 + b], 0x69);
   for (const KvFormat f : kAll) {
-    for (const float v : decode_kv(f, encode_kv(f, x))) ASSERT_EQ(std::bit_cast<std::uint32_t>(v), 0u);
+    for (const float v : kv_decode(f, kv_encode(f, x))) ASSERT_EQ(std::bit_cast<std::uint32_t>(v), 0u);
   }
 }
 
@@ -114,9 +114,9 @@ TEST(KvEntry, MatchesScalarReferencePerToken) {
   const std::vector<float> x = random_tokens(tokens, 42);
   for (const KvFormat f : kAll) {
     const KvLayout L = kv_layout(f);
-    const std::vector<std::uint8_t> e = encode_kv(f, x);
+    const std::vector<std::uint8_t> e = kv_encode(f, x);
     ASSERT_EQ(e.size(), static_cast<std::size_t>(tokens * L.entry_bytes()));
-    const std::vector<float> back = decode_kv(f, e);
+    const std::vector<float> back = kv_decode(f, e);
     for (int t = 0; t < tokens; ++t) {
       const float* xt = x.data() + t * kKvValues;
       const std::vector<std::int64_t> shape{1, L.quantized_values};
@@ -152,7 +152,7 @@ TEST(KvPages, LayoutMatchesEntries) {
     KvCache cache(f, 4, 3);
     ASSERT_EQ(cache.slots(), 12);
     cache.write(x, slots);
-    const std::vector<std::uint8_t> entries = encode_kv(f, x);
+    const std::vector<std::uint8_t> entries = kv_encode(f, x);
     const std::int64_t stride = kv_page_bytes(f, 4);
     for (std::size_t t = 0; t < slots.size(); ++t) {
       const std::int64_t page = slots[t] / 4, i = slots[t] % 4;
@@ -166,7 +166,7 @@ TEST(KvPages, LayoutMatchesEntries) {
     }
     EXPECT_EQ(cache.page(1).size(), static_cast<std::size_t>(stride));
     // Reading back gives what one-entry decoding gives; a never-written slot reads as zeros.
-    const std::vector<float> back = cache.read(slots), want = decode_kv(f, entries);
+    const std::vector<float> back = cache.read(slots), want = kv_decode(f, entries);
     EXPECT_EQ(back, want) << to_string(f);
     for (const float v : cache.read(std::vector<std::int64_t>{1})) ASSERT_EQ(v, 0.0f);
   }
@@ -180,7 +180,7 @@ TEST(KvPages, CallerBufferAndRewrite) {
   std::vector<float> out(kKvValues);
   read_kv_pages(KvFormat::v4_mixed, 64, pages, std::vector<std::int64_t>{70}, out);
   const std::vector<float> second(x.begin() + kKvValues, x.end());
-  EXPECT_EQ(out, decode_kv(KvFormat::v4_mixed, encode_kv(KvFormat::v4_mixed, second)));
+  EXPECT_EQ(out, kv_decode(KvFormat::v4_mixed, kv_encode(KvFormat::v4_mixed, second)));
   EXPECT_EQ(pages[0], 0xAA);  // other slots untouched
 }
 
@@ -206,7 +206,7 @@ TEST(KvReport, BytesAndError) {
 TEST(KvErrors, ValuesNotWholeTokens) {
   const std::vector<float> x(kKvValues + 1, 1.0f);
   try {
-    encode_kv(KvFormat::mxfp8, x);
+    kv_encode(KvFormat::mxfp8, x);
     FAIL();
   } catch (const KvError& e) {
     EXPECT_NE(what(e).find("513 floats"), std::string::npos) << e.what();
@@ -217,7 +217,7 @@ TEST(KvErrors, ValuesNotWholeTokens) {
 TEST(KvErrors, EntriesNotWhole) {
   const std::vector<std::uint8_t> e(600);
   try {
-    decode_kv(KvFormat::v4_mixed, e);
+    kv_decode(KvFormat::v4_mixed, e);
     FAIL();
   } catch (const KvError& err) {
     EXPECT_NE(what(err).find("600 bytes"), std::string::npos) << err.what();

@@ -6,8 +6,8 @@
 #include <bit>
 #include <vector>
 
-#include "../cpu/quantize_fast.h"
-#include "blocking.h"
+#include "../blocks/blocking.h"
+#include "../cpu/quantize_dispatch.h"
 #include "minifloat/codec.h"
 #include "minifloat/hadamard.h"
 #include "minifloat/pack.h"
@@ -23,7 +23,7 @@ void quantize(const float* x, std::span<const std::int64_t> shape, const Scheme&
     rotate(rotated.data(), rotated.size(), options.rotate);
     x = rotated.data();
   }
-  cpu::quantize_fast(x, InputType::f32, shape, scheme, options, nullptr, out);
+  cpu::quantize_blocks(x, InputType::f32, shape, scheme, options, nullptr, out);
 }
 
 QuantizedTensor quantize(const float* x, std::span<const std::int64_t> shape, const Scheme& scheme,
@@ -37,7 +37,7 @@ void quantize(const std::uint16_t* x, InputType type, std::span<const std::int64
               const QuantizeOptions& options, QuantizedTensor& out) {
   if (type == InputType::f32) throw QuantizeError("f32 input takes the float* overload");
   const detail::Geometry g = detail::blocking(shape, scheme, options);
-  if (!options.rotate) return cpu::quantize_fast(x, type, shape, scheme, options, nullptr, out);
+  if (!options.rotate) return cpu::quantize_blocks(x, type, shape, scheme, options, nullptr, out);
   std::vector<float> wide(static_cast<std::size_t>(g.count()));
   cpu::widen(x, type, g.count(), wide.data(), options.threads);
   quantize(wide.data(), shape, scheme, options, out);
@@ -52,7 +52,7 @@ QuantizedTensor quantize(const std::uint16_t* x, InputType type, std::span<const
 
 void dequantize(const QuantizedTensor& q, float* out, int threads) {
   validate(q);
-  cpu::dequantize_fast(q, out, threads);
+  cpu::dequantize_blocks(q, out, threads);
   if (q.rotate) rotate(out, static_cast<std::size_t>(q.count()), q.rotate);
 }
 
@@ -74,7 +74,7 @@ void fake_quantize(const float* x, float* out, std::span<const std::int64_t> sha
     src = out;
   }
   QuantizedTensor unused;
-  cpu::quantize_fast(src, InputType::f32, shape, scheme, options, out, unused);
+  cpu::quantize_blocks(src, InputType::f32, shape, scheme, options, out, unused);
   if (options.rotate) rotate(out, static_cast<std::size_t>(g.count()), options.rotate);
 }
 

@@ -1,0 +1,405 @@
+// convert --format gguf: a Hugging Face Llama checkpoint as one GGUF file, with the tensor names, Q/K row order and
+// metadata of llama.cpp's convert_hf_to_gguf (docs/checkpoints.md, "Writing dialects").
+#include <algorithm>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+#include <stdexcept>
+
+#include "dialect_writer.h"
+#include "file.h"
+#include "json_checked.h"
+#include "minifloat/gguf.h"
+#include "minifloat/pack.h"
+#include "minifloat/quantize.h"
+#include "parallel.h"
+#include "tensor_values.h"
+
+namespace mf::io {
+namespace {
+
+namespace fs = std::filesystem;
+using detail::cat;
+using Json = nlohmann::json;
+
+struct TypeName {
+  std::string_view name;
+  GgufType type;
+};
+constexpr TypeName kTypeRecipes[] = {
+    {"f32", GgufType::F32}, {"f16", GgufType::F16}, {"bf16", GgufType::BF16}, {"q8_0", GgufType::Q8_0}};
+
+// llama_ftype (llama.h; gguf-py's LlamaFileType): what general.file_type says the weights mostly are.
+std::uint32_t file_type(const GgufRecipe& r) {
+  if (!r.type) return 38;  // MOSTLY_MXFP4_MOE
+  switch (*r.type) {
+    case GgufType::F32: return 0;   // ALL_F32
+    case GgufType::F16: return 1;   // MOSTLY_F16
+    case GgufType::BF16: return 32; // MOSTLY_BF16
+    default: return 7;              // MOSTLY_Q8_0
+  }
+}
+
+// The llama.* hyperparameters llama.cpp reads, from config.json.
+struct LlamaConfig {
+  std::uint32_t n_layer = 0, n_embd = 0, n_ff = 0, n_head = 0, n_head_kv = 0, n_ctx = 0, n_vocab = 0, head_dim = 0;
+  bool explicit_head_dim = false;
+  float rope_theta = 10000.0f, rms_eps = 0;
+};
+
+[[noreturn]] void unsupported(const fs::path& file, std::string_view what) {
+  throw IoError(IoErrc::gguf_unsupported, file, what);
+}
+
+std::uint32_t count_field(const Json& c, const char* key, const fs::path& file) {
+  const auto it = c.find(key);
+  if (it == c.end() || !it->is_number_unsigned() || it->get<std::uint64_t>() == 0 ||
+      it->get<std::uint64_t>() > std::numeric_limits<std::uint32_t>::max()) {
+    unsupported(file, cat("'", key, "' must be a positive integer below 2^32 (llama.cpp's llama.* metadata holds it)"));
+  }
+  return static_cast<std::uint32_t>(it->get<std::uint64_t>());
+}
+
+float float_field(const Json& c, const char* key, const fs::path& file) {
+  const auto it = c.find(key);
+  if (it == c.end() || !it->is_number() || !(it->get<double>() > 0)) {
+    unsupported(file, cat("'", key, "' must be a positive number"));
+  }
+  return static_cast<float>(it->get<double>());  // llama.cpp keeps these as f32
+}
+
+// Rotary embeddings other than llama's default (llama3, yarn, linear scaling) need metadata and tensors this
+// writer does not produce: refused rather than written wrong.
+void check_rope(const Json& c, const fs::path& file) {
+  for (const char* key : {"rope_scaling", "rope_parameters"}) {
+    const auto it = c.find(key);
+    if (it == c.end() || it->is_null()) continue;
+    if (!it->is_object()) unsupported(file, cat("'", key, "' is not an object"));
+    for (const char* type : {"rope_type", "type"}) {
+      const auto t = it->find(type);
+      if (t != it->end() && !(t->is_string() && t->get<std::string>() == "default")) {
+        unsupported(file, cat("'", key, "' has ", type, " ", t->dump(),
+                              ": --format gguf writes llama's default rotary embedding only"));
+      }
+    }
+  }
+}
+
+LlamaConfig llama_config(const Json& c, const fs::path& file) {
+  bool llama = c.value("model_type", "") == "llama";
+  std::string named = c.contains("model_type") ? c["model_type"].dump() : "none";
+  if (const auto a = c.find("architectures"); a != c.end() && a->is_array()) {
+    for (const Json& x : *a) llama = llama || (x.is_string() && x.get<std::string>() == "LlamaForCausalLM");
+    if (!a->empty()) named = (*a)[0].dump();
+  }
+  if (!llama) {
+    unsupported(file, cat("architecture ", named, ": --format gguf writes Llama checkpoints only (architectures "
+                          "LlamaForCausalLM or model_type llama); other models: --format minifloat, "
+                          "compressed-tensors, modelopt or transformers-fp8"));
+  }
+  check_rope(c, file);
+  LlamaConfig l;
+  l.n_layer = count_field(c, "num_hidden_layers", file);
+  l.n_embd = count_field(c, "hidden_size", file);
+  l.n_ff = count_field(c, "intermediate_size", file);
+  l.n_head = count_field(c, "num_attention_heads", file);
+  l.n_head_kv = c.contains("num_key_value_heads") && !c["num_key_value_heads"].is_null()
+                    ? count_field(c, "num_key_value_heads", file) : l.n_head;
+  l.n_ctx = count_field(c, "max_position_embeddings", file);
+  l.n_vocab = count_field(c, "vocab_size", file);
+  l.rms_eps = float_field(c, "rms_norm_eps", file);
+  if (c.contains("rope_theta")) {
+    l.rope_theta = float_field(c, "rope_theta", file);
+  } else if (c.contains("rope_parameters") && c["rope_parameters"].contains("rope_theta")) {
+    l.rope_theta = float_field(c["rope_parameters"], "rope_theta", file);
+  }
+  l.explicit_head_dim = c.contains("head_dim") && !c["head_dim"].is_null();
+  if (l.explicit_head_dim) {
+    l.head_dim = count_field(c, "head_dim", file);
+  } else if (l.n_embd % l.n_head != 0) {
+    unsupported(file, cat("hidden_size ", l.n_embd, " is not a multiple of num_attention_heads ", l.n_head));
+  } else {
+    l.head_dim = l.n_embd / l.n_head;
+  }
+  if (l.head_dim % 2 != 0) unsupported(file, cat("head_dim ", l.head_dim, " is odd: rotary pairs need it even"));
+  return l;
+}
+
+// llama.cpp's name for a Hugging Face Llama tensor: "" for one it drops (rotary inv_freq buffers); nullopt for one
+// it has no name for.
+std::optional<std::string> llama_name(std::string_view hf, std::uint32_t n_layer) {
+  if (hf.ends_with(".rotary_emb.inv_freq")) return "";
+  if (hf == "model.embed_tokens.weight") return "token_embd.weight";
+  if (hf == "model.norm.weight") return "output_norm.weight";
+  if (hf == "lm_head.weight") return "output.weight";
+  constexpr std::string_view prefix = "model.layers.";
+  if (!hf.starts_with(prefix)) return std::nullopt;
+  hf.remove_prefix(prefix.size());
+  const std::size_t dot = hf.find('.');
+  const std::string_view digits = hf.substr(0, dot);
+  if (dot == std::string_view::npos || digits.empty() || digits.size() > 9 ||
+      !std::all_of(digits.begin(), digits.end(), [](char ch) { return ch >= '0' && ch <= '9'; }) ||
+      (digits.size() > 1 && digits[0] == '0') || std::stoul(std::string(digits)) >= n_layer) {
+    return std::nullopt;
+  }
+  const std::string_view rest = hf.substr(dot + 1);
+  const std::size_t last = rest.rfind('.');
+  const std::string_view module = rest.substr(0, last), kind = rest.substr(last + 1);
+  if (last == std::string_view::npos || (kind != "weight" && kind != "bias")) return std::nullopt;
+  static constexpr std::pair<std::string_view, std::string_view> kModules[] = {
+      {"self_attn.q_proj", "attn_q"},     {"self_attn.k_proj", "attn_k"},       {"self_attn.v_proj", "attn_v"},
+      {"self_attn.o_proj", "attn_output"}, {"mlp.gate_proj", "ffn_gate"},        {"mlp.up_proj", "ffn_up"},
+      {"mlp.down_proj", "ffn_down"},      {"input_layernorm", "attn_norm"},     {"post_attention_layernorm", "ffn_norm"},
+  };
+  for (const auto& [from, to] : kModules) {
+    if (module == from) return cat("blk.", digits, ".", to, ".", kind);
+  }
+  return std::nullopt;
+}
+
+GgufType gguf_type_of(DType t) {
+  return t == DType::F32 ? GgufType::F32 : t == DType::F16 ? GgufType::F16 : GgufType::BF16;
+}
+
+// One output tensor.
+struct Planned {
+  std::size_t shard;
+  const SafetensorsTensor* in;
+  GgufTensorSpec spec;
+  std::uint32_t rope_heads = 0;    // Q or K: rows permuted in groups of this many heads
+  std::optional<Scheme> scheme;    // MXFP4: the recipe's scheme, quantized by minifloat's quantizer
+  std::string target;              // for the report
+};
+
+// The rows of x ([rows, cols]) in llama.cpp's order for Q and K (convert_hf_to_gguf's LlamaModel.permute): within
+// each head the rows [first half | second half] of a rotary pair become interleaved, row 2i + j of the head taking
+// row j * head_dim / 2 + i.
+void permute_rope_rows(std::vector<float>& x, std::uint64_t rows, std::uint64_t cols, std::uint32_t heads) {
+  const std::uint64_t head = rows / heads, half = head / 2;
+  std::vector<float> out(x.size());
+  for (std::uint64_t h = 0; h < heads; ++h) {
+    for (std::uint64_t i = 0; i < half; ++i) {
+      for (std::uint64_t j = 0; j < 2; ++j) {
+        const float* from = x.data() + (h * head + j * half + i) * cols;
+        std::copy(from, from + cols, out.data() + (h * head + 2 * i + j) * cols);
+      }
+    }
+  }
+  x.swap(out);
+}
+
+Json read_config(const Checkpoint& c) {
+  const std::optional<fs::path> path = c.config_path();
+  if (!path) {
+    unsupported(c.directory, "no config.json beside the checkpoint: --format gguf takes the model's hyperparameters "
+                             "from it");
+  }
+  const detail::InputFile file(*path);
+  const std::vector<std::byte> bytes = file.read(0, file.size(), "config");
+  const Json j = detail::parse_json_checked(
+      std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()), *path, "config", 64);
+  if (!j.is_object()) unsupported(*path, "config.json is not a JSON object");
+  return j;
+}
+
+// The output tensor for `t`, or nullopt for one llama.cpp drops.
+std::optional<Planned> plan_tensor(const SafetensorsFile& f, std::size_t shard, const SafetensorsTensor& t,
+                                   const LlamaConfig& l, const GgufRecipe& r) {
+  const std::optional<std::string> name = llama_name(t.name, l.n_layer);
+  if (!name) {
+    throw IoError(IoErrc::gguf_unsupported, f.path(), t.name,
+                  cat("no llama.cpp name for it (--format gguf maps model.embed_tokens, model.layers.N.self_attn."
+                      "{q,k,v,o}_proj, mlp.{gate,up,down}_proj, input_layernorm, post_attention_layernorm, "
+                      "model.norm and lm_head, for N below num_hidden_layers ", l.n_layer, ")"));
+  }
+  if (name->empty()) return std::nullopt;
+  if (!detail::is_float(t.dtype)) {
+    throw IoError(IoErrc::gguf_unsupported, f.path(), t.name,
+                  cat(dtype_name(t.dtype), " is not F32, F16 or BF16: convert takes unquantized checkpoints "
+                      "(minifloat dequantize first)"));
+  }
+  if (t.shape.empty() || t.shape.size() > 2 || std::find(t.shape.begin(), t.shape.end(), 0) != t.shape.end()) {
+    throw IoError(IoErrc::gguf_unsupported, f.path(), t.name, "a Llama tensor is 1-D or 2-D and not empty");
+  }
+  Planned p{shard, &t, {*name, GgufType::F32, {t.shape.rbegin(), t.shape.rend()}}, 0, std::nullopt, "F32"};
+  const bool q = name->find(".attn_q.") != std::string::npos, k = name->find(".attn_k.") != std::string::npos;
+  if (q || k) {
+    p.rope_heads = q ? l.n_head : l.n_head_kv;
+    if (t.shape[0] != std::uint64_t{p.rope_heads} * l.head_dim) {
+      throw IoError(IoErrc::gguf_unsupported, f.path(), t.name,
+                    cat(t.shape[0], " rows are not ", p.rope_heads, " heads x head_dim ", l.head_dim,
+                        " (config.json): the rotary row order cannot be rewritten"));
+    }
+  }
+  if (t.shape.size() == 1) return p;  // norms and biases: F32, as llama.cpp keeps 1-D tensors
+  const std::uint64_t cols = t.shape[1];
+  GgufType type = gguf_type_of(t.dtype);
+  if (r.type) {
+    type = *r.type;
+  } else {
+    const std::string target = r.recipe->target_for(t.name, 2, true);
+    p.scheme = target_scheme(*r.recipe, target);
+    if (p.scheme && cols % 32 == 0) {
+      type = GgufType::MXFP4;
+    } else {
+      p.scheme.reset();
+      if (target == "bf16") type = GgufType::BF16;
+      if (target == "f32") type = GgufType::F32;
+    }
+  }
+  // llama.cpp's convert falls back to F16 for a row that is not whole Q8_0 blocks; so does this.
+  if (type == GgufType::Q8_0 && cols % 32 != 0) type = GgufType::F16;
+  p.spec.type = type;
+  p.target = gguf_type_name(static_cast<std::uint32_t>(type));
+  return p;
+}
+
+std::vector<std::pair<std::string, GgufValue>> llama_metadata(const LlamaConfig& l, const GgufRecipe& r,
+                                                             const std::string& model_name) {
+  using V = GgufValue;
+  std::vector<std::pair<std::string, GgufValue>> m{
+      {"general.architecture", V::of_string("llama")},
+      {"general.type", V::of_string("model")},
+      {"general.name", V::of_string(model_name)},
+      {"llama.block_count", V::of_u32(l.n_layer)},
+      {"llama.context_length", V::of_u32(l.n_ctx)},
+      {"llama.embedding_length", V::of_u32(l.n_embd)},
+      {"llama.feed_forward_length", V::of_u32(l.n_ff)},
+      {"llama.attention.head_count", V::of_u32(l.n_head)},
+      {"llama.attention.head_count_kv", V::of_u32(l.n_head_kv)},
+      {"llama.rope.freq_base", V::of_f32(l.rope_theta)},
+      {"llama.attention.layer_norm_rms_epsilon", V::of_f32(l.rms_eps)},
+  };
+  if (l.explicit_head_dim) {
+    m.emplace_back("llama.attention.key_length", V::of_u32(l.head_dim));
+    m.emplace_back("llama.attention.value_length", V::of_u32(l.head_dim));
+  }
+  m.emplace_back("general.file_type", V::of_u32(file_type(r)));
+  m.emplace_back("llama.vocab_size", V::of_u32(l.n_vocab));
+  m.emplace_back("llama.rope.dimension_count", V::of_u32(l.head_dim));
+  m.emplace_back("general.quantization_version", V::of_u32(2));  // GGML_QNT_VERSION
+  m.emplace_back("tokenizer.ggml.model", V::of_string("none"));
+  return m;
+}
+
+// Tensor p's bytes as planned, and its error row for a lossy type.
+std::optional<TensorError> encode(const SafetensorsFile& f, const Planned& p, int threads, std::vector<float>& x,
+                                  std::vector<std::byte>& bytes) {
+  const SafetensorsTensor& t = *p.in;
+  detail::widen(f, t, x);
+  const std::uint64_t rows = t.shape[0], cols = t.shape.size() == 2 ? t.shape[1] : 1;
+  if (p.rope_heads != 0) permute_rope_rows(x, rows, cols, p.rope_heads);
+  try {
+    if (p.scheme) {
+      QuantizeOptions o;
+      o.threads = threads;
+      o.tensor_name = t.name;
+      const std::vector<std::int64_t> shape{static_cast<std::int64_t>(rows), static_cast<std::int64_t>(cols)};
+      const QuantizedTensor q = quantize(x.data(), shape, *p.scheme, o);
+      if (std::find(q.scales.begin(), q.scales.end(), 0xFF) != q.scales.end()) {
+        throw std::invalid_argument("a block's ue8m0 scale is 0xFF (NaN in the input): ggml reads that byte as "
+                                    "2^127, not NaN");
+      }
+      std::vector<std::uint8_t> blocks(q.scales.size() * kGgmlBlockBytes);
+      ocp_to_ggml_mxfp4(q.codes, q.scales, blocks);
+      bytes.assign(reinterpret_cast<const std::byte*>(blocks.data()),
+                   reinterpret_cast<const std::byte*>(blocks.data() + blocks.size()));
+    } else {
+      bytes = gguf_encode(p.spec.type, x);
+    }
+  } catch (const std::invalid_argument& e) {
+    throw IoError(IoErrc::gguf_unsupported, f.path(), t.name, cat("as ", p.target, ": ", e.what()));
+  }
+  const bool lossy = p.spec.type == GgufType::Q8_0 || p.spec.type == GgufType::MXFP4 ||
+                     (p.spec.type != GgufType::F32 && p.spec.type != gguf_type_of(t.dtype));
+  if (!lossy) return std::nullopt;
+  const std::vector<float> y = gguf_decode(p.spec.type, bytes);
+  return detail::error_of(t.name, p.target, x, y);
+}
+
+bool same_file(const fs::path& a, const fs::path& b) {
+  std::error_code ec;
+  return fs::equivalent(a, b, ec) && !ec;
+}
+
+}  // namespace
+
+bool is_gguf_type_name(std::string_view name) {
+  return std::any_of(std::begin(kTypeRecipes), std::end(kTypeRecipes), [name](const TypeName& t) { return t.name == name; });
+}
+
+GgufRecipe gguf_recipe(const std::string& name) {
+  for (const TypeName& t : kTypeRecipes) {
+    if (t.name == name) return {name, t.type, std::nullopt};
+  }
+  Recipe recipe = load_recipe(name);
+  detail::recipe_kind(recipe, WriteFormat::gguf);  // mxfp4 only; names the formats that can express the rest
+  return {recipe.name, std::nullopt, std::move(recipe)};
+}
+
+ConvertReport convert_to_gguf(const fs::path& in, const fs::path& out, const GgufRecipe& recipe,
+                              const ConvertOptions& options) {
+  if (recipe.type.has_value() == recipe.recipe.has_value()) {
+    throw std::invalid_argument("convert_to_gguf: a GgufRecipe has a type or a recipe (gguf_recipe makes one)");
+  }
+  if (out.extension() != ".gguf") {
+    throw IoError(IoErrc::write_failed, out, "--format gguf writes one file: OUT must be a path ending in .gguf");
+  }
+  const Checkpoint c = open_checkpoint(in);
+  const Json config = read_config(c);
+  const LlamaConfig l = llama_config(config, *c.config_path());
+
+  // Everything planned and checked before the file is created.
+  std::vector<SafetensorsFile> files;
+  std::vector<Planned> plan;
+  std::set<std::string> names;
+  ConvertReport report;
+  for (std::size_t i = 0; i < c.shards.size(); ++i) {
+    if (same_file(out, c.shard_path(i))) throw IoError(IoErrc::write_failed, out, "OUT is an input shard");
+    files.push_back(read_safetensors(c.shard_path(i)));
+    report.input_bytes += files.back().header_size() + files.back().data_size();
+  }
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    for (const SafetensorsTensor& t : files[i].tensors()) {
+      if (std::optional<Planned> p = plan_tensor(files[i], i, t, l, recipe)) {
+        names.insert(p->spec.name);
+        plan.push_back(std::move(*p));
+      }
+    }
+  }
+  for (const char* needed : {"token_embd.weight", "output_norm.weight"}) {
+    if (!names.contains(needed)) {
+      unsupported(c.index_path.value_or(c.directory),
+                  cat("no tensor for ", needed, " (model.embed_tokens.weight / model.norm.weight)"));
+    }
+  }
+  std::vector<GgufTensorSpec> specs;
+  for (const Planned& p : plan) specs.push_back(p.spec);
+  std::error_code ec;
+  const fs::path dir = fs::weakly_canonical(c.directory.empty() ? fs::path(".") : c.directory, ec);
+  fs::create_directories(out.parent_path().empty() ? fs::path(".") : out.parent_path());
+  GgufWriter writer(out, llama_metadata(l, recipe, dir.filename().string()), std::move(specs));
+
+  const int threads = detail::worker_count(options.threads);  // one tensor at a time, all threads on it
+  std::vector<float> x;
+  std::vector<std::byte> bytes;
+  std::uint64_t done = 0;
+  const std::uint64_t total = report.input_bytes;
+  for (std::size_t k = 0; k < plan.size(); ++k) {
+    const Planned& p = plan[k];
+    if (std::optional<TensorError> row = encode(files[p.shard], p, threads, x, bytes)) {
+      report.tensors.push_back(std::move(*row));
+    }
+    writer.write_tensor(k, bytes);
+    files[p.shard].release(*p.in);
+    done += p.in->end - p.in->begin;
+    if (options.progress) options.progress(std::min(done, total), total);
+  }
+  writer.commit();
+  report.output_bytes = writer.bytes_total();
+  report.shards_written = 1;
+  return report;
+}
+
+}  // namespace mf::io

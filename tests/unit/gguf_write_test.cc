@@ -1,0 +1,331 @@
+// GGUF writing: a small file's bytes against a layout worked out by hand, ggml's encodings on hand-worked blocks,
+// every error of the writer and of convert --format gguf (nothing left behind), and files read back by the reader.
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "io_test_util.h"
+#include "minifloat/gguf.h"
+#include "minifloat/safetensors.h"
+
+namespace mf::io {
+namespace {
+
+using namespace mf::io::testing;
+using V = GgufValue;
+using Meta = std::vector<std::pair<std::string, GgufValue>>;
+using Dims = std::vector<std::uint64_t>;
+
+std::string gs(std::string_view s) { return str(le(s.size(), 8), s); }
+std::span<const std::byte> as_span(const std::string& s) { return std::as_bytes(std::span(s)); }
+std::string bytes_text(const std::vector<std::byte>& b) { return to_string(b); }
+
+template <class F>
+IoErrc io_error_of(F&& f) {
+  try {
+    f();
+  } catch (const IoError& e) {
+    return e.code;
+  }
+  ADD_FAILURE() << "no IoError";
+  return IoErrc::open_failed;
+}
+
+// ---- the file's bytes ----
+
+TEST(GgufWriter, SmallFileMatchesHandLaidBytes) {
+  TempDir dir;
+  const Meta meta{{"general.architecture", V::of_string("llama")},
+                  {"a.u32", V::of_u32(7)},
+                  {"a.f32", V::of_f32(1.5f)},
+                  {"a.bool", V::of_bool(true)},
+                  {"a.ints", V::of_array(GgufValueType::INT32, {V::of_i32(1), V::of_i32(-2)})},
+                  {"a.strs", V::of_strings({"x", "yz"})}};
+  GgufWriter w(dir / "t.gguf", meta,
+               {{"one", GgufType::F32, {2}}, {"two", GgufType::Q8_0, {32, 1}}});
+  const std::string one = str(le(0x3F800000, 4), le(0xC0000000, 4));  // 1.0f, -2.0f
+  const std::string two = str(le(0x3C00, 2), std::string(32, '\x01'));
+  w.write_tensor(1, as_span(two));  // any order
+  w.write_tensor(0, as_span(one));
+  w.commit();
+
+  std::string want = str("GGUF", le(3, 4), le(2, 8), le(6, 8));
+  want += str(gs("general.architecture"), le(8, 4), gs("llama"));
+  want += str(gs("a.u32"), le(4, 4), le(7, 4));
+  want += str(gs("a.f32"), le(6, 4), le(0x3FC00000, 4));
+  want += str(gs("a.bool"), le(7, 4), le(1, 1));
+  want += str(gs("a.ints"), le(9, 4), le(5, 4), le(2, 8), le(1, 4), le(0xFFFFFFFE, 4));
+  want += str(gs("a.strs"), le(9, 4), le(8, 4), le(2, 8), gs("x"), gs("yz"));
+  want += str(gs("one"), le(1, 4), le(2, 8), le(0, 4), le(0, 8));        // F32 [2] at 0
+  want += str(gs("two"), le(2, 4), le(32, 8), le(1, 8), le(8, 4), le(32, 8));  // Q8_0 [32, 1] at 32 (8 bytes, padded)
+  want.append((32 - want.size() % 32) % 32, '\0');
+  want += one + std::string(24, '\0') + two + std::string(30, '\0');  // each tensor padded to 32, the last too
+  const std::string got = read_file(dir / "t.gguf");
+  EXPECT_EQ(got.size(), want.size());
+  EXPECT_TRUE(got == want);
+  EXPECT_EQ(w.bytes_total(), want.size());
+  EXPECT_EQ(dir.entries(), std::vector<std::string>{"t.gguf"});  // no temporary file left
+
+  const GgufFile f = read_gguf(dir / "t.gguf");
+  EXPECT_EQ(f.version(), 3u);
+  EXPECT_EQ(*f.find_metadata("a.f32")->as_float(), 1.5);
+  EXPECT_EQ(f.find_metadata("a.ints")->element(1).as_int(), -2);
+  EXPECT_EQ(f.find_metadata("a.strs")->element(1).as_string(), "yz");
+  EXPECT_EQ(f.find("two")->offset, 32u);
+  EXPECT_EQ(dequantize_gguf(f, *f.find("two")), std::vector<float>(32, 1.0f));
+}
+
+TEST(GgufWriter, OtherAlignmentIsWrittenAsGeneralAlignment) {
+  TempDir dir;
+  GgufWriter w(dir / "t.gguf", {}, {{"a", GgufType::F32, {1}}, {"b", GgufType::F32, {1}}}, 64);
+  const std::string x = le(0, 4);
+  w.write_tensor(0, as_span(x));
+  w.write_tensor(1, as_span(x));
+  w.commit();
+  const GgufFile f = read_gguf(dir / "t.gguf");
+  EXPECT_EQ(f.alignment(), 64u);
+  EXPECT_EQ(f.data_offset() % 64, 0u);
+  EXPECT_EQ(f.find("b")->offset, 64u);
+  EXPECT_EQ(std::filesystem::file_size(dir / "t.gguf"), f.data_offset() + 128);
+}
+
+// ---- errors: each refused before a file exists, or leaving none behind ----
+
+TEST(GgufWriter, RefusesWhatReadersRefuse) {
+  TempDir dir;
+  const auto make = [&](Meta m, std::vector<GgufTensorSpec> t, std::uint64_t align = 32) {
+    return io_error_of([&] { GgufWriter w(dir / "t.gguf", std::move(m), std::move(t), align); });
+  };
+  EXPECT_EQ(make({{"", V::of_u32(1)}}, {}), IoErrc::gguf_empty_key);
+  EXPECT_EQ(make({{"k", V::of_u32(1)}, {"k", V::of_u32(2)}}, {}), IoErrc::gguf_duplicate_key);
+  EXPECT_EQ(make({{"general.alignment", V::of_u32(64)}}, {}, 64), IoErrc::gguf_duplicate_key);
+  EXPECT_EQ(make({}, {}, 48), IoErrc::gguf_bad_alignment);
+  EXPECT_EQ(make({}, {}, 0), IoErrc::gguf_bad_alignment);
+  EXPECT_EQ(make({}, {{"", GgufType::F32, {1}}}), IoErrc::invalid_name);
+  EXPECT_EQ(make({}, {{std::string(64, 'n'), GgufType::F32, {1}}}), IoErrc::invalid_name);
+  EXPECT_EQ(make({}, {{"a", GgufType::F32, {1}}, {"a", GgufType::F32, {1}}}), IoErrc::gguf_duplicate_tensor);
+  EXPECT_EQ(make({}, {{"a", GgufType::F32, {}}}), IoErrc::gguf_bad_dims);
+  EXPECT_EQ(make({}, {{"a", GgufType::F32, {1, 1, 1, 1, 1}}}), IoErrc::gguf_bad_dims);
+  EXPECT_EQ(make({}, {{"a", GgufType::F32, {2, 0}}}), IoErrc::gguf_bad_dims);
+  EXPECT_EQ(make({}, {{"a", GgufType::F32, {std::uint64_t{1} << 63}}}), IoErrc::gguf_bad_dims);
+  EXPECT_EQ(make({}, {{"a", GgufType::F32, {1u << 31, 1u << 31, 4}}}), IoErrc::size_overflow);
+  EXPECT_EQ(make({}, {{"a", static_cast<GgufType>(4), {32}}}), IoErrc::gguf_unknown_type);
+  EXPECT_EQ(make({}, {{"a", GgufType::Q8_0, {16}}}), IoErrc::gguf_bad_row);
+  { GgufWriter dropped(dir / "t.gguf", {}, {{"a", GgufType::F32, {1}}}); }
+  EXPECT_TRUE(dir.entries().empty());  // a writer dropped without commit() leaves nothing
+  EXPECT_EQ(io_error_of([&] { GgufWriter w(dir / "missing" / "t.gguf", {}, {}); }), IoErrc::write_failed);
+}
+
+TEST(GgufWriter, RefusesWrongWritesAndLeavesNoFile) {
+  TempDir dir;
+  {
+    GgufWriter w(dir / "t.gguf", {}, {{"a", GgufType::F32, {2}}, {"b", GgufType::F32, {1}}});
+    const std::string four = le(0, 4), eight = le(0, 8);
+    EXPECT_EQ(io_error_of([&] { w.write_tensor(0, as_span(four)); }), IoErrc::size_mismatch);
+    EXPECT_THROW(w.write_tensor(2, as_span(four)), std::invalid_argument);
+    w.write_tensor(0, as_span(eight));
+    EXPECT_THROW(w.write_tensor(0, as_span(eight)), std::invalid_argument);
+    try {
+      w.commit();
+      ADD_FAILURE() << "commit with tensor 'b' missing";
+    } catch (const IoError& e) {
+      EXPECT_EQ(e.code, IoErrc::size_mismatch);
+      EXPECT_NE(std::string(e.what()).find("tensor 'b': not written"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_TRUE(dir.entries().empty());
+}
+
+TEST(GgufValue, ArraysHoldOneScalarType) {
+  EXPECT_THROW(V::of_array(GgufValueType::INT32, {V::of_u32(1)}), std::invalid_argument);
+  EXPECT_THROW(V::of_array(GgufValueType::STRING, {}), std::invalid_argument);
+  EXPECT_EQ(V::of_array(GgufValueType::UINT32, {}).encoded(), str(le(4, 4), le(0, 8)));
+  EXPECT_EQ(V::of_f32(-0.0f).encoded(), le(0x80000000, 4));
+}
+
+// ---- ggml's encodings, worked by hand ----
+
+TEST(GgufEncode, Q8_0BlockByHand) {
+  std::vector<float> x(32, 0.0f);
+  // amax 127: d = 1, id = 1; rounding half away from zero, as ggml's roundf.
+  x[0] = 127.0f, x[1] = -127.0f, x[2] = 2.5f, x[3] = -2.5f, x[4] = 1.49f, x[5] = 0.5f, x[6] = -0.5f;
+  const std::vector<std::byte> b = gguf_encode(GgufType::Q8_0, x);
+  std::string want = le(0x3C00, 2);  // f16 1.0
+  for (const int q : {127, -127, 3, -3, 1, 1, -1}) want += static_cast<char>(static_cast<std::int8_t>(q));
+  want.append(25, '\0');
+  EXPECT_TRUE(bytes_text(b) == want);
+  // amax 254: d = 2 (f16 0x4000), q = x / 2.
+  std::vector<float> y(32, 3.0f);
+  y[0] = -254.0f;
+  const std::vector<std::byte> c = gguf_encode(GgufType::Q8_0, y);
+  EXPECT_EQ(c[0], std::byte{0x00});
+  EXPECT_EQ(c[1], std::byte{0x40});
+  EXPECT_EQ(static_cast<std::int8_t>(c[2]), -127);
+  EXPECT_EQ(static_cast<std::int8_t>(c[3]), 2);  // 1.5 rounds away from zero
+  // All zero: d = 0, q = 0.
+  EXPECT_TRUE(bytes_text(gguf_encode(GgufType::Q8_0, std::vector<float>(32, 0.0f))) == std::string(34, '\0'));
+}
+
+TEST(GgufEncode, HalfFloatsRoundToNearestEven) {
+  const float tie_down = std::bit_cast<float>(0x3F808000u), tie_up = std::bit_cast<float>(0x3F818000u);
+  EXPECT_TRUE(bytes_text(gguf_encode(GgufType::BF16, std::vector<float>{1.0f, tie_down, tie_up})) ==
+              str(le(0x3F80, 2), le(0x3F80, 2), le(0x3F82, 2)));
+  EXPECT_TRUE(bytes_text(gguf_encode(GgufType::F16, std::vector<float>{1.0f, 65504.0f, -2.0f})) ==
+              str(le(0x3C00, 2), le(0x7BFF, 2), le(0xC000, 2)));
+  const std::vector<float> f32{1.0f, std::numeric_limits<float>::quiet_NaN()};
+  EXPECT_EQ(gguf_encode(GgufType::F32, f32).size(), 8u);  // F32 as given, NaN included
+}
+
+TEST(GgufEncode, RefusesWhatTheTypeCannotHold) {
+  EXPECT_THROW(gguf_encode(GgufType::F16, std::vector<float>{65520.0f}), std::invalid_argument);  // rounds to Inf
+  EXPECT_THROW(gguf_encode(GgufType::BF16, std::vector<float>{std::numeric_limits<float>::infinity()}),
+               std::invalid_argument);
+  std::vector<float> nan(32, 1.0f);
+  nan[7] = std::numeric_limits<float>::quiet_NaN();
+  EXPECT_THROW(gguf_encode(GgufType::Q8_0, nan), std::invalid_argument);
+  EXPECT_THROW(gguf_encode(GgufType::Q8_0, std::vector<float>(16, 1.0f)), std::invalid_argument);  // half a block
+  EXPECT_THROW(gguf_encode(GgufType::MXFP4, std::vector<float>(32, 1.0f)), std::invalid_argument);  // not f32 -> it
+  EXPECT_THROW(gguf_encode(GgufType::Q4_K, std::vector<float>(256, 1.0f)), std::invalid_argument);
+  std::vector<float> big(32, 1.0f);
+  big[0] = 1e10f;  // d = amax / 127 overflows Q8_0's f16 scale
+  EXPECT_THROW(gguf_encode(GgufType::Q8_0, big), std::invalid_argument);
+}
+
+TEST(GgufDecode, RefusesPartialBlocksAndUndecodedTypes) {
+  EXPECT_THROW(gguf_decode(GgufType::Q8_0, std::vector<std::byte>(33)), std::invalid_argument);
+  EXPECT_THROW(gguf_decode(GgufType::Q4_K, std::vector<std::byte>(144)), std::invalid_argument);
+  EXPECT_EQ(gguf_decode(GgufType::MXFP4, std::vector<std::byte>(17)), std::vector<float>(32, 0.0f));
+}
+
+// ---- convert --format gguf: what it refuses, before any file is made ----
+
+// A tiny Llama checkpoint: config.json (edited by `change`) and BF16 tensors of the shapes named.
+void tiny_llama(const fs::path& dir, const std::string& config,
+                const std::vector<std::pair<std::string, Dims>>& tensors, DType dtype = DType::BF16) {
+  fs::create_directories(dir);
+  write_file(dir / "config.json", config);
+  std::vector<SafetensorsWriter::Spec> specs;
+  for (const auto& [name, shape] : tensors) specs.push_back({name, dtype, shape});
+  SafetensorsWriter w(dir / "model.safetensors", specs);
+  for (std::size_t k = 0; k < specs.size(); ++k) {
+    std::uint64_t n = 1;
+    for (const std::uint64_t d : specs[k].shape) n *= d;
+    const std::vector<std::byte> zeros(n * (dtype == DType::F32 ? 4 : dtype == DType::F8_E4M3 ? 1 : 2));
+    w.write_tensor(k, zeros);
+  }
+  w.commit();
+}
+
+const char* kLlamaConfig = R"({"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 64,
+  "intermediate_size": 96, "num_hidden_layers": 1, "num_attention_heads": 2, "num_key_value_heads": 1,
+  "max_position_embeddings": 128, "vocab_size": 32, "rms_norm_eps": 1e-5, "rope_theta": 10000.0})";
+
+std::vector<std::pair<std::string, Dims>> llama_tensors() {
+  return {{"model.embed_tokens.weight", {32, 64}},           {"model.norm.weight", {64}},
+          {"model.layers.0.self_attn.q_proj.weight", {64, 64}}, {"model.layers.0.self_attn.k_proj.weight", {32, 64}},
+          {"model.layers.0.input_layernorm.weight", {64}}};
+}
+
+std::string replaced(std::string s, std::string_view from, std::string_view to) {
+  return s.replace(s.find(from), from.size(), to);
+}
+
+// The error convert_to_gguf raises for a checkpoint, with no output file made.
+std::string convert_error(const std::string& config, const std::vector<std::pair<std::string, Dims>>& tensors,
+                          const std::string& recipe = "q8_0", std::string_view out_name = "out.gguf",
+                          DType dtype = DType::BF16) {
+  TempDir dir;
+  tiny_llama(dir / "in", config, tensors, dtype);
+  try {
+    convert_to_gguf(dir / "in", dir / out_name, gguf_recipe(recipe));
+  } catch (const std::exception& e) {
+    EXPECT_FALSE(fs::exists(dir / out_name));
+    EXPECT_EQ(dir.entries(), std::vector<std::string>{"in"});
+    return e.what();
+  }
+  ADD_FAILURE() << "converted";
+  return "";
+}
+
+TEST(ConvertToGguf, WritesTheTinyLlama) {
+  TempDir dir;
+  tiny_llama(dir / "in", kLlamaConfig, llama_tensors());
+  const ConvertReport r = convert_to_gguf(dir / "in", dir / "out.gguf", gguf_recipe("q8_0"));
+  const GgufFile f = read_gguf(dir / "out.gguf");
+  EXPECT_EQ(f.find("blk.0.attn_q.weight")->type, static_cast<std::uint32_t>(GgufType::Q8_0));
+  EXPECT_EQ(f.find("blk.0.attn_k.weight")->dims, (Dims{64, 32}));
+  EXPECT_EQ(f.find("output_norm.weight")->type, static_cast<std::uint32_t>(GgufType::F32));
+  EXPECT_EQ(f.find_metadata("general.file_type")->as_uint(), 7u);
+  EXPECT_EQ(f.find_metadata("llama.rope.dimension_count")->as_uint(), 32u);
+  EXPECT_EQ(f.find_metadata("llama.attention.head_count_kv")->as_uint(), 1u);
+  EXPECT_EQ(r.tensors.size(), 3u);  // the three Q8_0 weights
+  EXPECT_EQ(r.output_bytes, fs::file_size(dir / "out.gguf"));
+}
+
+TEST(ConvertToGguf, RefusesWhatItCannotWrite) {
+  const std::string cfg = kLlamaConfig;
+  const auto has = [](const std::string& what, std::string_view part) {
+    return what.find(part) != std::string::npos ? ::testing::AssertionSuccess()
+                                                : ::testing::AssertionFailure() << what;
+  };
+  EXPECT_TRUE(has(convert_error(replaced(replaced(cfg, "LlamaForCausalLM", "Qwen2ForCausalLM"), "\"llama\"",
+                                         "\"qwen2\""), llama_tensors()),
+                  "architecture \"Qwen2ForCausalLM\": --format gguf writes Llama checkpoints only"));
+  EXPECT_TRUE(has(convert_error(replaced(cfg, "\"vocab_size\": 32", "\"vocab_size\": -1"), llama_tensors()),
+                  "'vocab_size' must be a positive integer"));
+  EXPECT_TRUE(has(convert_error(replaced(cfg, "\"rms_norm_eps\": 1e-5, ", ""), llama_tensors()),
+                  "'rms_norm_eps' must be a positive number"));
+  EXPECT_TRUE(has(convert_error(replaced(cfg, "\"rope_theta\": 10000.0", "\"rope_scaling\": {\"rope_type\": "
+                                         "\"llama3\", \"factor\": 8.0}"), llama_tensors()),
+                  "rope_type \"llama3\""));
+  EXPECT_TRUE(has(convert_error(replaced(cfg, "\"num_attention_heads\": 2", "\"num_attention_heads\": 3"),
+                                llama_tensors()),
+                  "hidden_size 64 is not a multiple of num_attention_heads 3"));
+  auto extra = llama_tensors();
+  extra.push_back({"model.layers.0.mlp.experts.0.up_proj.weight", {96, 64}});
+  EXPECT_TRUE(has(convert_error(cfg, extra), "tensor 'model.layers.0.mlp.experts.0.up_proj.weight': no llama.cpp "
+                                             "name for it"));
+  auto past = llama_tensors();
+  past.push_back({"model.layers.1.mlp.up_proj.weight", {96, 64}});  // layer 1 of a 1-layer model
+  EXPECT_TRUE(has(convert_error(cfg, past), "no llama.cpp name for it"));
+  auto wrong_rows = llama_tensors();
+  wrong_rows[3].second = {64, 64};  // K with 2 heads' rows where config.json says 1 KV head
+  EXPECT_TRUE(has(convert_error(cfg, wrong_rows), "64 rows are not 1 heads x head_dim 32"));
+  auto no_norm = llama_tensors();
+  no_norm.erase(no_norm.begin() + 1);
+  EXPECT_TRUE(has(convert_error(cfg, no_norm), "no tensor for output_norm.weight"));
+  EXPECT_TRUE(has(convert_error(cfg, llama_tensors(), "q8_0", "out.bin"), "OUT must be a path ending in .gguf"));
+  EXPECT_TRUE(has(convert_error(cfg, llama_tensors(), "q8_0", "out.gguf", DType::F8_E4M3),
+                  "F8_E4M3 is not F32, F16 or BF16"));
+}
+
+TEST(ConvertToGguf, MissingConfigIsNamed) {
+  TempDir dir;
+  tiny_llama(dir / "in", kLlamaConfig, llama_tensors());
+  fs::remove(dir / "in" / "config.json");
+  EXPECT_EQ(io_error_of([&] { convert_to_gguf(dir / "in", dir / "o.gguf", gguf_recipe("f16")); }),
+            IoErrc::gguf_unsupported);
+  EXPECT_FALSE(fs::exists(dir / "o.gguf"));
+}
+
+TEST(GgufRecipe, RefusesSchemesGgufHasNoTypeFor) {
+  EXPECT_EQ(gguf_recipe("bf16").type, GgufType::BF16);
+  EXPECT_TRUE(gguf_recipe("mxfp4").recipe.has_value());
+  for (const char* r : {"nvfp4", "fp8-block", "mxfp8", "deepseek-v4"}) {
+    try {
+      gguf_recipe(r);
+      ADD_FAILURE() << r;
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(str("recipe ", r, " cannot be written as --format gguf")),
+                std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("formats that can express it: minifloat"), std::string::npos);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace mf::io
