@@ -1,5 +1,6 @@
 // minifloat/gguf.h: GGUF files (llama.cpp's checkpoint format), read with every header field checked, and the tensor
-// types this library decodes (F32, F16, BF16, Q8_0, MXFP4) turned into f32 bit for bit as gguf-py 0.19.0 does.
+// types this library decodes (F32, F16, BF16, Q4_0, Q4_1, Q8_0, MXFP4) turned into f32 bit for bit as gguf-py 0.19.0
+// does.
 //
 // Layout, all little-endian:
 //   "GGUF", u32 version (2 or 3), u64 tensor_count, u64 kv_count
@@ -180,11 +181,15 @@ GgufFile read_gguf(const std::filesystem::path& path);
 // The same checks on bytes in memory (copied; `name` stands for the file in messages): for tests and fuzzing.
 GgufFile parse_gguf(std::span<const std::byte> bytes, const std::filesystem::path& name);
 
-// F32, F16, BF16, Q8_0 and MXFP4.
+// F32, F16, BF16, Q4_0, Q4_1, Q8_0 and MXFP4.
 bool gguf_can_dequantize(std::uint32_t type);
 // The tensor's values as f32, in shape() order (the file's order), bit-exact with gguf.quants.dequantize of
 // gguf-py 0.19.0, NaN payloads and signed zeros included:
 //   F32 as stored; F16 and BF16 widened exactly (NaN payloads kept, not quieted);
+//   Q4_0:  blocks of 32 as 18 bytes, f16 d then 16 bytes whose low nibbles are elements 0..15 and high nibbles
+//          elements 16..31: float(q - 8) * float(d);
+//   Q4_1:  blocks of 32 as 20 bytes, f16 d, f16 m, then nibbles as Q4_0: d * float(q) + m, the product rounded to
+//          f32 before the sum (no fma), as numpy computes it;
 //   Q8_0:  blocks of 32 as 34 bytes, f16 d then 32 x int8 q: float(q) * float(d), one f32 multiplication;
 //   MXFP4: blocks of 32 as 17 bytes, an e8m0 byte e then 16 bytes whose low nibbles are elements 0..15 and high
 //          nibbles elements 16..31; ggml's half-scale form: (2 x e2m1 value, an integer) * 2^(e - 128) (so

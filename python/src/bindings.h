@@ -8,6 +8,8 @@
 #include <cstddef>
 #include <stdexcept>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "minifloat/format.h"
 
@@ -39,10 +41,18 @@ auto for_arg(const char* arg, Fn&& fn) {
   }
 }
 
+// A library vector handed to numpy without a copy, shaped: the array owns it through a capsule.
+template <class T>
+nb::ndarray<nb::numpy, T> to_numpy(std::vector<T>&& v, const std::vector<std::size_t>& shape) {
+  auto* owned = new std::vector<T>(std::move(v));
+  nb::capsule owner(owned, [](void* p) noexcept { delete static_cast<std::vector<T>*>(p); });
+  return {owned->data(), shape.size(), shape.data(), owner};
+}
+
 void bind_formats(nb::module_& m);   // formats(), schemes(): metadata
 void bind_codec(nb::module_& m);     // encode, decode, pack, unpack
 void bind_quantize(nb::module_& m);  // quantize, dequantize, fake_quantize, error_report, rotate
 void bind_ops(nb::module_& m);       // act_quant, fp8_gemm, fp4_gemm, linear, kv_encode/decode, KvCache, pack_scales
-void bind_checkpoint(nb::module_& m);  // convert_checkpoint, merge_index, make_example_checkpoint
+void bind_checkpoint(nb::module_& m);  // convert_checkpoint, merge_index, recipe_targets, gguf_tensors, ...
 
 }  // namespace mf::py

@@ -1,12 +1,17 @@
 // Whole checkpoints (minifloat/checkpoint_ops.h): convert one job's shards, merge a job array's index, and the
-// example checkpoint. The Python side (minifloat/_checkpoint.py, minifloat/dask.py) decides which job does what.
+// example checkpoint; a recipe's targets for tensor names (minifloat/recipe.h); a GGUF file's tensors dequantized
+// (minifloat/gguf.h). The Python side (minifloat/_checkpoint.py, minifloat/dask.py) decides which job does what.
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "bindings.h"
 #include "minifloat/checkpoint.h"
 #include "minifloat/checkpoint_ops.h"
+#include "minifloat/gguf.h"
 #include "minifloat/recipe.h"
 
 namespace mf::py {
@@ -71,6 +76,39 @@ void bind_checkpoint(nb::module_& m) {
         io::merge_index(in, out, &r);
       },
       nb::arg("input"), nb::arg("output"), nb::arg("recipe"));
+  // (recipe name, profile, the target of each name as a floating 2-D tensor: a scheme, bf16, f32 or keep).
+  m.def(
+      "recipe_targets",
+      [](const std::string& recipe, const std::vector<std::string>& names) {
+        const io::Recipe r = for_arg("recipe", [&] { return io::load_recipe(recipe); });
+        std::vector<std::string> targets;
+        for (const std::string& n : names) targets.push_back(r.target_for(n, 2, true));
+        return nb::make_tuple(r.name, std::string(to_string(r.profile)), targets);
+      },
+      nb::arg("recipe"), nb::arg("names"));
+  // [(name, float32 array in numpy shape order)] for every tensor; IoError (RuntimeError) naming a tensor whose type
+  // is not decoded, before any is.
+  m.def(
+      "gguf_tensors",
+      [](const std::string& path) {
+        const io::GgufFile f = io::read_gguf(path);
+        for (const io::GgufTensor& t : f.tensors()) {
+          if (!io::gguf_can_dequantize(t.type)) (void)io::dequantize_gguf(f, t);  // throws, naming it
+        }
+        nb::list out;
+        for (const io::GgufTensor& t : f.tensors()) {
+          std::vector<float> v;
+          {
+            nb::gil_scoped_release release;
+            v = io::dequantize_gguf(f, t);
+          }
+          std::vector<std::size_t> shape;
+          for (const std::uint64_t d : t.shape()) shape.push_back(static_cast<std::size_t>(d));
+          out.append(nb::make_tuple(t.name, to_numpy(std::move(v), shape)));
+        }
+        return out;
+      },
+      nb::arg("path"));
   m.def(
       "make_example_checkpoint",
       [](const std::string& dir, int shards, const std::string& arch) {

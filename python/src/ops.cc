@@ -29,12 +29,11 @@ std::vector<std::int64_t> dims_of(const Array& x) {
   return shape;
 }
 
-// A library vector handed to numpy without a copy: the array owns it through a capsule.
+// A library vector as a 1-D numpy array, without a copy.
 template <class T>
-nb::ndarray<nb::numpy, T, nb::ndim<1>> to_numpy(std::vector<T>&& v) {
-  auto* owned = new std::vector<T>(std::move(v));
-  nb::capsule owner(owned, [](void* p) noexcept { delete static_cast<std::vector<T>*>(p); });
-  return {owned->data(), {owned->size()}, owner};
+nb::ndarray<nb::numpy, T> to_numpy(std::vector<T>&& v) {
+  const std::vector<std::size_t> shape{v.size()};
+  return mf::py::to_numpy(std::move(v), shape);
 }
 
 // Where a GEMM writes: float32 values or uint16 bfloat16 bits, holding exactly `count` values.

@@ -23,6 +23,8 @@ def write_gguf(path, extra_q4k=False):
     tensors = {
         "blk.0.attn_q.weight": (gguf.quants.quantize(x, Q.Q8_0), Q.Q8_0),
         "blk.0.ffn_up.weight": (gguf.quants.quantize(x, Q.MXFP4), Q.MXFP4),
+        "blk.0.ffn_gate.weight": (gguf.quants.quantize(x, Q.Q4_0), Q.Q4_0),
+        "blk.0.ffn_down.weight": (gguf.quants.quantize(x, Q.Q4_1), Q.Q4_1),
         "blk.0.attn_norm.weight": (rng.standard_normal(64).astype(np.float32), None),
         "token_embd.weight": (rng.standard_normal((4, 64)).astype(np.float16), None),
     }
@@ -47,11 +49,12 @@ def test_gguf_dequantize_matches_gguf_py(tmp_path):
     tensors = write_gguf(src)
     r = minifloat("inspect", src)
     assert r.returncode == 0, r.stderr
-    assert "Q8_0" in r.stdout and "MXFP4" in r.stdout and 'general.name = "tiny"' in r.stdout, r.stdout
+    assert all(t in r.stdout for t in ("Q8_0", "MXFP4", "Q4_0", "Q4_1")), r.stdout
+    assert 'general.name = "tiny"' in r.stdout, r.stdout
     j = json.loads(minifloat("inspect", "--json", src).stdout)
     assert {t["name"]: t["type"] for t in j["tensors"]}["blk.0.ffn_up.weight"] == "MXFP4"
     v = minifloat("verify", src)
-    assert v.returncode == 0 and "4 decoded and finite" in v.stdout, v.stdout + v.stderr
+    assert v.returncode == 0 and "6 decoded and finite" in v.stdout, v.stdout + v.stderr
     d = minifloat("dequantize", src, tmp_path / "out.safetensors")
     assert d.returncode == 0, d.stderr
     out = load_file(str(tmp_path / "out.safetensors"))

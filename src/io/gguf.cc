@@ -538,6 +538,35 @@ void dequantize_q8_0(std::span<const std::byte> in, std::span<float> out) {
   }
 }
 
+// Q4_0: 18 bytes per 32 elements, f16 d then 16 bytes whose low nibbles are elements 0..15 and high nibbles 16..31;
+// each value float(q - 8) * d, one f32 multiplication.
+void dequantize_q4_0(std::span<const std::byte> in, std::span<float> out) {
+  for (std::size_t b = 0; b < out.size() / 32; ++b) {
+    const std::byte* block = in.data() + b * 18;
+    const float d = decode(f16, static_cast<std::uint32_t>(load_le(block, 2)));
+    for (std::size_t j = 0; j < 16; ++j) {
+      const auto q = static_cast<int>(block[2 + j]);
+      out[b * 32 + j] = static_cast<float>((q & 15) - 8) * d;
+      out[b * 32 + 16 + j] = static_cast<float>((q >> 4) - 8) * d;
+    }
+  }
+}
+
+// Q4_1: 20 bytes per 32 elements, f16 d, f16 m, then 16 bytes of nibbles as in Q4_0; each value d * q + m as gguf-py
+// computes it: the product rounded to f32, then the sum (this file is built without fma contraction).
+void dequantize_q4_1(std::span<const std::byte> in, std::span<float> out) {
+  for (std::size_t b = 0; b < out.size() / 32; ++b) {
+    const std::byte* block = in.data() + b * 20;
+    const float d = decode(f16, static_cast<std::uint32_t>(load_le(block, 2)));
+    const float m = decode(f16, static_cast<std::uint32_t>(load_le(block + 2, 2)));
+    for (std::size_t j = 0; j < 16; ++j) {
+      const auto q = static_cast<int>(block[4 + j]);
+      out[b * 32 + j] = d * static_cast<float>(q & 15) + m;
+      out[b * 32 + 16 + j] = d * static_cast<float>(q >> 4) + m;
+    }
+  }
+}
+
 void dequantize_mxfp4(std::span<const std::byte> in, std::span<float> out) {
   for (std::size_t b = 0; b < out.size() / 32; ++b) {
     const std::byte* block = in.data() + b * 17;
@@ -557,6 +586,8 @@ bool gguf_can_dequantize(std::uint32_t type) {
     case GgufType::F32:
     case GgufType::F16:
     case GgufType::BF16:
+    case GgufType::Q4_0:
+    case GgufType::Q4_1:
     case GgufType::Q8_0:
     case GgufType::MXFP4: return true;
     default: return false;
@@ -567,7 +598,7 @@ std::vector<float> gguf_decode(GgufType type, std::span<const std::byte> in) {
   const auto id = static_cast<std::uint32_t>(type);
   if (!gguf_can_dequantize(id)) {
     throw std::invalid_argument(cat("gguf_decode: cannot decode ", gguf_type_name(id),
-                                    " (minifloat decodes F32, F16, BF16, Q8_0 and MXFP4)"));
+                                    " (minifloat decodes F32, F16, BF16, Q4_0, Q4_1, Q8_0 and MXFP4)"));
   }
   const GgufTypeInfo info = *gguf_type_info(id);
   if (in.size() % info.block_bytes != 0) {
@@ -589,6 +620,8 @@ std::vector<float> gguf_decode(GgufType type, std::span<const std::byte> in) {
       }
       break;
     }
+    case GgufType::Q4_0: dequantize_q4_0(in, out); break;
+    case GgufType::Q4_1: dequantize_q4_1(in, out); break;
     case GgufType::Q8_0: dequantize_q8_0(in, out); break;
     default: dequantize_mxfp4(in, out); break;
   }
@@ -599,7 +632,7 @@ std::vector<float> dequantize_gguf(const GgufFile& file, const GgufTensor& t) {
   if (!gguf_can_dequantize(t.type)) {
     throw IoError(IoErrc::not_dequantizable, file.path(), t.name,
                   cat("cannot dequantize type ", gguf_type_name(t.type),
-                      " (minifloat decodes F32, F16, BF16, Q8_0 and MXFP4)"));
+                      " (minifloat decodes F32, F16, BF16, Q4_0, Q4_1, Q8_0 and MXFP4)"));
   }
   return gguf_decode(static_cast<GgufType>(t.type), file.bytes(t));
 }

