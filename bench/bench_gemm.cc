@@ -62,6 +62,8 @@ void BM_Linear(benchmark::State& state, Way way, std::int64_t n, std::int64_t k,
   }
   const double calls = static_cast<double>(state.iterations());
   state.counters["GFLOPs"] = benchmark::Counter(2.0 * m * n * k * calls / 1e9, benchmark::Counter::kIsRate);
+  state.counters["wGBs"] = benchmark::Counter(mf::bench::weight_bytes(o, way) * calls / 1e9,
+                                              benchmark::Counter::kIsRate);
 }
 
 // Decode-shaped calls with the weights streamed from memory (WeightRing). BM_Gemm repeats one weight, which then sits
