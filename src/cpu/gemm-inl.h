@@ -39,7 +39,7 @@ using DI = hn::RebindToSigned<DF>;
 constexpr std::size_t kL = hn::MaxLanes(DF());
 constexpr std::size_t kV = kLanes / kL;  // vectors per 16 partial sums
 #undef MF_GEMM_WIDE
-#if HWY_ARCH_X86 && (HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL)
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3  // AVX-512 or newer (a lower value is a newer target)
 #define MF_GEMM_WIDE 1  // 16 f32 lanes: batched reduction and table decoding of e2m1
 #else
 #define MF_GEMM_WIDE 0

@@ -10,8 +10,8 @@
 //     first level) and folded into the later levels as soon as their partners exist, in the order that needs the
 //     fewest pending sums. Every add takes the definition's operands in the definition's order.
 // gemm-inl.h's 4 x 4 tile keeps K along the lanes instead and spends about 50 shuffles per group and 16 outputs on
-// its transposing tree; this tile spends 15 vertical adds per group and 16 outputs (BENCHMARKS.md, "Sixth
-// session").
+// its transposing tree; this tile spends 15 vertical adds per group and 16 outputs (measured in
+// docs/benchmark-history.md).
 //
 // Included once per Highway target by gemm.cc, after gemm-inl.h; hence the toggle include guard.
 #if defined(MINIFLOAT_SRC_CPU_GEMM_COLUMN_LANES_INL_H_) == defined(HWY_TARGET_TOGGLE)
@@ -35,7 +35,7 @@ namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
 #undef MF_GEMM_COLUMN_LANES
-#if HWY_ARCH_X86 && (HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL || HWY_TARGET == HWY_AVX2)
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2  // AVX2 or newer
 #define MF_GEMM_COLUMN_LANES 1
 #else
 #define MF_GEMM_COLUMN_LANES 0
@@ -50,7 +50,7 @@ constexpr int kColumnTileRows = kL == 16 ? 4 : 2;
 // From how many activation rows the column-lane tile takes over from the 4 x 4 one. AVX-512: at M = 8 to 20 the two
 // measured within the noise of each other (the panel transpose is then a larger share), from 32 on it is 1.3-2x
 // faster. AVX2, where the 4 x 4 tile's 32 accumulators do not fit in the registers: 0.95-1.9x at M = 8 to 16, at
-// most even at M = 4 (BENCHMARKS.md, "Sixth session").
+// most even at M = 4 (docs/benchmark-history.md).
 constexpr std::int64_t kColumnLanesFrom = kL == 16 ? 16 : 8;
 
 #if MF_GEMM_WIDE

@@ -103,7 +103,7 @@ HWY_INLINE void GroupProducts(const WeightRow (&rows)[kLanes], const float* HWY_
 // NaN codes (0x7F, 0xFF) on the side: two operations per 64 codes (a running byte minimum of ~code & 0x7F, which is
 // 0 only for a NaN code), where the check takes three per 16. Returns false if the group holds a NaN code: its sums
 // are then wrong and the caller redoes the group with the checked loop, so the bits are the same either way. NaN
-// codes are rare in real weights (BENCHMARKS.md, "Fifth session", measures the gain).
+// codes are rare in real weights (docs/benchmark-history.md measures the gain).
 template <bool kPerGroup>
 HWY_INLINE bool GroupProductsOptimistic(const WeightRow (&rows)[kLanes], const float* HWY_RESTRICT a,
                                         std::int64_t k0, std::int64_t end, int shift, VF (&acc)[kLanes][kV]) {
@@ -129,7 +129,7 @@ HWY_INLINE bool GroupProductsOptimistic(const WeightRow (&rows)[kLanes], const f
   return _mm512_testn_epi8_mask(seen, seen) == 0;
 }
 
-#if HWY_TARGET == HWY_AVX3
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
 // GroupProductsOptimistic with a decode of 32 codes in three operations instead of six, on x86 CPUs with GFNI and
 // AVX512-VBMI (Ice Lake and Zen 4 on; gemv_gfni() says whether this one has them). The f32 bits that LoadWeights
 // makes of a code c are two bytes: byte 3 holds c's sign and exponent bits 6..4 (in bits 7 and 2..0), byte 2 c's bits
@@ -183,8 +183,8 @@ HWY_NOINLINE __attribute__((target(HWY_TARGET_STR ",avx512vbmi,gfni"))) bool Gro
       for (int i = 0; i < 8; ++i) {
         seen = _mm512_min_epu8(seen, _mm512_andnot_si512(_mm512_maskz_loadu_epi8(in, codes[i] + line), low7));
         // The row 512 bytes on, into L2: the 16 row streams of a block are slow (128 bytes per group) and short (K
-        // bytes), which the hardware prefetchers follow late when the weights come from memory (BENCHMARKS.md,
-        // seventh session). An address past the weights is never read, and its prefetch does not fault.
+        // bytes), which the hardware prefetchers follow late when the weights come from memory
+        // (docs/benchmark-history.md). An address past the weights is never read, and its prefetch does not fault.
         _mm_prefetch(reinterpret_cast<const char*>(reinterpret_cast<std::uintptr_t>(codes[i]) + line + 512),
                      _MM_HINT_T1);
       }
@@ -204,7 +204,7 @@ HWY_NOINLINE __attribute__((target(HWY_TARGET_STR ",avx512vbmi,gfni"))) bool Gro
   }
   return _mm512_testn_epi8_mask(seen, seen) == 0;
 }
-#endif  // HWY_TARGET == HWY_AVX3
+#endif  // HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
 #endif  // MF_GEMM_WIDE
 
 // C[0, n0 .. n0 + 16) into c (lane order of the 1 x 16 tile: column n0 + i in lane bitrev4(i); e2m1 on 16-lane
@@ -256,7 +256,7 @@ void GemvBlock(const Problem& p, const float* HWY_RESTRICT a, std::int64_t n0, f
       bool done = false;
 #if MF_GEMM_WIDE
       if constexpr (K == WeightKind::e4m3) {
-#if HWY_TARGET == HWY_AVX3
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
         if (gfni && (end - g * p.group) % 32 == 0) {  // always, for weights with 32- or 128-wide blocks
           done = GroupProductsGfni<kPerGroup>(rows, a, g * p.group, end, shift, acc);
         } else  // NOLINT(readability/braces)
