@@ -16,7 +16,7 @@ flags=(-std=c++20 -O1 -g -fno-omit-frame-pointer -fsanitize=fuzzer,address,undef
        -Iinclude -Isrc/io)
 # target -> the library sources it parses with
 declare -A sources=(
-  [safetensors_fuzz]="src/io/safetensors.cc src/io/json_checked.cc"
+  [safetensors_fuzz]="src/io/safetensors.cc src/io/json_checked.cc src/formats/text.cc"
   [index_fuzz]="src/io/index.cc src/io/json_checked.cc"
   [hf_config_fuzz]="src/io/hf_config.cc"
   [gguf_fuzz]="src/io/gguf.cc"
