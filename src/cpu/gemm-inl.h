@@ -70,7 +70,7 @@ HWY_INLINE void DecodeE4m3Row(const Problem& p, std::int64_t row, std::int64_t k
   const DU du;
   const hn::Rebind<std::uint8_t, DF> d8;
   const std::uint8_t* codes = p.codes + row * p.k;
-  const float* scales = p.sb_inside ? p.sb.data() + row / p.br * p.sb_cols : nullptr;
+  const float* scales = p.weight_scales_inside ? p.weight_scales.data() + row / p.br * p.weight_scale_cols : nullptr;
   // A scale block is a whole number of vectors (its width is a multiple of 16); one scale per block.
   for (std::int64_t i = 0; i < len;) {
     const std::int64_t end = std::min(len, ((k0 + i) / p.bc + 1) * p.bc - k0);
@@ -148,7 +148,7 @@ HWY_INLINE void DecodeE2m1x32Strided(const std::uint8_t* bytes, const float* tab
 
 HWY_INLINE void DecodeE2m1Row(const Problem& p, std::int64_t row, std::int64_t k0, std::int64_t len, float* dst) {
   const std::uint8_t* codes = p.codes + row * (p.k / 2);
-  const float* scales = p.sb.data() + row * p.sb_cols;
+  const float* scales = p.weight_scales.data() + row * p.weight_scale_cols;
 #if MF_GEMM_WIDE
   const DF df;
   for (std::int64_t i = 0; i < len; i += 16) {
@@ -334,7 +334,7 @@ HWY_INLINE void FillRowScales(const Problem& p, std::int64_t row0, std::int64_t 
 template <int MR, int NR>
 void BlockPass(const Pass& w, std::int64_t nb, std::int64_t m0, std::int64_t m1, std::int64_t k0, std::int64_t klen) {
   const Problem& p = *w.p;
-  const bool per_row = p.sb.empty() || p.sb_inside;  // scales depend on the activation row only
+  const bool per_row = p.weight_scales.empty() || p.weight_scales_inside;  // scales depend on the activation row only
   const std::int64_t col0 = w.n0 + nb * kLanes;
   const std::int64_t groups = (p.k + p.group - 1) / p.group;
   const std::int64_t g0 = k0 / p.group, g1 = std::min((k0 + klen + p.group - 1) / p.group, groups);

@@ -244,10 +244,10 @@ void ColumnLanes(const Problem& p, const float* a, std::size_t lda, std::int64_t
           VF sums[MR][2];
           ColumnTileGroup<MR>(pass_a.get() + (m - m0) * p.group, group_len, panel.get(), len / kLanes, sums);
           for (int mi = 0; mi < MR; ++mi) {
-            const VF sa = hn::Set(df, p.activation_scale(std::min(m + mi, p.m - 1), g));
+            const VF act_scales = hn::Set(df, p.activation_scale(std::min(m + mi, p.m - 1), g));
             float* c = cs.get() + (pb * mc + m - m0 + mi) * kPanelColumns;
-            for (int v = 0; v < 2; ++v) {  // C + (sa * sb) * sum: the definition's roundings
-              const VF s = hn::Mul(sa, hn::Load(df, weight_scales + v * kL));
+            for (int v = 0; v < 2; ++v) {  // C + (act_scales * weight_scales) * sum: the definition's roundings
+              const VF s = hn::Mul(act_scales, hn::Load(df, weight_scales + v * kL));
               hn::Store(hn::Add(hn::Load(df, c + v * kL), hn::Mul(s, sums[mi][v])), df, c + v * kL);
             }
           }

@@ -33,18 +33,20 @@ struct WeightRow {
   const std::uint8_t* codes;
   const std::uint16_t* bf16;
   const float* scales;  // e4m3: the row's factors (Problem::e4m3_factor)
-  const std::uint8_t* scale_codes;  // e2m1: the row's ue8m0 codes (Problem::sb_codes, read through sb_table)
-  const float* sb_table;            // e2m1: Problem::sb_table
+  // e2m1: the row's ue8m0 codes (Problem::weight_scale_codes, read through weight_scale_table)
+  const std::uint8_t* scale_codes;
+  const float* weight_scale_table;            // e2m1: Problem::weight_scale_table
 };
 
 template <WeightKind K>
 HWY_INLINE WeightRow RowOf(const Problem& p, std::int64_t row) {
   if constexpr (K == WeightKind::bf16) return {nullptr, p.w_bf16 + row * p.k, nullptr, nullptr, nullptr};
   if constexpr (K == WeightKind::e2m1) {
-    return {p.codes + row * p.k / 2, nullptr, nullptr, p.sb_codes + row * p.sb_cols, p.sb_table.data()};
+    return {p.codes + row * p.k / 2, nullptr, nullptr, p.weight_scale_codes + row * p.weight_scale_cols,
+            p.weight_scale_table.data()};
   }
-  return {p.codes + row * p.k, nullptr, p.e4m3_factor.data() + (p.sb_inside ? row / p.br * p.sb_cols : 0), nullptr,
-          nullptr};
+  const std::int64_t factors = p.weight_scales_inside ? row / p.br * p.weight_scale_cols : 0;
+  return {p.codes + row * p.k, nullptr, p.e4m3_factor.data() + factors, nullptr, nullptr};
 }
 
 // kL lanes of w[row, k..] exactly as Problem::weight gives them. e4m3: the code, sign-extended, shifted so that
@@ -72,7 +74,7 @@ HWY_INLINE VF LoadWeights(const WeightRow& r, std::int64_t k, int shift) {
     // e2m1 on targets narrower than 16 lanes (16-lane ones decode 32 at a time in GemvBlock): value x scale.
     static_assert(K == WeightKind::e2m1);
 #if !MF_GEMM_WIDE && HWY_TARGET != HWY_SCALAR
-    return hn::Mul(DecodeE2m1Lanes(df, r.codes + k / 2), hn::Set(df, r.sb_table[r.scale_codes[k >> shift]]));
+    return hn::Mul(DecodeE2m1Lanes(df, r.codes + k / 2), hn::Set(df, r.weight_scale_table[r.scale_codes[k >> shift]]));
 #else
     (void)r, (void)k, (void)shift;
     return hn::Zero(df);
@@ -223,7 +225,8 @@ void GemvBlock(const Problem& p, const float* HWY_RESTRICT a, std::int64_t n0, f
   (void)e2m1_tables;  // read only where e2m1 rows are decoded (16-lane targets)
   const DF df;
   // k >> shift is the scale column (GemvFits: a power-of-two block width); 62 keeps one factor for f32 scales.
-  const int shift = K == WeightKind::e4m3 && !p.sb_inside ? 62 : std::countr_zero(static_cast<unsigned>(p.bc));
+  const int shift =
+      K == WeightKind::e4m3 && !p.weight_scales_inside ? 62 : std::countr_zero(static_cast<unsigned>(p.bc));
   WeightRow rows[kLanes];
   for (int i = 0; i < kLanes; ++i) rows[i] = RowOf<K>(p, std::min(n0 + i, p.n - 1));  // rows past N: dropped
   alignas(64) float red[kLanes], s[kLanes];
@@ -285,7 +288,8 @@ void GemvBlock(const Problem& p, const float* HWY_RESTRICT a, std::int64_t n0, f
         for (int i = 0; i < kLanes; ++i) red[bitrev4(i)] *= rows[i].scales[column] * 0x1p-119f;
       }
     }
-    if (p.sb.empty() || p.sb_inside) {  // one factor for the whole row: sa[0, group] (or 1)
+    // One factor for the whole row: act_scales[0, group] (or 1).
+    if (p.weight_scales.empty() || p.weight_scales_inside) {
       std::fill(s, s + kLanes, p.group_scale(0, n0, g));
     } else {
       FillScales<1, kLanes>(p, 0, n0, g, s);
@@ -298,7 +302,7 @@ void GemvBlock(const Problem& p, const float* HWY_RESTRICT a, std::int64_t n0, f
 HWY_INLINE bool GemvFits(const Problem& p) {
   switch (p.kind) {
     case WeightKind::e4m3: return !p.e4m3_factor.empty() && std::has_single_bit(static_cast<unsigned>(p.bc));
-    case WeightKind::e2m1: return HWY_TARGET != HWY_SCALAR && p.sb_codes != nullptr;
+    case WeightKind::e2m1: return HWY_TARGET != HWY_SCALAR && p.weight_scale_codes != nullptr;
     case WeightKind::bf16: return p.k % kLanes == 0;
     case WeightKind::f32: return false;
   }
@@ -328,7 +332,7 @@ HWY_INLINE void GemvColumns(const Problem& p, const float* a, ColumnQueue& queue
       }
     }
     for (std::size_t code = 0; code < 256; ++code) {
-      for (std::size_t j = 0; j < 16; ++j) tables[code * 16 + j] = kE2m1Values[j] * p.sb_table[code];
+      for (std::size_t j = 0; j < 16; ++j) tables[code * 16 + j] = kE2m1Values[j] * p.weight_scale_table[code];
     }
   }
 #endif

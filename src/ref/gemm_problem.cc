@@ -68,7 +68,7 @@ void load_activation(Problem& p, const QuantizedTensor& a) {
   for (std::uint32_t c = 0; c < 256; ++c) table[c] = decode(e4m3, c);
   p.a.resize(a.codes.size());
   for (std::size_t i = 0; i < a.codes.size(); ++i) p.a[i] = table[a.codes[i]];
-  p.sa = detail::load_divisors(a);
+  p.act_scales = detail::load_divisors(a);
 }
 
 Problem quantized_problem(const char* op, const QuantizedTensor& a, const QuantizedTensor& w, GemmOut out,
@@ -86,14 +86,14 @@ Problem quantized_problem(const char* op, const QuantizedTensor& a, const Quanti
   p.codes = w.codes.data();
   p.br = w.scheme.block_rows;
   p.bc = w.scheme.block_cols;
-  p.sb_cols = (p.k + p.bc - 1) / p.bc;
-  p.sb_inside = *w.scheme.scale_format == ue8m0;
-  p.group = p.sb_inside ? kActBlock : std::min(kActBlock, p.bc);
+  p.weight_scale_cols = (p.k + p.bc - 1) / p.bc;
+  p.weight_scales_inside = *w.scheme.scale_format == ue8m0;
+  p.group = p.weight_scales_inside ? kActBlock : std::min(kActBlock, p.bc);
   if (scales_as_codes) {
-    p.sb_codes = w.scales.data();
-    for (std::uint32_t c = 0; c < 256; ++c) p.sb_table[c] = scale_divisor(w.scheme, c, w.tensor_scale);
+    p.weight_scale_codes = w.scales.data();
+    for (std::uint32_t c = 0; c < 256; ++c) p.weight_scale_table[c] = scale_divisor(w.scheme, c, w.tensor_scale);
   } else {
-    p.sb = detail::load_divisors(w);
+    p.weight_scales = detail::load_divisors(w);
   }
   p.out = out;
   p.accumulate = o.accumulate;
@@ -126,13 +126,15 @@ Problem fp8_problem(const char* op, const QuantizedTensor& a, const QuantizedTen
   Problem p = quantized_problem(op, a, w, out, o, as, ws, false);
   p.kind = WeightKind::e4m3;
   bool fits = true;
-  for (const float v : p.sb) fits = fits && !(v > 0x1p7f);
+  for (const float v : p.weight_scales) fits = fits && !(v > 0x1p7f);
   if (fits) {
-    p.e4m3_factor.resize(p.sb_inside ? p.sb.size() : 1, 0x1p120f);
-    for (std::size_t i = 0; p.sb_inside && i < p.sb.size(); ++i) p.e4m3_factor[i] = p.sb[i] * 0x1p120f;
-    p.e4m3_per_group = !p.sb_inside || p.bc % p.group == 0;
-    for (std::size_t i = 0; p.sb_inside && i < p.sb.size(); ++i) {
-      p.e4m3_per_group = p.e4m3_per_group && p.sb[i] >= 0x1p-100f;
+    p.e4m3_factor.resize(p.weight_scales_inside ? p.weight_scales.size() : 1, 0x1p120f);
+    for (std::size_t i = 0; p.weight_scales_inside && i < p.weight_scales.size(); ++i) {
+      p.e4m3_factor[i] = p.weight_scales[i] * 0x1p120f;
+    }
+    p.e4m3_per_group = !p.weight_scales_inside || p.bc % p.group == 0;
+    for (std::size_t i = 0; p.weight_scales_inside && i < p.weight_scales.size(); ++i) {
+      p.e4m3_per_group = p.e4m3_per_group && p.weight_scales[i] >= 0x1p-100f;
     }
   }
   return p;
@@ -186,42 +188,43 @@ float Problem::weight(std::int64_t row, std::int64_t col) const {
     case WeightKind::bf16: return std::bit_cast<float>(static_cast<std::uint32_t>(w_bf16[i]) << 16);
     case WeightKind::f32: return w_f32[i];
   }
-  if (sb_inside) v *= weight_scale(row / br, col / bc);
+  if (weight_scales_inside) v *= weight_scale(row / br, col / bc);
   return v;
 }
 
 void Problem::expand_weight_scales() {
-  if (!sb.empty() || !sb_codes) return;
+  if (!weight_scales.empty() || !weight_scale_codes) return;
   const std::int64_t rows = (n + br - 1) / br;
-  sb.resize(static_cast<std::size_t>(rows * sb_cols));
-  for (std::size_t i = 0; i < sb.size(); ++i) sb[i] = sb_table[sb_codes[i]];
+  weight_scales.resize(static_cast<std::size_t>(rows * weight_scale_cols));
+  for (std::size_t i = 0; i < weight_scales.size(); ++i) weight_scales[i] = weight_scale_table[weight_scale_codes[i]];
 }
 
 bool Problem::products_exact() const {
   if (kind != WeightKind::e4m3 && kind != WeightKind::e2m1) return false;
-  if (!sb_inside) return true;
+  if (!weight_scales_inside) return true;
   // |a| <= 448 and |element| <= 448: below 2^128 while the scale is at most 2^100 (NaN scales give NaN either way).
-  if (sb.empty() && sb_codes) {
+  if (weight_scales.empty() && weight_scale_codes) {
     // ue8m0 codes 228 .. 254 (2^(c - 127) > 2^100), c - 228 wrapping below 27: branch-free, so that it vectorizes.
-    const auto count = static_cast<std::size_t>((n + br - 1) / br * sb_cols);
+    const auto count = static_cast<std::size_t>((n + br - 1) / br * weight_scale_cols);
     std::uint8_t huge = 0;
     for (std::size_t i = 0; i < count; ++i) {
-      huge |= static_cast<std::uint8_t>(static_cast<std::uint8_t>(sb_codes[i] - 228) < 27);
+      huge |= static_cast<std::uint8_t>(static_cast<std::uint8_t>(weight_scale_codes[i] - 228) < 27);
     }
     return huge == 0;
   }
   bool exact = true;
-  for (const float s : sb) exact = exact && !(s > 0x1p100f);
+  for (const float s : weight_scales) exact = exact && !(s > 0x1p100f);
   return exact;
 }
 
 float Problem::weight_scale(std::int64_t row_block, std::int64_t col_block) const {
-  const auto i = static_cast<std::size_t>(row_block * sb_cols + col_block);
-  return sb.empty() ? sb_table[sb_codes[i]] : sb[i];
+  const auto i = static_cast<std::size_t>(row_block * weight_scale_cols + col_block);
+  return weight_scales.empty() ? weight_scale_table[weight_scale_codes[i]] : weight_scales[i];
 }
 
 float Problem::weight_group_scale(std::int64_t col, std::int64_t g) const {
-  return (sb.empty() && !sb_codes) || sb_inside ? 1.0f : weight_scale(col / br, g * group / bc);
+  if ((weight_scales.empty() && !weight_scale_codes) || weight_scales_inside) return 1.0f;
+  return weight_scale(col / br, g * group / bc);
 }
 
 std::uint16_t bf16_rne(float x) {

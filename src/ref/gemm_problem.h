@@ -22,21 +22,22 @@ struct Problem {
   std::int64_t m = 0, n = 0, k = 0;
   int group = kActBlock;     // G: the K range summed before its scale is applied
   std::vector<float> a;      // [m][k] exact: e4m3 codes decoded (unscaled), bf16 widened, or f32
-  std::vector<float> sa;     // [m][k / 128] activation scales (decoded); empty: 1
+  std::vector<float> act_scales;     // [m][k / 128] activation scales (decoded); empty: 1
   WeightKind kind = WeightKind::f32;
   const std::uint8_t* codes = nullptr;  // e4m3 [n][k] one per byte; e2m1 [n][k / 2], element 2i in the low nibble
   const std::uint16_t* w_bf16 = nullptr;
   const float* w_f32 = nullptr;
   int br = 1, bc = 1;               // the weight's scale block
-  std::int64_t sb_cols = 0;         // ceil(k / bc)
-  std::vector<float> sb;            // [ceil(n / br)][sb_cols] decoded weight scales; empty: none (or sb_codes)
-  // mxfp4 weights: their ue8m0 scale codes [n][sb_cols] and each code's divisor. sb stays empty until a kernel that
-  // wants f32 scales asks (expand_weight_scales); the M = 1 GEMV reads the bytes through the table, so a decode-shaped
-  // call does not first write N x K / 32 decoded scales to memory (a third of its time, BENCHMARKS.md).
-  const std::uint8_t* sb_codes = nullptr;
-  std::array<float, 256> sb_table{};
-  bool sb_inside = false;           // powers of two, multiplied into w (exact); else applied per group
-  // e4m3 weights: sb * 2^120 per scale block, the one factor that turns a code's bits moved into f32 place
+  std::int64_t weight_scale_cols = 0;         // ceil(k / bc)
+  // [ceil(n / br)][weight_scale_cols] decoded weight scales; empty: none (or weight_scale_codes)
+  std::vector<float> weight_scales;
+  // mxfp4 weights: their ue8m0 scale codes [n][weight_scale_cols] and each code's divisor. weight_scales stays empty
+  // until a kernel that wants f32 scales asks (expand_weight_scales); the M = 1 GEMV reads the bytes through the table, so a decode-shaped
+  // call does not first write N x K / 32 decoded scales to memory (a third of its time, docs/benchmark-history.md).
+  const std::uint8_t* weight_scale_codes = nullptr;
+  std::array<float, 256> weight_scale_table{};
+  bool weight_scales_inside = false;           // powers of two, multiplied into w (exact); else applied per group
+  // e4m3 weights: weight_scales * 2^120 per scale block, the one factor that turns a code's bits moved into f32 place
   // ((code << 20), an f32 2^-120 times the value) into value * scale; empty when some scale exceeds 2^7.
   std::vector<float> e4m3_factor;
   // The e4m3 GEMV may apply each row's factor once per group instead of once per weight: the factor is constant
@@ -52,20 +53,23 @@ struct Problem {
   // e2m1 weights whose scales (when inside w) are at most 2^100, so that no product overflows. A scan of the
   // weight scales (one code per 32 values for mxfp4), so only targets without an fma ask.
   bool products_exact() const;
-  // sb from sb_codes (nothing when sb is filled or there are no codes).
+  // weight_scales from weight_scale_codes (nothing when weight_scales is filled or there are no codes).
   void expand_weight_scales();
-  // The weight scale of block (row_block, col_block): sb, or the table entry of its code.
+  // The weight scale of block (row_block, col_block): weight_scales, or the table entry of its code.
   float weight_scale(std::int64_t row_block, std::int64_t col_block) const;
-  // w[n, k] as the GEMM reads it: the element, times its scale when sb_inside.
+  // w[n, k] as the GEMM reads it: the element, times its scale when weight_scales_inside.
   float weight(std::int64_t row, std::int64_t col) const;
-  // s = sa[m, group] * sb[n, group] (1 where absent), the factor of group g's sum: the product of these two.
+  // s = act_scales[m, group] * weight_scales[n, group] (1 where absent), the factor of group g's sum: the product of
+  // these two.
   float group_scale(std::int64_t row, std::int64_t col, std::int64_t g) const {
     return activation_scale(row, g) * weight_group_scale(col, g);
   }
-  float activation_scale(std::int64_t row, std::int64_t g) const {  // sa[row, group g], or 1
-    return sa.empty() ? 1.0f : sa[static_cast<std::size_t>(row * (k / kActBlock) + g * group / kActBlock)];
+  float activation_scale(std::int64_t row, std::int64_t g) const {  // act_scales[row, group g], or 1
+    if (act_scales.empty()) return 1.0f;
+    return act_scales[static_cast<std::size_t>(row * (k / kActBlock) + g * group / kActBlock)];
   }
-  float weight_group_scale(std::int64_t col, std::int64_t g) const;  // sb[col, group g] when applied per group, or 1
+  // weight_scales[col, group g] when applied per group, or 1
+  float weight_group_scale(std::int64_t col, std::int64_t g) const;
 };
 
 Problem fp8_problem(const char* op, const QuantizedTensor& a, const QuantizedTensor& w, GemmOut out,
