@@ -125,7 +125,10 @@ void run_convert(const ConvertArgs& a) {
 void register_convert(CLI::App& app) {
   auto a = std::make_shared<ConvertArgs>();
   auto* s = app.add_subcommand("convert", "Quantize a bf16/f16/f32 checkpoint by a recipe (sharded, resumable), "
-                                          "in minifloat's form or an engine's (--format)");
+                                          "in minifloat's form or an engine's (--format); a weight already in the "
+                                          "recipe's scheme (MXFP4, MXFP8, NVFP4, FP8 blocks; MXFP4 into GGUF; FP8 "
+                                          "block scales F32 <-> ue8m0 when all are powers of two) is re-laid out "
+                                          "losslessly, not requantized");
   s->add_option("IN", a->in, "checkpoint: a .safetensors file, an index, or a directory")->required();
   s->add_option("OUT", a->out,
                 "output directory (not IN): one shard per input shard, index, config.json; with --format gguf, "

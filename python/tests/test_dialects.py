@@ -190,13 +190,13 @@ def test_modelopt(tmp_path, algo):
 
 # ---- transformers FineGrainedFP8 ----
 
-@pytest.mark.parametrize("scale_fmt", ["float", "ue8m0"])
-def test_transformers_fp8(tmp_path, scale_fmt):
-    torch = need("torch")
+def transformers_fp8_checkpoint(torch, scale_fmt, src):
+    """A tiny Llama quantized by transformers' own FineGrainedFP8 quantizer (128x128 blocks, F32 weight_scale_inv;
+    powers of two with scale_fmt ue8m0), saved with its quantization_config. Returns the stored tensors."""
     transformers = need("transformers")
     import types
     from safetensors.torch import save_file
-    from transformers.integrations.finegrained_fp8 import Fp8Dequantize, Fp8Quantize
+    from transformers.integrations.finegrained_fp8 import Fp8Quantize
     model = tiny_llama(torch)
     qc = transformers.FineGrainedFP8Config(weight_block_size=(128, 128), activation_scheme="dynamic",
                                            scale_fmt=scale_fmt, modules_to_not_convert=["lm_head"])
@@ -208,12 +208,21 @@ def test_transformers_fp8(tmp_path, scale_fmt):
             stored.update(quantize._quantize_one(k, v))
         else:
             stored[k] = v.contiguous()
-    src = tmp_path / "fp8"
     src.mkdir()
     save_file(stored, str(src / "model.safetensors"), metadata={"format": "pt"})
     config = model.config.to_dict()
     config["quantization_config"] = qc.to_dict()
     (src / "config.json").write_text(json.dumps(config))
+    return stored
+
+
+@pytest.mark.parametrize("scale_fmt", ["float", "ue8m0"])
+def test_transformers_fp8(tmp_path, scale_fmt):
+    torch = need("torch")
+    need("transformers")
+    from transformers.integrations.finegrained_fp8 import Fp8Dequantize
+    src = tmp_path / "fp8"
+    stored = transformers_fp8_checkpoint(torch, scale_fmt, src)
     out = dequantize(src, tmp_path / "bf16")
     assert_clean(tmp_path / "bf16", out, "torch.bfloat16")
     pairs = [k for k in stored if k.endswith(".weight_scale_inv")]
@@ -225,6 +234,61 @@ def test_transformers_fp8(tmp_path, scale_fmt):
     for cmd in ("inspect", "verify"):
         r = minifloat(cmd, src)
         assert r.returncode == 0, r.stderr
+
+
+def test_fp8_block_scales_relaid_out_between_f32_and_ue8m0(tmp_path):
+    """transformers' FineGrainedFP8 checkpoint with scale_fmt ue8m0 (E8M0 weight_scale_inv) converted by fp8-block
+    into transformers' F32 form: the codes are the input's bytes, each F32 scale is 2^(code - 127) (numpy's ldexp),
+    and transformers' own Fp8Dequantize gives the input's values bit for bit (and minifloat dequantize's). Those
+    power-of-two F32 scales converted by a recipe whose target is fp8-128x128 (E8M0 scales) give back the input's
+    E8M0 bytes. Scales that are not powers of two (scale_fmt float) are refused, naming the tensor."""
+    torch = need("torch")
+    need("transformers")
+    from transformers.integrations.finegrained_fp8 import Fp8Dequantize
+    src = tmp_path / "fp8"
+    transformers_fp8_checkpoint(torch, "ue8m0", src)
+    r = minifloat("convert", src, tmp_path / "f32", "--recipe", "fp8-block", "--format", "transformers-fp8")
+    assert r.returncode == 0, r.stderr
+    rows = [line for line in r.stdout.splitlines() if "e4m3-128x128-f32 re-laid out" in line]
+    assert len(rows) == 14 and all(line.split()[-3:] == ["0", "0", "0.000%"] for line in rows), r.stdout
+    before, f32 = raw_tensors(src), raw_tensors(tmp_path / "f32")
+    scales = sorted(k for k in before if k.endswith(".weight_scale_inv"))
+    assert len(scales) == 14
+    stored_in, stored_f32 = load(src), load(tmp_path / "f32")
+    want = dequantize(src, tmp_path / "deq-in", "f32")
+    for s in scales:
+        w = s[:-len("_scale_inv")]
+        assert before[s][0] == "F8_E8M0" and f32[s][0] == "F32" and f32[s][1] == before[s][1], s
+        codes = np.frombuffer(before[s][2], np.uint8).astype(np.int32)
+        assert np.array_equal(np.frombuffer(f32[s][2], np.float32), np.ldexp(np.float32(1), codes - 127)), s
+        assert f32[w][2] == before[w][2], w
+        lib_in = Fp8Dequantize(None)._dequantize_one(stored_in[w], stored_in[s], output_dtype=torch.float32)
+        lib_out = Fp8Dequantize(None)._dequantize_one(stored_f32[w], stored_f32[s], output_dtype=torch.float32)
+        same_bits(torch, lib_out, lib_in, w)
+        same_bits(torch, want[w], lib_in, w)
+
+    recipe = tmp_path / "fp8-128x128.json"
+    recipe.write_text(json.dumps({"lm_head.weight": "keep", "*_proj.weight": "fp8-128x128"}))
+    r = minifloat("convert", tmp_path / "f32", tmp_path / "e8", "--recipe", recipe)
+    assert r.returncode == 0, r.stderr
+    rows = [line for line in r.stdout.splitlines() if "fp8-128x128 re-laid out" in line]
+    assert len(rows) == 14 and all(line.split()[-3:] == ["0", "0", "0.000%"] for line in rows), r.stdout
+    e8 = raw_tensors(tmp_path / "e8")
+    for s in scales:
+        w = s[:-len("_scale_inv")]
+        assert e8[s][0] == "F8_E8M0" and e8[s][2] == before[s][2], s
+        assert e8[w][2] == before[w][2], w
+    got = dequantize(tmp_path / "e8", tmp_path / "deq-e8", "f32")
+    assert want.keys() == got.keys()
+    for k in want:
+        same_bits(torch, got[k], want[k], k)
+
+    transformers_fp8_checkpoint(torch, "float", tmp_path / "fp8-float")
+    r = minifloat("convert", tmp_path / "fp8-float", tmp_path / "refused", "--recipe", recipe)
+    assert r.returncode == 2, r.stderr
+    assert "weight_scale_inv' holds" in r.stderr and "not a power of two" in r.stderr, r.stderr
+    assert "requantize from the unquantized model" in r.stderr, r.stderr
+    assert not (tmp_path / "refused").exists()
 
 
 # ---- gpt-oss MXFP4 experts ----

@@ -196,3 +196,63 @@ def test_other_architectures_and_misuse_are_refused(tmp_path):
     assert r.returncode == 2, r.stderr
     assert 'architecture "MistralForCausalLM": --format gguf writes Llama checkpoints only' in r.stderr, r.stderr
     assert not any(tmp_path.glob("out*"))
+
+
+def ggml_mxfp4_blocks(codes, scales):
+    """ggml's block_mxfp4 bytes from OCP-packed e2m1 codes [R, C/2] (element 2i in byte i's low nibble) and E8M0
+    scales [R, C/32], written out from llama.cpp's layout: per block the scale byte, then 16 bytes whose byte j holds
+    element j in the low nibble and element j + 16 in the high nibble."""
+    rows = codes.shape[0]
+    nibbles = np.stack([codes & 0x0F, codes >> 4], axis=-1).reshape(rows, -1, 32)  # elements in order
+    packed = nibbles[..., :16] | (nibbles[..., 16:] << 4)
+    return np.concatenate([scales.reshape(rows, -1, 1), packed], axis=-1).astype(np.uint8)
+
+
+@pytest.mark.parametrize("source", ["compressed-tensors", "modelopt", "minifloat"])
+def test_an_mxfp4_checkpoint_is_relaid_out_into_gguf(tmp_path, source):
+    """An MXFP4 checkpoint written by compressed-tensors' or ModelOpt's own library (or by minifloat, W +
+    W_scale_inv E8M0 as DeepSeek-V4 keeps its experts) converted to GGUF by the mxfp4 recipe: every linear reported
+    re-laid out with no error; its ggml blocks equal an independent numpy re-packing of the input's code and scale
+    bytes (Q and K rows permuted as llama.cpp does); and gguf.quants.dequantize of each equals `minifloat dequantize`
+    of the input, permuted the same way, bit for bit (-0 read as +0, as ggml's e2m1 table has it)."""
+    torch = need("torch")
+    gguf = need("gguf")
+    from test_dialects import PARTS, ct_checkpoint, modelopt_checkpoint, raw_tensors
+    from checkpoint_util import dequantize
+    src = tmp_path / "src"
+    if source == "compressed-tensors":
+        ct_checkpoint(torch, "MXFP4", src)
+    elif source == "modelopt":
+        modelopt_checkpoint(torch, "MXFP4", src)
+    else:
+        tiny_llama(torch, tmp_path / "bf16")
+        r = minifloat("convert", tmp_path / "bf16", src, "--recipe", "mxfp4")
+        assert r.returncode == 0, r.stderr
+    out = tmp_path / "out.gguf"
+    r = minifloat("convert", src, out, "--recipe", "mxfp4", "--format", "gguf")
+    assert r.returncode == 0, r.stderr
+    rows = [line for line in r.stdout.splitlines() if "mxfp4 re-laid out" in line]
+    assert len(rows) == 14 and all(line.split()[-3:] == ["0", "0", "0.000%"] for line in rows), r.stdout
+    want = {k: v.numpy() for k, v in dequantize(src, tmp_path / "deq", "f32").items()}
+    raw = raw_tensors(src)
+    code_part, scale_part = PARTS[source]["mxfp4"]
+    tensors = {t.name: t for t in gguf.GGUFReader(out).tensors}
+    names = llama_cpp_names()
+    checked = 0
+    for i in range(LAYERS):
+        for hf in LINEARS:
+            module = f"model.layers.{i}.{hf}"
+            cpp = tensors[names[module + ".weight"]]
+            assert cpp.tensor_type == gguf.GGMLQuantizationType.MXFP4, cpp.name
+            codes = np.frombuffer(raw[module + code_part][2], np.uint8)
+            scales = np.frombuffer(raw[module + scale_part][2], np.uint8)
+            w = want[module + ".weight"]
+            codes, scales = codes.reshape(w.shape[0], -1), scales.reshape(w.shape[0], -1)
+            name = module + ".weight"
+            blocks = ggml_mxfp4_blocks(in_llama_order(name, codes), in_llama_order(name, scales))
+            assert np.array_equal(np.asarray(cpp.data, np.uint8).reshape(-1), blocks.reshape(-1)), cpp.name
+            values = gguf.quants.dequantize(cpp.data, cpp.tensor_type).reshape(w.shape)
+            # ggml's e2m1 table decodes the code 8 (-0) as +0
+            same_f32_bits(values, in_llama_order(name, w), cpp.name, zero_sign=False)
+            checked += 1
+    assert checked == 14

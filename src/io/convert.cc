@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <array>
 #include <bit>
+#include <charconv>
 #include <cmath>
 #include <functional>
 #include <cstring>
@@ -131,6 +132,51 @@ bool already_done(const fs::path& path, const std::vector<Spec>& specs) {
   }
 }
 
+// How a re-laid-out pair's block scales change: not at all, or between F32 and E8M0 (recode_scales).
+enum class ScaleRecode { none, to_ue8m0, to_f32 };
+
+// FP8 block scales between F32 (weight_scale_inv) and ue8m0: lossless both ways where every F32 scale is a power of
+// two 2^-127..2^127 (its E8M0 code is the exponent + 127); any other F32 scale would be rounded, so it is an error
+// naming the scale, never a silent rounding (requantizing from the unquantized model is the way to ue8m0 scales).
+// The E8M0 code 0xFF is NaN, which no F32 scale of a weight means: an error too.
+std::vector<std::byte> recode_scales(const SafetensorsFile& f, const QuantizedPair& p, ScaleRecode how,
+                                     const std::string& target) {
+  const SafetensorsTensor& t = *f.find(p.scale);
+  const std::span<const std::byte> in = f.bytes(t);
+  std::vector<std::byte> out;
+  if (how == ScaleRecode::to_ue8m0) {
+    out.resize(in.size() / 4);
+    for (std::size_t i = 0; i < out.size(); ++i) {
+      float v;
+      std::memcpy(&v, in.data() + 4 * i, 4);
+      int e = 0;
+      const float m = std::isfinite(v) && v > 0 ? std::frexp(v, &e) : 0;  // v = m * 2^e, m in [0.5, 1)
+      if (m != 0.5f || e - 1 < -127 || e - 1 > 127) {
+        std::array<char, 32> text{};  // shortest round-trip form
+        const auto end = std::to_chars(text.data(), text.data() + text.size(), v).ptr;
+        throw std::invalid_argument(cat(
+            f.path().string(), ": tensor '", p.scale, "' holds ", std::string_view(text.data(), end), " at index ", i,
+            ", not a power of two in 2^-127..2^127: ue8m0 scales hold only those, so '", p.weight, "' cannot be "
+            "re-laid out as ", target, " without rounding; requantize from the unquantized model instead (minifloat "
+            "dequantize, then convert), or keep F32 scales (recipe fp8-block); nothing was written"));
+      }
+      out[i] = static_cast<std::byte>(e - 1 + 127);
+    }
+  } else {
+    out.resize(in.size() * 4);
+    for (std::size_t i = 0; i < in.size(); ++i) {
+      const int code = std::to_integer<int>(in[i]);
+      if (code == 0xFF) {
+        throw std::invalid_argument(cat(f.path().string(), ": tensor '", p.scale, "' holds the E8M0 NaN code 0xFF at "
+                                        "index ", i, ": no F32 scale of '", p.weight, "'; nothing was written"));
+      }
+      const float v = std::ldexp(1.0f, code - 127);  // 2^-127 is an f32 subnormal: exact
+      std::memcpy(out.data() + 4 * i, &v, 4);
+    }
+  }
+  return out;
+}
+
 // One output tensor per plan entry, produced in order.
 struct Step {
   const SafetensorsTensor* in;
@@ -142,6 +188,7 @@ struct Step {
   bool experts = false;  // gpt-oss: a 3-D MoE expert tensor [E, in, out], quantized as [E x out, in]
   bool relayout = false;  // `pair` holds `scheme`'s codes and scales already: copied under the format's names
   float second = 0;       // relayout, two-level schemes: the second-level scale as the format stores it
+  ScaleRecode recode = ScaleRecode::none;  // relayout: the block scales rewritten exactly into the target's format
 };
 
 std::vector<Spec> specs_of(const std::vector<Step>& steps, bool bf16_out) {
@@ -213,7 +260,11 @@ std::optional<TensorError> produce(const SafetensorsFile& f, const Step& s, std:
   std::vector<float>&x = scratch.x, &y = scratch.y;
   if (s.relayout) {  // the stored codes and block scales are the bytes every dialect of the scheme holds
     w.write_tensor(k, f.bytes(t));
-    w.write_tensor(k + 1, f.bytes(*f.find(s.pair->scale)));
+    if (s.recode == ScaleRecode::none) {
+      w.write_tensor(k + 1, f.bytes(*f.find(s.pair->scale)));
+    } else {
+      w.write_tensor(k + 1, recode_scales(f, *s.pair, s.recode, s.target));
+    }
     if (s.scheme->tensor_scale) w.write_tensor(k + 2, std::as_bytes(std::span(&s.second, 1)));
     return TensorError{s.pair->output, s.target + " re-laid out", 0, 0, 0};
   }
@@ -593,8 +644,9 @@ void check_global_scales(const fs::path& in, const ConvertOptions& o, const Plan
   }
 }
 
-// A pair already in IN. minifloat's own forms written as minifloat's are copied as they are. Otherwise, when the
-// recipe's target for its weight is the very scheme it holds, its codes and block scales are the bytes the format
+// A pair already in IN. minifloat's own forms written as minifloat's are copied as they are, unless the recipe asks
+// for the other FP8 block scale format (recode_scales). Otherwise, when the recipe's target for its weight is the very
+// scheme it holds, its codes and block scales are the bytes the format
 // writes (MXFP4 and MXFP8 with one E8M0 scale per 32 elements; NVFP4's e4m3 scales per 16; FP8 blocks with F32
 // scales stored as F32), so they are re-laid out
 // under the format's names with no detour through floats; NVFP4's second level goes over as the format stores it
@@ -602,39 +654,47 @@ void check_global_scales(const fs::path& in, const ConvertOptions& o, const Plan
 // is written: it would sit under another dialect's config, or need a requantization convert does not do.
 std::optional<Step> plan_pair(const SafetensorsFile& f, const QuantizedPair& p, const Recipe& recipe,
                               WriteFormat format, std::optional<detail::WrittenKind> kind) {
-  if (format == WriteFormat::minifloat && (p.form == PairForm::deepseek || p.form == PairForm::nvfp4)) {
-    return std::nullopt;
-  }
   const std::string target = recipe.target_for(p.output, 2, true);
   const std::optional<Scheme> want = target_scheme(recipe, target);
-  std::optional<Scheme> held;
-  try {
-    held = p.form == PairForm::deepseek || p.form == PairForm::nvfp4 ? p.scheme
-           : p.form == PairForm::packed_global                      ? scheme_named("nvfp4")
-                                                                    : scheme_named(p.scheme_name);
-  } catch (const std::invalid_argument&) {
-  }
-  const bool same = want && held && want->element.format == held->element.format && !want->element.is_int() &&
-                    want->block_rows == held->block_rows && want->block_cols == held->block_cols &&
-                    want->scale_format == held->scale_format && want->tensor_scale == held->tensor_scale &&
+  const std::optional<Scheme> held = detail::held_scheme(p);
+  const DType stored = f.find(p.scale)->dtype;
+  const bool alike = want && held && want->element.format == held->element.format && !want->element.is_int() &&
+                     want->block_rows == held->block_rows && want->block_cols == held->block_cols &&
+                     want->tensor_scale == held->tensor_scale;
+  const bool same = alike && want->scale_format == held->scale_format &&
                     (want->scale_format == &ue8m0 || (want->scale_format == &ue4m3 && want->tensor_scale) ||
-                     (want->scale_format == &f32 && f.find(p.scale)->dtype == DType::F32));
+                     (want->scale_format == &f32 && stored == DType::F32));
+  ScaleRecode recode = ScaleRecode::none;
+  if (alike && !want->tensor_scale && p.form != PairForm::blocks) {
+    if (want->scale_format == &ue8m0 && held->scale_format == &f32 && stored == DType::F32) recode = ScaleRecode::to_ue8m0;
+    if (want->scale_format == &f32 && held->scale_format == &ue8m0 && (stored == DType::F8_E8M0 || stored == DType::U8)) {
+      recode = ScaleRecode::to_f32;
+    }
+  }
+  if (format == WriteFormat::minifloat && (p.form == PairForm::deepseek || p.form == PairForm::nvfp4) &&
+      recode == ScaleRecode::none) {
+    return std::nullopt;
+  }
   const bool copyable = p.form != PairForm::blocks;
   const std::uint64_t rows = p.output_shape.size() == 2 ? p.output_shape[0] : 0;
   const std::uint64_t cols = p.output_shape.size() == 2 ? p.output_shape[1] : 0;
-  const bool blocks = same && rows % static_cast<std::uint64_t>(want->block_rows) == 0 &&
+  const bool blocks = (same || recode != ScaleRecode::none) &&
+                      rows % static_cast<std::uint64_t>(want->block_rows) == 0 &&
                       cols % static_cast<std::uint64_t>(want->block_cols) == 0;
   // gpt-oss's expert blocks are written from float experts only (gpt_oss_step); a pair is never re-laid out there.
-  if (!same || !copyable || !blocks || !p.extras.empty() || format == WriteFormat::gpt_oss) {
+  if (!copyable || !blocks || !p.extras.empty() || format == WriteFormat::gpt_oss) {
     throw std::invalid_argument(
         cat(f.path().string(), ": tensor '", p.weight, "' is already quantized (", to_string(p.form), " pair, ",
             p.scheme_name, ") and the recipe's target for '", p.output, "' is ", target,
             ": convert re-lays out only a pair that holds the target's own codes and block scales (MXFP4, MXFP8, "
-            "NVFP4, FP8 blocks with F32 scales; not gpt-oss blocks, not BF16 scales), and would otherwise copy it under names that are not "
-            "those --format ", to_string(format), " writes; nothing was written"));
+            "NVFP4, FP8 blocks with F32 or power-of-two scales; not gpt-oss blocks, not BF16 scales), and would "
+            "otherwise copy it under names that are not those --format ", to_string(format), " writes; nothing was "
+            "written"));
   }
+  if (recode != ScaleRecode::none) recode_scales(f, p, recode, target);  // refused here, before anything is written
   Step s{f.find(p.weight), target, want, &p};
   s.relayout = true;
+  s.recode = recode;
   if (want->tensor_scale) {
     const float stored = detail::pair_second_scale(f, p);
     if (p.form == PairForm::packed_global && format == WriteFormat::compressed_tensors) {

@@ -9,6 +9,7 @@
 
 #include "file.h"
 #include "minifloat/codec.h"
+#include "minifloat/scheme.h"
 #include "minifloat/text.h"
 
 namespace mf::io::detail {
@@ -256,6 +257,15 @@ std::vector<float> dequantize_dialect_pair(const SafetensorsFile& file, const Qu
   }
   if (p.form == PairForm::blocks) return transpose_last_two(out, p.output_shape);
   return out;
+}
+
+std::optional<Scheme> held_scheme(const QuantizedPair& p) {
+  if (p.form == PairForm::deepseek || p.form == PairForm::nvfp4) return p.scheme;
+  try {
+    return scheme_named(p.form == PairForm::packed_global ? std::string("nvfp4") : p.scheme_name);
+  } catch (const std::invalid_argument&) {
+    return std::nullopt;
+  }
 }
 
 }  // namespace mf::io::detail

@@ -17,6 +17,10 @@ std::optional<QuantizedPair> match_dialect_pair(const SafetensorsFile& file, con
 std::vector<float> pair_scale_values(const SafetensorsFile& file, const QuantizedPair& pair);
 float pair_second_scale(const SafetensorsFile& file, const QuantizedPair& pair);
 
+// The scheme whose codes and block scales the pair stores (element, block, scale format, second level), or nullopt
+// for a scheme name minifloat has no Scheme for.
+std::optional<Scheme> held_scheme(const QuantizedPair& pair);
+
 // The values of a pair of any form but deepseek and nvfp4.
 std::vector<float> dequantize_dialect_pair(const SafetensorsFile& file, const QuantizedPair& pair);
 

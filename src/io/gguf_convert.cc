@@ -2,14 +2,17 @@
 // metadata of llama.cpp's convert_hf_to_gguf (docs/checkpoints.md, "Writing dialects").
 #include <algorithm>
 #include <limits>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <stdexcept>
 
+#include "dialect_pairs.h"
 #include "dialect_writer.h"
 #include "file.h"
 #include "json_checked.h"
+#include "minifloat/checkpoint_tensors.h"
 #include "minifloat/gguf.h"
 #include "minifloat/pack.h"
 #include "minifloat/quantize.h"
@@ -170,18 +173,21 @@ struct Planned {
   std::uint32_t rope_heads = 0;    // Q or K: rows permuted in groups of this many heads
   std::optional<Scheme> scheme;    // MXFP4: the recipe's scheme, quantized by minifloat's quantizer
   std::string target;              // for the report
+  const QuantizedPair* pair = nullptr;  // MXFP4 already: `in` holds its codes, re-laid out into ggml blocks
 };
 
 // The rows of x ([rows, cols]) in llama.cpp's order for Q and K (convert_hf_to_gguf's LlamaModel.permute): within
 // each head the rows [first half | second half] of a rotary pair become interleaved, row 2i + j of the head taking
 // row j * head_dim / 2 + i.
-void permute_rope_rows(std::vector<float>& x, std::uint64_t rows, std::uint64_t cols, std::uint32_t heads) {
+// A row permutation moves whole rows, so it applies as well to packed codes and block scales (cols: a row's items).
+template <class T>
+void permute_rope_rows(std::vector<T>& x, std::uint64_t rows, std::uint64_t cols, std::uint32_t heads) {
   const std::uint64_t head = rows / heads, half = head / 2;
-  std::vector<float> out(x.size());
+  std::vector<T> out(x.size());
   for (std::uint64_t h = 0; h < heads; ++h) {
     for (std::uint64_t i = 0; i < half; ++i) {
       for (std::uint64_t j = 0; j < 2; ++j) {
-        const float* from = x.data() + (h * head + j * half + i) * cols;
+        const T* from = x.data() + (h * head + j * half + i) * cols;
         std::copy(from, from + cols, out.data() + (h * head + 2 * i + j) * cols);
       }
     }
@@ -203,36 +209,45 @@ Json read_config(const Checkpoint& c) {
   return j;
 }
 
-// The output tensor for `t`, or nullopt for one llama.cpp drops.
-std::optional<Planned> plan_tensor(const SafetensorsFile& f, std::size_t shard, const SafetensorsTensor& t,
-                                   const LlamaConfig& l, const GgufRecipe& r) {
-  const std::optional<std::string> name = llama_name(t.name, l.n_layer);
+// The output tensor named for the Hugging Face tensor `hf` of `shape` (stored in `t`), F32 for now, with its rotary
+// row permutation; nullopt for one llama.cpp drops.
+std::optional<Planned> place(const SafetensorsFile& f, std::size_t shard, const SafetensorsTensor& t,
+                             const std::string& hf, const std::vector<std::uint64_t>& shape, const LlamaConfig& l) {
+  const std::optional<std::string> name = llama_name(hf, l.n_layer);
   if (!name) {
-    throw IoError(IoErrc::gguf_unsupported, f.path(), t.name,
+    throw IoError(IoErrc::gguf_unsupported, f.path(), hf,
                   cat("no llama.cpp name for it (--format gguf maps model.embed_tokens, model.layers.N.self_attn."
                       "{q,k,v,o}_proj, mlp.{gate,up,down}_proj, input_layernorm, post_attention_layernorm, "
                       "model.norm and lm_head, for N below num_hidden_layers ", l.n_layer, ")"));
   }
   if (name->empty()) return std::nullopt;
-  if (!detail::is_float(t.dtype)) {
-    throw IoError(IoErrc::gguf_unsupported, f.path(), t.name,
-                  cat(dtype_name(t.dtype), " is not F32, F16 or BF16: convert takes unquantized checkpoints "
-                      "(minifloat dequantize first)"));
+  if (shape.empty() || shape.size() > 2 || std::find(shape.begin(), shape.end(), 0) != shape.end()) {
+    throw IoError(IoErrc::gguf_unsupported, f.path(), hf, "a Llama tensor is 1-D or 2-D and not empty");
   }
-  if (t.shape.empty() || t.shape.size() > 2 || std::find(t.shape.begin(), t.shape.end(), 0) != t.shape.end()) {
-    throw IoError(IoErrc::gguf_unsupported, f.path(), t.name, "a Llama tensor is 1-D or 2-D and not empty");
-  }
-  Planned p{shard, &t, {*name, GgufType::F32, {t.shape.rbegin(), t.shape.rend()}}, 0, std::nullopt, "F32"};
+  Planned p{shard, &t, {*name, GgufType::F32, {shape.rbegin(), shape.rend()}}, 0, std::nullopt, "F32"};
   const bool q = name->find(".attn_q.") != std::string::npos, k = name->find(".attn_k.") != std::string::npos;
   if (q || k) {
     p.rope_heads = q ? l.n_head : l.n_head_kv;
-    if (t.shape[0] != std::uint64_t{p.rope_heads} * l.head_dim) {
-      throw IoError(IoErrc::gguf_unsupported, f.path(), t.name,
-                    cat(t.shape[0], " rows are not ", p.rope_heads, " heads x head_dim ", l.head_dim,
+    if (shape[0] != std::uint64_t{p.rope_heads} * l.head_dim) {
+      throw IoError(IoErrc::gguf_unsupported, f.path(), hf,
+                    cat(shape[0], " rows are not ", p.rope_heads, " heads x head_dim ", l.head_dim,
                         " (config.json): the rotary row order cannot be rewritten"));
     }
   }
-  if (t.shape.size() == 1) return p;  // norms and biases: F32, as llama.cpp keeps 1-D tensors
+  return p;
+}
+
+// The output tensor for `t`, or nullopt for one llama.cpp drops.
+std::optional<Planned> plan_tensor(const SafetensorsFile& f, std::size_t shard, const SafetensorsTensor& t,
+                                   const LlamaConfig& l, const GgufRecipe& r) {
+  std::optional<Planned> placed = place(f, shard, t, t.name, t.shape, l);
+  if (placed && !detail::is_float(t.dtype)) {
+    throw IoError(IoErrc::gguf_unsupported, f.path(), t.name,
+                  cat(dtype_name(t.dtype), " is not F32, F16 or BF16 and part of no MXFP4 pair: convert takes "
+                      "unquantized checkpoints, or MXFP4 ones with --recipe mxfp4 (minifloat dequantize first)"));
+  }
+  if (!placed || t.shape.size() == 1) return placed;  // norms and biases: F32, as llama.cpp keeps 1-D tensors
+  Planned& p = *placed;  // norms and biases: F32, as llama.cpp keeps 1-D tensors
   const std::uint64_t cols = t.shape[1];
   GgufType type = gguf_type_of(t.dtype);
   if (r.type) {
@@ -252,7 +267,70 @@ std::optional<Planned> plan_tensor(const SafetensorsFile& f, std::size_t shard, 
   if (type == GgufType::Q8_0 && cols % 32 != 0) type = GgufType::F16;
   p.spec.type = type;
   p.target = gguf_type_name(static_cast<std::uint32_t>(type));
+  return placed;
+}
+
+bool is_mxfp4(const std::optional<Scheme>& s) {
+  return s && s->element.format != nullptr && *s->element.format == e2m1 && s->block_rows == 1 &&
+         s->block_cols == 32 && *s->scale_format == ue8m0 && !s->tensor_scale;
+}
+
+// A pair already quantized in IN: MXFP4 (any dialect but gpt-oss blocks) whose recipe target is MXFP4 is re-laid out
+// into ggml's blocks with its codes and scales unchanged; anything else would need a requantization: refused.
+std::optional<Planned> plan_pair(const SafetensorsFile& f, std::size_t shard, const QuantizedPair& pair,
+                                 const LlamaConfig& l, const GgufRecipe& r) {
+  const std::string target = r.recipe ? r.recipe->target_for(pair.output, 2, true) : r.name;
+  const bool fits = r.recipe && is_mxfp4(target_scheme(*r.recipe, target)) && is_mxfp4(detail::held_scheme(pair)) &&
+                    pair.form != PairForm::blocks && pair.extras.empty() && pair.output_shape.size() == 2 &&
+                    pair.output_shape[1] % 32 == 0;
+  if (!fits) {
+    throw IoError(IoErrc::gguf_unsupported, f.path(), pair.weight,
+                  cat("already quantized (", to_string(pair.form), " pair, ", pair.scheme_name, ") and the target for '",
+                      pair.output, "' is ", target, ": --format gguf re-lays out only MXFP4 pairs (minifloat, "
+                      "compressed-tensors, ModelOpt, DeepSeek forms) with an MXFP4 recipe; other quantized "
+                      "checkpoints: minifloat dequantize first"));
+  }
+  std::optional<Planned> p = place(f, shard, *f.find(pair.weight), pair.output, pair.output_shape, l);
+  if (!p) return p;
+  p->spec.type = GgufType::MXFP4;
+  p->target = target + " re-laid out";
+  p->pair = &pair;
   return p;
+}
+
+// OCP-packed e2m1 codes and their ue8m0 scales as ggml MXFP4 blocks.
+void ggml_blocks(std::span<const std::uint8_t> codes, std::span<const std::uint8_t> scales,
+                 std::vector<std::byte>& bytes) {
+  if (std::find(scales.begin(), scales.end(), 0xFF) != scales.end()) {
+    throw std::invalid_argument("a block's ue8m0 scale is 0xFF (NaN): ggml reads that byte as 2^127, not NaN");
+  }
+  bytes.resize(scales.size() * kGgmlBlockBytes);
+  ocp_to_ggml_mxfp4(codes, scales, std::span(reinterpret_cast<std::uint8_t*>(bytes.data()), bytes.size()));
+}
+
+std::vector<std::uint8_t> copy_bytes(std::span<const std::byte> b) {
+  const auto* u = reinterpret_cast<const std::uint8_t*>(b.data());
+  return {u, u + b.size()};
+}
+
+// The pair's codes and scales, rows permuted for Q and K, as ggml blocks: bytes moved, none changed.
+TensorError relayout(const SafetensorsFile& f, const Planned& p, std::vector<std::byte>& bytes) {
+  const std::uint64_t rows = p.pair->output_shape[0], cols = p.pair->output_shape[1];
+  std::vector<std::uint8_t> codes = copy_bytes(f.bytes(*p.in));
+  std::vector<std::uint8_t> scales = copy_bytes(f.bytes(*f.find(p.pair->scale)));
+  if (codes.size() != rows * cols / 2 || scales.size() != rows * cols / 32) {
+    throw IoError(IoErrc::gguf_unsupported, f.path(), p.pair->weight, "codes or scales are not [R, C/2] and [R, C/32]");
+  }
+  if (p.rope_heads != 0) {
+    permute_rope_rows(codes, rows, cols / 2, p.rope_heads);
+    permute_rope_rows(scales, rows, cols / 32, p.rope_heads);
+  }
+  try {
+    ggml_blocks(codes, scales, bytes);
+  } catch (const std::invalid_argument& e) {
+    throw IoError(IoErrc::gguf_unsupported, f.path(), p.pair->scale, e.what());
+  }
+  return {p.pair->output, p.target, 0, 0, 0};
 }
 
 std::vector<std::pair<std::string, GgufValue>> llama_metadata(const LlamaConfig& l, const GgufRecipe& r,
@@ -286,6 +364,7 @@ std::vector<std::pair<std::string, GgufValue>> llama_metadata(const LlamaConfig&
 // Tensor p's bytes as planned, and its error row for a lossy type.
 std::optional<TensorError> encode(const SafetensorsFile& f, const Planned& p, int threads, std::vector<float>& x,
                                   std::vector<std::byte>& bytes) {
+  if (p.pair) return relayout(f, p, bytes);
   const SafetensorsTensor& t = *p.in;
   detail::widen(f, t, x);
   const std::uint64_t rows = t.shape[0], cols = t.shape.size() == 2 ? t.shape[1] : 1;
@@ -297,14 +376,7 @@ std::optional<TensorError> encode(const SafetensorsFile& f, const Planned& p, in
       o.tensor_name = t.name;
       const std::vector<std::int64_t> shape{static_cast<std::int64_t>(rows), static_cast<std::int64_t>(cols)};
       const QuantizedTensor q = quantize(x.data(), shape, *p.scheme, o);
-      if (std::find(q.scales.begin(), q.scales.end(), 0xFF) != q.scales.end()) {
-        throw std::invalid_argument("a block's ue8m0 scale is 0xFF (NaN in the input): ggml reads that byte as "
-                                    "2^127, not NaN");
-      }
-      std::vector<std::uint8_t> blocks(q.scales.size() * kGgmlBlockBytes);
-      ocp_to_ggml_mxfp4(q.codes, q.scales, blocks);
-      bytes.assign(reinterpret_cast<const std::byte*>(blocks.data()),
-                   reinterpret_cast<const std::byte*>(blocks.data() + blocks.size()));
+      ggml_blocks(q.codes, q.scales, bytes);  // a 0xFF scale: NaN in the input
     } else {
       bytes = gguf_encode(p.spec.type, x);
     }
@@ -360,9 +432,21 @@ ConvertReport convert_to_gguf(const fs::path& in, const fs::path& out, const Ggu
     files.push_back(read_safetensors(c.shard_path(i)));
     report.input_bytes += files.back().header_size() + files.back().data_size();
   }
+  std::vector<std::vector<QuantizedPair>> pairs(files.size());  // fixed before plans point into them
+  for (std::size_t i = 0; i < files.size(); ++i) pairs[i] = find_pairs(files[i]);
   for (std::size_t i = 0; i < files.size(); ++i) {
+    std::set<std::string> parts;  // a pair's scales and the like go with its codes
+    std::map<std::string, const QuantizedPair*> by_weight;
+    for (const QuantizedPair& q : pairs[i]) {
+      parts.insert({q.scale, q.tensor_scale});
+      parts.insert(q.extras.begin(), q.extras.end());
+      by_weight[q.weight] = &q;
+    }
     for (const SafetensorsTensor& t : files[i].tensors()) {
-      if (std::optional<Planned> p = plan_tensor(files[i], i, t, l, recipe)) {
+      if (parts.contains(t.name)) continue;
+      const auto pair = by_weight.find(t.name);
+      if (std::optional<Planned> p = pair != by_weight.end() ? plan_pair(files[i], i, *pair->second, l, recipe)
+                                                             : plan_tensor(files[i], i, t, l, recipe)) {
         names.insert(p->spec.name);
         plan.push_back(std::move(*p));
       }
@@ -394,6 +478,11 @@ ConvertReport convert_to_gguf(const fs::path& in, const fs::path& out, const Ggu
     writer.write_tensor(k, bytes);
     files[p.shard].release(*p.in);
     done += p.in->end - p.in->begin;
+    if (p.pair) {
+      const SafetensorsTensor& scale = *files[p.shard].find(p.pair->scale);
+      files[p.shard].release(scale);
+      done += scale.end - scale.begin;
+    }
     if (options.progress) options.progress(std::min(done, total), total);
   }
   writer.commit();

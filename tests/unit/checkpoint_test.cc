@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstring>
 #include <map>
 #include <set>
 #include <string>
@@ -516,6 +517,57 @@ TEST(Convert, AnMxfp4PairIsReLaidOutNotRequantized) {
     EXPECT_NE(std::string(e.what()).find("tensor 'm.weight' is already quantized"), std::string::npos) << e.what();
   }
   EXPECT_FALSE(fs::exists(dir / "out8"));
+}
+
+// FP8 128x128 blocks with F32 scales that are all powers of two (2^-2, 2^3, 2^-127 an f32 subnormal, 2^127), asked
+// for as fp8-128x128 (ue8m0 scales): the E8M0 codes are the exponents + 127 and the codes are the input's bytes; back
+// by fp8-block the F32 scales are the input's bytes again. One scale that is no power of two is named, nothing written.
+TEST(Convert, Fp8BlockScalesBetweenF32AndUe8m0) {
+  TempDir dir;
+  Bytes codes(256 * 256);
+  for (std::size_t i = 0; i < codes.size(); ++i) codes[i] = static_cast<std::byte>((i * 37) % 0x7F);  // no NaN code
+  const std::array<float, 4> scales{0.25f, 8.0f, std::ldexp(1.0f, -127), std::ldexp(1.0f, 127)};
+  Bytes scale_bytes(16);
+  std::memcpy(scale_bytes.data(), scales.data(), 16);
+  fs::create_directories(dir / "in");
+  write_safetensors(dir / "in" / "model.safetensors",
+                    std::vector<TensorView>{{"m.weight", DType::F8_E4M3, Shape{256, 256}, codes},
+                                            {"m.weight_scale_inv", DType::F32, Shape{2, 2}, scale_bytes}});
+  const ConvertReport r = convert_checkpoint(dir / "in", dir / "e8", parse_recipe(R"({"*": "fp8-128x128"})"));
+  ASSERT_EQ(r.tensors.size(), 1u);
+  EXPECT_EQ(r.tensors[0].target, "fp8-128x128 re-laid out");
+  EXPECT_EQ(r.tensors[0].max_abs, 0.0);
+  {
+    const SafetensorsFile f = read_safetensors(dir / "e8" / "model.safetensors");
+    ASSERT_NE(f.find("m.weight_scale_inv"), nullptr);
+    EXPECT_EQ(f.find("m.weight_scale_inv")->dtype, DType::F8_E8M0);
+    EXPECT_EQ(to_string(f.bytes(*f.find("m.weight"))), to_string(codes));
+    const Bytes e8m0{std::byte{125}, std::byte{130}, std::byte{0}, std::byte{254}};
+    EXPECT_EQ(to_string(f.bytes(*f.find("m.weight_scale_inv"))), to_string(e8m0));
+  }
+  const ConvertReport back = convert_checkpoint(dir / "e8", dir / "f32", recipe_named("fp8-block"));
+  ASSERT_EQ(back.tensors.size(), 1u);
+  EXPECT_EQ(back.tensors[0].target, "e4m3-128x128-f32 re-laid out");
+  {
+    const SafetensorsFile f = read_safetensors(dir / "f32" / "model.safetensors");
+    EXPECT_EQ(f.find("m.weight_scale_inv")->dtype, DType::F32);
+    EXPECT_EQ(to_string(f.bytes(*f.find("m.weight_scale_inv"))), to_string(scale_bytes));
+    EXPECT_EQ(to_string(f.bytes(*f.find("m.weight"))), to_string(codes));
+  }
+  const float third = 0.3f;
+  std::memcpy(scale_bytes.data() + 4, &third, 4);
+  write_safetensors(dir / "in" / "model.safetensors",
+                    std::vector<TensorView>{{"m.weight", DType::F8_E4M3, Shape{256, 256}, codes},
+                                            {"m.weight_scale_inv", DType::F32, Shape{2, 2}, scale_bytes}});
+  try {
+    convert_checkpoint(dir / "in", dir / "bad", parse_recipe(R"({"*": "fp8-128x128"})"));
+    ADD_FAILURE() << "a scale of 0.3 written as ue8m0";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("tensor 'm.weight_scale_inv' holds 0.3 at index 1, not a power of two"),
+              std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("requantize from the unquantized model"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(fs::exists(dir / "bad"));
 }
 
 // V4's experts as some exporters store them: two e2m1 codes per I8 / U8 byte, [R, C/2], read as [R, C].

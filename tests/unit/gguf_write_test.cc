@@ -2,9 +2,12 @@
 // every error of the writer and of convert --format gguf (nothing left behind), and files read back by the reader.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <limits>
+#include <span>
+#include <tuple>
 #include <string>
 #include <vector>
 
@@ -264,6 +267,68 @@ TEST(ConvertToGguf, WritesTheTinyLlama) {
   EXPECT_EQ(f.find_metadata("llama.attention.head_count_kv")->as_uint(), 1u);
   EXPECT_EQ(r.tensors.size(), 3u);  // the three Q8_0 weights
   EXPECT_EQ(r.output_bytes, fs::file_size(dir / "out.gguf"));
+}
+
+// Q and K already MXFP4 in DeepSeek-V4's form (W as I8 [R, C/2], two e2m1 codes a byte, W_scale_inv F8_E8M0 [R, C/32])
+// converted by the mxfp4 recipe: re-laid out, not requantized. Each ggml block is worked out here from the input
+// bytes: llama.cpp's row (row 2i + j of a head takes row j x head_dim / 2 + i), the block's scale byte, then byte j
+// holding element j (low nibble) and element j + 16 (high nibble), element e being nibble e % 2 of input byte e / 2.
+TEST(ConvertToGguf, AnMxfp4PairIsReLaidOutIntoGgmlBlocks) {
+  TempDir dir;
+  fs::create_directories(dir / "in");
+  write_file(dir / "in" / "config.json", kLlamaConfig);
+  const auto codes = [](std::uint64_t rows) {
+    std::vector<std::byte> b(rows * 32);
+    for (std::size_t i = 0; i < b.size(); ++i) b[i] = static_cast<std::byte>((i * 37 + i / 32) & 0xFF);
+    return b;
+  };
+  const auto scales = [](std::uint64_t rows) {
+    std::vector<std::byte> b(rows * 2);
+    for (std::size_t i = 0; i < b.size(); ++i) b[i] = static_cast<std::byte>(100 + i % 50);
+    return b;
+  };
+  const std::string q = "model.layers.0.self_attn.q_proj.weight", k = "model.layers.0.self_attn.k_proj.weight";
+  const std::vector<SafetensorsWriter::Spec> specs{
+      {"model.embed_tokens.weight", DType::BF16, {32, 64}}, {"model.norm.weight", DType::BF16, {64}},
+      {q, DType::I8, {64, 32}}, {q + "_scale_inv", DType::F8_E8M0, {64, 2}},
+      {k, DType::I8, {32, 32}}, {k + "_scale_inv", DType::F8_E8M0, {32, 2}},
+      {"model.layers.0.input_layernorm.weight", DType::BF16, {64}}};
+  const std::vector<std::vector<std::byte>> data{std::vector<std::byte>(32 * 64 * 2), std::vector<std::byte>(128),
+                                                 codes(64), scales(64), codes(32), scales(32),
+                                                 std::vector<std::byte>(128)};
+  SafetensorsWriter w(dir / "in" / "model.safetensors", specs);
+  for (std::size_t i = 0; i < specs.size(); ++i) w.write_tensor(i, data[i]);
+  w.commit();
+  const ConvertReport r = convert_to_gguf(dir / "in", dir / "out.gguf", gguf_recipe("mxfp4"));
+  ASSERT_EQ(r.tensors.size(), 2u);
+  EXPECT_EQ(r.tensors[0].name, q);
+  EXPECT_EQ(r.tensors[0].target, "mxfp4 re-laid out");
+  EXPECT_EQ(r.tensors[1].max_abs, 0.0);
+  const GgufFile f = read_gguf(dir / "out.gguf");
+  for (const auto& [name, rows, heads, in] : {std::tuple{"blk.0.attn_q.weight", 64u, 2u, 2u},
+                                              std::tuple{"blk.0.attn_k.weight", 32u, 1u, 4u}}) {
+    const GgufTensor* t = f.find(name);
+    ASSERT_NE(t, nullptr) << name;
+    EXPECT_EQ(t->type, static_cast<std::uint32_t>(GgufType::MXFP4));
+    const std::vector<std::byte>& c = data[in];
+    const std::vector<std::byte>& sc = data[in + 1];
+    std::vector<std::byte> want;
+    const std::uint32_t head = rows / heads, half = head / 2;
+    for (std::uint32_t row = 0; row < rows; ++row) {
+      const std::uint32_t h = row / head, i = (row % head) / 2, j = row % 2;
+      const std::uint32_t from = h * head + j * half + i;
+      for (std::uint32_t b = 0; b < 2; ++b) {
+        want.push_back(sc[from * 2 + b]);
+        const auto element = [&](std::uint32_t e) {
+          const auto byte = std::to_integer<unsigned>(c[from * 32 + b * 16 + e / 2]);
+          return e % 2 == 0 ? byte & 0xF : byte >> 4;
+        };
+        for (std::uint32_t e = 0; e < 16; ++e) want.push_back(static_cast<std::byte>(element(e) | element(e + 16) << 4));
+      }
+    }
+    const std::span<const std::byte> got = f.bytes(*t);
+    EXPECT_TRUE(std::equal(got.begin(), got.end(), want.begin(), want.end())) << name;
+  }
 }
 
 TEST(ConvertToGguf, RefusesWhatItCannotWrite) {
