@@ -26,7 +26,6 @@
 #include <span>
 
 #include "minifloat/codec.h"
-#include "minifloat/pack.h"
 
 namespace mf {
 
@@ -78,7 +77,7 @@ void decode_bulk(const Format& f, std::span<const std::uint16_t> codes, const Fo
 // std::invalid_argument naming it; so must f have 4-, 6- or 8-bit codes.
 //
 //   const std::vector<float> x{1.0f, -0.5f, 6.0f};
-//   std::vector<std::uint8_t> packed(mf::packed_size(x.size(), 4));      // 2 bytes
+//   std::vector<std::uint8_t> packed(mf::packed_size(x.size(), 4));      // 2 bytes (pack.h)
 //   mf::encode_bulk_packed(mf::e2m1, x, packed);                          // 92 07: codes 2, 9 | 7, padding 0
 //   std::vector<float> back(x.size());
 //   mf::decode_bulk_packed(mf::e2m1, packed, back);                       // 1 -0.5 6
