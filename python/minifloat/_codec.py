@@ -226,7 +226,11 @@ def _decode_packed(codes, fmt: str, info: dict, dtype, out, count):
             raise ValueError(f"codes: {a.size} bytes given, {count} {fmt} codes pack into "
                              f"{_core.packed_size(int(count), bits)}")
     n = int(np.prod(shape))
-    if is_torch_dtype(dtype) or np.dtype(dtype) != np.float32:  # unpacked by the library, then decode as usual
+    try:
+        f32 = not is_torch_dtype(dtype) and np.dtype(dtype) == np.float32
+    except TypeError:
+        raise TypeError(f"dtype: {dtype!r} is not a dtype") from None
+    if not f32:  # unpacked by the library, then decode as usual
         return decode(unpack(a, bits, n).reshape(shape), fmt, dtype=dtype, out=out)
     target = np.empty(shape, dtype=np.float32) if out is None else _check_out(out, [np.float32], shape,
                                                                               f"decode of packed {fmt}")
