@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "minifloat/bulk.h"
+#include "minifloat/pack.h"
 
 namespace {
 
@@ -83,6 +84,74 @@ void EncodeWords(benchmark::State& s, const mf::Format* f, mf::Rounding r) { Enc
 void DecodeBytes(benchmark::State& s, const mf::Format* f) { Decode<std::uint8_t>(s, f); }
 void DecodeWords(benchmark::State& s, const mf::Format* f) { Decode<std::uint16_t>(s, f); }
 
+// The other value types and packed codes (e4m3 and FP4 / FP6), beside the f32 casts above.
+// f64 input: `exact` holds f32 values widened (the SIMD path), otherwise values with f64 bits below f32's (the scalar
+// codec, element by element).
+void EncodeF64(benchmark::State& state, bool exact) {
+  const std::span<const float> x = first(state);
+  std::vector<double> d(x.begin(), x.end());
+  if (!exact) {
+    for (double& v : d) v += v * 0x1p-30;
+  }
+  std::vector<std::uint8_t> codes(x.size());
+  for (auto _ : state) {
+    mf::encode_bulk(mf::e4m3, std::span<const double>(d), std::span<std::uint8_t>(codes));
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * x.size() * 9));
+}
+
+void EncodeFromBf16(benchmark::State& state) {
+  const std::span<const float> x = first(state);
+  std::vector<std::uint16_t> h(x.size());
+  std::vector<std::uint8_t> codes(x.size());
+  mf::encode_bulk(mf::bf16, x, std::span<std::uint16_t>(h));
+  for (auto _ : state) {
+    mf::encode_bulk(mf::e4m3, mf::bf16, std::span<const std::uint16_t>(h), std::span<std::uint8_t>(codes));
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * x.size() * 3));
+}
+
+template <class Out>
+void DecodeInto(benchmark::State& state) {
+  const std::span<const float> x = first(state);
+  std::vector<std::uint8_t> codes(x.size());
+  mf::encode_bulk(mf::e4m3, x, std::span<std::uint8_t>(codes));
+  std::vector<Out> y(x.size());
+  for (auto _ : state) {
+    if constexpr (sizeof(Out) == 2) {
+      mf::decode_bulk(mf::e4m3, std::span<const std::uint8_t>(codes), mf::bf16, std::span<std::uint16_t>(y));
+    } else {
+      mf::decode_bulk(mf::e4m3, std::span<const std::uint8_t>(codes), std::span<double>(y));
+    }
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * x.size() * (1 + sizeof(Out))));
+}
+
+void EncodePacked(benchmark::State& state, const mf::Format* f) {
+  const std::span<const float> x = first(state);
+  std::vector<std::uint8_t> packed(mf::packed_size(x.size(), f->bits()));
+  for (auto _ : state) {
+    mf::encode_bulk_packed(*f, x, packed);
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * (x.size() * 4 + packed.size())));
+}
+
+void DecodePacked(benchmark::State& state, const mf::Format* f) {
+  const std::span<const float> x = first(state);
+  std::vector<std::uint8_t> packed(mf::packed_size(x.size(), f->bits()));
+  mf::encode_bulk_packed(*f, x, packed);
+  std::vector<float> y(x.size());
+  for (auto _ : state) {
+    mf::decode_bulk_packed(*f, packed, y);
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * (x.size() * 4 + packed.size())));
+}
+
 constexpr std::int64_t kInCache = std::int64_t{1} << 14;
 #define MF_SIZES ->Arg(static_cast<std::int64_t>(kN))->Arg(kInCache)->Unit(benchmark::kMicrosecond)
 BENCHMARK(Memcpy) MF_SIZES;
@@ -99,6 +168,15 @@ MF_BULK(e2m1, Bytes)
 MF_BULK(ue8m0, Bytes)
 MF_BULK(bf16, Words)
 MF_BULK(f16, Words)
+BENCHMARK_CAPTURE(EncodeF64, e4m3_f32_values, true) MF_SIZES;
+BENCHMARK_CAPTURE(EncodeF64, e4m3_f64_values, false) MF_SIZES;
+BENCHMARK(EncodeFromBf16) MF_SIZES;
+BENCHMARK_TEMPLATE(DecodeInto, double) MF_SIZES;
+BENCHMARK_TEMPLATE(DecodeInto, std::uint16_t) MF_SIZES;
+BENCHMARK_CAPTURE(EncodePacked, e2m1, &mf::e2m1) MF_SIZES;
+BENCHMARK_CAPTURE(EncodePacked, e2m3, &mf::e2m3) MF_SIZES;
+BENCHMARK_CAPTURE(DecodePacked, e2m1, &mf::e2m1) MF_SIZES;
+BENCHMARK_CAPTURE(DecodePacked, e2m3, &mf::e2m3) MF_SIZES;
 
 }  // namespace
 

@@ -16,7 +16,8 @@
 //   }
 //
 // Codes are one per element: std::uint8_t for formats of 8 bits or fewer, std::uint16_t for bf16 and f16 (FP6 and
-// FP4 codes unpacked, one per byte; pack.h packs them). Stochastic rounding takes element i's random bits from
+// FP4 codes unpacked, one per byte; encode_bulk_packed / decode_bulk_packed below take them packed). Values are f32,
+// or f64, bf16 and f16 through the overloads below. Stochastic rounding takes element i's random bits from
 // stochastic_bits(seed, i) (random.h), as the CLI's and Python's --seed do, so a bulk cast with a seed gives the
 // codes those give.
 #pragma once
@@ -45,5 +46,43 @@ void encode_bulk(const Format& f, std::span<const float> x, std::span<std::uint1
 // std::invalid_argument as encode_bulk does.
 void decode_bulk(const Format& f, std::span<const std::uint8_t> codes, std::span<float> x, int threads = 1);
 void decode_bulk(const Format& f, std::span<const std::uint16_t> codes, std::span<float> x, int threads = 1);
+
+// ---- Other value types ----
+// f64 values: codes[i] = encode(f, x[i], ...), rounded once from the f64 value (never through f32, which would
+// round twice). Nearest-even and toward-zero take the SIMD path for the elements that are f32 values and the scalar
+// codec for the others; stochastic rounding takes the scalar codec for every element (its codes depend on the
+// source's width), as does any value that is not an f32 value: data that is truly f64 casts at scalar speed.
+void encode_bulk(const Format& f, std::span<const double> x, std::span<std::uint8_t> codes, const BulkOptions& o = {});
+void encode_bulk(const Format& f, std::span<const double> x, std::span<std::uint16_t> codes, const BulkOptions& o = {});
+// bf16 or f16 values, given as their codes (`from` is mf::bf16 or mf::f16): every one is an f32 value, so they are
+// widened exactly (the SIMD decode) and encoded as f32: codes[i] = encode(f, decode(from, x[i]), ...).
+void encode_bulk(const Format& f, const Format& from, std::span<const std::uint16_t> x,
+                 std::span<std::uint8_t> codes, const BulkOptions& o = {});
+void encode_bulk(const Format& f, const Format& from, std::span<const std::uint16_t> x,
+                 std::span<std::uint16_t> codes, const BulkOptions& o = {});
+// Into f64: x[i] = decode(f, codes[i]), exact.
+void decode_bulk(const Format& f, std::span<const std::uint8_t> codes, std::span<double> x, int threads = 1);
+void decode_bulk(const Format& f, std::span<const std::uint16_t> codes, std::span<double> x, int threads = 1);
+// Into bf16 or f16 codes (`to` is mf::bf16 or mf::f16): x[i] = encode(to, decode(f, codes[i])), the value rounded
+// to nearest even (exact wherever it fits; +-Inf beyond the range, as ml_dtypes' astype).
+void decode_bulk(const Format& f, std::span<const std::uint8_t> codes, const Format& to, std::span<std::uint16_t> x,
+                 int threads = 1);
+void decode_bulk(const Format& f, std::span<const std::uint16_t> codes, const Format& to, std::span<std::uint16_t> x,
+                 int threads = 1);
+
+// ---- Packed codes (FP4, FP6; 8-bit codes pack as a copy) ----
+// The packing is pack.h's (pack_codes): FP4 two codes per byte, element 2i in the low nibble (OCP MX,
+// torch.float4_e2m1fn_x2); FP6 four codes in each little-endian 3-byte group. Any length: a final partial byte or
+// group is padded with zero bits. `packed` must hold exactly packed_size(x.size(), f.bits()) bytes, else
+// std::invalid_argument naming it; so must f have 4-, 6- or 8-bit codes.
+//
+//   const std::vector<float> x{1.0f, -0.5f, 6.0f};
+//   std::vector<std::uint8_t> packed(mf::packed_size(x.size(), 4));      // 2 bytes (pack.h)
+//   mf::encode_bulk_packed(mf::e2m1, x, packed);                          // 92 07: codes 2, 9 | 7, padding 0
+//   std::vector<float> back(x.size());
+//   mf::decode_bulk_packed(mf::e2m1, packed, back);                       // 1 -0.5 6
+void encode_bulk_packed(const Format& f, std::span<const float> x, std::span<std::uint8_t> packed,
+                        const BulkOptions& o = {});
+void decode_bulk_packed(const Format& f, std::span<const std::uint8_t> packed, std::span<float> x, int threads = 1);
 
 }  // namespace mf

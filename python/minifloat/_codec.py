@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import _core
-from ._arrays import _STORAGE, as_array, is_torch_dtype, ml_dtype, to_torch, torch_dtype
+from ._arrays import _STORAGE, as_array, is_torch_dtype, is_torch_tensor, ml_dtype, to_torch, torch_dtype
 
 _FORMATS = {f["name"]: f for f in _core.formats()}
 
@@ -35,7 +35,24 @@ def _check_out(out, dtypes, shape, what: str) -> np.ndarray:
     return out
 
 
-def encode(array, fmt: str, overflow: str = "default", rounding: str = "nearest_even", seed=None, out=None):
+def _packed_bits(info: dict, fmt: str) -> int:
+    """The code width of `fmt` when packed=True: ValueError unless FP4 or FP6."""
+    if info["bits"] not in (4, 6):
+        raise ValueError(f"packed: only 4- and 6-bit formats (FP4, FP6) pack; {fmt} has {info['bits']}-bit codes")
+    return info["bits"]
+
+
+def packed_shape(shape, bits: int) -> tuple:
+    """The shape of packed codes of values shaped `shape`: rows packed along the last dimension where each row ends
+    on a byte (FP4: an even last dimension, as torch.float4_e2m1fn_x2; FP6: a multiple of 4), else flat."""
+    shape = tuple(shape)
+    if shape and shape[-1] * bits % 8 == 0:
+        return shape[:-1] + (shape[-1] * bits // 8,)
+    return (_core.packed_size(int(np.prod(shape)), bits),)
+
+
+def encode(array, fmt: str, overflow: str = "default", rounding: str = "nearest_even", seed=None, out=None,
+           packed: bool = False):
     """Encode every value of `array` into `fmt` codes.
 
     array: float32, float64 (rounded once, directly), float16 or bfloat16 (numpy, ml_dtypes or torch), or integers.
@@ -49,6 +66,11 @@ def encode(array, fmt: str, overflow: str = "default", rounding: str = "nearest_
     out: a numpy array to write the codes into and return, instead of a new one: C-contiguous, shaped like `array`,
     of the codes' dtype (or the format's own ml_dtypes dtype, e.g. ml_dtypes.float8_e4m3fn); reusing one buffer
     across calls saves the allocation.
+    packed: FP4 / FP6 codes packed (uint8, minifloat's packing, docs/spec.md#packing): e2m1 two per byte, element 2i in
+    the low nibble (OCP MX, torch.float4_e2m1fn_x2); 6-bit codes four per 3 bytes. Shaped packed_shape(array.shape):
+    along the last dimension where each row ends on a byte, else flat (a final partial byte or group padded with
+    zero bits). A torch input gives a uint8 tensor (torch.float4_e2m1fn_x2 for e2m1 rows); out= must be uint8 of
+    that shape.
     """
     info = format_info(fmt)
     if not isinstance(overflow, str):
@@ -67,6 +89,10 @@ def encode(array, fmt: str, overflow: str = "default", rounding: str = "nearest_
                         "encode takes values (decode takes codes)")
     if kind in ("int", "u16", "u32"):
         a, kind = a.astype(np.float64), "f64"
+    if not isinstance(packed, bool):
+        raise TypeError(f"packed: a bool is expected, not {type(packed).__name__}")
+    if packed:
+        return _encode_packed(a, kind, from_torch, fmt, info, overflow, rounding, int(seed), out)
     storage = _STORAGE[info["storage_bytes"]]
     if out is not None:
         own = ml_dtype(fmt)
@@ -81,6 +107,23 @@ def encode(array, fmt: str, overflow: str = "default", rounding: str = "nearest_
         t = to_torch(out.view({1: np.uint8, 2: np.int16, 4: np.int32}[out.itemsize]))
         return t.view(td) if td is not None and fmt != "e2m1" else t
     return out
+
+
+def _encode_packed(a, kind, from_torch, fmt, info, overflow, rounding, seed, out):
+    bits = _packed_bits(info, fmt)
+    shape = packed_shape(a.shape, bits)
+    target = np.empty(shape, dtype=np.uint8) if out is None else _check_out(out, [np.uint8], shape,
+                                                                            f"packed {fmt} codes")
+    if kind == "f32":
+        _core.encode_packed(a, target, fmt, overflow, rounding, seed)
+    else:  # f64, bf16, f16: their codes as encode gives them, then the same packing
+        codes = np.empty(a.shape, dtype=np.uint8)
+        _core.encode(a, kind, codes, fmt, overflow, rounding, seed)
+        _core.pack(codes, bits, target)
+    if from_torch and out is None:
+        t = to_torch(target)
+        return t.view(torch_dtype(fmt)) if fmt == "e2m1" and len(shape) == a.ndim and torch_dtype(fmt) else t
+    return target
 
 
 def _codes_of(codes, fmt: str, info: dict) -> np.ndarray:
@@ -116,7 +159,7 @@ def _value_dtypes() -> dict:
     return dtypes
 
 
-def decode(codes, fmt: str, dtype=np.float32, out=None):
+def decode(codes, fmt: str, dtype=np.float32, out=None, packed: bool = False, count=None):
     """The values of `fmt` codes.
 
     codes: unsigned (or non-negative) integers below 2^bits, or an ml_dtypes / torch array of the format itself.
@@ -127,9 +170,22 @@ def decode(codes, fmt: str, dtype=np.float32, out=None):
     last dimension.
     out: a numpy array of `dtype` (C-contiguous, shaped like `codes`) to write the values into and return, instead of
     a new one.
+    packed: `codes` are packed FP4 / FP6 bytes (uint8, or torch.float4_e2m1fn_x2), as encode(..., packed=True) gives
+    them. count: how many values they hold, returned flat; by default each row's bytes along the last dimension
+    (e2m1: two values per byte; 6-bit: four per 3 bytes, so the last dimension must be a multiple of 3).
     """
     info = format_info(fmt)
+    if not isinstance(packed, bool):
+        raise TypeError(f"packed: a bool is expected, not {type(packed).__name__}")
+    if packed:
+        return _decode_packed(codes, fmt, info, dtype, out, count)
+    if count is not None:
+        raise ValueError("count: only with packed=True")
+    if is_torch_tensor(codes) and fmt == "e2m1" and codes.dtype == torch_dtype("e2m1"):
+        raise ValueError("codes: torch.float4_e2m1fn_x2 holds two e2m1 codes per byte: pass packed=True")
     a = _codes_of(codes, fmt, info)
+    if info["bits"] <= 8 and a.dtype != np.uint8:  # range-checked: the bulk casts read codes in their own storage
+        a = a.astype(np.uint8)
     if is_torch_dtype(dtype):
         if out is not None:
             raise TypeError("out: only with a numpy dtype (a torch dtype returns a new tensor)")
@@ -150,6 +206,35 @@ def decode(codes, fmt: str, dtype=np.float32, out=None):
         raise TypeError(f"dtype: {dt} is neither float32, float64, float16, bfloat16 nor {fmt}'s own dtype ({own})")
     target = np.empty(a.shape, dtype=dt) if out is None else _check_out(out, [dt], a.shape, f"decode into {dt}")
     _core.decode(a, target.view(np.uint16) if into in ("bf16", "f16") else target, fmt, into)
+    return target
+
+
+def _decode_packed(codes, fmt: str, info: dict, dtype, out, count):
+    bits = _packed_bits(info, fmt)
+    a, kind, _ = as_array(codes, "codes")
+    if kind not in ("u8", "codes:e2m1") or (kind == "codes:e2m1" and fmt != "e2m1"):
+        raise TypeError(f"codes: packed {fmt} codes are uint8 bytes, not {kind}")
+    if count is None:
+        if a.ndim == 0 or a.shape[-1] * 8 % bits:
+            raise ValueError(f"codes: shape {a.shape} does not hold whole rows of {bits}-bit codes; pass count=")
+        shape = a.shape[:-1] + (a.shape[-1] * 8 // bits,)
+    else:
+        if isinstance(count, bool) or not isinstance(count, (int, np.integer)) or count < 0:
+            raise ValueError(f"count: a non-negative integer is expected, not {count!r}")
+        shape = (int(count),)
+        if a.size != _core.packed_size(int(count), bits):
+            raise ValueError(f"codes: {a.size} bytes given, {count} {fmt} codes pack into "
+                             f"{_core.packed_size(int(count), bits)}")
+    n = int(np.prod(shape))
+    try:
+        f32 = not is_torch_dtype(dtype) and np.dtype(dtype) == np.float32
+    except TypeError:
+        raise TypeError(f"dtype: {dtype!r} is not a dtype") from None
+    if not f32:  # unpacked by the library, then decode as usual
+        return decode(unpack(a, bits, n).reshape(shape), fmt, dtype=dtype, out=out)
+    target = np.empty(shape, dtype=np.float32) if out is None else _check_out(out, [np.float32], shape,
+                                                                              f"decode of packed {fmt}")
+    _core.decode_packed(a, target, fmt)
     return target
 
 

@@ -18,6 +18,11 @@ def encode(x: npt.NDArray[Any], input: str, out: npt.NDArray[np.unsignedinteger]
 def decode(codes: npt.NDArray[np.unsignedinteger], out: npt.NDArray[Any], fmt: str, into: str) -> None:
     """out[i] = decode(fmt, codes[i]) as float32 or float64 (into "f32", "f64"), or rounded to nearest even into bf16
     or f16 codes (into "bf16", "f16"; out uint16). GIL released."""
+def encode_packed(x: npt.NDArray[np.float32], out: npt.NDArray[np.uint8], fmt: str, overflow: str, rounding: str,
+                  seed: int) -> None:
+    """out = the packed codes of float32 x (FP4 / FP6, pack.h's packing; out holds packed_size bytes). GIL released."""
+def decode_packed(codes: npt.NDArray[np.uint8], out: npt.NDArray[np.float32], fmt: str) -> None:
+    """out[i] = decode(fmt, code i of the packed bytes). GIL released."""
 def packed_size(count: int, bits: int) -> int: ...
 def pack(codes: npt.NDArray[np.uint8], bits: int, out: npt.NDArray[np.uint8]) -> None: ...
 def unpack(packed: npt.NDArray[np.uint8], bits: int, out: npt.NDArray[np.uint8]) -> None: ...

@@ -1,6 +1,6 @@
-// encode / decode over whole arrays, with the GIL released: the bulk casts (minifloat/bulk.h) wherever the input and
-// the codes are in their usual storage, otherwise a loop over the library's scalar codec (mf::encode, mf::decode),
-// instantiated per format so the compiler folds each format's constants into it.
+// encode / decode over whole arrays, with the GIL released: the bulk casts (minifloat/bulk.h) from and into f32, f64,
+// bf16 and f16 wherever the codes are in their format's storage (packed FP4 / FP6 too), otherwise a loop over the
+// library's scalar codec (mf::encode, mf::decode), instantiated per format so the compiler folds its constants in.
 #include <nanobind/stl/string.h>
 
 #include <array>
@@ -49,34 +49,22 @@ void encode_loop(std::size_t n, Out* out, EncodeOptions o, std::uint64_t seed, L
   }
 }
 
-// f32 (or bf16 / f16, widened exactly 64 Ki at a time) into u8 or u16 codes: the bulk SIMD path (minifloat/bulk.h),
-// whose codes are the scalar codec's, stochastic bits included.
-template <class Out>
-void encode_bulk_any(const Format& f, const Array& x, const std::string& input, Out* out, const EncodeOptions& o,
-                     std::uint64_t seed) {
-  const std::size_t n = x.size();
-  const BulkOptions b{o.rounding, o.overflow, seed, 1};
-  if (input == "f32") return encode_bulk(f, {data_as<float>(x, "array"), n}, std::span<Out>(out, n), b);
-  const std::uint16_t* p = data_as<std::uint16_t>(x, "array");
-  const Format& from = input == "bf16" ? bf16 : f16;
-  std::vector<float> wide(std::min<std::size_t>(n, 1 << 16));
-  for (std::size_t begin = 0; begin < n; begin += wide.size()) {
-    const std::size_t len = std::min(wide.size(), n - begin);
-    decode_bulk(from, std::span<const std::uint16_t>(p + begin, len), std::span<float>(wide.data(), len));
-    BulkOptions piece = b;
-    piece.first_index = begin;  // element i's stochastic bits are those of its index in the whole array
-    encode_bulk(f, std::span<const float>(wide.data(), len), std::span<Out>(out + begin, len), piece);
-  }
-}
-
 // The input as a value loader: f32 and f64 are read directly; bf16/f16 bits are widened exactly by the decoder.
 // Formats whose codes fit their storage go through the bulk path.
+// Formats whose codes fit their storage go through the bulk path (minifloat/bulk.h) from every input type; f32
+// codes (the identity, or f64 rounded to f32) through the scalar codec.
 template <const Format* F, class Out>
 void encode_any(const Array& x, const std::string& input, Out* out, const EncodeOptions& o, std::uint64_t seed) {
   const std::size_t n = x.size();
   constexpr bool kBulk = (sizeof(Out) == 1 && F->bits() <= 8) || (sizeof(Out) == 2 && F->bits() == 16);
   if constexpr (kBulk) {
-    if (input == "f32" || input == "bf16" || input == "f16") return encode_bulk_any(*F, x, input, out, o, seed);
+    const BulkOptions b{o.rounding, o.overflow, seed, 1};
+    const std::span<Out> codes(out, n);
+    if (input == "f32") return encode_bulk(*F, {data_as<float>(x, "array"), n}, codes, b);
+    if (input == "f64") return encode_bulk(*F, {data_as<double>(x, "array"), n}, codes, b);
+    if (input == "bf16" || input == "f16") {
+      return encode_bulk(*F, input == "bf16" ? bf16 : f16, {data_as<std::uint16_t>(x, "array"), n}, codes, b);
+    }
   }
   if (input == "f32") {
     const float* p = data_as<float>(x, "array");
@@ -128,13 +116,10 @@ void decode_loop(std::size_t n, const In* codes, Out* out) {
 // out[0, n) = the values of codes [begin, begin + n): codes in their format's own storage through the bulk path.
 template <const Format* F, class Out>
 void decode_any(const Array& codes, std::size_t begin, std::size_t n, Out* out) {
-  if constexpr (std::is_same_v<Out, float> && F->bits() <= 8) {
-    if (codes.dtype() == nb::dtype<std::uint8_t>()) {
-      return decode_bulk(*F, {static_cast<const std::uint8_t*>(codes.data()) + begin, n}, std::span<float>(out, n));
-    }
-  } else if constexpr (std::is_same_v<Out, float> && F->bits() == 16) {
-    if (codes.dtype() == nb::dtype<std::uint16_t>()) {
-      return decode_bulk(*F, {static_cast<const std::uint16_t*>(codes.data()) + begin, n}, std::span<float>(out, n));
+  if constexpr ((std::is_same_v<Out, float> || std::is_same_v<Out, double>) && (F->bits() <= 8 || F->bits() == 16)) {
+    using Code = std::conditional_t<F->bits() <= 8, std::uint8_t, std::uint16_t>;
+    if (codes.dtype() == nb::dtype<Code>()) {
+      return decode_bulk(*F, {static_cast<const Code*>(codes.data()) + begin, n}, std::span<Out>(out, n));
     }
   }
   if (codes.dtype() == nb::dtype<std::uint8_t>()) {
@@ -147,16 +132,43 @@ void decode_any(const Array& codes, std::size_t begin, std::size_t n, Out* out) 
 }
 
 // Into bf16 or f16 codes: each value rounded to nearest even in that format (exact wherever it fits, as
-// ml_dtypes' astype), 64 Ki values at a time through f32 and the bulk encoder.
+// ml_dtypes' astype): bulk.h's decode_bulk into bf16 / f16 for codes in their format's storage; other code arrays
+// (f32's, or wider storage) decoded to f32 64 Ki at a time and rounded by the same bulk encoder.
 template <const Format* F>
 void decode_into_16(const Array& codes, const Format& to, std::uint16_t* out) {
   const std::size_t n = codes.size();
+  if constexpr (F->bits() <= 8 || F->bits() == 16) {
+    using Code = std::conditional_t<F->bits() <= 8, std::uint8_t, std::uint16_t>;
+    if (codes.dtype() == nb::dtype<Code>()) {
+      return decode_bulk(*F, {static_cast<const Code*>(codes.data()), n}, to, std::span<std::uint16_t>(out, n));
+    }
+  }
   std::vector<float> wide(std::min<std::size_t>(n, 1 << 16));
   for (std::size_t begin = 0; begin < n; begin += wide.size()) {
     const std::size_t len = std::min(wide.size(), n - begin);
     decode_any<F>(codes, begin, len, wide.data());
     encode_bulk(to, std::span<const float>(wide.data(), len), std::span<std::uint16_t>(out + begin, len));
   }
+}
+
+// Packed FP4 / FP6 codes of f32 values (bulk.h's encode_bulk_packed), and back into f32.
+void encode_packed(const Array& x, Array out, const std::string& fmt, const std::string& overflow,
+                   const std::string& rounding, std::uint64_t seed) {
+  const Format& f = format_arg(fmt);
+  const BulkOptions o{for_arg("rounding", [&] { return rounding_named(rounding); }),
+                      for_arg("overflow", [&] { return overflow_named(overflow); }), seed, 1};
+  const float* p = data_as<float>(x, "array");
+  std::uint8_t* q = data_as<std::uint8_t>(out, "out");
+  nb::gil_scoped_release release;
+  encode_bulk_packed(f, {p, x.size()}, {q, out.size()}, o);
+}
+
+void decode_packed(const Array& packed, Array out, const std::string& fmt) {
+  const Format& f = format_arg(fmt);
+  const std::uint8_t* p = data_as<std::uint8_t>(packed, "codes");
+  float* q = data_as<float>(out, "out");
+  nb::gil_scoped_release release;
+  decode_bulk_packed(f, {p, packed.size()}, {q, out.size()});
 }
 
 // into: "f32" or "f64" (out holds values), "bf16" or "f16" (out holds uint16 codes of that format).
@@ -185,6 +197,9 @@ void bind_codec(nb::module_& m) {
   m.def("encode", &encode_array, nb::arg("x"), nb::arg("input"), nb::arg("out"), nb::arg("fmt"), nb::arg("overflow"),
         nb::arg("rounding"), nb::arg("seed"));
   m.def("decode", &decode_array, nb::arg("codes"), nb::arg("out"), nb::arg("fmt"), nb::arg("into"));
+  m.def("encode_packed", &encode_packed, nb::arg("x"), nb::arg("out"), nb::arg("fmt"), nb::arg("overflow"),
+        nb::arg("rounding"), nb::arg("seed"));
+  m.def("decode_packed", &decode_packed, nb::arg("codes"), nb::arg("out"), nb::arg("fmt"));
   m.def("packed_size", &packed_size, nb::arg("count"), nb::arg("bits"));
   m.def("pack", [](const Array& codes, int bits, Array out) {
     if (out.size() != packed_size(codes.size(), bits)) throw std::invalid_argument("out: wrong packed size");

@@ -28,10 +28,18 @@ void pack_codes(std::span<const std::uint8_t> codes, int bits, std::span<std::ui
     for (std::size_t i = 0; i < pairs; ++i) o[i] = static_cast<std::uint8_t>((c[2 * i] & 0xF) | (c[2 * i + 1] << 4));
     if (n % 2) o[pairs] = c[n - 1] & 0xF;
   } else {
-    for (std::size_t g = 0; g < out.size() / 3; ++g) {
-      std::uint32_t word = 0;
-      for (std::size_t k = 0; k < 4 && 4 * g + k < n; ++k) word |= static_cast<std::uint32_t>(codes[4 * g + k] & 0x3F) << (6 * k);
+    const auto put = [&](std::size_t g, std::uint32_t word) {
       for (int b = 0; b < 3; ++b) out[3 * g + b] = static_cast<std::uint8_t>(word >> (8 * b));
+    };
+    const std::uint8_t* c = codes.data();
+    const std::size_t full = n / 4;  // whole groups without bounds checks, then the partial one
+    for (std::size_t g = 0; g < full; ++g, c += 4) {
+      put(g, (c[0] & 0x3Fu) | (c[1] & 0x3Fu) << 6 | (c[2] & 0x3Fu) << 12 | (c[3] & 0x3Fu) << 18);
+    }
+    if (n % 4) {
+      std::uint32_t word = 0;
+      for (std::size_t k = 0; k < n % 4; ++k) word |= static_cast<std::uint32_t>(c[k] & 0x3F) << (6 * k);
+      put(full, word);
     }
   }
 }
@@ -50,10 +58,16 @@ void unpack_codes(std::span<const std::uint8_t> packed, int bits, std::span<std:
     }
     if (n % 2) c[n - 1] = p[n / 2] & 0xF;
   } else {
-    for (std::size_t i = 0; i < n; ++i) {
-      const std::size_t g = i / 4;
-      const std::uint32_t word = packed[3 * g] | packed[3 * g + 1] << 8 | static_cast<std::uint32_t>(packed[3 * g + 2]) << 16;
-      codes[i] = (word >> (6 * (i % 4))) & 0x3F;
+    const std::uint8_t* p = packed.data();
+    std::uint8_t* c = codes.data();
+    const auto word = [&] { return p[0] | p[1] << 8 | static_cast<std::uint32_t>(p[2]) << 16; };
+    for (std::size_t g = 0; g < n / 4; ++g, p += 3, c += 4) {  // whole groups, then the partial one
+      const std::uint32_t w = word();
+      for (int k = 0; k < 4; ++k) c[k] = (w >> (6 * k)) & 0x3F;
+    }
+    if (n % 4) {
+      const std::uint32_t w = word();
+      for (std::size_t k = 0; k < n % 4; ++k) c[k] = (w >> (6 * k)) & 0x3F;
     }
   }
 }

@@ -4,7 +4,8 @@
 // +-0, +-Inf, the ue8m0 region below 2^-126), at every offset of a vector (odd lengths, so the scalar tails run too).
 // The same inputs without Inf, NaN and f32 subnormals too, so that every vector takes the vector steps rather than the
 // scalar codec. Bulk decode against decode() on every code of every format, on every target. The exhaustive suite
-// runs all 2^32 f32 inputs through encode_bulk.
+// runs all 2^32 f32 inputs through encode_bulk. The other value types (f64 with its own ties, every bf16 and f16
+// value; into f64, bf16 and f16) and packed FP4 / FP6 codes the same way, with golden bytes typed by hand.
 #include <gtest/gtest.h>
 
 #include <bit>
@@ -21,6 +22,7 @@
 #include "hwy/targets.h"
 #include "minifloat/bulk.h"
 #include "minifloat/format.h"
+#include "minifloat/pack.h"
 #include "minifloat/random.h"
 
 namespace {
@@ -183,6 +185,244 @@ TEST(BulkDecode, EveryCodeOfEveryFormatOnEveryTarget) {
       }
     }
   });
+}
+
+// Formats of bulk.h: 8 bits or fewer, or 16.
+bool bulk_format(const mf::Format& f) { return f.bits() <= 8 || f.bits() == 16; }
+
+std::string name_of(std::int64_t target, const mf::Format& f, const mf::BulkOptions& o) {
+  return std::string(hwy::TargetName(target)) + " " + std::string(f.name) + " rounding " +
+         std::to_string(static_cast<int>(o.rounding)) + " overflow " + std::to_string(static_cast<int>(o.overflow));
+}
+
+// Calls fn(o) for every rounding and overflow option.
+template <class Fn>
+void for_each_option(Fn fn) {
+  for (const auto rounding : {mf::Rounding::nearest_even, mf::Rounding::toward_zero, mf::Rounding::stochastic}) {
+    for (const auto overflow : {mf::Overflow::standard, mf::Overflow::saturate}) {
+      fn(mf::BulkOptions{rounding, overflow, 42, 1});
+    }
+  }
+}
+
+// codes = encode_bulk(input) against want(i, options), element by element.
+template <class Code, class Input, class Want>
+void check_against(const mf::BulkOptions& o, const Input& encode, std::size_t n, Want want, const std::string& what) {
+  std::vector<Code> got(n);
+  encode(std::span<Code>(got));
+  std::size_t bad = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const mf::EncodeOptions e{o.rounding, o.overflow, mf::stochastic_bits(o.seed, i)};
+    const auto w = static_cast<Code>(want(i, e));
+    if (got[i] != w && bad++ < 3) {
+      ADD_FAILURE() << what << ": element " << i << ": got 0x" << std::hex << +got[i] << ", want 0x" << +w;
+    }
+  }
+  EXPECT_EQ(bad, 0u) << what;
+}
+
+// f64 inputs: the f32 inputs, and for each of f's rounding midpoints the f64 values just above and below it, which
+// round to the midpoint itself in f32 (a cast through f32 rounds them twice, to the even neighbour); f64 values
+// beyond f32's range and below its subnormals; random f64 bit patterns.
+std::vector<double> inputs64(const mf::Format& f) {
+  std::vector<double> x;
+  for (const float v : inputs(f, 7)) x.push_back(v);
+  const std::uint32_t count = f.code_count() > 4096 ? 4096 : static_cast<std::uint32_t>(f.code_count());
+  for (std::uint32_t c = 0; c < count; ++c) {
+    const double v = mf::decode(f, c), w = mf::decode(f, c + 1);
+    if (!std::isfinite(v) || !std::isfinite(w)) continue;
+    const double mid = (v + w) / 2;
+    for (const double s : {1.0, -1.0}) {
+      x.push_back(s * std::nextafter(mid, INFINITY));
+      x.push_back(s * std::nextafter(mid, -INFINITY));
+      x.push_back(s * (mid + std::ldexp(std::abs(mid), -40)));
+    }
+  }
+  std::mt19937_64 rng(11);
+  for (int i = 0; i < 20000; ++i) x.push_back(std::bit_cast<double>(rng()));
+  for (const double s : {1e300, -1e300, 1e-300, -1e-300, 3.5e38, 0x1p-150, 0x1.0000001p-149}) x.push_back(s);
+  return x;
+}
+
+TEST(BulkEncode, F64RoundsOnceFromTheF64ValueOnEveryTarget) {
+  for_each_target([](std::int64_t target) {
+    for (const mf::Format* f : mf::all_formats) {
+      if (!bulk_format(*f)) continue;
+      const std::vector<double> x = inputs64(*f);
+      for_each_option([&](const mf::BulkOptions& o) {
+        const auto want = [&](std::size_t i, const mf::EncodeOptions& e) { return mf::encode(*f, x[i], e); };
+        const auto run = [&](auto codes) { mf::encode_bulk(*f, std::span<const double>(x), codes, o); };
+        if (f->bits() <= 8) {
+          check_against<std::uint8_t>(o, run, x.size(), want, "f64 " + name_of(target, *f, o));
+        } else {
+          check_against<std::uint16_t>(o, run, x.size(), want, "f64 " + name_of(target, *f, o));
+        }
+      });
+    }
+  });
+}
+
+// Typed by hand: f64 values just above a tie of e4m3 (1.0625, between 1 and 1.125) and of e2m1 (2.5, between 2 and
+// 3) round up; through f32 they become the tie and round to the even code.
+TEST(BulkEncode, F64JustAboveATieRoundsUp) {
+  const std::vector<double> x{1.0625 + 0x1p-40, 2.5 + 0x1p-30, -(2.5 + 0x1p-30), 2.5};
+  std::vector<std::uint8_t> e4m3(x.size()), e2m1(x.size());
+  mf::encode_bulk(mf::e4m3, std::span<const double>(x), std::span<std::uint8_t>(e4m3));
+  mf::encode_bulk(mf::e2m1, std::span<const double>(x), std::span<std::uint8_t>(e2m1));
+  EXPECT_EQ(e4m3[0], 0x39);  // 1.125; through f32, 0x38 (1.0)
+  EXPECT_EQ(e2m1[1], 0x5);   // 3.0; through f32, 0x4 (2.0)
+  EXPECT_EQ(e2m1[2], 0xD);   // -3.0
+  EXPECT_EQ(e2m1[3], 0x4);   // the tie itself: 2.0, even
+  EXPECT_EQ(mf::encode(mf::e4m3, static_cast<float>(x[0])), 0x38u);  // the double rounding this avoids
+}
+
+TEST(BulkEncode, EveryBf16AndF16ValueThroughEveryFormatOnEveryTarget) {
+  std::vector<std::uint16_t> all(1 << 16);
+  for (std::size_t i = 0; i < all.size(); ++i) all[i] = static_cast<std::uint16_t>(i);
+  for_each_target([&](std::int64_t target) {
+    for (const mf::Format* from : {&mf::bf16, &mf::f16}) {
+      for (const mf::Format* f : mf::all_formats) {
+        if (!bulk_format(*f)) continue;
+        for_each_option([&](const mf::BulkOptions& o) {
+          const auto want = [&](std::size_t i, const mf::EncodeOptions& e) {
+            return mf::encode(*f, mf::decode(*from, all[i]), e);
+          };
+          const auto run = [&](auto codes) {
+            mf::encode_bulk(*f, *from, std::span<const std::uint16_t>(all), codes, o);
+          };
+          const std::string what = std::string(from->name) + " " + name_of(target, *f, o);
+          if (f->bits() <= 8) {
+            check_against<std::uint8_t>(o, run, all.size(), want, what);
+          } else {
+            check_against<std::uint16_t>(o, run, all.size(), want, what);
+          }
+        });
+      }
+    }
+  });
+}
+
+// Every code (and high bits above the format's, ignored) into f64, bf16 and f16, at odd lengths.
+template <class Code>
+void check_decode_wide(const mf::Format& f, const std::string& what) {
+  std::vector<Code> codes(f.code_count() * (f.bits() < 8 ? 2 : 1) + 3);
+  for (std::size_t i = 0; i < codes.size(); ++i) codes[i] = static_cast<Code>(i * 0x10001u);
+  std::vector<double> d(codes.size());
+  mf::decode_bulk(f, std::span<const Code>(codes), std::span<double>(d));
+  for (std::size_t i = 0; i < codes.size(); ++i) {
+    const double want = mf::decode(f, codes[i]);
+    ASSERT_TRUE(d[i] == want || (std::isnan(d[i]) && std::isnan(want))) << what << " f64 code " << +codes[i];
+  }
+  for (const mf::Format* to : {&mf::bf16, &mf::f16}) {
+    std::vector<std::uint16_t> w(codes.size());
+    mf::decode_bulk(f, std::span<const Code>(codes), *to, std::span<std::uint16_t>(w));
+    for (std::size_t i = 0; i < codes.size(); ++i) {
+      ASSERT_EQ(w[i], mf::encode(*to, mf::decode(f, codes[i]))) << what << " " << to->name << " code " << +codes[i];
+    }
+  }
+}
+
+TEST(BulkDecode, IntoF64Bf16AndF16OnEveryTarget) {
+  for_each_target([](std::int64_t target) {
+    for (const mf::Format* f : mf::all_formats) {
+      if (!bulk_format(*f)) continue;
+      const std::string what = std::string(hwy::TargetName(target)) + " " + std::string(f->name);
+      if (f->bits() <= 8) {
+        check_decode_wide<std::uint8_t>(*f, what);
+      } else {
+        check_decode_wide<std::uint16_t>(*f, what);
+      }
+    }
+  });
+}
+
+// Packed against the unpacked codes packed by pack.h, every length up to 70 (odd FP4 lengths, FP6 lengths off a
+// group) and a long one across pieces, every option, every target; decoded back against decode().
+TEST(BulkPacked, EncodeAndDecodeEqualTheUnpackedCodesPacked) {
+  for_each_target([](std::int64_t target) {
+    for (const mf::Format* f : {&mf::e2m1, &mf::e2m3, &mf::e3m2, &mf::e4m3}) {
+      const std::vector<float> all = inputs(*f, 2);
+      for_each_option([&](const mf::BulkOptions& o) {
+        std::vector<std::size_t> lengths{all.size(), 5001};
+        for (std::size_t n = 0; n <= 70; ++n) lengths.push_back(n);
+        for (const std::size_t n : lengths) {
+          const std::span<const float> x(all.data(), n);
+          std::vector<std::uint8_t> codes(n), want(mf::packed_size(n, f->bits())), got(want.size());
+          mf::encode_bulk(*f, x, std::span<std::uint8_t>(codes), o);
+          mf::pack_codes(codes, f->bits(), want);
+          mf::encode_bulk_packed(*f, x, got, o);
+          ASSERT_EQ(got, want) << name_of(target, *f, o) << " n " << n;
+          std::vector<float> back(n);
+          mf::decode_bulk_packed(*f, got, back);
+          for (std::size_t i = 0; i < n; ++i) {
+            ASSERT_EQ(std::bit_cast<std::uint32_t>(back[i]), std::bit_cast<std::uint32_t>(mf::decode(*f, codes[i])))
+                << name_of(target, *f, o) << " n " << n << " element " << i;
+          }
+        }
+      });
+    }
+  });
+}
+
+// Typed by hand. e2m1: 1.0 = 0x2, -0.5 = 0x9, 6.0 = 0x7 -> bytes 92 07 (last nibble padded with 0).
+// e2m3: 1.0 = 8, 2.0 = 16, -1.0 = 40, 0.125 = 1 -> 8 | 16 << 6 | 40 << 12 | 1 << 18 = 0x068408 -> 08 84 06;
+// then 7.5 = 31 alone -> 1f 00 00.
+TEST(BulkPacked, GoldenBytes) {
+  const std::vector<float> fp4{1.0f, -0.5f, 6.0f};
+  std::vector<std::uint8_t> p4(2);
+  mf::encode_bulk_packed(mf::e2m1, fp4, p4);
+  EXPECT_EQ(p4, (std::vector<std::uint8_t>{0x92, 0x07}));
+  const std::vector<float> fp6{1.0f, 2.0f, -1.0f, 0.125f, 7.5f};
+  std::vector<std::uint8_t> p6(6);
+  mf::encode_bulk_packed(mf::e2m3, fp6, p6);
+  EXPECT_EQ(p6, (std::vector<std::uint8_t>{0x08, 0x84, 0x06, 0x1F, 0x00, 0x00}));
+  std::vector<float> back(5);
+  mf::decode_bulk_packed(mf::e2m3, p6, back);
+  EXPECT_EQ(back, fp6);
+  std::vector<float> back4(3);
+  mf::decode_bulk_packed(mf::e2m1, p4, back4);
+  EXPECT_EQ(back4, fp4);
+}
+
+TEST(BulkPacked, SizesAndFormatsAreChecked) {
+  const std::vector<float> x(5);
+  std::vector<std::uint8_t> two(2), three(3), w(5);
+  try {
+    mf::encode_bulk_packed(mf::e2m1, x, two);
+    ADD_FAILURE() << "no error";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(), "encode_bulk_packed: packed has 2 bytes, 5 e2m1 codes pack into 3");
+  }
+  std::vector<float> y(5);
+  EXPECT_THROW(mf::decode_bulk_packed(mf::e2m3, three, y), std::invalid_argument);  // 5 FP6 codes take 6 bytes
+  EXPECT_THROW(mf::encode_bulk_packed(mf::bf16, x, w), std::invalid_argument);
+  const std::vector<std::uint16_t> h(5);
+  std::vector<std::uint8_t> c(5);
+  EXPECT_THROW(mf::encode_bulk(mf::e4m3, mf::e4m3, std::span<const std::uint16_t>(h), std::span<std::uint8_t>(c)),
+               std::invalid_argument);
+}
+
+TEST(BulkEncode, ThreadsGiveTheSameCodesForEveryInputType) {
+  std::vector<double> x(300001);
+  std::mt19937 rng(3);
+  std::normal_distribution<double> n(0, 3);
+  for (double& v : x) v = n(rng);
+  std::vector<float> xf(x.begin(), x.end());
+  for (const auto rounding : {mf::Rounding::nearest_even, mf::Rounding::stochastic}) {
+    const mf::BulkOptions one{rounding, mf::Overflow::standard, 9, 1}, two{rounding, mf::Overflow::standard, 9, 2};
+    std::vector<std::uint8_t> a(x.size()), b(x.size());
+    mf::encode_bulk(mf::e4m3, std::span<const double>(x), std::span<std::uint8_t>(a), one);
+    mf::encode_bulk(mf::e4m3, std::span<const double>(x), std::span<std::uint8_t>(b), two);
+    EXPECT_EQ(a, b);
+    std::vector<std::uint8_t> p(mf::packed_size(x.size(), 6)), q(p.size());
+    mf::encode_bulk_packed(mf::e2m3, xf, p, one);
+    mf::encode_bulk_packed(mf::e2m3, xf, q, two);
+    EXPECT_EQ(p, q);
+    std::vector<float> u(x.size()), v(x.size());
+    mf::decode_bulk_packed(mf::e2m3, p, u, 1);
+    mf::decode_bulk_packed(mf::e2m3, p, v, 2);
+    EXPECT_EQ(u, v);
+  }
 }
 
 TEST(BulkErrors, LengthsAndCodeWidthsAreChecked) {
