@@ -59,7 +59,7 @@ def call_breakdown(scheme: str, n: int, k: int, threads: int):
     """Microseconds per call at batch 1: minifloat.torch.Linear, the bare C++ call on the same buffers, and torch's
     F.linear in f32 and bf16 on the same shape."""
     w = torch.randn(n, k) * 0.05
-    lin = Linear(w, None, scheme, pad=True, threads=threads)
+    lin = Linear(w, None, scheme, pad=True, threads=threads, reuse_output=True)
     x = torch.randn(1, k)
     xp = np.zeros((1, lin.k_padded), np.float32)
     xp[:, :k] = x.numpy()
@@ -85,7 +85,7 @@ def main():
     variants = {"torch f32": ref, "torch bf16": copy.deepcopy(ref).to(torch.bfloat16)}
     for recipe in ("fp8-block", "mxfp4"):
         m = copy.deepcopy(ref)
-        quantize_model(m, recipe, pad=True, threads=args.threads or None)
+        quantize_model(m, recipe, pad=True, threads=args.threads or None, reuse_output=True)
         variants[f"minifloat {recipe}"] = m
     print(f"torch {torch.__version__}, {torch.get_num_threads()} torch threads; decode {args.steps} tokens after a "
           f"{args.prompt}-token prompt, best of {args.repeat}")

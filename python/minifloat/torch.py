@@ -79,13 +79,15 @@ class Linear(torch.nn.Module):
     The bias is added in the same pass (the GEMM's accumulate: one rounded add, bf16 out: the bias rounded to bf16
     first). Inference only: a call that would need gradients raises RuntimeError.
 
-    The output is a buffer the module keeps per input shape and reuses: it is valid until the module's next call
-    with an input of that shape (a transformer's forward uses each Linear once; clone() a result to keep it
-    longer). pad: K not a multiple of 128 is zero-padded (weight once, activation per call into a kept buffer),
+    Each call returns a new tensor. With reuse_output=True the output is instead a buffer the module keeps per input
+    shape and reuses (no allocation per call, for decode loops): it is then valid only until the module's next call
+    with an input of that shape, so a model that calls one Linear twice and keeps both results must not use it.
+    pad: K not a multiple of 128 is zero-padded (weight once, activation per call into a kept buffer),
     which gives the same blocks as partial edge blocks would."""
 
     def __init__(self, weight, bias=None, scheme: str = "fp8-128x128", *, profile: str | None = None,
-                 pad: bool = False, out_dtype=torch.float32, threads: int | None = None, name: str = "linear"):
+                 pad: bool = False, out_dtype=torch.float32, threads: int | None = None, name: str = "linear",
+                 reuse_output: bool = False):
         super().__init__()
         w = weight.detach().to(torch.float32).contiguous().numpy() if isinstance(weight, torch.Tensor) \
             else np.ascontiguousarray(weight, dtype=np.float32)
@@ -94,7 +96,7 @@ class Linear(torch.nn.Module):
         if out_dtype not in (torch.float32, torch.bfloat16):
             raise TypeError(f"{name}: out_dtype must be torch.float32 or torch.bfloat16, not {out_dtype}")
         self.out_features, self.in_features = (int(d) for d in w.shape)
-        self.name, self.out_dtype = name, out_dtype
+        self.name, self.out_dtype, self.reuse_output = name, out_dtype, bool(reuse_output)
         self.threads = 0 if threads is None else int(threads)
         k = self.in_features
         if k % _ACT_BLOCK and not pad:
@@ -180,6 +182,10 @@ class Linear(torch.nn.Module):
                 xnp[...] = x.numpy()
             else:
                 xt.copy_(x)
+        if not self.reuse_output:  # a new output per call, so that a result the caller keeps is never overwritten
+            raw = np.empty_like(raw)
+            out = (torch.from_numpy(raw) if self.out_dtype == torch.float32
+                   else torch.from_numpy(raw.view(np.int16)).view(torch.bfloat16))
         if bias_raw is not None:
             raw[...] = bias_raw  # the GEMM adds the product to it: bias added after, in one rounding
         _core.linear_quantized(xa, self._w, raw, bias_raw is not None, self.threads)
@@ -204,13 +210,15 @@ def _set_module(model: torch.nn.Module, name: str, module: torch.nn.Module):
 
 
 def quantize_model(model: torch.nn.Module, recipe: str, *, pad: bool = False, out_dtype=torch.float32,
-                   threads: int | None = None) -> dict:
+                   threads: int | None = None, reuse_output: bool = False) -> dict:
     """Replace each nn.Linear whose weight (`NAME.weight`) the recipe gives a scheme with a `Linear` in that scheme,
     in place. Targets bf16 / f32 / keep leave the module as it is. Returns {module name: scheme}. Errors (before any
     module is replaced): RecipeMatchError when the recipe matches no Linear; ShapeError naming a module whose shape
-    the scheme cannot block (suggesting schemes that fit, or pad=True); ValueError for a scheme with no GEMM."""
+    the scheme cannot block (suggesting schemes that fit, or pad=True); ValueError for a scheme with no GEMM.
+    reuse_output: as Linear's (only for a model that uses each Linear's result before calling it again)."""
     profile, chosen = _linears(model, recipe)
-    new = {n: Linear(m.weight, m.bias, t, profile=profile, pad=pad, out_dtype=out_dtype, threads=threads, name=n)
+    new = {n: Linear(m.weight, m.bias, t, profile=profile, pad=pad, out_dtype=out_dtype, threads=threads, name=n,
+                     reuse_output=reuse_output)
            for n, m, t in chosen}
     for n, lin in new.items():
         _set_module(model, n, lin)

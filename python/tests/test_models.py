@@ -79,12 +79,23 @@ def test_linear_is_minifloat_linear(scheme, out_dtype):
                     want = expected(xin, w.numpy(), b, scheme, out_dtype)
                 assert tuple(y.shape) == shape[:-1] + (256,) and y.dtype == out_dtype
                 assert_same(bits_of(y), np.asarray(want).view(bits_of(y).dtype), what=f"{scheme} {shape}")
-        # a second call with as many rows reuses the buffers and gives the same bits
+        # a result the caller keeps is never overwritten by the next call with as many rows
         x = torch.randn(4, 384, generator=g)
         with torch.no_grad():
-            first = lin(x).clone()
+            first = lin(x)
+            kept = first.clone()
             lin(torch.randn(4, 384, generator=g))
-            assert_same(bits_of(lin(x)), bits_of(first), what="second call")
+            assert_same(bits_of(first), bits_of(kept), what="a kept result after another call")
+            assert_same(bits_of(lin(x)), bits_of(kept), what="second call")
+    # reuse_output: one buffer per input shape, the same bits
+    reused = Linear(w, b, "fp8-128x128", reuse_output=True)
+    x = torch.randn(4, 384, generator=g)
+    with torch.no_grad():
+        first = reused(x)
+        want = first.clone()
+        second = reused(torch.randn(4, 384, generator=g))
+        assert second.data_ptr() == first.data_ptr()
+        assert_same(bits_of(reused(x)), bits_of(want), what="reused buffer")
 
 
 def test_linear_pads_k():
