@@ -96,8 +96,10 @@ std::string binary(std::uint32_t value, int width) {
   return s;
 }
 
-std::string join_numbers(std::span<const std::int64_t> values, std::string_view separator) {
-  std::string s;
+namespace {
+
+template <class T>
+std::string joined(std::span<const T> values, std::string_view separator, std::string s = {}) {
   for (std::size_t i = 0; i < values.size(); ++i) {
     if (i) s += separator;
     s += std::to_string(values[i]);
@@ -105,22 +107,15 @@ std::string join_numbers(std::span<const std::int64_t> values, std::string_view 
   return s;
 }
 
-std::string shape_text(std::span<const std::int64_t> shape) {
-  std::string s = "[";
-  s += join_numbers(shape);
-  s += ']';
-  return s;
+}  // namespace
+
+std::string join_numbers(std::span<const std::int64_t> values, std::string_view separator) {
+  return joined(values, separator);
 }
 
-std::string shape_text(std::span<const std::uint64_t> shape) {
-  std::string s = "[";
-  for (std::size_t i = 0; i < shape.size(); ++i) {
-    if (i) s += ", ";
-    s += std::to_string(shape[i]);
-  }
-  s += ']';
-  return s;
-}
+// Both widths print as they are: an unsigned dimension past int64 (a corrupt header's) is named, not wrapped.
+std::string shape_text(std::span<const std::int64_t> shape) { return joined(shape, ", ", "[") += ']'; }
+std::string shape_text(std::span<const std::uint64_t> shape) { return joined(shape, ", ", "[") += ']'; }
 
 std::string bit_fields(const Format& f, std::uint32_t code, std::string_view separator) {
   const Fields fl = fields(f, code);

@@ -18,7 +18,7 @@ void check_plain(const Weight& w, std::int64_t k) {
   const int set = (w.quantized != nullptr) + (w.bf16 != nullptr) + (w.f32 != nullptr);
   if (set != 1) throw GemmError("linear: set exactly one of the weight's quantized, bf16 or f32");
   if (!w.quantized && w.k != k) {
-    throw GemmError("linear: activation [..., " + std::to_string(k) + "] and weight " + gemm::shape_text(w.n, w.k) +
+    throw GemmError("linear: activation [..., " + std::to_string(k) + "] and weight " + gemm::matrix_text(w.n, w.k) +
                     ": K differs");
   }
 }

@@ -104,14 +104,6 @@ Problem quantized_problem(const char* op, const QuantizedTensor& a, const Quanti
 
 }  // namespace
 
-std::string shape_text(std::int64_t rows, std::int64_t cols) {
-  std::string s = "[";
-  s += std::to_string(rows);
-  s += ", ";
-  s += std::to_string(cols);
-  return s + "]";
-}
-
 Problem fp8_problem(const char* op, const QuantizedTensor& a, const QuantizedTensor& w, GemmOut out,
                     const GemmOptions& o) {
   const std::string as = dims(a.shape), ws = dims(w.shape);
@@ -159,9 +151,9 @@ Problem plain_problem(const std::uint16_t* a16, const float* a32, const std::uin
                       std::int64_t m, std::int64_t n, std::int64_t k, GemmOut out, const GemmOptions& o) {
   const char* op = w16 ? "bf16_gemm" : "f32_gemm";
   if (m < 0 || n < 0 || k < 0) {
-    fail(op, "activation", shape_text(m, k), shape_text(n, k), "negative dimension");
+    fail(op, "activation", matrix_text(m, k), matrix_text(n, k), "negative dimension");
   }
-  check_out(op, out, shape_text(m, k), shape_text(n, k));
+  check_out(op, out, matrix_text(m, k), matrix_text(n, k));
   Problem p;
   p.m = m;
   p.n = n;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "minifloat/gemm.h"
+#include "minifloat/text.h"
 
 namespace mf::gemm {
 
@@ -86,7 +87,10 @@ void finish(const Problem& p, std::int64_t row, std::int64_t col0, std::int64_t 
 void reference(const Problem& p);
 // The sum of 16 partial sums in the fixed tree of minifloat/gemm.h.
 float tree_sum(const float* partial);
-// "[4, 256]"
-std::string shape_text(std::int64_t rows, std::int64_t cols);
+// "[4, 256]": minifloat/text.h's shape_text of a matrix.
+inline std::string matrix_text(std::int64_t rows, std::int64_t cols) {
+  const std::array<std::int64_t, 2> shape{rows, cols};
+  return shape_text(shape);
+}
 
 }  // namespace mf::gemm
