@@ -19,7 +19,7 @@ declare -A sources=(
   [safetensors_fuzz]="src/io/safetensors.cc src/io/json_checked.cc src/formats/text.cc"
   [index_fuzz]="src/io/index.cc src/io/json_checked.cc"
   [hf_config_fuzz]="src/io/hf_config.cc"
-  [gguf_fuzz]="src/io/gguf.cc"
+  [gguf_fuzz]="src/io/gguf.cc src/io/gguf_dequantize.cc"
 )
 corpus_of() { case "$1" in safetensors_fuzz) echo safetensors;; index_fuzz) echo index;; *) echo "${1%_fuzz}";; esac; }
 targets=("${!sources[@]}")
