@@ -16,6 +16,7 @@
 
 #include "dialect_pairs.h"
 #include "dialect_writer.h"
+#include "expert_relayout.h"
 #include "file.h"
 #include "minifloat/bulk.h"
 #include "minifloat/checkpoint_ops.h"
@@ -189,36 +190,66 @@ struct Step {
   bool relayout = false;  // `pair` holds `scheme`'s codes and scales already: copied under the format's names
   float second = 0;       // relayout, two-level schemes: the second-level scale as the format stores it
   ScaleRecode recode = ScaleRecode::none;  // relayout: the block scales rewritten exactly into the target's format
+  std::shared_ptr<const detail::ExpertMove> move = nullptr;  // relayout of MoE experts to or from gpt-oss's fused blocks
 };
 
-std::vector<Spec> specs_of(const std::vector<Step>& steps, bool bf16_out) {
+// The codes and block scales of quantized weight `name` in minifloat's own form (--format deepseek: FP4 as I8).
+void own_specs(std::vector<Spec>& specs, const std::string& name, const Scheme& q, WriteFormat format,
+               const std::vector<std::uint64_t>& shape) {
+  const std::uint64_t rows = shape[0], cols = shape[1];
+  const Format& e = *q.element.format;
+  const DType code = e == e4m3 ? DType::F8_E4M3 : e == e5m2 ? DType::F8_E5M2 : e == e3m2 ? DType::F6_E3M2
+                   : e == e2m3 ? DType::F6_E2M3 : DType::F4;
+  const DType scale = *q.scale_format == ue8m0 ? DType::F8_E8M0 : *q.scale_format == ue4m3 ? DType::F8_E4M3 : DType::F32;
+  const std::uint64_t br = static_cast<std::uint64_t>(q.block_rows), bc = static_cast<std::uint64_t>(q.block_cols);
+  if (code == DType::F4 && format == WriteFormat::deepseek) {
+    specs.push_back({name, DType::I8, {rows, cols / 2}});  // transformers' DeepSeek-V4: FP4 packed in int8
+  } else {
+    specs.push_back({name, code, shape});
+  }
+  specs.push_back({name + (q.tensor_scale ? "_scale" : "_scale_inv"), scale, {(rows + br - 1) / br, (cols + bc - 1) / bc}});
+  if (q.tensor_scale) specs.push_back({name + "_scale_2", DType::F32, {}});
+}
+
+// A quantized weight's tensors as step `s`'s format writes them.
+void weight_specs(std::vector<Spec>& specs, const Step& s, const std::string& name,
+                  const std::vector<std::uint64_t>& shape) {
+  if (s.dialect) {
+    const std::vector<Spec> d = detail::dialect_specs(name, *s.dialect, s.format, shape[0], shape[1]);
+    specs.insert(specs.end(), d.begin(), d.end());
+  } else {
+    own_specs(specs, name, *s.scheme, s.format, shape);
+  }
+}
+
+// An expert move's outputs: gpt-oss's fused tensors, or a quantized weight per expert.
+void move_specs(std::vector<Spec>& specs, const Step& s) {
+  for (const detail::MovedTensor& t : s.move->outputs) {
+    if (s.move->fused) {
+      const std::vector<Spec> d = detail::gpt_oss_specs(t.name, t.shape[0], t.shape[1], t.shape[2]);
+      specs.insert(specs.end(), d.begin(), d.end());
+    } else {
+      weight_specs(specs, s, t.name, t.shape);
+    }
+  }
+}
+
+// The output tensors of `steps`, in order; first[j]: steps[j]'s first.
+std::vector<Spec> specs_of(const std::vector<Step>& steps, bool bf16_out, std::vector<std::size_t>& first) {
   std::vector<Spec> specs;
   for (const Step& s : steps) {
+    first.push_back(specs.size());
     const SafetensorsTensor& t = *s.in;
     // A re-laid-out pair is written as its logical weight would be quantized.
     const std::string& name = s.relayout ? s.pair->output : t.name;
     const std::vector<std::uint64_t>& shape = s.relayout ? s.pair->output_shape : t.shape;
-    if (s.scheme && s.experts) {
+    if (s.move) {
+      move_specs(specs, s);
+    } else if (s.scheme && s.experts) {
       const std::vector<Spec> d = detail::gpt_oss_specs(t.name, t.shape[0], t.shape[1], t.shape[2]);
       specs.insert(specs.end(), d.begin(), d.end());
-    } else if (s.scheme && s.dialect) {
-      const std::vector<Spec> d = detail::dialect_specs(name, *s.dialect, s.format, shape[0], shape[1]);
-      specs.insert(specs.end(), d.begin(), d.end());
     } else if (s.scheme) {
-      const Scheme& q = *s.scheme;
-      const std::uint64_t rows = shape[0], cols = shape[1];
-      const Format& e = *q.element.format;
-      const DType code = e == e4m3 ? DType::F8_E4M3 : e == e5m2 ? DType::F8_E5M2 : e == e3m2 ? DType::F6_E3M2
-                       : e == e2m3 ? DType::F6_E2M3 : DType::F4;
-      const DType scale = *q.scale_format == ue8m0 ? DType::F8_E8M0 : *q.scale_format == ue4m3 ? DType::F8_E4M3 : DType::F32;
-      const std::uint64_t br = static_cast<std::uint64_t>(q.block_rows), bc = static_cast<std::uint64_t>(q.block_cols);
-      if (code == DType::F4 && s.format == WriteFormat::deepseek) {
-        specs.push_back({name, DType::I8, {rows, cols / 2}});  // transformers' DeepSeek-V4: FP4 packed in int8
-      } else {
-        specs.push_back({name, code, shape});
-      }
-      specs.push_back({name + (q.tensor_scale ? "_scale" : "_scale_inv"), scale, {(rows + br - 1) / br, (cols + bc - 1) / bc}});
-      if (q.tensor_scale) specs.push_back({name + "_scale_2", DType::F32, {}});
+      weight_specs(specs, s, name, shape);
     } else if (s.pair) {
       specs.push_back({s.pair->output, bf16_out ? DType::BF16 : DType::F32, s.pair->output_shape});
     } else if (s.target == "bf16" || s.target == "f32") {
@@ -258,6 +289,15 @@ std::optional<TensorError> produce(const SafetensorsFile& f, const Step& s, std:
                                    bool bf16_out, int threads, Scratch& scratch) {
   const SafetensorsTensor& t = *s.in;
   std::vector<float>&x = scratch.x, &y = scratch.y;
+  if (s.move) {  // whole rows of codes and scales regrouped, every byte as it was
+    std::vector<std::uint8_t> codes, scales;
+    for (const detail::MovedTensor& out : s.move->outputs) {
+      detail::move_rows(f, *s.move, out, codes, scales);
+      w.write_tensor(k++, bytes_of(codes));
+      w.write_tensor(k++, bytes_of(scales));
+    }
+    return TensorError{s.move->reported, s.target + " re-laid out", 0, 0, 0};
+  }
   if (s.relayout) {  // the stored codes and block scales are the bytes every dialect of the scheme holds
     w.write_tensor(k, f.bytes(t));
     if (s.recode == ScaleRecode::none) {
@@ -369,11 +409,7 @@ class Run {
     w->index = i;
     w->f = read_safetensors(c_.shard_path(i));
     w->steps = plan_(w->f, w->pairs);
-    const std::vector<Spec> specs = specs_of(w->steps, bf16_out_);
-    for (std::size_t j = 0, k = 0; j < w->steps.size(); ++j) {
-      w->first_spec.push_back(k);
-      k += w->steps[j].scheme ? (w->steps[j].scheme->tensor_scale ? 3 : 2) : 1;
-    }
+    const std::vector<Spec> specs = specs_of(w->steps, bf16_out_, w->first_spec);
     const fs::path target = output_path(out_, c_, c_.shards[i]);
     const std::uint64_t shard_bytes = w->f.header_size() + w->f.data_size();
     {
@@ -401,12 +437,19 @@ class Run {
     const Step& s = w.steps[j];
     // One thread per tensor while the workers share the cores; a tensor that alone is a worker's share of the input
     // (one large tensor in a small file) takes them all, so it does not run single-threaded while the rest idle.
-    const std::uint64_t bytes = s.in->end - s.in->begin;
+    std::uint64_t bytes = s.in->end - s.in->begin;
+    if (s.move) {
+      bytes = 0;
+      for (const QuantizedPair* p : s.move->sources) bytes += w.f.find(p->weight)->end - w.f.find(p->weight)->begin;
+    }
     const int inner = bytes * static_cast<std::uint64_t>(workers_) >= total_ ? workers_ : 1;
     std::unique_ptr<Scratch> scratch = take_scratch();
     rows_[w.index][j] = produce(w.f, s, w.first_spec[j], *w.writer, bf16_out_, inner, *scratch);
     give_back(std::move(scratch));
     w.f.release(*s.in);  // resident memory stays near the tensors in flight, not whole shards
+    if (s.move) {
+      for (const QuantizedPair* p : s.move->sources) w.f.release(*w.f.find(p->weight));
+    }
     bool last = false;
     {
       const std::lock_guard lock(mutex_);
@@ -644,6 +687,68 @@ void check_global_scales(const fs::path& in, const ConvertOptions& o, const Plan
   }
 }
 
+[[noreturn]] void refuse_pair(const SafetensorsFile& f, const QuantizedPair& p, const std::string& target,
+                              WriteFormat format) {
+  if (format == WriteFormat::gpt_oss && p.form != PairForm::blocks && !detail::expert_weight(p.output)) {
+    throw std::invalid_argument(
+        cat(f.path().string(), ": tensor '", p.weight, "' is already quantized (", to_string(p.form), " pair, ",
+            p.scheme_name, ") but is no MoE expert: --format gpt-oss quantizes only experts (every other weight "
+            "unquantized, as gpt-oss's modules_to_not_convert says), so it has no place there; dequantize it first "
+            "(minifloat dequantize), or write it as minifloat, compressed-tensors, modelopt or deepseek; nothing was "
+            "written"));
+  }
+  throw std::invalid_argument(
+      cat(f.path().string(), ": tensor '", p.weight, "' is already quantized (", to_string(p.form), " pair, ",
+          p.scheme_name, ") and the recipe's target for '", p.output, "' is ", target,
+          ": convert re-lays out only a pair that holds the target's own codes and block scales (MXFP4, including "
+          "gpt-oss's expert blocks and per-expert weights; MXFP8; NVFP4; FP8 blocks with F32 or power-of-two "
+          "scales; not BF16 scales), and would otherwise copy it under names that are not those --format ",
+          to_string(format), " writes; nothing was written"));
+}
+
+// A step writing `move`'s outputs in `format` (the format's names checked for each per-expert weight).
+Step move_step(const SafetensorsFile& f, const QuantizedPair& first, const std::string& target, const Scheme& want,
+               detail::ExpertMove move, WriteFormat format, std::optional<detail::WrittenKind> kind) {
+  Step s{f.find(first.weight), target, want, &first};
+  s.relayout = true;
+  s.format = format;
+  if (format != WriteFormat::minifloat && format != WriteFormat::deepseek && format != WriteFormat::gpt_oss) {
+    for (const detail::MovedTensor& t : move.outputs) detail::check_module_weight(format, f.path(), t.name);
+    s.dialect = kind;
+  }
+  s.move = std::make_shared<const detail::ExpertMove>(std::move(move));
+  return s;
+}
+
+// gpt-oss's MXFP4 experts (a blocks pair) whose target is MXFP4: kept as they are for --format gpt-oss, else split
+// into each expert's weights in the format's MXFP4 form; any other target would be a requantization: refused.
+Step plan_blocks(const SafetensorsFile& f, const QuantizedPair& p, const Recipe& recipe, WriteFormat format,
+                 std::optional<detail::WrittenKind> kind) {
+  const std::string target = recipe.target_for(p.output, 2, true);
+  const std::optional<Scheme> want = target_scheme(recipe, target);
+  if (!detail::is_mxfp4(want) || !p.extras.empty()) refuse_pair(f, p, target, format);
+  return move_step(f, p, target, *want, detail::split_experts(f, p, format == WriteFormat::gpt_oss), format, kind);
+}
+
+// --format gpt-oss: each layer's per-expert MXFP4 weights gathered into gpt-oss's fused blocks, one step per fused
+// tensor (at its first source's place); `moved`: every source tensor but those first ones.
+std::vector<Step> plan_gathers(const SafetensorsFile& f, const std::vector<QuantizedPair>& pairs, const Recipe& recipe,
+                               std::set<std::string>& moved) {
+  std::vector<Step> steps;
+  for (detail::ExpertMove& m : detail::gather_experts(f, pairs)) {
+    const std::string target = recipe.target_for(m.reported, 2, true);
+    const std::optional<Scheme> want = target_scheme(recipe, target);
+    for (const QuantizedPair* p : m.sources) {
+      if (!detail::is_mxfp4(want) || !p->extras.empty()) refuse_pair(f, *p, target, WriteFormat::gpt_oss);
+      moved.insert({p->weight, p->scale});
+    }
+    moved.erase(m.sources[0]->weight);
+    const QuantizedPair& first = *m.sources[0];
+    steps.push_back(move_step(f, first, target, *want, std::move(m), WriteFormat::gpt_oss, std::nullopt));
+  }
+  return steps;
+}
+
 // A pair already in IN. minifloat's own forms written as minifloat's are copied as they are, unless the recipe asks
 // for the other FP8 block scale format (recode_scales). Otherwise, when the recipe's target for its weight is the very
 // scheme it holds, its codes and block scales are the bytes the format
@@ -654,6 +759,7 @@ void check_global_scales(const fs::path& in, const ConvertOptions& o, const Plan
 // is written: it would sit under another dialect's config, or need a requantization convert does not do.
 std::optional<Step> plan_pair(const SafetensorsFile& f, const QuantizedPair& p, const Recipe& recipe,
                               WriteFormat format, std::optional<detail::WrittenKind> kind) {
+  if (p.form == PairForm::blocks) return plan_blocks(f, p, recipe, format, kind);
   const std::string target = recipe.target_for(p.output, 2, true);
   const std::optional<Scheme> want = target_scheme(recipe, target);
   const std::optional<Scheme> held = detail::held_scheme(p);
@@ -681,16 +787,8 @@ std::optional<Step> plan_pair(const SafetensorsFile& f, const QuantizedPair& p, 
   const bool blocks = (same || recode != ScaleRecode::none) &&
                       rows % static_cast<std::uint64_t>(want->block_rows) == 0 &&
                       cols % static_cast<std::uint64_t>(want->block_cols) == 0;
-  // gpt-oss's expert blocks are written from float experts only (gpt_oss_step); a pair is never re-laid out there.
-  if (!copyable || !blocks || !p.extras.empty() || format == WriteFormat::gpt_oss) {
-    throw std::invalid_argument(
-        cat(f.path().string(), ": tensor '", p.weight, "' is already quantized (", to_string(p.form), " pair, ",
-            p.scheme_name, ") and the recipe's target for '", p.output, "' is ", target,
-            ": convert re-lays out only a pair that holds the target's own codes and block scales (MXFP4, MXFP8, "
-            "NVFP4, FP8 blocks with F32 or power-of-two scales; not gpt-oss blocks, not BF16 scales), and would "
-            "otherwise copy it under names that are not those --format ", to_string(format), " writes; nothing was "
-            "written"));
-  }
+  // gpt-oss holds quantized experts only, gathered into its blocks (plan_gathers) before pairs get here.
+  if (!copyable || !blocks || !p.extras.empty() || format == WriteFormat::gpt_oss) refuse_pair(f, p, target, format);
   if (recode != ScaleRecode::none) recode_scales(f, p, recode, target);  // refused here, before anything is written
   Step s{f.find(p.weight), target, want, &p};
   s.relayout = true;
@@ -732,7 +830,11 @@ ConvertReport convert_checkpoint(const fs::path& in, const fs::path& out, const 
     pairs = find_pairs(f);
     std::set<std::string> parts, relaid_scales;
     std::map<std::string, Step> relaid;  // by the pair's weight
+    if (format == WriteFormat::gpt_oss) {
+      for (Step& s : plan_gathers(f, pairs, recipe, relaid_scales)) relaid.emplace(s.in->name, std::move(s));
+    }
     for (const QuantizedPair& p : pairs) {
+      if (relaid.contains(p.weight) || relaid_scales.contains(p.weight)) continue;  // gathered
       if (std::optional<Step> s = plan_pair(f, p, recipe, format, kind)) {
         relaid.emplace(p.weight, std::move(*s));
         relaid_scales.insert({p.scale, p.tensor_scale});
@@ -743,7 +845,7 @@ ConvertReport convert_checkpoint(const fs::path& in, const fs::path& out, const 
     }
     std::vector<Step> steps;
     for (const SafetensorsTensor& t : f.tensors()) {
-      if (relaid_scales.contains(t.name)) continue;  // written with its codes
+      if (relaid_scales.contains(t.name)) continue;  // written with its codes (or another expert's)
       if (const auto it = relaid.find(t.name); it != relaid.end()) {
         steps.push_back(it->second);
         continue;
@@ -774,7 +876,7 @@ ConvertReport convert_checkpoint(const fs::path& in, const fs::path& out, const 
     for (std::size_t i = 0; i < c.shards.size(); ++i) {
       const SafetensorsFile f = read_safetensors(c.shard_path(i));
       std::vector<QuantizedPair> pairs;
-      for (const Step& s : plan(f, pairs)) experts += s.experts ? 1 : 0;
+      for (const Step& s : plan(f, pairs)) experts += s.experts || s.move ? 1 : 0;
     }
     if (experts == 0) {
       throw IoError(IoErrc::unmatched_pattern, c.index_path.value_or(c.directory),

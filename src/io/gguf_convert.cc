@@ -10,6 +10,7 @@
 
 #include "dialect_pairs.h"
 #include "dialect_writer.h"
+#include "expert_relayout.h"
 #include "file.h"
 #include "json_checked.h"
 #include "minifloat/checkpoint_tensors.h"
@@ -270,17 +271,12 @@ std::optional<Planned> plan_tensor(const SafetensorsFile& f, std::size_t shard, 
   return placed;
 }
 
-bool is_mxfp4(const std::optional<Scheme>& s) {
-  return s && s->element.format != nullptr && *s->element.format == e2m1 && s->block_rows == 1 &&
-         s->block_cols == 32 && *s->scale_format == ue8m0 && !s->tensor_scale;
-}
-
 // A pair already quantized in IN: MXFP4 (any dialect but gpt-oss blocks) whose recipe target is MXFP4 is re-laid out
 // into ggml's blocks with its codes and scales unchanged; anything else would need a requantization: refused.
 std::optional<Planned> plan_pair(const SafetensorsFile& f, std::size_t shard, const QuantizedPair& pair,
                                  const LlamaConfig& l, const GgufRecipe& r) {
   const std::string target = r.recipe ? r.recipe->target_for(pair.output, 2, true) : r.name;
-  const bool fits = r.recipe && is_mxfp4(target_scheme(*r.recipe, target)) && is_mxfp4(detail::held_scheme(pair)) &&
+  const bool fits = r.recipe && detail::is_mxfp4(target_scheme(*r.recipe, target)) && detail::is_mxfp4(detail::held_scheme(pair)) &&
                     pair.form != PairForm::blocks && pair.extras.empty() && pair.output_shape.size() == 2 &&
                     pair.output_shape[1] % 32 == 0;
   if (!fits) {
