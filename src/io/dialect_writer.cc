@@ -201,6 +201,8 @@ void check_write_format(const Recipe& recipe, WriteFormat format) {
 
 namespace detail {
 
+bool deepseek_expresses(const Recipe& r);
+
 WrittenKind recipe_kind(const Recipe& r, WriteFormat format) {
   const std::set<std::optional<WrittenKind>> kinds = kinds_of(r);
   std::string can = "minifloat";
@@ -210,6 +212,8 @@ WrittenKind recipe_kind(const Recipe& r, WriteFormat format) {
     for (const WriteFormat f : kFormats) {
       if (f != WriteFormat::minifloat && expresses(f, k)) can += cat(", ", to_string(f));
     }
+  } else if (deepseek_expresses(r)) {
+    can += ", deepseek";  // V4's FP8 blocks with FP4 experts: one checkpoint, two schemes
   }
   const char* why = kinds.empty()     ? "it quantizes nothing"
                     : kinds.size() > 1 ? "it mixes schemes (one scheme per checkpoint in these dialects)"
@@ -219,7 +223,8 @@ WrittenKind recipe_kind(const Recipe& r, WriteFormat format) {
                                   "; formats that can express it: ", can));
 }
 
-void check_deepseek(const Recipe& r) {
+// FP8 e4m3 128x128 (F32 or ue8m0 scales), MXFP4 at most besides, with DeepSeek's quantization_config.
+bool deepseek_expresses(const Recipe& r) {
   bool fp8 = false, other = false;
   for (const RecipeRule& rule : r.rules) {
     const std::optional<Scheme> s = target_scheme(r, rule.target);
@@ -231,7 +236,11 @@ void check_deepseek(const Recipe& r) {
     other = other || !(block128 || kind_of(*s) == WrittenKind::mxfp4);
   }
   const std::optional<QuantizationConfig>& q = r.hf_quantization;
-  if (fp8 && !other && q && q->block_rows == 128 && q->block_cols == 128) return;
+  return fp8 && !other && q && q->block_rows == 128 && q->block_cols == 128;
+}
+
+void check_deepseek(const Recipe& r) {
+  if (deepseek_expresses(r)) return;
   std::string can = "minifloat";
   const std::set<std::optional<WrittenKind>> kinds = kinds_of(r);
   if (kinds.size() == 1 && *kinds.begin()) {
