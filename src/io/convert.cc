@@ -158,11 +158,64 @@ std::vector<Step> plan_gathers(const SafetensorsFile& f, const std::vector<Quant
   return steps;
 }
 
+// The recipe's scheme and a pair's: alike when only where the block scales are kept (F32 or E8M0) may differ.
+bool alike(const std::optional<Scheme>& want, const std::optional<Scheme>& held) {
+  return want && held && want->element.format == held->element.format && !want->element.is_int() &&
+         want->block_rows == held->block_rows && want->block_cols == held->block_cols &&
+         want->tensor_scale == held->tensor_scale;
+}
+
+// Alike and with the very scale bytes the target writes (E8M0; NVFP4's e4m3 with a second level; F32 stored as F32).
+bool same_scales(const Scheme& want, const Scheme& held, DType stored) {
+  return want.scale_format == held.scale_format &&
+         (want.scale_format == &ue8m0 || (want.scale_format == &ue4m3 && want.tensor_scale) ||
+          (want.scale_format == &f32 && stored == DType::F32));
+}
+
+// Alike FP8 block scales the target keeps the other way: F32 to E8M0 or back (recode_scales).
+ScaleRecode recode_between(const Scheme& want, const Scheme& held, DType stored) {
+  if (want.tensor_scale) return ScaleRecode::none;
+  if (want.scale_format == &ue8m0 && held.scale_format == &f32 && stored == DType::F32) return ScaleRecode::to_ue8m0;
+  if (want.scale_format == &f32 && held.scale_format == &ue8m0 && (stored == DType::F8_E8M0 || stored == DType::U8)) {
+    return ScaleRecode::to_f32;
+  }
+  return ScaleRecode::none;
+}
+
+// The second-level scale as `format` stores it: compressed-tensors' divisor, or a multiplier (ModelOpt, minifloat),
+// converted only where that is exact.
+float second_level(const SafetensorsFile& f, const QuantizedPair& p, WriteFormat format) {
+  const float stored = detail::pair_second_scale(f, p);
+  if (p.form == PairForm::packed_global && format == WriteFormat::compressed_tensors) return stored;
+  const float t = p.form == PairForm::packed_global ? detail::tensor_scale_of_global(stored, p.weight) : stored;
+  return format == WriteFormat::minifloat ? t : detail::second_scale_written(format, t, p.output);
+}
+
+bool whole_blocks(const QuantizedPair& p, const Scheme& s) {
+  return p.output_shape.size() == 2 && p.output_shape[0] % static_cast<std::uint64_t>(s.block_rows) == 0 &&
+         p.output_shape[1] % static_cast<std::uint64_t>(s.block_cols) == 0;
+}
+
+// Pair `p` re-laid out as `want` in `format` (its scales recoded, its second level converted, where exact).
+Step relaid_step(const SafetensorsFile& f, const QuantizedPair& p, const std::string& target, const Scheme& want,
+                 ScaleRecode recode, WriteFormat format, std::optional<detail::WrittenKind> kind) {
+  if (recode != ScaleRecode::none) detail::recode_scales(f, p, recode, target);  // refused here, before anything is written
+  Step s{f.find(p.weight), target, want, &p};
+  s.relayout = true;
+  s.recode = recode;
+  if (want.tensor_scale) s.second = second_level(f, p, format);
+  if (format != WriteFormat::minifloat) {
+    detail::check_module_weight(format, f.path(), p.output);
+    s.dialect = kind;
+    s.format = format;
+  }
+  return s;
+}
+
 // A pair already in IN. minifloat's own forms written as minifloat's are copied as they are, unless the recipe asks
 // for the other FP8 block scale format (recode_scales). Otherwise, when the recipe's target for its weight is the very
-// scheme it holds, its codes and block scales are the bytes the format
-// writes (MXFP4 and MXFP8 with one E8M0 scale per 32 elements; NVFP4's e4m3 scales per 16; FP8 blocks with F32
-// scales stored as F32), so they are re-laid out
+// scheme it holds, its codes and block scales are the bytes the format writes (MXFP4 and MXFP8 with one E8M0 scale
+// per 32 elements; NVFP4's e4m3 scales per 16; FP8 blocks with F32 scales stored as F32), so they are re-laid out
 // under the format's names with no detour through floats; NVFP4's second level goes over as the format stores it
 // (a multiplier, or compressed-tensors' divisor), only where that is exact. Anything else is refused before anything
 // is written: it would sit under another dialect's config, or need a requantization convert does not do.
@@ -173,50 +226,107 @@ std::optional<Step> plan_pair(const SafetensorsFile& f, const QuantizedPair& p, 
   const std::optional<Scheme> want = target_scheme(recipe, target);
   const std::optional<Scheme> held = detail::held_scheme(p);
   const DType stored = f.find(p.scale)->dtype;
-  const bool alike = want && held && want->element.format == held->element.format && !want->element.is_int() &&
-                     want->block_rows == held->block_rows && want->block_cols == held->block_cols &&
-                     want->tensor_scale == held->tensor_scale;
-  const bool same = alike && want->scale_format == held->scale_format &&
-                    (want->scale_format == &ue8m0 || (want->scale_format == &ue4m3 && want->tensor_scale) ||
-                     (want->scale_format == &f32 && stored == DType::F32));
-  ScaleRecode recode = ScaleRecode::none;
-  if (alike && !want->tensor_scale && p.form != PairForm::blocks) {
-    if (want->scale_format == &ue8m0 && held->scale_format == &f32 && stored == DType::F32) recode = ScaleRecode::to_ue8m0;
-    if (want->scale_format == &f32 && held->scale_format == &ue8m0 && (stored == DType::F8_E8M0 || stored == DType::U8)) {
-      recode = ScaleRecode::to_f32;
-    }
-  }
-  if (format == WriteFormat::minifloat && (p.form == PairForm::deepseek || p.form == PairForm::nvfp4) &&
-      recode == ScaleRecode::none) {
-    return std::nullopt;
-  }
-  const bool copyable = p.form != PairForm::blocks;
-  const std::uint64_t rows = p.output_shape.size() == 2 ? p.output_shape[0] : 0;
-  const std::uint64_t cols = p.output_shape.size() == 2 ? p.output_shape[1] : 0;
-  const bool blocks = (same || recode != ScaleRecode::none) &&
-                      rows % static_cast<std::uint64_t>(want->block_rows) == 0 &&
-                      cols % static_cast<std::uint64_t>(want->block_cols) == 0;
+  const bool is_alike = alike(want, held);
+  const ScaleRecode recode = is_alike ? recode_between(*want, *held, stored) : ScaleRecode::none;
+  // minifloat's own forms stay as they are in minifloat's output, unless their FP8 block scales change format.
+  const bool own = p.form == PairForm::deepseek || p.form == PairForm::nvfp4;
+  if (format == WriteFormat::minifloat && own && recode == ScaleRecode::none) return std::nullopt;
+  const bool bytes_fit = is_alike && (same_scales(*want, *held, stored) || recode != ScaleRecode::none);
   // gpt-oss holds quantized experts only, gathered into its blocks (plan_gathers) before pairs get here.
-  if (!copyable || !blocks || !p.extras.empty() || format == WriteFormat::gpt_oss) refuse_pair(f, p, target, format);
-  if (recode != ScaleRecode::none) recode_scales(f, p, recode, target);  // refused here, before anything is written
-  Step s{f.find(p.weight), target, want, &p};
-  s.relayout = true;
-  s.recode = recode;
-  if (want->tensor_scale) {
-    const float stored = detail::pair_second_scale(f, p);
-    if (p.form == PairForm::packed_global && format == WriteFormat::compressed_tensors) {
-      s.second = stored;  // the divisor as it was
-    } else {
-      const float t = p.form == PairForm::packed_global ? detail::tensor_scale_of_global(stored, p.weight) : stored;
-      s.second = format == WriteFormat::minifloat ? t : detail::second_scale_written(format, t, p.output);
+  if (!bytes_fit || !whole_blocks(p, *want) || !p.extras.empty() || format == WriteFormat::gpt_oss) {
+    refuse_pair(f, p, target, format);
+  }
+  return relaid_step(f, p, target, *want, recode, format, kind);
+}
+
+// The scheme name every quantized tensor gets in `format` (nullopt for minifloat's and DeepSeek's own forms), after
+// refusing a recipe the format cannot express, before anything is read.
+std::optional<detail::WrittenKind> written_kind(const Recipe& recipe, WriteFormat format) {
+  if (format == WriteFormat::gguf) {
+    throw std::invalid_argument("convert_checkpoint writes safetensors checkpoints: GGUF is convert_to_gguf's");
+  }
+  if (format == WriteFormat::deepseek) detail::check_deepseek(recipe);
+  if (format == WriteFormat::deepseek || format == WriteFormat::minifloat) return std::nullopt;
+  return detail::recipe_kind(recipe, format);
+}
+
+// One shard's plan under a recipe and format.
+class RecipePlan {
+ public:
+  RecipePlan(const Recipe& recipe, WriteFormat format, std::optional<detail::WrittenKind> kind)
+      : recipe_(recipe), format_(format), kind_(kind) {}
+
+  std::vector<Step> operator()(const SafetensorsFile& f, std::vector<QuantizedPair>& pairs) const {
+    pairs = find_pairs(f);
+    Pairs planned;
+    plan_pairs(f, pairs, planned);
+    std::vector<Step> steps;
+    for (const SafetensorsTensor& t : f.tensors()) {
+      if (planned.moved.contains(t.name)) continue;  // written with its codes (or another expert's)
+      if (const auto it = planned.relaid.find(t.name); it != planned.relaid.end()) {
+        steps.push_back(it->second);
+      } else {
+        steps.push_back(tensor_step(f, t, planned.parts.contains(t.name)));
+      }
+    }
+    return steps;
+  }
+
+ private:
+  struct Pairs {
+    std::set<std::string> parts;         // scales of pairs kept as they are: data of their weight, never weights
+    std::set<std::string> moved;         // written by the step of another tensor
+    std::map<std::string, Step> relaid;  // by the (first) pair's weight
+  };
+
+  void plan_pairs(const SafetensorsFile& f, const std::vector<QuantizedPair>& pairs, Pairs& out) const {
+    if (format_ == WriteFormat::gpt_oss) {
+      for (Step& s : plan_gathers(f, pairs, recipe_, out.moved)) out.relaid.emplace(s.in->name, std::move(s));
+    }
+    for (const QuantizedPair& p : pairs) {
+      if (out.relaid.contains(p.weight) || out.moved.contains(p.weight)) continue;  // gathered
+      if (std::optional<Step> s = plan_pair(f, p, recipe_, format_, kind_)) {
+        out.relaid.emplace(p.weight, std::move(*s));
+        out.moved.insert({p.scale, p.tensor_scale});
+        continue;
+      }
+      out.parts.insert({p.scale, p.tensor_scale});
+      out.parts.insert(p.extras.begin(), p.extras.end());
     }
   }
-  if (format != WriteFormat::minifloat) {
-    detail::check_module_weight(format, f.path(), p.output);
-    s.dialect = kind;
-    s.format = format;
+
+  Step tensor_step(const SafetensorsFile& f, const SafetensorsTensor& t, bool part) const {
+    if (format_ == WriteFormat::gpt_oss) return gpt_oss_step(t, recipe_, kind_, f);
+    Step s{&t, part ? "keep" : recipe_.target_for(t.name, t.shape.size(), is_float(t.dtype)), std::nullopt};
+    s.scheme = target_scheme(recipe_, s.target);
+    if (s.scheme && !fits(*s.scheme, t.shape[1])) {
+      s.scheme.reset();
+      s.target = "keep";
+    }
+    set_dialect(s, format_, kind_, f);
+    return s;
   }
-  return s;
+
+  const Recipe& recipe_;
+  const WriteFormat format_;
+  const std::optional<detail::WrittenKind> kind_;
+};
+
+// --format gpt-oss: a checkpoint labelled mxfp4 with no expert quantized would load as garbage: refused.
+void check_gpt_oss_experts(const fs::path& in, const Planner& plan, const Recipe& recipe) {
+  const Checkpoint c = open_checkpoint(in);
+  std::size_t experts = 0;
+  for (std::size_t i = 0; i < c.shards.size(); ++i) {
+    const SafetensorsFile f = read_safetensors(c.shard_path(i));
+    std::vector<QuantizedPair> pairs;
+    for (const Step& s : plan(f, pairs)) experts += s.experts || s.move ? 1 : 0;
+  }
+  if (experts == 0) {
+    throw IoError(IoErrc::unmatched_pattern, c.index_path.value_or(c.directory),
+                  cat("--format gpt-oss quantizes MoE experts (3-D *.mlp.experts.gate_up_proj and down_proj, as "
+                      "transformers' GptOss model holds them) that recipe ", recipe.name,
+                      " quantizes: none found; nothing was written"));
+  }
 }
 
 }  // namespace
@@ -224,76 +334,12 @@ std::optional<Step> plan_pair(const SafetensorsFile& f, const QuantizedPair& p, 
 ConvertReport convert_checkpoint(const fs::path& in, const fs::path& out, const Recipe& recipe,
                                  const ConvertOptions& options) {
   const WriteFormat format = options.format;
-  if (format == WriteFormat::gguf) {
-    throw std::invalid_argument("convert_checkpoint writes safetensors checkpoints: GGUF is convert_to_gguf's");
-  }
-  std::optional<detail::WrittenKind> kind;
-  if (format == WriteFormat::deepseek) {
-    detail::check_deepseek(recipe);  // refused before anything
-  } else if (format != WriteFormat::minifloat) {
-    kind = detail::recipe_kind(recipe, format);  // refused before anything
-  }
-  const Planner plan = [&recipe, format, kind](const SafetensorsFile& f, std::vector<QuantizedPair>& pairs) {
-    // Parts of pairs already quantized (an F32 W_scale_inv of a V3 checkpoint) are data of their weight, never
-    // weights to quantize themselves.
-    pairs = find_pairs(f);
-    std::set<std::string> parts, relaid_scales;
-    std::map<std::string, Step> relaid;  // by the pair's weight
-    if (format == WriteFormat::gpt_oss) {
-      for (Step& s : plan_gathers(f, pairs, recipe, relaid_scales)) relaid.emplace(s.in->name, std::move(s));
-    }
-    for (const QuantizedPair& p : pairs) {
-      if (relaid.contains(p.weight) || relaid_scales.contains(p.weight)) continue;  // gathered
-      if (std::optional<Step> s = plan_pair(f, p, recipe, format, kind)) {
-        relaid.emplace(p.weight, std::move(*s));
-        relaid_scales.insert({p.scale, p.tensor_scale});
-        continue;
-      }
-      parts.insert({p.scale, p.tensor_scale});
-      parts.insert(p.extras.begin(), p.extras.end());
-    }
-    std::vector<Step> steps;
-    for (const SafetensorsTensor& t : f.tensors()) {
-      if (relaid_scales.contains(t.name)) continue;  // written with its codes (or another expert's)
-      if (const auto it = relaid.find(t.name); it != relaid.end()) {
-        steps.push_back(it->second);
-        continue;
-      }
-      if (format == WriteFormat::gpt_oss) {
-        steps.push_back(gpt_oss_step(t, recipe, kind, f));
-        continue;
-      }
-      Step s{&t, parts.contains(t.name) ? "keep" : recipe.target_for(t.name, t.shape.size(), is_float(t.dtype)),
-             std::nullopt};
-      s.scheme = target_scheme(recipe, s.target);
-      if (s.scheme && !fits(*s.scheme, t.shape[1])) {
-        s.scheme.reset();
-        s.target = "keep";
-      }
-      set_dialect(s, format, kind, f);
-      steps.push_back(std::move(s));
-    }
-    return steps;
-  };
+  const std::optional<detail::WrittenKind> kind = written_kind(recipe, format);  // refused before anything
+  const Planner plan = RecipePlan(recipe, format, kind);
   if (format == WriteFormat::compressed_tensors && kind == detail::WrittenKind::nvfp4) {
     check_global_scales(in, options, plan);
   }
-  if (format == WriteFormat::gpt_oss && options.job_count == 1) {
-    // A checkpoint labelled mxfp4 with nothing quantized would load as garbage: refused.
-    const Checkpoint c = open_checkpoint(in);
-    std::size_t experts = 0;
-    for (std::size_t i = 0; i < c.shards.size(); ++i) {
-      const SafetensorsFile f = read_safetensors(c.shard_path(i));
-      std::vector<QuantizedPair> pairs;
-      for (const Step& s : plan(f, pairs)) experts += s.experts || s.move ? 1 : 0;
-    }
-    if (experts == 0) {
-      throw IoError(IoErrc::unmatched_pattern, c.index_path.value_or(c.directory),
-                    cat("--format gpt-oss quantizes MoE experts (3-D *.mlp.experts.gate_up_proj and down_proj, as "
-                        "transformers' GptOss model holds them) that recipe ", recipe.name,
-                        " quantizes: none found; nothing was written"));
-    }
-  }
+  if (format == WriteFormat::gpt_oss && options.job_count == 1) check_gpt_oss_experts(in, plan, recipe);
   return detail::run_plan(in, out, options, plan, false, &recipe);
 }
 

@@ -382,51 +382,65 @@ class Run {
   std::uint64_t total_ = 0, done_ = 0;
 };
 
+// Which patterns matched some tensor: --passthrough's and the recipe's rules'; and whether anything is quantized.
+struct PlanCheck {
+  std::vector<bool> passthrough, rules;
+  bool quantized = false;
+};
+
+void check_shard(const SafetensorsFile& f, const ConvertOptions& o, const Planner& plan, const Recipe* recipe,
+                 PlanCheck& seen) {
+  std::vector<QuantizedPair> pairs;
+  for (const Step& s : plan(f, pairs)) seen.quantized = seen.quantized || s.scheme.has_value();
+  seen.quantized = seen.quantized || !pairs.empty();
+  for (const SafetensorsTensor& t : f.tensors()) {
+    for (std::size_t k = 0; k < seen.passthrough.size(); ++k) {
+      seen.passthrough[k] = seen.passthrough[k] || glob_match(o.passthrough[k], t.name);
+    }
+    for (std::size_t k = 0; k < seen.rules.size(); ++k) {
+      seen.rules[k] = seen.rules[k] || glob_match(recipe->rules[k].pattern, t.name);
+    }
+  }
+}
+
+// A recipe that quantizes nothing, with the scheme rules that matched no tensor named.
+[[noreturn]] void quantizes_nothing(const fs::path& where, const Recipe& recipe, const std::vector<bool>& rule_used) {
+  std::vector<std::string> unmatched;
+  for (std::size_t k = 0; k < rule_used.size(); ++k) {
+    if (!rule_used[k] && target_scheme(recipe, recipe.rules[k].target)) {
+      unmatched.push_back(cat("'", recipe.rules[k].pattern, "'"));
+    }
+  }
+  std::string why = " (the tensors its schemes' patterns match are not 2-D float weights that fit)";
+  if (!unmatched.empty()) {
+    why = ": ";
+    for (std::size_t k = 0; k < unmatched.size(); ++k) why += cat(k == 0 ? "" : ", ", unmatched[k]);
+    why += unmatched.size() == 1 ? " matches no tensor" : " match no tensor";
+  }
+  throw IoError(IoErrc::unmatched_pattern, where,
+                cat("recipe ", recipe.name, " quantizes no tensor of this checkpoint", why,
+                    "; nothing was written (a checkpoint labelled quantized would hold no quantized weight)"));
+}
+
 // Every shard of this job planned before anything is written, so a tensor that cannot be converted fails the command
 // with no output at all (not after the shards before it were written); and every --passthrough pattern must match.
 // convert (a recipe): a checkpoint labelled quantized must hold something quantized, so a one-job run in which no
 // tensor gets one of the recipe's schemes (and none came quantized) is refused, naming the scheme rules that matched
 // nothing.
 void check_plans(const Checkpoint& c, const ConvertOptions& o, const Planner& plan, const Recipe* recipe) {
-  std::vector<bool> used(o.passthrough.size(), false);
-  std::vector<bool> rule_used(recipe ? recipe->rules.size() : 0, false);
-  bool quantized = false;
+  PlanCheck seen{std::vector<bool>(o.passthrough.size(), false),
+                 std::vector<bool>(recipe ? recipe->rules.size() : 0, false)};
   for (std::size_t i = 0; i < c.shards.size(); ++i) {
-    if (!shard_is_mine(i, o.job_index, o.job_count)) continue;
-    const SafetensorsFile f = read_safetensors(c.shard_path(i));
-    std::vector<QuantizedPair> pairs;
-    for (const Step& s : plan(f, pairs)) quantized = quantized || s.scheme.has_value();
-    quantized = quantized || !pairs.empty();
-    for (const SafetensorsTensor& t : f.tensors()) {
-      for (std::size_t k = 0; k < used.size(); ++k) used[k] = used[k] || glob_match(o.passthrough[k], t.name);
-      for (std::size_t k = 0; k < rule_used.size(); ++k) {
-        rule_used[k] = rule_used[k] || glob_match(recipe->rules[k].pattern, t.name);
-      }
-    }
+    if (shard_is_mine(i, o.job_index, o.job_count)) check_shard(read_safetensors(c.shard_path(i)), o, plan, recipe, seen);
   }
+  if (o.job_count != 1) return;  // a job sees only its shards
   const fs::path where = c.index_path.value_or(c.directory);
-  for (std::size_t k = 0; k < used.size(); ++k) {
-    if (!used[k] && o.job_count == 1) {
+  for (std::size_t k = 0; k < seen.passthrough.size(); ++k) {
+    if (!seen.passthrough[k]) {
       throw IoError(IoErrc::unmatched_pattern, where, cat("--passthrough '", o.passthrough[k], "' matches no tensor"));
     }
   }
-  if (recipe && !quantized && o.job_count == 1) {
-    std::vector<std::string> unmatched;
-    for (std::size_t k = 0; k < rule_used.size(); ++k) {
-      if (!rule_used[k] && target_scheme(*recipe, recipe->rules[k].target)) {
-        unmatched.push_back(cat("'", recipe->rules[k].pattern, "'"));
-      }
-    }
-    std::string why = " (the tensors its schemes' patterns match are not 2-D float weights that fit)";
-    if (!unmatched.empty()) {
-      why = ": ";
-      for (std::size_t k = 0; k < unmatched.size(); ++k) why += cat(k == 0 ? "" : ", ", unmatched[k]);
-      why += unmatched.size() == 1 ? " matches no tensor" : " match no tensor";
-    }
-    throw IoError(IoErrc::unmatched_pattern, where,
-                  cat("recipe ", recipe->name, " quantizes no tensor of this checkpoint", why,
-                      "; nothing was written (a checkpoint labelled quantized would hold no quantized weight)"));
-  }
+  if (recipe && !seen.quantized) quantizes_nothing(where, *recipe, seen.rules);
 }
 
 }  // namespace
