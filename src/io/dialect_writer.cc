@@ -29,18 +29,28 @@ constexpr WriteFormat kFormats[] = {WriteFormat::minifloat, WriteFormat::compres
                                     WriteFormat::transformers_fp8, WriteFormat::gpt_oss, WriteFormat::deepseek,
                                     WriteFormat::gguf};
 
+bool element_is(const Scheme& s, const Format& f) { return s.element.format != nullptr && *s.element.format == f; }
+
+// One E8M0 scale per 32 elements of a row, no second level (MX).
+bool mx_blocks(const Scheme& s) {
+  return s.block_rows == 1 && s.block_cols == 32 && *s.scale_format == ue8m0 && !s.tensor_scale;
+}
+
+bool nvfp4_blocks(const Scheme& s) {
+  return element_is(s, e2m1) && s.block_rows == 1 && s.block_cols == 16 && *s.scale_format == ue4m3 && s.tensor_scale;
+}
+
+// FP8 e4m3 in 128x128 blocks with one scale each (F32 or E8M0), as DeepSeek's checkpoints.
+bool fp8_128x128(const Scheme& s) {
+  return element_is(s, e4m3) && s.block_rows == 128 && s.block_cols == 128 && !s.tensor_scale &&
+         (*s.scale_format == f32 || *s.scale_format == ue8m0);
+}
+
 std::optional<WrittenKind> kind_of(const Scheme& s) {
-  const Format* e = s.element.format;
-  if (e == nullptr) return std::nullopt;
-  const bool row32 = s.block_rows == 1 && s.block_cols == 32 && *s.scale_format == ue8m0 && !s.tensor_scale;
-  if (*e == e2m1 && s.block_rows == 1 && s.block_cols == 16 && *s.scale_format == ue4m3 && s.tensor_scale) {
-    return WrittenKind::nvfp4;
-  }
-  if (*e == e2m1 && row32) return WrittenKind::mxfp4;
-  if (*e == e4m3 && row32) return WrittenKind::mxfp8;
-  if (*e == e4m3 && s.block_rows == 128 && s.block_cols == 128 && *s.scale_format == f32 && !s.tensor_scale) {
-    return WrittenKind::fp8_block;
-  }
+  if (nvfp4_blocks(s)) return WrittenKind::nvfp4;
+  if (mx_blocks(s) && element_is(s, e2m1)) return WrittenKind::mxfp4;
+  if (mx_blocks(s) && element_is(s, e4m3)) return WrittenKind::mxfp8;
+  if (fp8_128x128(s) && *s.scale_format == f32) return WrittenKind::fp8_block;
   return std::nullopt;
 }
 
@@ -229,9 +239,7 @@ bool deepseek_expresses(const Recipe& r) {
   for (const RecipeRule& rule : r.rules) {
     const std::optional<Scheme> s = target_scheme(r, rule.target);
     if (!s) continue;
-    const Format* e = s->element.format;
-    const bool block128 = e != nullptr && *e == e4m3 && s->block_rows == 128 && s->block_cols == 128 &&
-                          (*s->scale_format == f32 || *s->scale_format == ue8m0) && !s->tensor_scale;
+    const bool block128 = fp8_128x128(*s);
     fp8 = fp8 || block128;
     other = other || !(block128 || kind_of(*s) == WrittenKind::mxfp4);
   }
