@@ -90,7 +90,8 @@ void check_rope(const Json& c, const fs::path& file) {
   }
 }
 
-LlamaConfig llama_config(const Json& c, const fs::path& file) {
+// architectures LlamaForCausalLM or model_type llama; refused naming the architecture otherwise.
+void check_llama(const Json& c, const fs::path& file) {
   bool llama = c.value("model_type", "") == "llama";
   std::string named = c.contains("model_type") ? c["model_type"].dump() : "none";
   if (const auto a = c.find("architectures"); a != c.end() && a->is_array()) {
@@ -102,6 +103,23 @@ LlamaConfig llama_config(const Json& c, const fs::path& file) {
                           "LlamaForCausalLM or model_type llama); other models: --format minifloat, "
                           "compressed-tensors, modelopt or transformers-fp8"));
   }
+}
+
+// head_dim as config.json gives it, or hidden_size / num_attention_heads; even (rotary pairs).
+void read_head_dim(const Json& c, const fs::path& file, LlamaConfig& l) {
+  l.explicit_head_dim = c.contains("head_dim") && !c["head_dim"].is_null();
+  if (l.explicit_head_dim) {
+    l.head_dim = count_field(c, "head_dim", file);
+  } else if (l.n_embd % l.n_head != 0) {
+    unsupported(file, cat("hidden_size ", l.n_embd, " is not a multiple of num_attention_heads ", l.n_head));
+  } else {
+    l.head_dim = l.n_embd / l.n_head;
+  }
+  if (l.head_dim % 2 != 0) unsupported(file, cat("head_dim ", l.head_dim, " is odd: rotary pairs need it even"));
+}
+
+LlamaConfig llama_config(const Json& c, const fs::path& file) {
+  check_llama(c, file);
   check_rope(c, file);
   LlamaConfig l;
   l.n_layer = count_field(c, "num_hidden_layers", file);
@@ -118,16 +136,15 @@ LlamaConfig llama_config(const Json& c, const fs::path& file) {
   } else if (c.contains("rope_parameters") && c["rope_parameters"].contains("rope_theta")) {
     l.rope_theta = float_field(c["rope_parameters"], "rope_theta", file);
   }
-  l.explicit_head_dim = c.contains("head_dim") && !c["head_dim"].is_null();
-  if (l.explicit_head_dim) {
-    l.head_dim = count_field(c, "head_dim", file);
-  } else if (l.n_embd % l.n_head != 0) {
-    unsupported(file, cat("hidden_size ", l.n_embd, " is not a multiple of num_attention_heads ", l.n_head));
-  } else {
-    l.head_dim = l.n_embd / l.n_head;
-  }
-  if (l.head_dim % 2 != 0) unsupported(file, cat("head_dim ", l.head_dim, " is odd: rotary pairs need it even"));
+  read_head_dim(c, file, l);
   return l;
+}
+
+// A layer number as Hugging Face writes it (decimal, no leading zero) below n_layer.
+bool layer_number(std::string_view digits, std::uint32_t n_layer) {
+  return !digits.empty() && digits.size() <= 9 &&
+         std::all_of(digits.begin(), digits.end(), [](char ch) { return ch >= '0' && ch <= '9'; }) &&
+         (digits.size() == 1 || digits[0] != '0') && std::stoul(std::string(digits)) < n_layer;
 }
 
 // llama.cpp's name for a Hugging Face Llama tensor: "" for one it drops (rotary inv_freq buffers); nullopt for one
@@ -142,11 +159,7 @@ std::optional<std::string> llama_name(std::string_view hf, std::uint32_t n_layer
   hf.remove_prefix(prefix.size());
   const std::size_t dot = hf.find('.');
   const std::string_view digits = hf.substr(0, dot);
-  if (dot == std::string_view::npos || digits.empty() || digits.size() > 9 ||
-      !std::all_of(digits.begin(), digits.end(), [](char ch) { return ch >= '0' && ch <= '9'; }) ||
-      (digits.size() > 1 && digits[0] == '0') || std::stoul(std::string(digits)) >= n_layer) {
-    return std::nullopt;
-  }
+  if (dot == std::string_view::npos || !layer_number(digits, n_layer)) return std::nullopt;
   const std::string_view rest = hf.substr(dot + 1);
   const std::size_t last = rest.rfind('.');
   const std::string_view module = rest.substr(0, last), kind = rest.substr(last + 1);
@@ -406,6 +419,84 @@ GgufRecipe gguf_recipe(const std::string& name) {
   return {recipe.name, std::nullopt, std::move(recipe)};
 }
 
+namespace {
+
+// The input's shards, opened, and the quantized pairs of each (fixed before plans point into them).
+struct GgufInput {
+  std::vector<SafetensorsFile> files;
+  std::vector<std::vector<QuantizedPair>> pairs;
+};
+
+GgufInput open_inputs(const Checkpoint& c, const fs::path& out, ConvertReport& report) {
+  GgufInput in;
+  for (std::size_t i = 0; i < c.shards.size(); ++i) {
+    if (same_file(out, c.shard_path(i))) throw IoError(IoErrc::write_failed, out, "OUT is an input shard");
+    in.files.push_back(read_safetensors(c.shard_path(i)));
+    report.input_bytes += in.files.back().header_size() + in.files.back().data_size();
+  }
+  in.pairs.resize(in.files.size());
+  for (std::size_t i = 0; i < in.files.size(); ++i) in.pairs[i] = find_pairs(in.files[i]);
+  return in;
+}
+
+// Shard i's output tensors, appended to `plan`: a pair's scales and the like go with its codes.
+void plan_shard(const GgufInput& in, std::size_t i, const LlamaConfig& l, const GgufRecipe& recipe,
+                std::vector<Planned>& plan) {
+  std::set<std::string> parts;
+  std::map<std::string, const QuantizedPair*> by_weight;
+  for (const QuantizedPair& q : in.pairs[i]) {
+    parts.insert({q.scale, q.tensor_scale});
+    parts.insert(q.extras.begin(), q.extras.end());
+    by_weight[q.weight] = &q;
+  }
+  for (const SafetensorsTensor& t : in.files[i].tensors()) {
+    if (parts.contains(t.name)) continue;
+    const auto pair = by_weight.find(t.name);
+    if (std::optional<Planned> p = pair != by_weight.end() ? plan_pair(in.files[i], i, *pair->second, l, recipe)
+                                                           : plan_tensor(in.files[i], i, t, l, recipe)) {
+      plan.push_back(std::move(*p));
+    }
+  }
+}
+
+// llama.cpp cannot load a model without its embeddings and final norm.
+void check_needed(const Checkpoint& c, const std::vector<Planned>& plan) {
+  std::set<std::string> names;
+  for (const Planned& p : plan) names.insert(p.spec.name);
+  for (const char* needed : {"token_embd.weight", "output_norm.weight"}) {
+    if (!names.contains(needed)) {
+      unsupported(c.index_path.value_or(c.directory),
+                  cat("no tensor for ", needed, " (model.embed_tokens.weight / model.norm.weight)"));
+    }
+  }
+}
+
+// Each planned tensor encoded and written in order, one at a time with all threads on it.
+void write_planned(GgufInput& in, const std::vector<Planned>& plan, const ConvertOptions& options, GgufWriter& writer,
+                   ConvertReport& report) {
+  const int threads = detail::worker_count(options.threads);
+  std::vector<float> x;
+  std::vector<std::byte> bytes;
+  std::uint64_t done = 0;
+  const std::uint64_t total = report.input_bytes;
+  for (std::size_t k = 0; k < plan.size(); ++k) {
+    const Planned& p = plan[k];
+    SafetensorsFile& f = in.files[p.shard];
+    if (std::optional<TensorError> row = encode(f, p, threads, x, bytes)) report.tensors.push_back(std::move(*row));
+    writer.write_tensor(k, bytes);
+    f.release(*p.in);
+    done += p.in->end - p.in->begin;
+    if (p.pair) {
+      const SafetensorsTensor& scale = *f.find(p.pair->scale);
+      f.release(scale);
+      done += scale.end - scale.begin;
+    }
+    if (options.progress) options.progress(std::min(done, total), total);
+  }
+}
+
+}  // namespace
+
 ConvertReport convert_to_gguf(const fs::path& in, const fs::path& out, const GgufRecipe& recipe,
                               const ConvertOptions& options) {
   if (recipe.type.has_value() == recipe.recipe.has_value()) {
@@ -419,68 +510,18 @@ ConvertReport convert_to_gguf(const fs::path& in, const fs::path& out, const Ggu
   const LlamaConfig l = llama_config(config, *c.config_path());
 
   // Everything planned and checked before the file is created.
-  std::vector<SafetensorsFile> files;
-  std::vector<Planned> plan;
-  std::set<std::string> names;
   ConvertReport report;
-  for (std::size_t i = 0; i < c.shards.size(); ++i) {
-    if (same_file(out, c.shard_path(i))) throw IoError(IoErrc::write_failed, out, "OUT is an input shard");
-    files.push_back(read_safetensors(c.shard_path(i)));
-    report.input_bytes += files.back().header_size() + files.back().data_size();
-  }
-  std::vector<std::vector<QuantizedPair>> pairs(files.size());  // fixed before plans point into them
-  for (std::size_t i = 0; i < files.size(); ++i) pairs[i] = find_pairs(files[i]);
-  for (std::size_t i = 0; i < files.size(); ++i) {
-    std::set<std::string> parts;  // a pair's scales and the like go with its codes
-    std::map<std::string, const QuantizedPair*> by_weight;
-    for (const QuantizedPair& q : pairs[i]) {
-      parts.insert({q.scale, q.tensor_scale});
-      parts.insert(q.extras.begin(), q.extras.end());
-      by_weight[q.weight] = &q;
-    }
-    for (const SafetensorsTensor& t : files[i].tensors()) {
-      if (parts.contains(t.name)) continue;
-      const auto pair = by_weight.find(t.name);
-      if (std::optional<Planned> p = pair != by_weight.end() ? plan_pair(files[i], i, *pair->second, l, recipe)
-                                                             : plan_tensor(files[i], i, t, l, recipe)) {
-        names.insert(p->spec.name);
-        plan.push_back(std::move(*p));
-      }
-    }
-  }
-  for (const char* needed : {"token_embd.weight", "output_norm.weight"}) {
-    if (!names.contains(needed)) {
-      unsupported(c.index_path.value_or(c.directory),
-                  cat("no tensor for ", needed, " (model.embed_tokens.weight / model.norm.weight)"));
-    }
-  }
+  GgufInput input = open_inputs(c, out, report);
+  std::vector<Planned> plan;
+  for (std::size_t i = 0; i < input.files.size(); ++i) plan_shard(input, i, l, recipe, plan);
+  check_needed(c, plan);
   std::vector<GgufTensorSpec> specs;
   for (const Planned& p : plan) specs.push_back(p.spec);
   std::error_code ec;
   const fs::path dir = fs::weakly_canonical(c.directory.empty() ? fs::path(".") : c.directory, ec);
   fs::create_directories(out.parent_path().empty() ? fs::path(".") : out.parent_path());
   GgufWriter writer(out, llama_metadata(l, recipe, dir.filename().string()), std::move(specs));
-
-  const int threads = detail::worker_count(options.threads);  // one tensor at a time, all threads on it
-  std::vector<float> x;
-  std::vector<std::byte> bytes;
-  std::uint64_t done = 0;
-  const std::uint64_t total = report.input_bytes;
-  for (std::size_t k = 0; k < plan.size(); ++k) {
-    const Planned& p = plan[k];
-    if (std::optional<TensorError> row = encode(files[p.shard], p, threads, x, bytes)) {
-      report.tensors.push_back(std::move(*row));
-    }
-    writer.write_tensor(k, bytes);
-    files[p.shard].release(*p.in);
-    done += p.in->end - p.in->begin;
-    if (p.pair) {
-      const SafetensorsTensor& scale = *files[p.shard].find(p.pair->scale);
-      files[p.shard].release(scale);
-      done += scale.end - scale.begin;
-    }
-    if (options.progress) options.progress(std::min(done, total), total);
-  }
+  write_planned(input, plan, options, writer, report);
   writer.commit();
   report.output_bytes = writer.bytes_total();
   report.shards_written = 1;
