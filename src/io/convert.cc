@@ -26,10 +26,6 @@ using detail::Planner;
 using detail::ScaleRecode;
 using detail::Step;
 
-}  // namespace
-
-namespace {
-
 // A scheme target the packed layout cannot hold whole-byte rows for (odd e2m1 rows) stays as it is.
 bool fits(const Scheme& s, std::uint64_t cols) {
   const int bits = s.element.bits();
