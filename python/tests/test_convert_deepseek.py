@@ -81,3 +81,51 @@ def test_deepseek_refuses_other_schemes(tmp_path, recipe, can):
     torch = need("torch")
     tiny_deepseek_v3(torch, tmp_path / "src")
     assert_refused(tmp_path / "src", tmp_path / "out", recipe, "deepseek", can)
+
+
+def test_deepseek_v4_as_compressed_tensors(tmp_path):
+    """deepseek-v4 (FP8 128x128 blocks with ue8m0 scales, MXFP4 experts) written as compressed-tensors: two config
+    groups under format "mixed-precision" (float-quantized blocks, whose F32 scales hold the ue8m0 powers of two
+    exactly, targeting Linear; mxfp4-pack-quantized naming the experts), each module as its group's own compressor
+    decompresses it equal to `minifloat dequantize` of --format minifloat's output; and DeepSeek's V4 checkpoint (I8
+    experts, E8M0 scales) re-laid out into compressed-tensors gives the very files of the direct conversion."""
+    torch = need("torch")
+    need("compressed_tensors")
+    from compressed_tensors.compressors import BaseCompressor
+    from compressed_tensors.quantization import QuantizationConfig
+    from checkpoint_util import load
+    tiny_deepseek_v3(torch, tmp_path / "src")
+    for fmt in ("compressed-tensors", "minifloat", "deepseek"):
+        r = minifloat("convert", tmp_path / "src", tmp_path / fmt, "--recipe", "deepseek-v4", "--format", fmt)
+        assert r.returncode == 0, r.stderr
+    for cmd in ("verify", "inspect"):
+        r = minifloat(cmd, tmp_path / "compressed-tensors")
+        assert r.returncode == 0, r.stderr
+    qc = json.loads((tmp_path / "compressed-tensors" / "config.json").read_text())["quantization_config"]
+    assert qc["format"] == "mixed-precision", qc
+    groups = {g["format"]: name for name, g in qc["config_groups"].items()}
+    assert sorted(groups) == ["float-quantized", "mxfp4-pack-quantized"], qc
+    fp8, fp4 = (qc["config_groups"][groups[f]] for f in ("float-quantized", "mxfp4-pack-quantized"))
+    assert fp8["targets"] == ["Linear"] and fp8["weights"]["block_structure"] == [128, 128], fp8
+    experts = [f"model.layers.1.mlp.experts.{e}.{p}" for e in range(EXPERTS) for p in ("down_proj", "gate_proj",
+                                                                                       "up_proj")]
+    assert fp4["targets"] == sorted(experts), fp4["targets"]
+    parsed = QuantizationConfig.model_validate(qc)
+    stored = load(tmp_path / "compressed-tensors")
+    deq = {d: dequantize(tmp_path / "minifloat", tmp_path / f"deq-{d}", d) for d in ("bf16", "f32")}
+    modules = sorted({k.rsplit(".", 1)[0] for k in stored if k.endswith(".weight_scale")})
+    assert len(modules) == 16 + len(experts)  # 5 attention projections a layer, the dense and the shared MLP
+    for mod in modules:
+        group = groups["mxfp4-pack-quantized" if mod in experts else "float-quantized"]
+        compressor = BaseCompressor.get_value_from_registry(parsed.config_groups[group].format)
+        parts = {k[len(mod) + 1:]: v for k, v in stored.items() if k.rsplit(".", 1)[0] == mod}
+        want = compressor.decompress(parts, parsed.config_groups[group])["weight"]
+        got = deq["f32" if want.dtype == torch.float32 else "bf16"][mod + ".weight"]
+        same_bits(torch, got, want, f"{mod} ({group})")
+
+    r = minifloat("convert", tmp_path / "deepseek", tmp_path / "relaid", "--recipe", "deepseek-v4", "--format",
+                  "compressed-tensors")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.count(" re-laid out ") == len(modules), r.stdout
+    for f in ("model.safetensors", "config.json"):
+        assert (tmp_path / "relaid" / f).read_bytes() == (tmp_path / "compressed-tensors" / f).read_bytes(), f

@@ -32,6 +32,13 @@ bool fits(const Scheme& s, std::uint64_t cols) {
   return bits == 8 || (bits == 4 && cols % 2 == 0) || (bits == 6 && cols % 4 == 0);
 }
 
+// The name a dialect writes scheme `s` under: the recipe's one kind, or (compressed-tensors, whose config groups hold
+// several) the scheme's own.
+std::optional<detail::WrittenKind> step_kind(WriteFormat format, std::optional<detail::WrittenKind> kind,
+                                             const Scheme& s) {
+  return format == WriteFormat::compressed_tensors ? detail::ct_kind_of(s) : kind;
+}
+
 // In a dialect, a weight whose shape does not divide into blocks stays as it is (and is listed as unquantized): the
 // readers have no rule for minifloat's padded last block (transformers infers the block size from the scale grid).
 void set_dialect(Step& s, WriteFormat format, std::optional<detail::WrittenKind> kind, const SafetensorsFile& f) {
@@ -44,7 +51,7 @@ void set_dialect(Step& s, WriteFormat format, std::optional<detail::WrittenKind>
     return;
   }
   detail::check_module_weight(format, f.path(), s.in->name);
-  s.dialect = kind;
+  s.dialect = step_kind(format, kind, *s.scheme);
   s.format = format;
 }
 
@@ -119,7 +126,7 @@ Step move_step(const SafetensorsFile& f, const QuantizedPair& first, const std::
   s.format = format;
   if (format != WriteFormat::minifloat && format != WriteFormat::deepseek && format != WriteFormat::gpt_oss) {
     for (const detail::MovedTensor& t : move.outputs) detail::check_module_weight(format, f.path(), t.name);
-    s.dialect = kind;
+    s.dialect = step_kind(format, kind, want);
   }
   s.move = std::make_shared<const detail::ExpertMove>(std::move(move));
   return s;
@@ -195,6 +202,10 @@ bool whole_blocks(const QuantizedPair& p, const Scheme& s) {
 // Pair `p` re-laid out as `want` in `format` (its scales recoded, its second level converted, where exact).
 Step relaid_step(const SafetensorsFile& f, const QuantizedPair& p, const std::string& target, const Scheme& want,
                  ScaleRecode recode, WriteFormat format, std::optional<detail::WrittenKind> kind) {
+  const std::optional<detail::WrittenKind> dialect =
+      format == WriteFormat::minifloat ? std::nullopt : step_kind(format, kind, want);
+  // compressed-tensors keeps FP8 block scales as F32: ue8m0 ones go over exactly.
+  if (dialect == detail::WrittenKind::fp8_block && want.scale_format == &ue8m0) recode = ScaleRecode::to_f32;
   if (recode != ScaleRecode::none) detail::recode_scales(f, p, recode, target);  // refused here, before anything is written
   Step s{f.find(p.weight), target, want, &p};
   s.relayout = true;
@@ -202,7 +213,7 @@ Step relaid_step(const SafetensorsFile& f, const QuantizedPair& p, const std::st
   if (want.tensor_scale) s.second = second_level(f, p, format);
   if (format != WriteFormat::minifloat) {
     detail::check_module_weight(format, f.path(), p.output);
-    s.dialect = kind;
+    s.dialect = dialect;
     s.format = format;
   }
   return s;
@@ -332,9 +343,7 @@ ConvertReport convert_checkpoint(const fs::path& in, const fs::path& out, const 
   const WriteFormat format = options.format;
   const std::optional<detail::WrittenKind> kind = written_kind(recipe, format);  // refused before anything
   const Planner plan = RecipePlan(recipe, format, kind);
-  if (format == WriteFormat::compressed_tensors && kind == detail::WrittenKind::nvfp4) {
-    check_global_scales(in, options, plan);
-  }
+  if (format == WriteFormat::compressed_tensors) check_global_scales(in, options, plan);  // nvfp4 targets only
   if (format == WriteFormat::gpt_oss && options.job_count == 1) check_gpt_oss_experts(in, plan, recipe);
   return detail::run_plan(in, out, options, plan, false, &recipe);
 }

@@ -53,16 +53,26 @@ std::vector<std::byte> recode_scales(const SafetensorsFile& f, const QuantizedPa
       out[i] = static_cast<std::byte>(e - 1 + 127);
     }
   } else {
-    out.resize(in.size() * 4);
-    for (std::size_t i = 0; i < in.size(); ++i) {
-      const int code = std::to_integer<int>(in[i]);
-      if (code == 0xFF) {
-        throw std::invalid_argument(cat(f.path().string(), ": tensor '", p.scale, "' holds the E8M0 NaN code 0xFF at "
-                                        "index ", i, ": no F32 scale of '", p.weight, "'; nothing was written"));
-      }
-      const float v = std::ldexp(1.0f, code - 127);  // 2^-127 is an f32 subnormal: exact
-      std::memcpy(out.data() + 4 * i, &v, 4);
+    std::size_t nan_at = 0;
+    out = e8m0_as_f32(in, nan_at);
+    if (out.empty() && !in.empty()) {
+      throw std::invalid_argument(cat(f.path().string(), ": tensor '", p.scale, "' holds the E8M0 NaN code 0xFF at "
+                                      "index ", nan_at, ": no F32 scale of '", p.weight, "'; nothing was written"));
     }
+  }
+  return out;
+}
+
+std::vector<std::byte> e8m0_as_f32(std::span<const std::byte> in, std::size_t& nan_at) {
+  std::vector<std::byte> out(in.size() * 4);
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    const int code = std::to_integer<int>(in[i]);
+    if (code == 0xFF) {
+      nan_at = i;
+      return {};
+    }
+    const float v = std::ldexp(1.0f, code - 127);  // 2^-127 is an f32 subnormal: exact
+    std::memcpy(out.data() + 4 * i, &v, 4);
   }
   return out;
 }
@@ -211,9 +221,17 @@ std::optional<TensorError> produce(const SafetensorsFile& f, const Step& s, std:
     }
     QuantizedTensor& q = scratch.q;
     quantize(x.data(), shape, *s.scheme, o, q);
-    // The packed codes and scales are the checkpoint's bytes as they are (what pair_tensors would copy).
+    // The packed codes and scales are the checkpoint's bytes as they are (what pair_tensors would copy); ue8m0 FP8
+    // block scales where the format keeps F32 ones (compressed-tensors) as their exact F32 values.
     w.write_tensor(k, bytes_of(q.codes));
-    w.write_tensor(k + 1, bytes_of(q.scales));
+    if (s.dialect == WrittenKind::fp8_block && *s.scheme->scale_format == ue8m0) {
+      std::size_t nan_at = 0;
+      const std::vector<std::byte> f32_scales = e8m0_as_f32(bytes_of(q.scales), nan_at);
+      if (f32_scales.empty()) throw IoError(IoErrc::invalid_tensor_entry, f.path(), t.name, "a block scale is NaN");
+      w.write_tensor(k + 1, f32_scales);
+    } else {
+      w.write_tensor(k + 1, bytes_of(q.scales));
+    }
     if (s.scheme->tensor_scale) {
       const float second = s.dialect ? detail::second_scale_written(s.format, q.tensor_scale, t.name) : q.tensor_scale;
       w.write_tensor(k + 2, std::as_bytes(std::span(&second, 1)));

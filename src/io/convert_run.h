@@ -8,6 +8,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -48,5 +49,9 @@ ConvertReport run_plan(const std::filesystem::path& in, const std::filesystem::p
 // first scale that has no exact form (`target`: the recipe's target, for the message).
 std::vector<std::byte> recode_scales(const SafetensorsFile& f, const QuantizedPair& p, ScaleRecode how,
                                      const std::string& target);
+
+// E8M0 scale bytes as F32 values 2^(code - 127), exact (2^-127 is an f32 subnormal); empty, with `nan_at` the index,
+// when one is the NaN code 0xFF.
+std::vector<std::byte> e8m0_as_f32(std::span<const std::byte> in, std::size_t& nan_at);
 
 }  // namespace mf::io::detail

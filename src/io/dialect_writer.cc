@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
+#include <map>
 #include <optional>
 #include <set>
 #include <stdexcept>
@@ -75,6 +76,20 @@ std::set<std::optional<WrittenKind>> kinds_of(const Recipe& r) {
   return kinds;
 }
 
+// compressed-tensors' kind of every scheme target, or nullopt when one has none (its config groups hold several
+// schemes in one checkpoint).
+std::optional<std::set<WrittenKind>> ct_kinds(const Recipe& r) {
+  std::set<WrittenKind> kinds;
+  for (const RecipeRule& rule : r.rules) {
+    const std::optional<Scheme> s = target_scheme(r, rule.target);
+    if (!s) continue;
+    const std::optional<WrittenKind> k = detail::ct_kind_of(*s);
+    if (!k) return std::nullopt;
+    kinds.insert(*k);
+  }
+  return kinds;
+}
+
 std::string g9(float x) {
   char b[32];
   std::snprintf(b, sizeof b, "%.9g", static_cast<double>(x));
@@ -106,18 +121,55 @@ const char* ct_format(WrittenKind k) {
 
 // Weights only (the A16 presets: NVFP4A16, MXFP4A16, MXFP8A16), since convert calibrates no activations; fp8-block
 // is DeepSeek V3's W8A8 with dynamic per-token-group activations, FP8_BLOCK's preset (no activation tensors).
-Json compressed_tensors_config(WrittenKind k, const std::vector<std::string>& ignore) {
+Json ct_group(WrittenKind k, const Json& targets) {
   Json input = nullptr;
   if (k == WrittenKind::fp8_block) {
     input = {{"dynamic", true}, {"group_size", 128}, {"num_bits", 8}, {"strategy", "group"}, {"symmetric", true},
              {"type", "float"}};
   }
-  const Json group = {{"format", ct_format(k)}, {"input_activations", input}, {"output_activations", nullptr},
-                      {"targets", Json::array({"Linear"})}, {"weights", ct_weights(k)}};
-  return {{"config_groups", {{"group_0", group}}}, {"format", ct_format(k)}, {"global_compression_ratio", nullptr},
+  return {{"format", ct_format(k)}, {"input_activations", input}, {"output_activations", nullptr},
+          {"targets", targets}, {"weights", ct_weights(k)}};
+}
+
+// The quantized modules of each kind, sorted. One kind: one group targeting every Linear (as compressed-tensors'
+// presets write it). Several (DeepSeek-V4's FP8 blocks with MXFP4 experts): the kind of most modules targets Linear,
+// the others list their modules by name, which compressed-tensors matches first (exact names before regexes before
+// class names); each group names its own format and the top level says "mixed-precision", as
+// QuantizationConfig.from_pretrained writes it for several formats.
+Json compressed_tensors_config(const std::map<WrittenKind, std::vector<std::string>>& modules,
+                               const std::vector<std::string>& ignore) {
+  WrittenKind most = modules.begin()->first;
+  for (const auto& [k, names] : modules) most = names.size() > modules.at(most).size() ? k : most;
+  Json groups = Json::object();
+  for (const auto& [k, names] : modules) {
+    groups[cat("group_", groups.size())] = ct_group(k, k == most ? Json::array({"Linear"}) : Json(names));
+  }
+  const std::string format = modules.size() == 1 ? ct_format(most) : "mixed-precision";
+  return {{"config_groups", groups}, {"format", format}, {"global_compression_ratio", nullptr},
           {"ignore", ignore}, {"kv_cache_scheme", nullptr}, {"moe_sparsity_config", nullptr},
           {"quant_method", "compressed-tensors"}, {"quantization_status", "compressed"},
           {"sparsity_config", Json::object()}, {"transform_config", Json::object()}, {"version", "0.20.0"}};
+}
+
+// The quantized modules of compressed-tensors shards by kind, read off their tensors: P.weight_packed (with
+// P.weight_global_scale: nvfp4), or an F8 P.weight with a U8 (mxfp8) or F32 (fp8 blocks) P.weight_scale.
+std::map<WrittenKind, std::vector<std::string>> ct_modules(const std::vector<std::filesystem::path>& shards) {
+  std::map<WrittenKind, std::vector<std::string>> out;
+  for (const std::filesystem::path& p : shards) {
+    const SafetensorsFile f = read_safetensors(p);
+    for (const SafetensorsTensor& t : f.tensors()) {
+      if (t.name.ends_with(".weight_packed")) {
+        const std::string m = t.name.substr(0, t.name.size() - 14);
+        out[f.find(m + ".weight_global_scale") ? WrittenKind::nvfp4 : WrittenKind::mxfp4].push_back(m);
+      } else if (t.name.ends_with(".weight") && t.dtype == DType::F8_E4M3) {
+        const std::string m = t.name.substr(0, t.name.size() - 7);
+        const SafetensorsTensor* s = f.find(m + ".weight_scale");
+        if (s != nullptr) out[s->dtype == DType::U8 ? WrittenKind::mxfp8 : WrittenKind::fp8_block].push_back(m);
+      }
+    }
+  }
+  for (auto& [k, names] : out) std::sort(names.begin(), names.end());
+  return out;
 }
 
 const char* modelopt_algo(WrittenKind k) {
@@ -215,6 +267,8 @@ bool deepseek_expresses(const Recipe& r);
 
 WrittenKind recipe_kind(const Recipe& r, WriteFormat format) {
   const std::set<std::optional<WrittenKind>> kinds = kinds_of(r);
+  const std::optional<std::set<WrittenKind>> ct = ct_kinds(r);
+  if (format == WriteFormat::compressed_tensors && ct && !ct->empty()) return *ct->begin();  // each step: its own
   std::string can = "minifloat";
   if (kinds.size() == 1 && *kinds.begin()) {
     const WrittenKind k = **kinds.begin();
@@ -222,8 +276,9 @@ WrittenKind recipe_kind(const Recipe& r, WriteFormat format) {
     for (const WriteFormat f : kFormats) {
       if (f != WriteFormat::minifloat && expresses(f, k)) can += cat(", ", to_string(f));
     }
-  } else if (deepseek_expresses(r)) {
-    can += ", deepseek";  // V4's FP8 blocks with FP4 experts: one checkpoint, two schemes
+  } else {
+    if (ct && !ct->empty()) can += ", compressed-tensors";  // several schemes, or FP8 blocks with ue8m0 scales
+    if (deepseek_expresses(r)) can += ", deepseek";  // V4's FP8 blocks with FP4 experts: one checkpoint, two schemes
   }
   const char* why = kinds.empty()     ? "it quantizes nothing"
                     : kinds.size() > 1 ? "it mixes schemes (one scheme per checkpoint in these dialects)"
@@ -262,6 +317,11 @@ void check_deepseek(const Recipe& r) {
       cat("recipe ", r.name, " cannot be written as --format deepseek: DeepSeek's checkpoints are FP8 e4m3 with "
           "128x128 block scales (V3: fp8-block; V4: deepseek-v4, with MXFP4 experts) and the config that says so; "
           "formats that can express it: ", can));
+}
+
+std::optional<WrittenKind> ct_kind_of(const Scheme& s) {
+  if (fp8_128x128(s)) return WrittenKind::fp8_block;  // ue8m0 scales written as F32: powers of two, exact
+  return kind_of(s);
 }
 
 void check_module_weight(WriteFormat format, const std::filesystem::path& file, const std::string& tensor) {
@@ -354,9 +414,14 @@ std::string dialect_config(std::string_view text, const Recipe& recipe, WriteFor
     return config.dump(2) + "\n";
   }
   const std::vector<std::string> ignore = listed(f, unquantized_modules(shards));
-  config["quantization_config"] = f == WriteFormat::compressed_tensors ? compressed_tensors_config(k, ignore)
-                                  : f == WriteFormat::modelopt         ? modelopt_config(k, ignore)
-                                                                       : transformers_fp8_config(k, ignore);
+  if (f == WriteFormat::compressed_tensors) {
+    std::map<WrittenKind, std::vector<std::string>> modules = ct_modules(shards);
+    if (modules.empty()) modules[k] = {};  // a job array's merge with nothing quantized: the recipe's kind
+    config["quantization_config"] = compressed_tensors_config(modules, ignore);
+  } else {
+    config["quantization_config"] = f == WriteFormat::modelopt ? modelopt_config(k, ignore)
+                                                               : transformers_fp8_config(k, ignore);
+  }
   return config.dump(2) + "\n";
 }
 
