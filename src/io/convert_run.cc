@@ -182,13 +182,10 @@ void transpose_experts(const std::vector<float>& x, std::uint64_t experts, std::
 
 std::span<const std::byte> bytes_of(const std::vector<std::uint8_t>& v) { return std::as_bytes(std::span(v)); }
 
-// Step `s`'s output tensors, placed at spec `k` (and k + 1, k + 2 for a quantized pair's scales); its error row, for
-// quantized targets. Safe to run for several steps of one shard at once: each writes only its own tensors.
-std::optional<TensorError> produce(const SafetensorsFile& f, const Step& s, std::size_t k, SafetensorsWriter& w,
-                                   bool bf16_out, int threads, Scratch& scratch) {
-  const SafetensorsTensor& t = *s.in;
-  std::vector<float>&x = scratch.x, &y = scratch.y;
-  if (s.move) {  // whole rows of codes and scales regrouped, every byte as it was
+// A relayout step's tensors: codes and block scales are the bytes every dialect of the scheme holds (MoE experts:
+// whole rows of them regrouped), scales recoded exactly where the format keeps another scale format.
+TensorError produce_relayout(const SafetensorsFile& f, const Step& s, std::size_t k, SafetensorsWriter& w) {
+  if (s.move) {
     std::vector<std::uint8_t> codes, scales;
     for (const detail::MovedTensor& out : s.move->outputs) {
       detail::move_rows(f, *s.move, out, codes, scales);
@@ -197,55 +194,73 @@ std::optional<TensorError> produce(const SafetensorsFile& f, const Step& s, std:
     }
     return TensorError{s.move->reported, s.target + " re-laid out", 0, 0, 0};
   }
-  if (s.relayout) {  // the stored codes and block scales are the bytes every dialect of the scheme holds
-    w.write_tensor(k, f.bytes(t));
-    if (s.recode == ScaleRecode::none) {
-      w.write_tensor(k + 1, f.bytes(*f.find(s.pair->scale)));
-    } else {
-      w.write_tensor(k + 1, recode_scales(f, *s.pair, s.recode, s.target));
-    }
-    if (s.scheme->tensor_scale) w.write_tensor(k + 2, std::as_bytes(std::span(&s.second, 1)));
-    return TensorError{s.pair->output, s.target + " re-laid out", 0, 0, 0};
+  w.write_tensor(k, f.bytes(*s.in));
+  if (s.recode == ScaleRecode::none) {
+    w.write_tensor(k + 1, f.bytes(*f.find(s.pair->scale)));
+  } else {
+    w.write_tensor(k + 1, recode_scales(f, *s.pair, s.recode, s.target));
   }
-  if (s.scheme) {
-    widen(f, t, x);
-    QuantizeOptions o;
-    o.pad = true;
-    o.threads = threads;
-    o.tensor_name = t.name;
-    std::vector<std::int64_t> shape{static_cast<std::int64_t>(t.shape[0]), static_cast<std::int64_t>(t.shape[1])};
-    if (s.experts) {
-      transpose_experts(x, t.shape[0], t.shape[1], t.shape[2], y);
-      x.swap(y);
-      shape = {static_cast<std::int64_t>(t.shape[0] * t.shape[2]), static_cast<std::int64_t>(t.shape[1])};
-    }
-    QuantizedTensor& q = scratch.q;
-    quantize(x.data(), shape, *s.scheme, o, q);
-    // The packed codes and scales are the checkpoint's bytes as they are (what pair_tensors would copy); ue8m0 FP8
-    // block scales where the format keeps F32 ones (compressed-tensors) as their exact F32 values.
-    w.write_tensor(k, bytes_of(q.codes));
-    if (s.dialect == WrittenKind::fp8_block && *s.scheme->scale_format == ue8m0) {
-      std::size_t nan_at = 0;
-      const std::vector<std::byte> f32_scales = e8m0_as_f32(bytes_of(q.scales), nan_at);
-      if (f32_scales.empty()) throw IoError(IoErrc::invalid_tensor_entry, f.path(), t.name, "a block scale is NaN");
-      w.write_tensor(k + 1, f32_scales);
-    } else {
-      w.write_tensor(k + 1, bytes_of(q.scales));
-    }
-    if (s.scheme->tensor_scale) {
-      const float second = s.dialect ? detail::second_scale_written(s.format, q.tensor_scale, t.name) : q.tensor_scale;
-      w.write_tensor(k + 2, std::as_bytes(std::span(&second, 1)));
-    }
-    y.resize(x.size());
-    dequantize(q, y.data(), threads);
-    return error_of(t.name, s.target, x, y);
+  if (s.scheme->tensor_scale) w.write_tensor(k + 2, std::as_bytes(std::span(&s.second, 1)));
+  return TensorError{s.pair->output, s.target + " re-laid out", 0, 0, 0};
+}
+
+// The quantized tensor's codes, block scales and second level as step `s`'s format stores them: the packed codes and
+// scales are the checkpoint's bytes as they are (what pair_tensors would copy); ue8m0 FP8 block scales where the
+// format keeps F32 ones (compressed-tensors) as their exact F32 values.
+void write_quantized(const SafetensorsFile& f, const Step& s, const QuantizedTensor& q, std::size_t k,
+                     SafetensorsWriter& w) {
+  w.write_tensor(k, bytes_of(q.codes));
+  if (s.dialect == WrittenKind::fp8_block && *s.scheme->scale_format == ue8m0) {
+    std::size_t nan_at = 0;
+    const std::vector<std::byte> f32_scales = e8m0_as_f32(bytes_of(q.scales), nan_at);
+    if (f32_scales.empty()) throw IoError(IoErrc::invalid_tensor_entry, f.path(), s.in->name, "a block scale is NaN");
+    w.write_tensor(k + 1, f32_scales);
+  } else {
+    w.write_tensor(k + 1, bytes_of(q.scales));
   }
+  if (s.scheme->tensor_scale) {
+    const float second = s.dialect ? detail::second_scale_written(s.format, q.tensor_scale, s.in->name) : q.tensor_scale;
+    w.write_tensor(k + 2, std::as_bytes(std::span(&second, 1)));
+  }
+}
+
+// A step quantized by the recipe's scheme (gpt-oss's experts transposed first), with its error.
+TensorError produce_quantized(const SafetensorsFile& f, const Step& s, std::size_t k, SafetensorsWriter& w,
+                              int threads, Scratch& scratch) {
+  const SafetensorsTensor& t = *s.in;
+  std::vector<float>&x = scratch.x, &y = scratch.y;
+  widen(f, t, x);
+  QuantizeOptions o;
+  o.pad = true;
+  o.threads = threads;
+  o.tensor_name = t.name;
+  std::vector<std::int64_t> shape{static_cast<std::int64_t>(t.shape[0]), static_cast<std::int64_t>(t.shape[1])};
+  if (s.experts) {
+    transpose_experts(x, t.shape[0], t.shape[1], t.shape[2], y);
+    x.swap(y);
+    shape = {static_cast<std::int64_t>(t.shape[0] * t.shape[2]), static_cast<std::int64_t>(t.shape[1])};
+  }
+  QuantizedTensor& q = scratch.q;
+  quantize(x.data(), shape, *s.scheme, o, q);
+  write_quantized(f, s, q, k, w);
+  y.resize(x.size());
+  dequantize(q, y.data(), threads);
+  return error_of(t.name, s.target, x, y);
+}
+
+// Step `s`'s output tensors, placed at spec `k` (and after it, for a quantized pair's scales); its error row, for
+// quantized targets. Safe to run for several steps of one shard at once: each writes only its own tensors.
+std::optional<TensorError> produce(const SafetensorsFile& f, const Step& s, std::size_t k, SafetensorsWriter& w,
+                                   bool bf16_out, int threads, Scratch& scratch) {
+  const SafetensorsTensor& t = *s.in;
+  if (s.relayout) return produce_relayout(f, s, k, w);
+  if (s.scheme) return produce_quantized(f, s, k, w, threads, scratch);
   if (s.pair) {
-    y = dequantize_pair(f, *s.pair, threads);
-    w.write_tensor(k, narrow(y, bf16_out));
+    scratch.y = dequantize_pair(f, *s.pair, threads);
+    w.write_tensor(k, narrow(scratch.y, bf16_out));
   } else if (s.target == "bf16" || s.target == "f32") {
-    widen(f, t, x);
-    w.write_tensor(k, narrow(x, s.target == "bf16"));
+    widen(f, t, scratch.x);
+    w.write_tensor(k, narrow(scratch.x, s.target == "bf16"));
   } else {
     w.write_tensor(k, f.bytes(t));  // zero-copy from the mapping
   }

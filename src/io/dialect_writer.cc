@@ -265,27 +265,32 @@ namespace detail {
 
 bool deepseek_expresses(const Recipe& r);
 
-WrittenKind recipe_kind(const Recipe& r, WriteFormat format) {
-  const std::set<std::optional<WrittenKind>> kinds = kinds_of(r);
-  const std::optional<std::set<WrittenKind>> ct = ct_kinds(r);
-  if (format == WriteFormat::compressed_tensors && ct && !ct->empty()) return *ct->begin();  // each step: its own
+// "minifloat, ..." for a recipe: the formats whose forms hold every scheme target.
+std::string formats_that_can(const Recipe& r, const std::set<std::optional<WrittenKind>>& kinds) {
   std::string can = "minifloat";
   if (kinds.size() == 1 && *kinds.begin()) {
-    const WrittenKind k = **kinds.begin();
-    if (expresses(format, k)) return k;
     for (const WriteFormat f : kFormats) {
-      if (f != WriteFormat::minifloat && expresses(f, k)) can += cat(", ", to_string(f));
+      if (f != WriteFormat::minifloat && expresses(f, **kinds.begin())) can += cat(", ", to_string(f));
     }
-  } else {
-    if (ct && !ct->empty()) can += ", compressed-tensors";  // several schemes, or FP8 blocks with ue8m0 scales
-    if (deepseek_expresses(r)) can += ", deepseek";  // V4's FP8 blocks with FP4 experts: one checkpoint, two schemes
+    return can;
   }
+  if (const auto ct = ct_kinds(r); ct && !ct->empty()) can += ", compressed-tensors";  // several schemes, ue8m0 FP8
+  if (deepseek_expresses(r)) can += ", deepseek";  // V4's FP8 blocks with FP4 experts: one checkpoint, two schemes
+  return can;
+}
+
+WrittenKind recipe_kind(const Recipe& r, WriteFormat format) {
+  const std::set<std::optional<WrittenKind>> kinds = kinds_of(r);
+  if (format == WriteFormat::compressed_tensors) {
+    if (const auto ct = ct_kinds(r); ct && !ct->empty()) return *ct->begin();  // each weight: its own (ct_kind_of)
+  }
+  if (kinds.size() == 1 && *kinds.begin() && expresses(format, **kinds.begin())) return **kinds.begin();
   const char* why = kinds.empty()     ? "it quantizes nothing"
                     : kinds.size() > 1 ? "it mixes schemes (one scheme per checkpoint in these dialects)"
                     : !*kinds.begin()  ? "its scheme has no form there"
                                        : "that format has no form for its scheme";
   throw std::invalid_argument(cat("recipe ", r.name, " cannot be written as --format ", to_string(format), ": ", why,
-                                  "; formats that can express it: ", can));
+                                  "; formats that can express it: ", formats_that_can(r, kinds)));
 }
 
 // FP8 e4m3 128x128 (F32 or ue8m0 scales), MXFP4 at most besides, with DeepSeek's quantization_config.
