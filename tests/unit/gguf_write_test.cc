@@ -339,7 +339,8 @@ TEST(ConvertToGguf, RefusesWhatItCannotWrite) {
   };
   EXPECT_TRUE(has(convert_error(replaced(replaced(cfg, "LlamaForCausalLM", "Qwen2ForCausalLM"), "\"llama\"",
                                          "\"qwen2\""), llama_tensors()),
-                  "architecture \"Qwen2ForCausalLM\": --format gguf writes Llama checkpoints only"));
+                  "architecture \"Qwen2ForCausalLM\": --format gguf writes Llama (architectures "
+                  "LlamaForCausalLM or model_type llama) and gpt-oss"));
   EXPECT_TRUE(has(convert_error(replaced(cfg, "\"vocab_size\": 32", "\"vocab_size\": -1"), llama_tensors()),
                   "'vocab_size' must be a positive integer"));
   EXPECT_TRUE(has(convert_error(replaced(cfg, "\"rms_norm_eps\": 1e-5, ", ""), llama_tensors()),
