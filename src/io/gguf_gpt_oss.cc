@@ -59,19 +59,12 @@ std::optional<std::vector<GgufName>> gpt_oss_names(std::string_view hf, std::uin
   if (rest == "mlp.experts.down_proj") return Names{{blk + "ffn_down_exps.weight"}};
   if (rest == "mlp.experts.down_proj_bias") return Names{{blk + "ffn_down_exps.bias"}};
   if (rest == "self_attn.sinks") return Names{{blk + "attn_sinks.weight"}};
-  const std::size_t last = rest.rfind('.');
-  if (last == std::string_view::npos) return std::nullopt;
-  const std::string_view module = rest.substr(0, last), kind = rest.substr(last + 1);
-  if (kind != "weight" && kind != "bias") return std::nullopt;
   static constexpr std::pair<std::string_view, std::string_view> kModules[] = {
-      {"self_attn.q_proj", "attn_q"},  {"self_attn.k_proj", "attn_k"}, {"self_attn.v_proj", "attn_v"},
+      {"self_attn.q_proj", "attn_q"},      {"self_attn.k_proj", "attn_k"},   {"self_attn.v_proj", "attn_v"},
       {"self_attn.o_proj", "attn_output"}, {"mlp.router", "ffn_gate_inp"}, {"input_layernorm", "attn_norm"},
       {"post_attention_layernorm", "post_attention_norm"},
   };
-  for (const auto& [from, to] : kModules) {
-    if (module == from) return Names{{cat(blk, to, ".", kind)}};
-  }
-  return std::nullopt;
+  return module_name(digits, rest, kModules);
 }
 
 std::vector<std::pair<std::string, GgufValue>> gpt_oss_metadata(const GgufModel& m, std::uint32_t file_type,

@@ -43,21 +43,13 @@ std::optional<std::vector<GgufName>> llama_names(std::string_view hf, std::uint3
   if (hf == "lm_head.weight") return Names{{"output.weight"}};
   const auto layer = layer_part(hf, n_layer);
   if (!layer) return std::nullopt;
-  const auto [digits, rest] = *layer;
-  const std::size_t last = rest.rfind('.');
-  if (last == std::string_view::npos) return std::nullopt;
-  const std::string_view module = rest.substr(0, last), kind = rest.substr(last + 1);
-  if (kind != "weight" && kind != "bias") return std::nullopt;
   static constexpr std::pair<std::string_view, std::string_view> kModules[] = {
       {"self_attn.q_proj", "attn_q"},      {"self_attn.k_proj", "attn_k"}, {"self_attn.v_proj", "attn_v"},
       {"self_attn.o_proj", "attn_output"}, {"mlp.gate_proj", "ffn_gate"},  {"mlp.up_proj", "ffn_up"},
       {"mlp.down_proj", "ffn_down"},       {"input_layernorm", "attn_norm"},
       {"post_attention_layernorm", "ffn_norm"},
   };
-  for (const auto& [from, to] : kModules) {
-    if (module == from) return Names{{cat("blk.", digits, ".", to, ".", kind)}};
-  }
-  return std::nullopt;
+  return module_name(layer->first, layer->second, kModules);
 }
 
 }  // namespace mf::io::detail

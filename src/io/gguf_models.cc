@@ -48,6 +48,17 @@ std::optional<std::pair<std::string_view, std::string_view>> layer_part(std::str
   return std::pair{hf.substr(0, dot), hf.substr(dot + 1)};
 }
 
+std::optional<std::vector<GgufName>> module_name(std::string_view n, std::string_view rest, ModuleNames modules) {
+  const std::size_t last = rest.rfind('.');
+  if (last == std::string_view::npos) return std::nullopt;
+  const std::string_view module = rest.substr(0, last), kind = rest.substr(last + 1);
+  if (kind != "weight" && kind != "bias") return std::nullopt;
+  for (const auto& [from, to] : modules) {
+    if (module == from) return std::vector<GgufName>{{cat("blk.", n, ".", to, ".", kind)}};
+  }
+  return std::nullopt;
+}
+
 namespace {
 
 // head_dim as config.json gives it, or hidden_size / num_attention_heads; even (rotary pairs).

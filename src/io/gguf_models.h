@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -64,6 +65,9 @@ float float_field(const nlohmann::json& c, const char* key, const std::filesyste
 bool layer_number(std::string_view digits, std::uint32_t n_layer);
 // model.layers.N.REST split into N and REST (N a layer number below n_layer); nullopt for another name.
 std::optional<std::pair<std::string_view, std::string_view>> layer_part(std::string_view hf, std::uint32_t n_layer);
+// blk.N.TO.KIND for REST = FROM.KIND (KIND weight or bias) and a pair FROM -> TO of `modules`; nullopt for another.
+using ModuleNames = std::span<const std::pair<std::string_view, std::string_view>>;
+std::optional<std::vector<GgufName>> module_name(std::string_view n, std::string_view rest, ModuleNames modules);
 // The hyperparameters every architecture has (head_dim: config.json's, or hidden_size / num_attention_heads).
 void read_common(const nlohmann::json& c, const std::filesystem::path& file, GgufModel& m);
 // general.* and ARCH.{block_count, ..., layer_norm_rms_epsilon[, key_length, value_length]}.
