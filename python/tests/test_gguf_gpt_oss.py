@@ -146,3 +146,25 @@ def test_gpt_oss_gguf_refuses_unquantized_experts(oss, tmp_path):
     assert "mlp.experts." in r.stderr and "not MXFP4 blocks" in r.stderr, r.stderr
     assert "--format gpt-oss --recipe mxfp4 first" in r.stderr, r.stderr
     assert not (tmp_path / "out.gguf").exists()
+
+
+@pytest.mark.parametrize("fmt", ["minifloat", "compressed-tensors", "modelopt"])
+def test_gpt_oss_per_expert_weights_into_gguf(oss, fmt):
+    """gpt-oss's experts split into per-expert MXFP4 weights of another dialect (gate_proj, up_proj, down_proj of each
+    expert), then into GGUF: gathered back, every tensor's bytes equal those of the blocks' direct conversion."""
+    from test_convert_gpt_oss import EXPERTS_ONLY
+    root = oss[0]
+    recipe = root / "experts.json"
+    recipe.write_text(json.dumps(EXPERTS_ONLY))
+    r = minifloat("convert", root / "oss", root / f"split-{fmt}", "--recipe", recipe, "--format", fmt)
+    assert r.returncode == 0, r.stderr
+    out = root / f"split-{fmt}.gguf"
+    r = minifloat("convert", root / f"split-{fmt}", out, "--recipe", "bf16", "--format", "gguf")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.count(" re-laid out") == 3 * LAYERS, r.stdout
+    direct = {t.name: t for t in convert(oss, "bf16").tensors}
+    got = {t.name: t for t in need("gguf").GGUFReader(str(out)).tensors}
+    assert set(got) == set(direct)
+    for name, t in got.items():
+        assert t.tensor_type == direct[name].tensor_type, name
+        assert np.asarray(t.data).tobytes() == np.asarray(direct[name].data).tobytes(), name

@@ -63,6 +63,7 @@ struct Planned {
   const QuantizedPair* pair = nullptr;  // MXFP4 already: `in` holds its codes, re-laid out into ggml blocks
   std::uint32_t stride = 1, offset = 0;  // a split: rows offset, offset + stride, ... of the source's
   std::uint64_t inner = 1;               // the elements of one such row
+  const detail::ExpertMove* move = nullptr;  // per-expert MXFP4 weights gathered into gpt-oss's fused layout
 };
 
 // The rows of x ([rows, cols]) in llama.cpp's order for Q and K (convert_hf_to_gguf's LlamaModel.permute): within
@@ -186,6 +187,18 @@ void plan_tensor(const SafetensorsFile& f, std::size_t shard, const SafetensorsT
   }
 }
 
+// Placed MXFP4 tensors re-laid out from `pair` or `move`, appended to `plan`.
+void plan_relaid(std::vector<Planned> placed, const std::string& target, const QuantizedPair* pair,
+                 const detail::ExpertMove* move, std::vector<Planned>& plan) {
+  for (Planned& p : placed) {
+    p.spec.type = GgufType::MXFP4;
+    p.target = target + " re-laid out";
+    p.pair = pair;
+    p.move = move;
+    plan.push_back(std::move(p));
+  }
+}
+
 // gpt-oss's MXFP4 expert blocks X_blocks [E, R, C/32, 16] (transformers' X [E, C, R]): ggml's [E, R, C], whatever
 // the recipe, as llama.cpp's convert keeps them MXFP4.
 bool gpt_oss_blocks(const QuantizedPair& pair, const detail::GgufModel& m) {
@@ -212,12 +225,15 @@ void plan_pair(const SafetensorsFile& f, std::size_t shard, const QuantizedPair&
   }
   const std::vector<std::uint64_t>& o = pair.output_shape;
   const std::vector<std::uint64_t> shape = blocks ? std::vector<std::uint64_t>{o[0], o[2], o[1]} : o;
-  for (Planned& p : place(f, shard, *f.find(pair.weight), pair.output, shape, m)) {
-    p.spec.type = GgufType::MXFP4;
-    p.target = target + " re-laid out";
-    p.pair = &pair;
-    plan.push_back(std::move(p));
-  }
+  plan_relaid(place(f, shard, *f.find(pair.weight), pair.output, shape, m), target, &pair, nullptr, plan);
+}
+
+// gpt-oss's per-expert MXFP4 weights (any packed dialect), gathered as its fused experts and then planned as they are.
+void plan_gather(const SafetensorsFile& f, std::size_t shard, const detail::ExpertMove& move,
+                 const detail::GgufModel& m, std::vector<Planned>& plan) {
+  const std::vector<std::uint64_t>& o = move.outputs[0].shape;  // [E, C, R]: transformers' fused parameter
+  const SafetensorsTensor& first = *f.find(move.sources[0]->weight);
+  plan_relaid(place(f, shard, first, move.reported, {o[0], o[2], o[1]}, m), "mxfp4", nullptr, &move, plan);
 }
 
 // OCP-packed e2m1 codes and their ue8m0 scales as ggml MXFP4 blocks.
@@ -253,6 +269,20 @@ std::string reported(const std::string& hf, const Planned& p) {
   return p.stride == 1 ? hf : cat(hf, " -> ", p.spec.name);
 }
 
+// Packed codes and their scales ([R, C/2] and [R, C/32] of the source `hf`), the planned split's rows taken, as ggml
+// blocks; the report's row.
+TensorError to_blocks(const SafetensorsFile& f, const Planned& p, std::vector<std::uint8_t>& codes,
+                      std::vector<std::uint8_t>& scales, const std::string& hf, std::vector<std::byte>& bytes) {
+  take_rows(codes, p.inner / 2, p.stride, p.offset);
+  take_rows(scales, p.inner / 32, p.stride, p.offset);
+  try {
+    ggml_blocks(codes, scales, bytes);
+  } catch (const std::invalid_argument& e) {
+    throw IoError(IoErrc::gguf_unsupported, f.path(), hf, e.what());
+  }
+  return {reported(hf, p), p.target, 0, 0, 0};
+}
+
 // The pair's codes and scales, rows permuted for Q and K or split for gate and up, as ggml blocks: bytes moved, none
 // changed.
 TensorError relayout(const SafetensorsFile& f, const Planned& p, std::vector<std::byte>& bytes) {
@@ -266,20 +296,21 @@ TensorError relayout(const SafetensorsFile& f, const Planned& p, std::vector<std
     permute_rope_rows(codes, rows, cols / 2, p.rope_heads);
     permute_rope_rows(scales, rows, cols / 32, p.rope_heads);
   }
-  take_rows(codes, p.inner / 2, p.stride, p.offset);
-  take_rows(scales, p.inner / 32, p.stride, p.offset);
-  try {
-    ggml_blocks(codes, scales, bytes);
-  } catch (const std::invalid_argument& e) {
-    throw IoError(IoErrc::gguf_unsupported, f.path(), p.pair->scale, e.what());
-  }
-  return {reported(p.pair->output, p), p.target, 0, 0, 0};
+  return to_blocks(f, p, codes, scales, p.pair->output, bytes);
+}
+
+// Per-expert weights' rows gathered as gpt-oss's fused tensor, then split as planned, as ggml blocks.
+TensorError regather(const SafetensorsFile& f, const Planned& p, std::vector<std::byte>& bytes) {
+  std::vector<std::uint8_t> codes, scales;
+  detail::move_rows(f, *p.move, p.move->outputs[0], codes, scales);
+  return to_blocks(f, p, codes, scales, p.move->reported, bytes);
 }
 
 // Tensor p's bytes as planned, and its error row for a lossy type.
 std::optional<TensorError> encode(const SafetensorsFile& f, const Planned& p, int threads, std::vector<float>& x,
                                   std::vector<std::byte>& bytes) {
   if (p.pair) return relayout(f, p, bytes);
+  if (p.move) return regather(f, p, bytes);
   const SafetensorsTensor& t = *p.in;
   detail::widen(f, t, x);
   const std::uint64_t rows = t.shape[0], cols = t.shape.size() == 2 ? t.shape[1] : 1;
@@ -332,9 +363,10 @@ namespace {
 struct GgufInput {
   std::vector<SafetensorsFile> files;
   std::vector<std::vector<QuantizedPair>> pairs;
+  std::vector<std::vector<detail::ExpertMove>> gathers;  // gpt-oss: per-expert MXFP4 weights of each shard, fused
 };
 
-GgufInput open_inputs(const Checkpoint& c, const fs::path& out, ConvertReport& report) {
+GgufInput open_inputs(const Checkpoint& c, const fs::path& out, const detail::GgufModel& m, ConvertReport& report) {
   GgufInput in;
   for (std::size_t i = 0; i < c.shards.size(); ++i) {
     if (same_file(out, c.shard_path(i))) throw IoError(IoErrc::write_failed, out, "OUT is an input shard");
@@ -343,6 +375,15 @@ GgufInput open_inputs(const Checkpoint& c, const fs::path& out, ConvertReport& r
   }
   in.pairs.resize(in.files.size());
   for (std::size_t i = 0; i < in.files.size(); ++i) in.pairs[i] = find_pairs(in.files[i]);
+  in.gathers.resize(in.files.size());
+  if (m.arch != detail::GgufArch::gpt_oss) return in;
+  for (std::size_t i = 0; i < in.files.size(); ++i) {
+    try {
+      in.gathers[i] = detail::gather_experts(in.files[i], in.pairs[i]);
+    } catch (const std::invalid_argument& e) {
+      throw IoError(IoErrc::gguf_unsupported, in.files[i].path(), e.what());
+    }
+  }
   return in;
 }
 
@@ -356,6 +397,9 @@ void plan_shard(const GgufInput& in, std::size_t i, const detail::GgufModel& m, 
     parts.insert(q.extras.begin(), q.extras.end());
     by_weight[q.weight] = &q;
   }
+  for (const detail::ExpertMove& move : in.gathers[i]) {
+    for (const QuantizedPair* q : move.sources) parts.insert(q->weight);
+  }
   for (const SafetensorsTensor& t : in.files[i].tensors()) {
     if (parts.contains(t.name)) continue;
     const auto pair = by_weight.find(t.name);
@@ -365,6 +409,7 @@ void plan_shard(const GgufInput& in, std::size_t i, const detail::GgufModel& m, 
       plan_tensor(in.files[i], i, t, m, recipe, plan);
     }
   }
+  for (const detail::ExpertMove& move : in.gathers[i]) plan_gather(in.files[i], i, move, m, plan);
 }
 
 // llama.cpp cannot load a model without its embeddings and final norm.
@@ -377,6 +422,22 @@ void check_needed(const Checkpoint& c, const std::vector<Planned>& plan) {
                   cat("no tensor for ", needed, " (model.embed_tokens.weight / model.norm.weight)"));
     }
   }
+}
+
+// The input tensors of p released (their pages may go); their bytes.
+std::uint64_t release_inputs(const SafetensorsFile& f, const Planned& p) {
+  std::vector<const SafetensorsTensor*> inputs{p.in};
+  if (p.pair) inputs.push_back(f.find(p.pair->scale));
+  if (p.move) {
+    inputs.clear();
+    for (const QuantizedPair* q : p.move->sources) inputs.insert(inputs.end(), {f.find(q->weight), f.find(q->scale)});
+  }
+  std::uint64_t bytes = 0;
+  for (const SafetensorsTensor* t : inputs) {
+    f.release(*t);
+    bytes += t->end - t->begin;
+  }
+  return bytes;
 }
 
 // Each planned tensor encoded and written in order, one at a time with all threads on it.
@@ -392,14 +453,8 @@ void write_planned(GgufInput& in, const std::vector<Planned>& plan, const Conver
     SafetensorsFile& f = in.files[p.shard];
     if (std::optional<TensorError> row = encode(f, p, threads, x, bytes)) report.tensors.push_back(std::move(*row));
     writer.write_tensor(k, bytes);
-    if (p.offset + 1 < p.stride) continue;  // gate of a split: up reads the same tensor next
-    f.release(*p.in);
-    done += p.in->end - p.in->begin;
-    if (p.pair) {
-      const SafetensorsTensor& scale = *f.find(p.pair->scale);
-      f.release(scale);
-      done += scale.end - scale.begin;
-    }
+    if (p.offset + 1 < p.stride) continue;  // gate of a split: up reads the same tensors next
+    done += release_inputs(f, p);
     if (options.progress) options.progress(std::min(done, total), total);
   }
 }
@@ -420,7 +475,7 @@ ConvertReport convert_to_gguf(const fs::path& in, const fs::path& out, const Ggu
 
   // Everything planned and checked before the file is created.
   ConvertReport report;
-  GgufInput input = open_inputs(c, out, report);
+  GgufInput input = open_inputs(c, out, m, report);
   std::vector<Planned> plan;
   for (std::size_t i = 0; i < input.files.size(); ++i) plan_shard(input, i, m, recipe, plan);
   check_needed(c, plan);
