@@ -168,3 +168,25 @@ def test_gpt_oss_per_expert_weights_into_gguf(oss, fmt):
     for name, t in got.items():
         assert t.tensor_type == direct[name].tensor_type, name
         assert np.asarray(t.data).tobytes() == np.asarray(direct[name].data).tobytes(), name
+
+
+def test_gpt_oss_incomplete_experts_refused(oss, tmp_path):
+    """Per-expert MXFP4 weights with one expert's up_proj missing cannot be gathered: refused naming it, nothing
+    written."""
+    from safetensors.torch import save_file
+    from test_convert_gpt_oss import EXPERTS_ONLY
+    root = oss[0]
+    recipe = tmp_path / "experts.json"
+    recipe.write_text(json.dumps(EXPERTS_ONLY))
+    r = minifloat("convert", root / "oss", tmp_path / "split", "--recipe", recipe, "--format", "minifloat")
+    assert r.returncode == 0, r.stderr
+    gone = "model.layers.1.mlp.experts.3.up_proj.weight"
+    tensors = {k: v for k, v in load(tmp_path / "split").items() if not k.startswith(gone)}
+    assert len(tensors) < len(load(tmp_path / "split"))
+    (tmp_path / "cut").mkdir()
+    save_file(tensors, str(tmp_path / "cut" / "model.safetensors"))
+    (tmp_path / "cut" / "config.json").write_bytes((tmp_path / "split" / "config.json").read_bytes())
+    r = minifloat("convert", tmp_path / "cut", tmp_path / "out.gguf", "--recipe", "bf16", "--format", "gguf")
+    assert r.returncode == 2, r.stderr
+    assert gone in r.stderr and "is missing" in r.stderr, r.stderr
+    assert not (tmp_path / "out.gguf").exists()
