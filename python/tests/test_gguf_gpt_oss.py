@@ -41,6 +41,7 @@ def convert(oss, recipe):
         assert r.returncode == 0, r.stderr
         # gate_up splits into gate and up, down goes as it is: three re-laid out per layer, none requantized
         assert r.stdout.count(" re-laid out") == 3 * LAYERS, r.stdout
+        assert "(GGUF v3, gpt-oss)" in r.stdout, r.stdout
     gguf = need("gguf")
     return gguf.GGUFReader(str(out))
 
