@@ -78,8 +78,11 @@ void run_convert_gguf(const ConvertArgs& a) {
   ProgressBar bar("convert");
   o.progress = [&bar](std::uint64_t done, std::uint64_t total) { bar.update(done, total); };
   const io::ConvertReport r = io::convert_to_gguf(a.in, a.out, recipe, o);
-  write_stdout(error_table(r) + fmt::format("recipe {}: wrote {} ({}); {} -> {}\n", recipe.name, a.out,
-                                            "GGUF v3, llama", human_bytes(static_cast<double>(r.input_bytes)),
+  const io::GgufFile written = io::read_gguf(a.out);  // the architecture it was written as (llama, gpt-oss)
+  const io::GgufValue* arch = written.find_metadata("general.architecture");
+  write_stdout(error_table(r) + fmt::format("recipe {}: wrote {} (GGUF v3, {}); {} -> {}\n", recipe.name, a.out,
+                                            arch ? arch->as_string().value_or("?") : "?",
+                                            human_bytes(static_cast<double>(r.input_bytes)),
                                             human_bytes(static_cast<double>(r.output_bytes))));
 }
 

@@ -279,8 +279,11 @@ bool is_gguf_type_name(std::string_view name);  // f32, f16, bf16, q8_0
 // (a path ending in .gguf) that llama.cpp loads: llama.cpp's tensor names (token_embd, blk.N.attn_q, ...,
 // output_norm, output), Q and K rows permuted as convert_hf_to_gguf permutes them for llama's rotary embedding,
 // the llama.* metadata from config.json, general.file_type, and tokenizer.ggml.model "none" (no vocabulary is
-// converted: llama.cpp then loads the model without a tokenizer). Every tensor is planned and every config field
-// checked before the file is created; the file is written to a temporary name and renamed. Throws IoError
+// converted: llama.cpp then loads the model without a tokenizer). Or a gpt-oss checkpoint (GptOssForCausalLM) as
+// convert_hf_to_gguf's GptOssModel writes it (arch gpt-oss): its MXFP4 experts (X_blocks, or per-expert weights of any
+// packed dialect) re-laid out into ggml MXFP4 blocks with codes and scales unchanged, gate_up split into
+// ffn_gate_exps and ffn_up_exps, the gpt-oss.* metadata (experts, sliding window, YaRN). Every tensor is planned and
+// every config field checked before the file is created; the file is written to a temporary name and renamed. Throws IoError
 // gguf_unsupported naming the architecture, config field or tensor it has no mapping for, and IoError /
 // std::invalid_argument for values a type cannot hold (naming the tensor). The report's rows: each tensor written
 // lossily (Q8_0, MXFP4, F16 or BF16 from wider values) with its error.

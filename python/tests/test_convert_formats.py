@@ -197,7 +197,7 @@ def test_weights_that_do_not_block_stay_bf16(tmp_path):
     ("fp8-block", "modelopt", "minifloat, compressed-tensors, transformers-fp8"),
     ("nvfp4", "transformers-fp8", "minifloat, compressed-tensors, modelopt"),
     ("mxfp4", "transformers-fp8", "minifloat, compressed-tensors, modelopt, gpt-oss, gguf"),
-    ("deepseek-v4", "compressed-tensors", "minifloat"),
+    ("deepseek-v4", "modelopt", "minifloat, compressed-tensors, deepseek"),  # V4: FP8 blocks and FP4 experts
     ("deepinfer", "modelopt", "minifloat")])
 def test_refused(tmp_path, recipe, fmt, can):
     torch = need("torch")

@@ -58,6 +58,45 @@ std::string scheme_text(const Format& element, int br, int bc, const Format& sca
   return cat(element.name, "-", br, "x", bc, "-", scale.name, "-", rule);
 }
 
+// The block shapes whose scale grid over `shape` is the scale tensor's: NVFP4 is 1x16 only; FP4 weights in the
+// DeepSeek form are MXFP4-shaped (1x32 along K, docs/spec.md#v4-geometry; a short row would otherwise also fit 1x128).
+std::vector<std::array<int, 2>> fitting_blocks(PairForm form, const Format& element, std::array<std::int64_t, 2> shape,
+                                               const SafetensorsTensor& scale) {
+  std::vector<std::array<int, 2>> fits;
+  for (const auto& [br, bc] : kBlocks) {
+    if ((form == PairForm::nvfp4) != (br == 1 && bc == 16)) continue;
+    if (form == PairForm::deepseek && element == e2m1 && !(br == 1 && bc == 32)) continue;
+    if (ceil_div(shape[0], br) == static_cast<std::int64_t>(scale.shape[0]) &&
+        ceil_div(shape[1], bc) == static_cast<std::int64_t>(scale.shape[1])) {
+      fits.push_back({br, bc});
+    }
+  }
+  return fits;
+}
+
+// The pair of the DeepSeek or NVFP4 form, labelled with block br x bc.
+QuantizedPair own_form_pair(PairForm form, const SafetensorsFile& file, const SafetensorsTensor& w,
+                            const SafetensorsTensor& scale, const SafetensorsTensor* scale2,
+                            std::vector<std::int64_t> shape, const Format& element, std::array<int, 2> block) {
+  const auto [br, bc] = block;
+  QuantizedPair p;
+  p.form = form;
+  p.weight = w.name;
+  p.scale = scale.name;
+  if (scale2) p.tensor_scale = scale2->name;
+  p.shape = std::move(shape);
+  p.scheme = form == PairForm::nvfp4 ? scheme_named("nvfp4")
+                                     : scheme_named(scheme_text(element, br, bc, *scale_of(scale.dtype)));
+  p.scheme_name = p.scheme.name;
+  p.output = w.name;
+  p.output_shape = {static_cast<std::uint64_t>(p.shape[0]), static_cast<std::uint64_t>(p.shape[1])};
+  p.block_rows = br;
+  p.block_cols = bc;
+  const std::string module = w.name.ends_with(".weight") ? w.name.substr(0, w.name.size() - 7) : w.name;
+  if (file.find(module + ".input_scale") != nullptr) p.extras.push_back(module + ".input_scale");
+  return p;
+}
+
 // The pair whose codes are `w`, labelled with the first block shape whose grid fits; every block shape that fits
 // goes into `fits` (where there are several, they map every element to the same scale: only the label differs).
 std::optional<QuantizedPair> match(const SafetensorsFile& file, const SafetensorsTensor& w,
@@ -76,8 +115,7 @@ std::optional<QuantizedPair> match(const SafetensorsFile& file, const Safetensor
     form = PairForm::nvfp4;
   }
   const auto shape = logical_shape(w);
-  const Format* scale_format = scale_of(scale->dtype);
-  if (!shape || scale_format == nullptr || scale->shape.size() != 2) {
+  if (!shape || scale_of(scale->dtype) == nullptr || scale->shape.size() != 2) {
     throw IoError(IoErrc::size_mismatch, file.path(), w.name,
                   cat("weight ", dtype_name(w.dtype), " with scale ", dtype_name(scale->dtype),
                       " is not a 2-D weight with a 2-D F32, F8_E8M0 or F8_E4M3 scale"));
@@ -85,35 +123,8 @@ std::optional<QuantizedPair> match(const SafetensorsFile& file, const Safetensor
   if (form == PairForm::nvfp4 && (scale2->dtype != DType::F32 || !scale2->shape.empty() || *element != e2m1)) {
     throw IoError(IoErrc::size_mismatch, file.path(), w.name, "NVFP4 needs e2m1 data and an F32 scalar _scale_2");
   }
-  for (const auto& [br, bc] : kBlocks) {
-    if ((form == PairForm::nvfp4) != (br == 1 && bc == 16)) continue;
-    // FP4 weights in the DeepSeek form are MXFP4-shaped (1x32 along K, docs/spec.md#v4-geometry); a short row would
-    // otherwise also fit 1x128.
-    if (form == PairForm::deepseek && *element == e2m1 && !(br == 1 && bc == 32)) continue;
-    if (ceil_div((*shape)[0], br) != static_cast<std::int64_t>(scale->shape[0]) ||
-        ceil_div((*shape)[1], bc) != static_cast<std::int64_t>(scale->shape[1])) {
-      continue;
-    }
-    fits.push_back({br, bc});
-  }
-  if (!fits.empty()) {
-    const auto [br, bc] = fits.front();
-    QuantizedPair p;
-    p.form = form;
-    p.weight = w.name;
-    p.scale = scale->name;
-    if (scale2) p.tensor_scale = scale2->name;
-    p.shape = *shape;
-    p.scheme = form == PairForm::nvfp4 ? scheme_named("nvfp4") : scheme_named(scheme_text(*element, br, bc, *scale_format));
-    p.scheme_name = p.scheme.name;
-    p.output = w.name;
-    p.output_shape = {static_cast<std::uint64_t>(p.shape[0]), static_cast<std::uint64_t>(p.shape[1])};
-    p.block_rows = br;
-    p.block_cols = bc;
-    const std::string module = w.name.ends_with(".weight") ? w.name.substr(0, w.name.size() - 7) : w.name;
-    if (file.find(module + ".input_scale") != nullptr) p.extras.push_back(module + ".input_scale");
-    return p;
-  }
+  fits = fitting_blocks(form, *element, {(*shape)[0], (*shape)[1]}, *scale);
+  if (!fits.empty()) return own_form_pair(form, file, w, *scale, scale2, *shape, *element, fits.front());
   throw IoError(IoErrc::size_mismatch, file.path(), w.name,
                 cat("scale ", scale->name, " [", scale->shape[0], ", ", scale->shape[1], "] fits no block of [",
                     (*shape)[0], ", ", (*shape)[1], "] (tried 128x128, 32x32, 1x128, 1x32, 1x16)"));

@@ -97,57 +97,71 @@ std::optional<QuantizedPair> match_blocks(const SafetensorsFile& f, const Safete
   return p;
 }
 
+// The module a weight belongs to: P for P.weight, the name itself otherwise.
+std::string module_of(const std::string& weight) {
+  return weight.size() > 7 && weight.ends_with(".weight") ? weight.substr(0, weight.size() - 7) : weight;
+}
+
+// A 2-D pair [rows, cols] with one scale per `block` elements of a row.
+QuantizedPair row_pair(PairForm form, const std::string& weight, const std::string& scale, const std::string& output,
+                       std::array<std::uint64_t, 2> shape, std::uint64_t block, std::string scheme_name) {
+  QuantizedPair p;
+  p.form = form;
+  p.weight = weight;
+  p.scale = scale;
+  p.output = output;
+  p.output_shape = {shape[0], shape[1]};
+  p.shape = {static_cast<std::int64_t>(shape[0]), static_cast<std::int64_t>(shape[1])};
+  p.block_rows = 1;
+  p.block_cols = static_cast<int>(block);
+  p.scheme_name = std::move(scheme_name);
+  return p;
+}
+
+// FP4 codes packed two per byte, U8 [R, C/2]: the logical [R, C] (zeros for any other shape).
+std::array<std::uint64_t, 2> packed_shape(const SafetensorsTensor& w) {
+  if (w.shape.size() != 2) return {0, 0};
+  return {w.shape[0], 2 * w.shape[1]};
+}
+
+// compressed-tensors' packed codes with scales of their form: E8M0 per 32, or (with a global scale g) e4m3 per 16.
+bool packed_fits(const SafetensorsTensor& w, const SafetensorsTensor& s, const SafetensorsTensor* g) {
+  const auto [rows, cols] = packed_shape(w);
+  const std::uint64_t block = g ? 16 : 32;
+  const bool scales = g ? s.dtype == DType::F8_E4M3 && g->dtype == DType::F32 && elements(g->shape) == 1
+                        : is_e8m0(s.dtype);
+  return w.dtype == DType::U8 && w.shape.size() == 2 && scales &&
+         s.shape == std::vector<std::uint64_t>{rows, (cols + block - 1) / block};
+}
+
 // compressed-tensors: P.weight_packed U8 [R, C/2] + P.weight_scale (+ P.weight_global_scale).
 std::optional<QuantizedPair> match_packed(const SafetensorsFile& f, const SafetensorsTensor& w) {
   const std::string base = w.name.substr(0, w.name.size() - 7);  // P.weight
   const SafetensorsTensor* s = f.find(base + "_scale");
   if (s == nullptr) return std::nullopt;
   const SafetensorsTensor* g = f.find(base + "_global_scale");
-  const std::uint64_t rows = w.shape.size() == 2 ? w.shape[0] : 0, cols = w.shape.size() == 2 ? 2 * w.shape[1] : 0;
-  const std::uint64_t block = g ? 16 : 32;
-  const bool fits = w.dtype == DType::U8 && w.shape.size() == 2 && s->shape.size() == 2 && s->shape[0] == rows &&
-                    s->shape[1] == (cols + block - 1) / block &&
-                    (g ? s->dtype == DType::F8_E4M3 && g->dtype == DType::F32 && elements(g->shape) == 1
-                       : is_e8m0(s->dtype));
-  if (!fits) {
+  if (!packed_fits(w, *s, g)) {
     misfit(f, w, *s, g ? "weight_packed U8 [R, C/2], weight_scale F8_E4M3 [R, C/16], weight_global_scale F32 [1] "
                          "(compressed-tensors nvfp4-pack-quantized)"
                        : "weight_packed U8 [R, C/2] with weight_scale U8 [R, C/32] (compressed-tensors "
                          "mxfp4-pack-quantized)");
   }
-  QuantizedPair p;
-  p.form = g ? PairForm::packed_global : PairForm::packed;
-  p.weight = w.name;
-  p.scale = s->name;
+  QuantizedPair p = row_pair(g ? PairForm::packed_global : PairForm::packed, w.name, s->name, base, packed_shape(w),
+                             g ? 16 : 32, g ? "e2m1-1x16-e4m3-global" : "e2m1-1x32-ue8m0");
   if (g) p.tensor_scale = g->name;
-  p.output = base;
-  p.output_shape = {rows, cols};
-  p.shape = {static_cast<std::int64_t>(rows), static_cast<std::int64_t>(cols)};
-  p.block_rows = 1;
-  p.block_cols = static_cast<int>(block);
-  p.scheme_name = g ? "e2m1-1x16-e4m3-global" : "e2m1-1x32-ue8m0";
-  add_extras(f, base.substr(0, base.size() - 7), p);
+  add_extras(f, module_of(base), p);
   return p;
 }
 
 // ModelOpt's MXFP4: W U8 [R, C/2] + W_scale E8M0 [R, C/32], named as a plain weight.
 std::optional<QuantizedPair> match_packed_weight(const SafetensorsFile& f, const SafetensorsTensor& w,
                                                  const SafetensorsTensor& s) {
-  const std::uint64_t rows = w.shape.size() == 2 ? w.shape[0] : 0, cols = w.shape.size() == 2 ? 2 * w.shape[1] : 0;
+  const auto [rows, cols] = packed_shape(w);
   if (w.shape.size() != 2 || !is_e8m0(s.dtype) || s.shape != std::vector<std::uint64_t>{rows, (cols + 31) / 32}) {
     misfit(f, w, s, "W U8 [R, C/2] with W_scale U8 [R, C/32] (MXFP4 packed two per byte)");
   }
-  QuantizedPair p;
-  p.form = PairForm::packed;
-  p.weight = w.name;
-  p.scale = s.name;
-  p.output = w.name;
-  p.output_shape = {rows, cols};
-  p.shape = {static_cast<std::int64_t>(rows), static_cast<std::int64_t>(cols)};
-  p.block_rows = 1;
-  p.block_cols = 32;
-  p.scheme_name = "e2m1-1x32-ue8m0";
-  add_extras(f, w.name.ends_with(".weight") ? w.name.substr(0, w.name.size() - 7) : w.name, p);
+  QuantizedPair p = row_pair(PairForm::packed, w.name, s.name, w.name, {rows, cols}, 32, "e2m1-1x32-ue8m0");
+  add_extras(f, module_of(w.name), p);
   return p;
 }
 
@@ -158,6 +172,17 @@ std::optional<std::array<std::uint64_t, 2>> scale_grid(const std::vector<std::ui
   if (s.size() == 2) return std::array<std::uint64_t, 2>{s[0], s[1]};
   if (s.size() == 4 && s[1] == 1 && s[3] == 1) return std::array<std::uint64_t, 2>{s[0], s[2]};
   return std::nullopt;
+}
+
+// e.g. e4m3-128x128-f32, e4m3-channel-bf16, e5m2-tensor-f32: the element, the block (read off the scale grid) and
+// the dtype the scales are stored in.
+std::string scaled_scheme_name(DType element, DType scale, std::array<std::uint64_t, 2> grid,
+                               std::array<std::uint64_t, 2> block) {
+  const std::string e = element == DType::F8_E4M3 ? "e4m3" : "e5m2";
+  const std::string b = grid[0] == 1 && grid[1] == 1 ? "tensor"
+                        : grid[1] == 1 && block[0] == 1 ? "channel"
+                                                        : cat(block[0], "x", block[1]);
+  return cat(e, "-", b, "-", scale_label(scale));
 }
 
 // W (F8) + W_scale, one scale per block of a grid read off the shapes.
@@ -175,21 +200,10 @@ std::optional<QuantizedPair> match_scaled(const SafetensorsFile& f, const Safete
   const std::uint64_t sr = (*grid)[0], sc = (*grid)[1];
   const std::uint64_t br = block_of(rows, sr), bc = block_of(cols, sc);
   if (br == 0 || bc == 0) misfit(f, w, *s, expected);
-  QuantizedPair p;
-  p.form = PairForm::scaled;
-  p.weight = w.name;
-  p.scale = s->name;
-  p.output = w.name;
-  p.output_shape = w.shape;
-  p.shape = {static_cast<std::int64_t>(rows), static_cast<std::int64_t>(cols)};
+  QuantizedPair p = row_pair(PairForm::scaled, w.name, s->name, w.name, {rows, cols}, bc,
+                             scaled_scheme_name(w.dtype, s->dtype, {sr, sc}, {br, bc}));
   p.block_rows = static_cast<int>(br);
-  p.block_cols = static_cast<int>(bc);
-  const std::string element = w.dtype == DType::F8_E4M3 ? "e4m3" : "e5m2";
-  const std::string block = sr == 1 && sc == 1 ? "tensor" : sc == 1 && br == 1 ? "channel" : cat(br, "x", bc);
-  p.scheme_name = cat(element, "-", block, "-", scale_label(s->dtype));
-  const std::string module = w.name.size() > 7 && w.name.ends_with(".weight") ? w.name.substr(0, w.name.size() - 7)
-                                                                             : w.name;
-  add_extras(f, module, p);
+  add_extras(f, module_of(w.name), p);
   return p;
 }
 

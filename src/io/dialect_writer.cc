@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
+#include <map>
 #include <optional>
 #include <set>
 #include <stdexcept>
@@ -29,18 +30,28 @@ constexpr WriteFormat kFormats[] = {WriteFormat::minifloat, WriteFormat::compres
                                     WriteFormat::transformers_fp8, WriteFormat::gpt_oss, WriteFormat::deepseek,
                                     WriteFormat::gguf};
 
+bool element_is(const Scheme& s, const Format& f) { return s.element.format != nullptr && *s.element.format == f; }
+
+// One E8M0 scale per 32 elements of a row, no second level (MX).
+bool mx_blocks(const Scheme& s) {
+  return s.block_rows == 1 && s.block_cols == 32 && *s.scale_format == ue8m0 && !s.tensor_scale;
+}
+
+bool nvfp4_blocks(const Scheme& s) {
+  return element_is(s, e2m1) && s.block_rows == 1 && s.block_cols == 16 && *s.scale_format == ue4m3 && s.tensor_scale;
+}
+
+// FP8 e4m3 in 128x128 blocks with one scale each (F32 or E8M0), as DeepSeek's checkpoints.
+bool fp8_128x128(const Scheme& s) {
+  return element_is(s, e4m3) && s.block_rows == 128 && s.block_cols == 128 && !s.tensor_scale &&
+         (*s.scale_format == f32 || *s.scale_format == ue8m0);
+}
+
 std::optional<WrittenKind> kind_of(const Scheme& s) {
-  const Format* e = s.element.format;
-  if (e == nullptr) return std::nullopt;
-  const bool row32 = s.block_rows == 1 && s.block_cols == 32 && *s.scale_format == ue8m0 && !s.tensor_scale;
-  if (*e == e2m1 && s.block_rows == 1 && s.block_cols == 16 && *s.scale_format == ue4m3 && s.tensor_scale) {
-    return WrittenKind::nvfp4;
-  }
-  if (*e == e2m1 && row32) return WrittenKind::mxfp4;
-  if (*e == e4m3 && row32) return WrittenKind::mxfp8;
-  if (*e == e4m3 && s.block_rows == 128 && s.block_cols == 128 && *s.scale_format == f32 && !s.tensor_scale) {
-    return WrittenKind::fp8_block;
-  }
+  if (nvfp4_blocks(s)) return WrittenKind::nvfp4;
+  if (mx_blocks(s) && element_is(s, e2m1)) return WrittenKind::mxfp4;
+  if (mx_blocks(s) && element_is(s, e4m3)) return WrittenKind::mxfp8;
+  if (fp8_128x128(s) && *s.scale_format == f32) return WrittenKind::fp8_block;
   return std::nullopt;
 }
 
@@ -61,6 +72,20 @@ std::set<std::optional<WrittenKind>> kinds_of(const Recipe& r) {
   std::set<std::optional<WrittenKind>> kinds;
   for (const RecipeRule& rule : r.rules) {
     if (const std::optional<Scheme> s = target_scheme(r, rule.target)) kinds.insert(kind_of(*s));
+  }
+  return kinds;
+}
+
+// compressed-tensors' kind of every scheme target, or nullopt when one has none (its config groups hold several
+// schemes in one checkpoint).
+std::optional<std::set<WrittenKind>> ct_kinds(const Recipe& r) {
+  std::set<WrittenKind> kinds;
+  for (const RecipeRule& rule : r.rules) {
+    const std::optional<Scheme> s = target_scheme(r, rule.target);
+    if (!s) continue;
+    const std::optional<WrittenKind> k = detail::ct_kind_of(*s);
+    if (!k) return std::nullopt;
+    kinds.insert(*k);
   }
   return kinds;
 }
@@ -96,18 +121,55 @@ const char* ct_format(WrittenKind k) {
 
 // Weights only (the A16 presets: NVFP4A16, MXFP4A16, MXFP8A16), since convert calibrates no activations; fp8-block
 // is DeepSeek V3's W8A8 with dynamic per-token-group activations, FP8_BLOCK's preset (no activation tensors).
-Json compressed_tensors_config(WrittenKind k, const std::vector<std::string>& ignore) {
+Json ct_group(WrittenKind k, const Json& targets) {
   Json input = nullptr;
   if (k == WrittenKind::fp8_block) {
     input = {{"dynamic", true}, {"group_size", 128}, {"num_bits", 8}, {"strategy", "group"}, {"symmetric", true},
              {"type", "float"}};
   }
-  const Json group = {{"format", ct_format(k)}, {"input_activations", input}, {"output_activations", nullptr},
-                      {"targets", Json::array({"Linear"})}, {"weights", ct_weights(k)}};
-  return {{"config_groups", {{"group_0", group}}}, {"format", ct_format(k)}, {"global_compression_ratio", nullptr},
+  return {{"format", ct_format(k)}, {"input_activations", input}, {"output_activations", nullptr},
+          {"targets", targets}, {"weights", ct_weights(k)}};
+}
+
+// The quantized modules of each kind, sorted. One kind: one group targeting every Linear (as compressed-tensors'
+// presets write it). Several (DeepSeek-V4's FP8 blocks with MXFP4 experts): the kind of most modules targets Linear,
+// the others list their modules by name, which compressed-tensors matches first (exact names before regexes before
+// class names); each group names its own format and the top level says "mixed-precision", as
+// QuantizationConfig.from_pretrained writes it for several formats.
+Json compressed_tensors_config(const std::map<WrittenKind, std::vector<std::string>>& modules,
+                               const std::vector<std::string>& ignore) {
+  WrittenKind most = modules.begin()->first;
+  for (const auto& [k, names] : modules) most = names.size() > modules.at(most).size() ? k : most;
+  Json groups = Json::object();
+  for (const auto& [k, names] : modules) {
+    groups[cat("group_", groups.size())] = ct_group(k, k == most ? Json::array({"Linear"}) : Json(names));
+  }
+  const std::string format = modules.size() == 1 ? ct_format(most) : "mixed-precision";
+  return {{"config_groups", groups}, {"format", format}, {"global_compression_ratio", nullptr},
           {"ignore", ignore}, {"kv_cache_scheme", nullptr}, {"moe_sparsity_config", nullptr},
           {"quant_method", "compressed-tensors"}, {"quantization_status", "compressed"},
           {"sparsity_config", Json::object()}, {"transform_config", Json::object()}, {"version", "0.20.0"}};
+}
+
+// The quantized modules of compressed-tensors shards by kind, read off their tensors: P.weight_packed (with
+// P.weight_global_scale: nvfp4), or an F8 P.weight with a U8 (mxfp8) or F32 (fp8 blocks) P.weight_scale.
+std::map<WrittenKind, std::vector<std::string>> ct_modules(const std::vector<std::filesystem::path>& shards) {
+  std::map<WrittenKind, std::vector<std::string>> out;
+  for (const std::filesystem::path& p : shards) {
+    const SafetensorsFile f = read_safetensors(p);
+    for (const SafetensorsTensor& t : f.tensors()) {
+      if (t.name.ends_with(".weight_packed")) {
+        const std::string m = t.name.substr(0, t.name.size() - 14);
+        out[f.find(m + ".weight_global_scale") ? WrittenKind::nvfp4 : WrittenKind::mxfp4].push_back(m);
+      } else if (t.name.ends_with(".weight") && t.dtype == DType::F8_E4M3) {
+        const std::string m = t.name.substr(0, t.name.size() - 7);
+        const SafetensorsTensor* s = f.find(m + ".weight_scale");
+        if (s != nullptr) out[s->dtype == DType::U8 ? WrittenKind::mxfp8 : WrittenKind::fp8_block].push_back(m);
+      }
+    }
+  }
+  for (auto& [k, names] : out) std::sort(names.begin(), names.end());
+  return out;
 }
 
 const char* modelopt_algo(WrittenKind k) {
@@ -201,37 +263,52 @@ void check_write_format(const Recipe& recipe, WriteFormat format) {
 
 namespace detail {
 
-WrittenKind recipe_kind(const Recipe& r, WriteFormat format) {
-  const std::set<std::optional<WrittenKind>> kinds = kinds_of(r);
+bool deepseek_expresses(const Recipe& r);
+
+// "minifloat, ..." for a recipe: the formats whose forms hold every scheme target.
+std::string formats_that_can(const Recipe& r, const std::set<std::optional<WrittenKind>>& kinds) {
   std::string can = "minifloat";
   if (kinds.size() == 1 && *kinds.begin()) {
-    const WrittenKind k = **kinds.begin();
-    if (expresses(format, k)) return k;
     for (const WriteFormat f : kFormats) {
-      if (f != WriteFormat::minifloat && expresses(f, k)) can += cat(", ", to_string(f));
+      if (f != WriteFormat::minifloat && expresses(f, **kinds.begin())) can += cat(", ", to_string(f));
     }
+    return can;
   }
+  if (const auto ct = ct_kinds(r); ct && !ct->empty()) can += ", compressed-tensors";  // several schemes, ue8m0 FP8
+  if (deepseek_expresses(r)) can += ", deepseek";  // V4's FP8 blocks with FP4 experts: one checkpoint, two schemes
+  return can;
+}
+
+WrittenKind recipe_kind(const Recipe& r, WriteFormat format) {
+  const std::set<std::optional<WrittenKind>> kinds = kinds_of(r);
+  if (format == WriteFormat::compressed_tensors) {
+    if (const auto ct = ct_kinds(r); ct && !ct->empty()) return *ct->begin();  // each weight: its own (ct_kind_of)
+  }
+  if (kinds.size() == 1 && *kinds.begin() && expresses(format, **kinds.begin())) return **kinds.begin();
   const char* why = kinds.empty()     ? "it quantizes nothing"
                     : kinds.size() > 1 ? "it mixes schemes (one scheme per checkpoint in these dialects)"
                     : !*kinds.begin()  ? "its scheme has no form there"
                                        : "that format has no form for its scheme";
   throw std::invalid_argument(cat("recipe ", r.name, " cannot be written as --format ", to_string(format), ": ", why,
-                                  "; formats that can express it: ", can));
+                                  "; formats that can express it: ", formats_that_can(r, kinds)));
 }
 
-void check_deepseek(const Recipe& r) {
+// FP8 e4m3 128x128 (F32 or ue8m0 scales), MXFP4 at most besides, with DeepSeek's quantization_config.
+bool deepseek_expresses(const Recipe& r) {
   bool fp8 = false, other = false;
   for (const RecipeRule& rule : r.rules) {
     const std::optional<Scheme> s = target_scheme(r, rule.target);
     if (!s) continue;
-    const Format* e = s->element.format;
-    const bool block128 = e != nullptr && *e == e4m3 && s->block_rows == 128 && s->block_cols == 128 &&
-                          (*s->scale_format == f32 || *s->scale_format == ue8m0) && !s->tensor_scale;
+    const bool block128 = fp8_128x128(*s);
     fp8 = fp8 || block128;
     other = other || !(block128 || kind_of(*s) == WrittenKind::mxfp4);
   }
   const std::optional<QuantizationConfig>& q = r.hf_quantization;
-  if (fp8 && !other && q && q->block_rows == 128 && q->block_cols == 128) return;
+  return fp8 && !other && q && q->block_rows == 128 && q->block_cols == 128;
+}
+
+void check_deepseek(const Recipe& r) {
+  if (deepseek_expresses(r)) return;
   std::string can = "minifloat";
   const std::set<std::optional<WrittenKind>> kinds = kinds_of(r);
   if (kinds.size() == 1 && *kinds.begin()) {
@@ -245,6 +322,11 @@ void check_deepseek(const Recipe& r) {
       cat("recipe ", r.name, " cannot be written as --format deepseek: DeepSeek's checkpoints are FP8 e4m3 with "
           "128x128 block scales (V3: fp8-block; V4: deepseek-v4, with MXFP4 experts) and the config that says so; "
           "formats that can express it: ", can));
+}
+
+std::optional<WrittenKind> ct_kind_of(const Scheme& s) {
+  if (fp8_128x128(s)) return WrittenKind::fp8_block;  // ue8m0 scales written as F32: powers of two, exact
+  return kind_of(s);
 }
 
 void check_module_weight(WriteFormat format, const std::filesystem::path& file, const std::string& tensor) {
@@ -337,9 +419,14 @@ std::string dialect_config(std::string_view text, const Recipe& recipe, WriteFor
     return config.dump(2) + "\n";
   }
   const std::vector<std::string> ignore = listed(f, unquantized_modules(shards));
-  config["quantization_config"] = f == WriteFormat::compressed_tensors ? compressed_tensors_config(k, ignore)
-                                  : f == WriteFormat::modelopt         ? modelopt_config(k, ignore)
-                                                                       : transformers_fp8_config(k, ignore);
+  if (f == WriteFormat::compressed_tensors) {
+    std::map<WrittenKind, std::vector<std::string>> modules = ct_modules(shards);
+    if (modules.empty()) modules[k] = {};  // a job array's merge with nothing quantized: the recipe's kind
+    config["quantization_config"] = compressed_tensors_config(modules, ignore);
+  } else {
+    config["quantization_config"] = f == WriteFormat::modelopt ? modelopt_config(k, ignore)
+                                                               : transformers_fp8_config(k, ignore);
+  }
   return config.dump(2) + "\n";
 }
 

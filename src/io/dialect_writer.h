@@ -3,6 +3,7 @@
 #pragma once
 
 #include <filesystem>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -16,8 +17,13 @@ namespace mf::io::detail {
 // The one scheme of a recipe, as the dialects name it.
 enum class WrittenKind { nvfp4, mxfp4, mxfp8, fp8_block };
 
-// The kind every scheme target of `recipe` has; throws std::invalid_argument as check_write_format does.
+// The kind every scheme target of `recipe` has (compressed-tensors: one of its kinds, each quantized weight written
+// as ct_kind_of its scheme); throws std::invalid_argument as check_write_format does.
 WrittenKind recipe_kind(const Recipe& recipe, WriteFormat format);
+
+// The kind a compressed-tensors checkpoint writes scheme `s` as: its kind_of, and FP8 e4m3 128x128 blocks with ue8m0
+// scales as fp8_block (F32 scales, exact for powers of two); nullopt when it has none.
+std::optional<WrittenKind> ct_kind_of(const Scheme& s);
 
 // --format deepseek: minifloat's own form (W + W_scale_inv, the recipe's config) with FP4 codes as I8 [R, C/2], as
 // transformers' DeepSeek-V4 reads them. The recipe must quantize to FP8 e4m3 128x128 (f32 or ue8m0 scales), with

@@ -1,16 +1,19 @@
-// convert --format gguf: a Hugging Face Llama checkpoint as one GGUF file, with the tensor names, Q/K row order and
-// metadata of llama.cpp's convert_hf_to_gguf (docs/checkpoints.md, "Writing dialects").
+// convert --format gguf: a Hugging Face Llama or gpt-oss checkpoint as one GGUF file, with the tensor names, row order
+// and metadata of llama.cpp's convert_hf_to_gguf (gguf_models.h; docs/checkpoints.md, "Writing dialects").
 #include <algorithm>
-#include <limits>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <numeric>
 #include <optional>
 #include <set>
 #include <stdexcept>
 
 #include "dialect_pairs.h"
 #include "dialect_writer.h"
+#include "expert_relayout.h"
 #include "file.h"
+#include "gguf_models.h"
 #include "json_checked.h"
 #include "minifloat/checkpoint_tensors.h"
 #include "minifloat/gguf.h"
@@ -44,123 +47,6 @@ std::uint32_t file_type(const GgufRecipe& r) {
   }
 }
 
-// The llama.* hyperparameters llama.cpp reads, from config.json.
-struct LlamaConfig {
-  std::uint32_t n_layer = 0, n_embd = 0, n_ff = 0, n_head = 0, n_head_kv = 0, n_ctx = 0, n_vocab = 0, head_dim = 0;
-  bool explicit_head_dim = false;
-  float rope_theta = 10000.0f, rms_eps = 0;
-};
-
-[[noreturn]] void unsupported(const fs::path& file, std::string_view what) {
-  throw IoError(IoErrc::gguf_unsupported, file, what);
-}
-
-std::uint32_t count_field(const Json& c, const char* key, const fs::path& file) {
-  const auto it = c.find(key);
-  if (it == c.end() || !it->is_number_unsigned() || it->get<std::uint64_t>() == 0 ||
-      it->get<std::uint64_t>() > std::numeric_limits<std::uint32_t>::max()) {
-    unsupported(file, cat("'", key, "' must be a positive integer below 2^32 (llama.cpp's llama.* metadata holds it)"));
-  }
-  return static_cast<std::uint32_t>(it->get<std::uint64_t>());
-}
-
-float float_field(const Json& c, const char* key, const fs::path& file) {
-  const auto it = c.find(key);
-  if (it == c.end() || !it->is_number() || !(it->get<double>() > 0)) {
-    unsupported(file, cat("'", key, "' must be a positive number"));
-  }
-  return static_cast<float>(it->get<double>());  // llama.cpp keeps these as f32
-}
-
-// Rotary embeddings other than llama's default (llama3, yarn, linear scaling) need metadata and tensors this
-// writer does not produce: refused rather than written wrong.
-void check_rope(const Json& c, const fs::path& file) {
-  for (const char* key : {"rope_scaling", "rope_parameters"}) {
-    const auto it = c.find(key);
-    if (it == c.end() || it->is_null()) continue;
-    if (!it->is_object()) unsupported(file, cat("'", key, "' is not an object"));
-    for (const char* type : {"rope_type", "type"}) {
-      const auto t = it->find(type);
-      if (t != it->end() && !(t->is_string() && t->get<std::string>() == "default")) {
-        unsupported(file, cat("'", key, "' has ", type, " ", t->dump(),
-                              ": --format gguf writes llama's default rotary embedding only"));
-      }
-    }
-  }
-}
-
-LlamaConfig llama_config(const Json& c, const fs::path& file) {
-  bool llama = c.value("model_type", "") == "llama";
-  std::string named = c.contains("model_type") ? c["model_type"].dump() : "none";
-  if (const auto a = c.find("architectures"); a != c.end() && a->is_array()) {
-    for (const Json& x : *a) llama = llama || (x.is_string() && x.get<std::string>() == "LlamaForCausalLM");
-    if (!a->empty()) named = (*a)[0].dump();
-  }
-  if (!llama) {
-    unsupported(file, cat("architecture ", named, ": --format gguf writes Llama checkpoints only (architectures "
-                          "LlamaForCausalLM or model_type llama); other models: --format minifloat, "
-                          "compressed-tensors, modelopt or transformers-fp8"));
-  }
-  check_rope(c, file);
-  LlamaConfig l;
-  l.n_layer = count_field(c, "num_hidden_layers", file);
-  l.n_embd = count_field(c, "hidden_size", file);
-  l.n_ff = count_field(c, "intermediate_size", file);
-  l.n_head = count_field(c, "num_attention_heads", file);
-  l.n_head_kv = c.contains("num_key_value_heads") && !c["num_key_value_heads"].is_null()
-                    ? count_field(c, "num_key_value_heads", file) : l.n_head;
-  l.n_ctx = count_field(c, "max_position_embeddings", file);
-  l.n_vocab = count_field(c, "vocab_size", file);
-  l.rms_eps = float_field(c, "rms_norm_eps", file);
-  if (c.contains("rope_theta")) {
-    l.rope_theta = float_field(c, "rope_theta", file);
-  } else if (c.contains("rope_parameters") && c["rope_parameters"].contains("rope_theta")) {
-    l.rope_theta = float_field(c["rope_parameters"], "rope_theta", file);
-  }
-  l.explicit_head_dim = c.contains("head_dim") && !c["head_dim"].is_null();
-  if (l.explicit_head_dim) {
-    l.head_dim = count_field(c, "head_dim", file);
-  } else if (l.n_embd % l.n_head != 0) {
-    unsupported(file, cat("hidden_size ", l.n_embd, " is not a multiple of num_attention_heads ", l.n_head));
-  } else {
-    l.head_dim = l.n_embd / l.n_head;
-  }
-  if (l.head_dim % 2 != 0) unsupported(file, cat("head_dim ", l.head_dim, " is odd: rotary pairs need it even"));
-  return l;
-}
-
-// llama.cpp's name for a Hugging Face Llama tensor: "" for one it drops (rotary inv_freq buffers); nullopt for one
-// it has no name for.
-std::optional<std::string> llama_name(std::string_view hf, std::uint32_t n_layer) {
-  if (hf.ends_with(".rotary_emb.inv_freq")) return "";
-  if (hf == "model.embed_tokens.weight") return "token_embd.weight";
-  if (hf == "model.norm.weight") return "output_norm.weight";
-  if (hf == "lm_head.weight") return "output.weight";
-  constexpr std::string_view prefix = "model.layers.";
-  if (!hf.starts_with(prefix)) return std::nullopt;
-  hf.remove_prefix(prefix.size());
-  const std::size_t dot = hf.find('.');
-  const std::string_view digits = hf.substr(0, dot);
-  if (dot == std::string_view::npos || digits.empty() || digits.size() > 9 ||
-      !std::all_of(digits.begin(), digits.end(), [](char ch) { return ch >= '0' && ch <= '9'; }) ||
-      (digits.size() > 1 && digits[0] == '0') || std::stoul(std::string(digits)) >= n_layer) {
-    return std::nullopt;
-  }
-  const std::string_view rest = hf.substr(dot + 1);
-  const std::size_t last = rest.rfind('.');
-  const std::string_view module = rest.substr(0, last), kind = rest.substr(last + 1);
-  if (last == std::string_view::npos || (kind != "weight" && kind != "bias")) return std::nullopt;
-  static constexpr std::pair<std::string_view, std::string_view> kModules[] = {
-      {"self_attn.q_proj", "attn_q"},     {"self_attn.k_proj", "attn_k"},       {"self_attn.v_proj", "attn_v"},
-      {"self_attn.o_proj", "attn_output"}, {"mlp.gate_proj", "ffn_gate"},        {"mlp.up_proj", "ffn_up"},
-      {"mlp.down_proj", "ffn_down"},      {"input_layernorm", "attn_norm"},     {"post_attention_layernorm", "ffn_norm"},
-  };
-  for (const auto& [from, to] : kModules) {
-    if (module == from) return cat("blk.", digits, ".", to, ".", kind);
-  }
-  return std::nullopt;
-}
-
 GgufType gguf_type_of(DType t) {
   return t == DType::F32 ? GgufType::F32 : t == DType::F16 ? GgufType::F16 : GgufType::BF16;
 }
@@ -174,6 +60,9 @@ struct Planned {
   std::optional<Scheme> scheme;    // MXFP4: the recipe's scheme, quantized by minifloat's quantizer
   std::string target;              // for the report
   const QuantizedPair* pair = nullptr;  // MXFP4 already: `in` holds its codes, re-laid out into ggml blocks
+  std::uint32_t stride = 1, offset = 0;  // a split: rows offset, offset + stride, ... of the source's
+  std::uint64_t inner = 1;               // the elements of one such row
+  const detail::ExpertMove* move = nullptr;  // per-expert MXFP4 weights gathered into gpt-oss's fused layout
 };
 
 // The rows of x ([rows, cols]) in llama.cpp's order for Q and K (convert_hf_to_gguf's LlamaModel.permute): within
@@ -198,56 +87,63 @@ void permute_rope_rows(std::vector<T>& x, std::uint64_t rows, std::uint64_t cols
 Json read_config(const Checkpoint& c) {
   const std::optional<fs::path> path = c.config_path();
   if (!path) {
-    unsupported(c.directory, "no config.json beside the checkpoint: --format gguf takes the model's hyperparameters "
-                             "from it");
+    detail::gguf_unsupported(c.directory, "no config.json beside the checkpoint: --format gguf takes the model's "
+                                          "hyperparameters from it");
   }
   const detail::InputFile file(*path);
   const std::vector<std::byte> bytes = file.read(0, file.size(), "config");
   const Json j = detail::parse_json_checked(
       std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()), *path, "config", 64);
-  if (!j.is_object()) unsupported(*path, "config.json is not a JSON object");
+  if (!j.is_object()) detail::gguf_unsupported(*path, "config.json is not a JSON object");
   return j;
 }
 
-// The output tensor named for the Hugging Face tensor `hf` of `shape` (stored in `t`), F32 for now, with its rotary
-// row permutation; nullopt for one llama.cpp drops.
-std::optional<Planned> place(const SafetensorsFile& f, std::size_t shard, const SafetensorsTensor& t,
-                             const std::string& hf, const std::vector<std::uint64_t>& shape, const LlamaConfig& l) {
-  const std::optional<std::string> name = llama_name(hf, l.n_layer);
-  if (!name) {
+// The rotary row permutation of Q and K (Llama's only: gpt-oss keeps the Hugging Face order), checked.
+void plan_rope(const SafetensorsFile& f, const std::string& hf, const std::vector<std::uint64_t>& shape,
+               const detail::GgufModel& m, Planned& p) {
+  const bool q = p.spec.name.find(".attn_q.") != std::string::npos;
+  if (m.arch != detail::GgufArch::llama || (!q && p.spec.name.find(".attn_k.") == std::string::npos)) return;
+  p.rope_heads = q ? m.n_head : m.n_head_kv;
+  if (shape[0] != std::uint64_t{p.rope_heads} * m.head_dim) {
     throw IoError(IoErrc::gguf_unsupported, f.path(), hf,
-                  cat("no llama.cpp name for it (--format gguf maps model.embed_tokens, model.layers.N.self_attn."
-                      "{q,k,v,o}_proj, mlp.{gate,up,down}_proj, input_layernorm, post_attention_layernorm, "
-                      "model.norm and lm_head, for N below num_hidden_layers ", l.n_layer, ")"));
+                  cat(shape[0], " rows are not ", p.rope_heads, " heads x head_dim ", m.head_dim,
+                      " (config.json): the rotary row order cannot be rewritten"));
   }
-  if (name->empty()) return std::nullopt;
-  if (shape.empty() || shape.size() > 2 || std::find(shape.begin(), shape.end(), 0) != shape.end()) {
-    throw IoError(IoErrc::gguf_unsupported, f.path(), hf, "a Llama tensor is 1-D or 2-D and not empty");
-  }
-  Planned p{shard, &t, {*name, GgufType::F32, {shape.rbegin(), shape.rend()}}, 0, std::nullopt, "F32"};
-  const bool q = name->find(".attn_q.") != std::string::npos, k = name->find(".attn_k.") != std::string::npos;
-  if (q || k) {
-    p.rope_heads = q ? l.n_head : l.n_head_kv;
-    if (shape[0] != std::uint64_t{p.rope_heads} * l.head_dim) {
-      throw IoError(IoErrc::gguf_unsupported, f.path(), hf,
-                    cat(shape[0], " rows are not ", p.rope_heads, " heads x head_dim ", l.head_dim,
-                        " (config.json): the rotary row order cannot be rewritten"));
-    }
-  }
-  return p;
 }
 
-// The output tensor for `t`, or nullopt for one llama.cpp drops.
-std::optional<Planned> plan_tensor(const SafetensorsFile& f, std::size_t shard, const SafetensorsTensor& t,
-                                   const LlamaConfig& l, const GgufRecipe& r) {
-  std::optional<Planned> placed = place(f, shard, t, t.name, t.shape, l);
-  if (placed && !detail::is_float(t.dtype)) {
-    throw IoError(IoErrc::gguf_unsupported, f.path(), t.name,
-                  cat(dtype_name(t.dtype), " is not F32, F16 or BF16 and part of no MXFP4 pair: convert takes "
-                      "unquantized checkpoints, or MXFP4 ones with --recipe mxfp4 (minifloat dequantize first)"));
+// The output tensors named for the Hugging Face tensor `hf` of `shape` (stored in `t`), F32 for now, with their rows
+// (a split's share, Q and K's rotary order); none for one llama.cpp drops.
+std::vector<Planned> place(const SafetensorsFile& f, std::size_t shard, const SafetensorsTensor& t,
+                           const std::string& hf, const std::vector<std::uint64_t>& shape, const detail::GgufModel& m) {
+  const std::optional<std::vector<detail::GgufName>> names = detail::gguf_names(m, hf);
+  if (!names) {
+    throw IoError(IoErrc::gguf_unsupported, f.path(), hf,
+                  cat("no llama.cpp name for it (", detail::gguf_mapped(m), ")"));
   }
-  if (!placed || t.shape.size() == 1) return placed;  // norms and biases: F32, as llama.cpp keeps 1-D tensors
-  Planned& p = *placed;  // norms and biases: F32, as llama.cpp keeps 1-D tensors
+  if (shape.empty() || shape.size() > 3 || std::find(shape.begin(), shape.end(), 0) != shape.end()) {
+    throw IoError(IoErrc::gguf_unsupported, f.path(), hf, "a GGUF tensor is 1-D, 2-D or 3-D (experts) and not empty");
+  }
+  std::vector<Planned> out;
+  for (const detail::GgufName& n : *names) {
+    const std::size_t axis = shape.size() == 3 ? 1 : shape.size() - 1;  // where gpt-oss interleaves gate and up
+    std::vector<std::uint64_t> dims = shape;
+    if (dims[axis] % n.stride != 0) {
+      throw IoError(IoErrc::gguf_unsupported, f.path(), hf, cat(dims[axis], " rows do not split into gate and up"));
+    }
+    dims[axis] /= n.stride;
+    Planned p{shard, &t, {n.name, GgufType::F32, {dims.rbegin(), dims.rend()}}, 0, std::nullopt, "F32"};
+    p.stride = n.stride;
+    p.offset = n.offset;
+    p.inner = std::accumulate(shape.begin() + static_cast<std::ptrdiff_t>(axis) + 1, shape.end(), std::uint64_t{1},
+                              std::multiplies<>());
+    plan_rope(f, hf, shape, m, p);
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+// The type of a 2-D tensor `t` placed as p: the type recipe's, or the recipe's target (MXFP4 quantized by minifloat).
+void plan_type(const SafetensorsTensor& t, const GgufRecipe& r, Planned& p) {
   const std::uint64_t cols = t.shape[1];
   GgufType type = gguf_type_of(t.dtype);
   if (r.type) {
@@ -267,35 +163,76 @@ std::optional<Planned> plan_tensor(const SafetensorsFile& f, std::size_t shard, 
   if (type == GgufType::Q8_0 && cols % 32 != 0) type = GgufType::F16;
   p.spec.type = type;
   p.target = gguf_type_name(static_cast<std::uint32_t>(type));
-  return placed;
 }
 
-bool is_mxfp4(const std::optional<Scheme>& s) {
-  return s && s->element.format != nullptr && *s->element.format == e2m1 && s->block_rows == 1 &&
-         s->block_cols == 32 && *s->scale_format == ue8m0 && !s->tensor_scale;
+// The output tensors for `t` (none for one llama.cpp drops), appended to `plan`.
+void plan_tensor(const SafetensorsFile& f, std::size_t shard, const SafetensorsTensor& t, const detail::GgufModel& m,
+                 const GgufRecipe& r, std::vector<Planned>& plan) {
+  std::vector<Planned> placed = place(f, shard, t, t.name, t.shape, m);
+  if (!placed.empty() && !detail::is_float(t.dtype)) {
+    throw IoError(IoErrc::gguf_unsupported, f.path(), t.name,
+                  cat(dtype_name(t.dtype), " is not F32, F16 or BF16 and part of no MXFP4 pair: convert takes "
+                      "unquantized checkpoints, or MXFP4 ones with --recipe mxfp4 (minifloat dequantize first)"));
+  }
+  if (!placed.empty() && t.shape.size() == 3) {
+    throw IoError(IoErrc::gguf_unsupported, f.path(), t.name,
+                  cat(dtype_name(t.dtype), " experts, not MXFP4 blocks: --format gguf writes gpt-oss's experts as "
+                      "MXFP4 only (minifloat convert --format gpt-oss --recipe mxfp4 first)"));
+  }
+  for (Planned& p : placed) {
+    // Norms, biases, 1-D tensors and the MoE router: F32, as llama.cpp keeps them.
+    if (t.shape.size() == 2 && !detail::gguf_keeps_f32(m, p.spec.name)) plan_type(t, r, p);
+    plan.push_back(std::move(p));
+  }
 }
 
-// A pair already quantized in IN: MXFP4 (any dialect but gpt-oss blocks) whose recipe target is MXFP4 is re-laid out
-// into ggml's blocks with its codes and scales unchanged; anything else would need a requantization: refused.
-std::optional<Planned> plan_pair(const SafetensorsFile& f, std::size_t shard, const QuantizedPair& pair,
-                                 const LlamaConfig& l, const GgufRecipe& r) {
-  const std::string target = r.recipe ? r.recipe->target_for(pair.output, 2, true) : r.name;
-  const bool fits = r.recipe && is_mxfp4(target_scheme(*r.recipe, target)) && is_mxfp4(detail::held_scheme(pair)) &&
-                    pair.form != PairForm::blocks && pair.extras.empty() && pair.output_shape.size() == 2 &&
-                    pair.output_shape[1] % 32 == 0;
+// Placed MXFP4 tensors re-laid out from `pair` or `move`, appended to `plan`.
+void plan_relaid(std::vector<Planned> placed, const std::string& target, const QuantizedPair* pair,
+                 const detail::ExpertMove* move, std::vector<Planned>& plan) {
+  for (Planned& p : placed) {
+    p.spec.type = GgufType::MXFP4;
+    p.target = target + " re-laid out";
+    p.pair = pair;
+    p.move = move;
+    plan.push_back(std::move(p));
+  }
+}
+
+// gpt-oss's MXFP4 expert blocks X_blocks [E, R, C/32, 16] (transformers' X [E, C, R]): ggml's [E, R, C], whatever
+// the recipe, as llama.cpp's convert keeps them MXFP4.
+bool gpt_oss_blocks(const QuantizedPair& pair, const detail::GgufModel& m) {
+  return m.arch == detail::GgufArch::gpt_oss && pair.form == PairForm::blocks && pair.output_shape.size() == 3 &&
+         detail::is_mxfp4(detail::held_scheme(pair)) && pair.extras.empty();
+}
+
+// A pair already quantized in IN, appended to `plan`: MXFP4 whose recipe target is MXFP4 (any dialect; gpt-oss
+// expert blocks whatever the recipe) is re-laid out into ggml's blocks with its codes and scales unchanged; anything
+// else would need a requantization: refused.
+void plan_pair(const SafetensorsFile& f, std::size_t shard, const QuantizedPair& pair, const detail::GgufModel& m,
+               const GgufRecipe& r, std::vector<Planned>& plan) {
+  const bool blocks = gpt_oss_blocks(pair, m);
+  const std::string target = blocks ? "mxfp4" : r.recipe ? r.recipe->target_for(pair.output, 2, true) : r.name;
+  const bool fits = blocks || (r.recipe && detail::is_mxfp4(target_scheme(*r.recipe, target)) &&
+                               detail::is_mxfp4(detail::held_scheme(pair)) && pair.form != PairForm::blocks &&
+                               pair.extras.empty() && pair.output_shape.size() == 2 && pair.output_shape[1] % 32 == 0);
   if (!fits) {
     throw IoError(IoErrc::gguf_unsupported, f.path(), pair.weight,
                   cat("already quantized (", to_string(pair.form), " pair, ", pair.scheme_name, ") and the target for '",
                       pair.output, "' is ", target, ": --format gguf re-lays out only MXFP4 pairs (minifloat, "
-                      "compressed-tensors, ModelOpt, DeepSeek forms) with an MXFP4 recipe; other quantized "
-                      "checkpoints: minifloat dequantize first"));
+                      "compressed-tensors, ModelOpt, DeepSeek forms) with an MXFP4 recipe, and gpt-oss's MXFP4 "
+                      "expert blocks; other quantized checkpoints: minifloat dequantize first"));
   }
-  std::optional<Planned> p = place(f, shard, *f.find(pair.weight), pair.output, pair.output_shape, l);
-  if (!p) return p;
-  p->spec.type = GgufType::MXFP4;
-  p->target = target + " re-laid out";
-  p->pair = &pair;
-  return p;
+  const std::vector<std::uint64_t>& o = pair.output_shape;
+  const std::vector<std::uint64_t> shape = blocks ? std::vector<std::uint64_t>{o[0], o[2], o[1]} : o;
+  plan_relaid(place(f, shard, *f.find(pair.weight), pair.output, shape, m), target, &pair, nullptr, plan);
+}
+
+// gpt-oss's per-expert MXFP4 weights (any packed dialect), gathered as its fused experts and then planned as they are.
+void plan_gather(const SafetensorsFile& f, std::size_t shard, const detail::ExpertMove& move,
+                 const detail::GgufModel& m, std::vector<Planned>& plan) {
+  const std::vector<std::uint64_t>& o = move.outputs[0].shape;  // [E, C, R]: transformers' fused parameter
+  const SafetensorsTensor& first = *f.find(move.sources[0]->weight);
+  plan_relaid(place(f, shard, first, move.reported, {o[0], o[2], o[1]}, m), "mxfp4", nullptr, &move, plan);
 }
 
 // OCP-packed e2m1 codes and their ue8m0 scales as ggml MXFP4 blocks.
@@ -313,9 +250,42 @@ std::vector<std::uint8_t> copy_bytes(std::span<const std::byte> b) {
   return {u, u + b.size()};
 }
 
-// The pair's codes and scales, rows permuted for Q and K, as ggml blocks: bytes moved, none changed.
+// Rows offset, offset + stride, ... of x, each `inner` items: a split's share (every row for stride 1).
+template <class T>
+void take_rows(std::vector<T>& x, std::uint64_t inner, std::uint32_t stride, std::uint32_t offset) {
+  if (stride == 1) return;
+  const std::uint64_t rows = x.size() / inner / stride;
+  std::vector<T> out(rows * inner);
+  for (std::uint64_t r = 0; r < rows; ++r) {
+    const T* from = x.data() + (r * stride + offset) * inner;
+    std::copy(from, from + inner, out.data() + r * inner);
+  }
+  x.swap(out);
+}
+
+// The name a report row gives p: the Hugging Face tensor's, and for a split which of it.
+std::string reported(const std::string& hf, const Planned& p) {
+  return p.stride == 1 ? hf : cat(hf, " -> ", p.spec.name);
+}
+
+// Packed codes and their scales ([R, C/2] and [R, C/32] of the source `hf`), the planned split's rows taken, as ggml
+// blocks; the report's row.
+TensorError to_blocks(const SafetensorsFile& f, const Planned& p, std::vector<std::uint8_t>& codes,
+                      std::vector<std::uint8_t>& scales, const std::string& hf, std::vector<std::byte>& bytes) {
+  take_rows(codes, p.inner / 2, p.stride, p.offset);
+  take_rows(scales, p.inner / 32, p.stride, p.offset);
+  try {
+    ggml_blocks(codes, scales, bytes);
+  } catch (const std::invalid_argument& e) {
+    throw IoError(IoErrc::gguf_unsupported, f.path(), hf, e.what());
+  }
+  return {reported(hf, p), p.target, 0, 0, 0};
+}
+
+// The pair's codes and scales, rows permuted for Q and K or split for gate and up, as ggml blocks: bytes moved, none
+// changed.
 TensorError relayout(const SafetensorsFile& f, const Planned& p, std::vector<std::byte>& bytes) {
-  const std::uint64_t rows = p.pair->output_shape[0], cols = p.pair->output_shape[1];
+  const auto rows = static_cast<std::uint64_t>(p.pair->shape[0]), cols = static_cast<std::uint64_t>(p.pair->shape[1]);
   std::vector<std::uint8_t> codes = copy_bytes(f.bytes(*p.in));
   std::vector<std::uint8_t> scales = copy_bytes(f.bytes(*f.find(p.pair->scale)));
   if (codes.size() != rows * cols / 2 || scales.size() != rows * cols / 32) {
@@ -325,50 +295,26 @@ TensorError relayout(const SafetensorsFile& f, const Planned& p, std::vector<std
     permute_rope_rows(codes, rows, cols / 2, p.rope_heads);
     permute_rope_rows(scales, rows, cols / 32, p.rope_heads);
   }
-  try {
-    ggml_blocks(codes, scales, bytes);
-  } catch (const std::invalid_argument& e) {
-    throw IoError(IoErrc::gguf_unsupported, f.path(), p.pair->scale, e.what());
-  }
-  return {p.pair->output, p.target, 0, 0, 0};
+  return to_blocks(f, p, codes, scales, p.pair->output, bytes);
 }
 
-std::vector<std::pair<std::string, GgufValue>> llama_metadata(const LlamaConfig& l, const GgufRecipe& r,
-                                                             const std::string& model_name) {
-  using V = GgufValue;
-  std::vector<std::pair<std::string, GgufValue>> m{
-      {"general.architecture", V::of_string("llama")},
-      {"general.type", V::of_string("model")},
-      {"general.name", V::of_string(model_name)},
-      {"llama.block_count", V::of_u32(l.n_layer)},
-      {"llama.context_length", V::of_u32(l.n_ctx)},
-      {"llama.embedding_length", V::of_u32(l.n_embd)},
-      {"llama.feed_forward_length", V::of_u32(l.n_ff)},
-      {"llama.attention.head_count", V::of_u32(l.n_head)},
-      {"llama.attention.head_count_kv", V::of_u32(l.n_head_kv)},
-      {"llama.rope.freq_base", V::of_f32(l.rope_theta)},
-      {"llama.attention.layer_norm_rms_epsilon", V::of_f32(l.rms_eps)},
-  };
-  if (l.explicit_head_dim) {
-    m.emplace_back("llama.attention.key_length", V::of_u32(l.head_dim));
-    m.emplace_back("llama.attention.value_length", V::of_u32(l.head_dim));
-  }
-  m.emplace_back("general.file_type", V::of_u32(file_type(r)));
-  m.emplace_back("llama.vocab_size", V::of_u32(l.n_vocab));
-  m.emplace_back("llama.rope.dimension_count", V::of_u32(l.head_dim));
-  m.emplace_back("general.quantization_version", V::of_u32(2));  // GGML_QNT_VERSION
-  m.emplace_back("tokenizer.ggml.model", V::of_string("none"));
-  return m;
+// Per-expert weights' rows gathered as gpt-oss's fused tensor, then split as planned, as ggml blocks.
+TensorError regather(const SafetensorsFile& f, const Planned& p, std::vector<std::byte>& bytes) {
+  std::vector<std::uint8_t> codes, scales;
+  detail::move_rows(f, *p.move, p.move->outputs[0], codes, scales);
+  return to_blocks(f, p, codes, scales, p.move->reported, bytes);
 }
 
 // Tensor p's bytes as planned, and its error row for a lossy type.
 std::optional<TensorError> encode(const SafetensorsFile& f, const Planned& p, int threads, std::vector<float>& x,
                                   std::vector<std::byte>& bytes) {
   if (p.pair) return relayout(f, p, bytes);
+  if (p.move) return regather(f, p, bytes);
   const SafetensorsTensor& t = *p.in;
   detail::widen(f, t, x);
   const std::uint64_t rows = t.shape[0], cols = t.shape.size() == 2 ? t.shape[1] : 1;
   if (p.rope_heads != 0) permute_rope_rows(x, rows, cols, p.rope_heads);
+  take_rows(x, p.inner, p.stride, p.offset);  // a split's share: F32 biases only (plan_tensor)
   try {
     if (p.scheme) {
       QuantizeOptions o;
@@ -387,7 +333,7 @@ std::optional<TensorError> encode(const SafetensorsFile& f, const Planned& p, in
                      (p.spec.type != GgufType::F32 && p.spec.type != gguf_type_of(t.dtype));
   if (!lossy) return std::nullopt;
   const std::vector<float> y = gguf_decode(p.spec.type, bytes);
-  return detail::error_of(t.name, p.target, x, y);
+  return detail::error_of(reported(t.name, p), p.target, x, y);
 }
 
 bool same_file(const fs::path& a, const fs::path& b) {
@@ -410,6 +356,110 @@ GgufRecipe gguf_recipe(const std::string& name) {
   return {recipe.name, std::nullopt, std::move(recipe)};
 }
 
+namespace {
+
+// The input's shards, opened, and the quantized pairs of each (fixed before plans point into them).
+struct GgufInput {
+  std::vector<SafetensorsFile> files;
+  std::vector<std::vector<QuantizedPair>> pairs;
+  std::vector<std::vector<detail::ExpertMove>> gathers;  // gpt-oss: per-expert MXFP4 weights of each shard, fused
+};
+
+GgufInput open_inputs(const Checkpoint& c, const fs::path& out, const detail::GgufModel& m, ConvertReport& report) {
+  GgufInput in;
+  for (std::size_t i = 0; i < c.shards.size(); ++i) {
+    if (same_file(out, c.shard_path(i))) throw IoError(IoErrc::write_failed, out, "OUT is an input shard");
+    in.files.push_back(read_safetensors(c.shard_path(i)));
+    report.input_bytes += in.files.back().header_size() + in.files.back().data_size();
+  }
+  in.pairs.resize(in.files.size());
+  for (std::size_t i = 0; i < in.files.size(); ++i) in.pairs[i] = find_pairs(in.files[i]);
+  in.gathers.resize(in.files.size());
+  if (m.arch != detail::GgufArch::gpt_oss) return in;
+  for (std::size_t i = 0; i < in.files.size(); ++i) {
+    try {
+      in.gathers[i] = detail::gather_experts(in.files[i], in.pairs[i]);
+    } catch (const std::invalid_argument& e) {
+      throw IoError(IoErrc::gguf_unsupported, in.files[i].path(), e.what());
+    }
+  }
+  return in;
+}
+
+// Shard i's output tensors, appended to `plan`: a pair's scales and the like go with its codes.
+void plan_shard(const GgufInput& in, std::size_t i, const detail::GgufModel& m, const GgufRecipe& recipe,
+                std::vector<Planned>& plan) {
+  std::set<std::string> parts;
+  std::map<std::string, const QuantizedPair*> by_weight;
+  for (const QuantizedPair& q : in.pairs[i]) {
+    parts.insert({q.scale, q.tensor_scale});
+    parts.insert(q.extras.begin(), q.extras.end());
+    by_weight[q.weight] = &q;
+  }
+  for (const detail::ExpertMove& move : in.gathers[i]) {
+    for (const QuantizedPair* q : move.sources) parts.insert(q->weight);
+  }
+  for (const SafetensorsTensor& t : in.files[i].tensors()) {
+    if (parts.contains(t.name)) continue;
+    const auto pair = by_weight.find(t.name);
+    if (pair != by_weight.end()) {
+      plan_pair(in.files[i], i, *pair->second, m, recipe, plan);
+    } else {
+      plan_tensor(in.files[i], i, t, m, recipe, plan);
+    }
+  }
+  for (const detail::ExpertMove& move : in.gathers[i]) plan_gather(in.files[i], i, move, m, plan);
+}
+
+// llama.cpp cannot load a model without its embeddings and final norm.
+void check_needed(const Checkpoint& c, const std::vector<Planned>& plan) {
+  std::set<std::string> names;
+  for (const Planned& p : plan) names.insert(p.spec.name);
+  for (const char* needed : {"token_embd.weight", "output_norm.weight"}) {
+    if (!names.contains(needed)) {
+      detail::gguf_unsupported(c.index_path.value_or(c.directory),
+                  cat("no tensor for ", needed, " (model.embed_tokens.weight / model.norm.weight)"));
+    }
+  }
+}
+
+// The input tensors of p released (their pages may go); their bytes.
+std::uint64_t release_inputs(const SafetensorsFile& f, const Planned& p) {
+  std::vector<const SafetensorsTensor*> inputs{p.in};
+  if (p.pair) inputs.push_back(f.find(p.pair->scale));
+  if (p.move) {
+    inputs.clear();
+    for (const QuantizedPair* q : p.move->sources) inputs.insert(inputs.end(), {f.find(q->weight), f.find(q->scale)});
+  }
+  std::uint64_t bytes = 0;
+  for (const SafetensorsTensor* t : inputs) {
+    f.release(*t);
+    bytes += t->end - t->begin;
+  }
+  return bytes;
+}
+
+// Each planned tensor encoded and written in order, one at a time with all threads on it.
+void write_planned(GgufInput& in, const std::vector<Planned>& plan, const ConvertOptions& options, GgufWriter& writer,
+                   ConvertReport& report) {
+  const int threads = detail::worker_count(options.threads);
+  std::vector<float> x;
+  std::vector<std::byte> bytes;
+  std::uint64_t done = 0;
+  const std::uint64_t total = report.input_bytes;
+  for (std::size_t k = 0; k < plan.size(); ++k) {
+    const Planned& p = plan[k];
+    SafetensorsFile& f = in.files[p.shard];
+    if (std::optional<TensorError> row = encode(f, p, threads, x, bytes)) report.tensors.push_back(std::move(*row));
+    writer.write_tensor(k, bytes);
+    if (p.offset + 1 < p.stride) continue;  // gate of a split: up reads the same tensors next
+    done += release_inputs(f, p);
+    if (options.progress) options.progress(std::min(done, total), total);
+  }
+}
+
+}  // namespace
+
 ConvertReport convert_to_gguf(const fs::path& in, const fs::path& out, const GgufRecipe& recipe,
                               const ConvertOptions& options) {
   if (recipe.type.has_value() == recipe.recipe.has_value()) {
@@ -420,71 +470,21 @@ ConvertReport convert_to_gguf(const fs::path& in, const fs::path& out, const Ggu
   }
   const Checkpoint c = open_checkpoint(in);
   const Json config = read_config(c);
-  const LlamaConfig l = llama_config(config, *c.config_path());
+  const detail::GgufModel m = detail::gguf_model(config, *c.config_path());
 
   // Everything planned and checked before the file is created.
-  std::vector<SafetensorsFile> files;
-  std::vector<Planned> plan;
-  std::set<std::string> names;
   ConvertReport report;
-  for (std::size_t i = 0; i < c.shards.size(); ++i) {
-    if (same_file(out, c.shard_path(i))) throw IoError(IoErrc::write_failed, out, "OUT is an input shard");
-    files.push_back(read_safetensors(c.shard_path(i)));
-    report.input_bytes += files.back().header_size() + files.back().data_size();
-  }
-  std::vector<std::vector<QuantizedPair>> pairs(files.size());  // fixed before plans point into them
-  for (std::size_t i = 0; i < files.size(); ++i) pairs[i] = find_pairs(files[i]);
-  for (std::size_t i = 0; i < files.size(); ++i) {
-    std::set<std::string> parts;  // a pair's scales and the like go with its codes
-    std::map<std::string, const QuantizedPair*> by_weight;
-    for (const QuantizedPair& q : pairs[i]) {
-      parts.insert({q.scale, q.tensor_scale});
-      parts.insert(q.extras.begin(), q.extras.end());
-      by_weight[q.weight] = &q;
-    }
-    for (const SafetensorsTensor& t : files[i].tensors()) {
-      if (parts.contains(t.name)) continue;
-      const auto pair = by_weight.find(t.name);
-      if (std::optional<Planned> p = pair != by_weight.end() ? plan_pair(files[i], i, *pair->second, l, recipe)
-                                                             : plan_tensor(files[i], i, t, l, recipe)) {
-        names.insert(p->spec.name);
-        plan.push_back(std::move(*p));
-      }
-    }
-  }
-  for (const char* needed : {"token_embd.weight", "output_norm.weight"}) {
-    if (!names.contains(needed)) {
-      unsupported(c.index_path.value_or(c.directory),
-                  cat("no tensor for ", needed, " (model.embed_tokens.weight / model.norm.weight)"));
-    }
-  }
+  GgufInput input = open_inputs(c, out, m, report);
+  std::vector<Planned> plan;
+  for (std::size_t i = 0; i < input.files.size(); ++i) plan_shard(input, i, m, recipe, plan);
+  check_needed(c, plan);
   std::vector<GgufTensorSpec> specs;
   for (const Planned& p : plan) specs.push_back(p.spec);
   std::error_code ec;
   const fs::path dir = fs::weakly_canonical(c.directory.empty() ? fs::path(".") : c.directory, ec);
   fs::create_directories(out.parent_path().empty() ? fs::path(".") : out.parent_path());
-  GgufWriter writer(out, llama_metadata(l, recipe, dir.filename().string()), std::move(specs));
-
-  const int threads = detail::worker_count(options.threads);  // one tensor at a time, all threads on it
-  std::vector<float> x;
-  std::vector<std::byte> bytes;
-  std::uint64_t done = 0;
-  const std::uint64_t total = report.input_bytes;
-  for (std::size_t k = 0; k < plan.size(); ++k) {
-    const Planned& p = plan[k];
-    if (std::optional<TensorError> row = encode(files[p.shard], p, threads, x, bytes)) {
-      report.tensors.push_back(std::move(*row));
-    }
-    writer.write_tensor(k, bytes);
-    files[p.shard].release(*p.in);
-    done += p.in->end - p.in->begin;
-    if (p.pair) {
-      const SafetensorsTensor& scale = *files[p.shard].find(p.pair->scale);
-      files[p.shard].release(scale);
-      done += scale.end - scale.begin;
-    }
-    if (options.progress) options.progress(std::min(done, total), total);
-  }
+  GgufWriter writer(out, detail::gguf_metadata(m, file_type(recipe), dir.filename().string()), std::move(specs));
+  write_planned(input, plan, options, writer, report);
   writer.commit();
   report.output_bytes = writer.bytes_total();
   report.shards_written = 1;

@@ -132,7 +132,10 @@ std::string GgufValue::encoded() const {
 
 // ---- encodings ----
 
-std::vector<std::byte> gguf_encode(GgufType type, std::span<const float> x) {
+namespace {
+
+// F32, F16, BF16 or Q8_0, whole blocks, and (but for F32) no NaN or Inf to store in a weight.
+GgufTypeInfo check_encodable(GgufType type, std::span<const float> x) {
   const std::optional<GgufTypeInfo> info = gguf_type_info(static_cast<std::uint32_t>(type));
   const bool known = type == GgufType::F32 || type == GgufType::F16 || type == GgufType::BF16 || type == GgufType::Q8_0;
   if (!known) {
@@ -143,60 +146,142 @@ std::vector<std::byte> gguf_encode(GgufType type, std::span<const float> x) {
     throw std::invalid_argument(cat("gguf_encode: ", x.size(), " values are not whole blocks of ",
                                     info->block_elements));
   }
-  if (type != GgufType::F32) {
-    for (std::size_t i = 0; i < x.size(); ++i) {
-      if (!std::isfinite(x[i])) {
-        throw std::invalid_argument(cat("value ", i, " is not finite: ",
-                                        gguf_type_name(static_cast<std::uint32_t>(type)),
-                                        " would store NaN or Inf in a weight"));
-      }
+  if (type == GgufType::F32) return *info;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    if (!std::isfinite(x[i])) {
+      throw std::invalid_argument(cat("value ", i, " is not finite: ", gguf_type_name(static_cast<std::uint32_t>(type)),
+                                      " would store NaN or Inf in a weight"));
     }
   }
-  std::vector<std::byte> out(x.size() / info->block_elements * info->block_bytes);
-  const auto put16 = [&out](std::size_t at, std::uint32_t h) {
-    out[at] = static_cast<std::byte>(h & 0xFF);
-    out[at + 1] = static_cast<std::byte>(h >> 8);
-  };
-  switch (type) {
-    case GgufType::F32:
-      std::memcpy(out.data(), x.data(), out.size());
-      break;
-    case GgufType::F16:
-    case GgufType::BF16: {
-      const Format& f = type == GgufType::F16 ? f16 : bf16;
-      for (std::size_t i = 0; i < x.size(); ++i) {
-        const std::uint32_t h = encode(f, x[i]);
-        if (std::isinf(decode(f, h))) {
-          throw std::invalid_argument(cat("value ", i, " (", g9(x[i]), ") overflows ",
-                                          gguf_type_name(static_cast<std::uint32_t>(type)), " to Inf"));
-        }
-        put16(2 * i, h);
-      }
-      break;
+  return *info;
+}
+
+void put16(std::vector<std::byte>& out, std::size_t at, std::uint32_t h) {
+  out[at] = static_cast<std::byte>(h & 0xFF);
+  out[at + 1] = static_cast<std::byte>(h >> 8);
+}
+
+// F16 or BF16, rounded to nearest even; a value that overflows to Inf is an error.
+void encode_half(GgufType type, std::span<const float> x, std::vector<std::byte>& out) {
+  const Format& f = type == GgufType::F16 ? f16 : bf16;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const std::uint32_t h = encode(f, x[i]);
+    if (std::isinf(decode(f, h))) {
+      throw std::invalid_argument(cat("value ", i, " (", g9(x[i]), ") overflows ",
+                                      gguf_type_name(static_cast<std::uint32_t>(type)), " to Inf"));
     }
-    default:  // Q8_0
-      for (std::size_t b = 0; b < x.size() / 32; ++b) {
-        const float* v = x.data() + 32 * b;
-        float amax = 0;
-        for (std::size_t i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(v[i]));
-        const float d = amax / 127.0f;
-        const float id = d != 0.0f ? 1.0f / d : 0.0f;
-        const std::uint32_t h = encode(f16, d);
-        if (std::isinf(decode(f16, h))) {
-          throw std::invalid_argument(cat("block ", b, ": its scale ", g9(d), " overflows Q8_0's f16 scale"));
-        }
-        put16(34 * b, h);
-        for (std::size_t i = 0; i < 32; ++i) {
-          const auto q = static_cast<std::int8_t>(std::round(v[i] * id));  // std::round: half away from zero
-          out[34 * b + 2 + i] = static_cast<std::byte>(q);
-        }
-      }
-      break;
+    put16(out, 2 * i, h);
+  }
+}
+
+// ggml's quantize_row_q8_0_ref: per 32 values d = amax / 127 as f16, codes round(v / d) half away from zero.
+void encode_q8_0(std::span<const float> x, std::vector<std::byte>& out) {
+  for (std::size_t b = 0; b < x.size() / 32; ++b) {
+    const float* v = x.data() + 32 * b;
+    float amax = 0;
+    for (std::size_t i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(v[i]));
+    const float d = amax / 127.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    const std::uint32_t h = encode(f16, d);
+    if (std::isinf(decode(f16, h))) {
+      throw std::invalid_argument(cat("block ", b, ": its scale ", g9(d), " overflows Q8_0's f16 scale"));
+    }
+    put16(out, 34 * b, h);
+    for (std::size_t i = 0; i < 32; ++i) {
+      const auto q = static_cast<std::int8_t>(std::round(v[i] * id));  // std::round: half away from zero
+      out[34 * b + 2 + i] = static_cast<std::byte>(q);
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<std::byte> gguf_encode(GgufType type, std::span<const float> x) {
+  const GgufTypeInfo info = check_encodable(type, x);
+  std::vector<std::byte> out(x.size() / info.block_elements * info.block_bytes);
+  if (type == GgufType::F32) {
+    std::memcpy(out.data(), x.data(), out.size());
+  } else if (type == GgufType::F16 || type == GgufType::BF16) {
+    encode_half(type, x, out);
+  } else {
+    encode_q8_0(x, out);
   }
   return out;
 }
 
 // ---- the writer ----
+
+namespace {
+
+// The metadata key-value pairs as GGUF's header holds them; keys non-empty and unique.
+void put_metadata(std::string& header, const std::vector<std::pair<std::string, GgufValue>>& metadata,
+                  const std::filesystem::path& path) {
+  std::set<std::string_view> keys;
+  for (const auto& [key, value] : metadata) {
+    if (key.empty()) throw IoError(IoErrc::gguf_empty_key, path, "a metadata key is empty");
+    if (!keys.insert(key).second) {
+      throw IoError(IoErrc::gguf_duplicate_key, path, cat("metadata key '", key, "' is given twice"));
+    }
+    put_string(header, key);
+    put_le(header, static_cast<std::uint32_t>(value.type()), 4);
+    header += value.encoded();
+  }
+}
+
+// Tensor t's data size, after checking its name (unique in `names`), dims and type as ggml would.
+std::uint64_t checked_tensor_bytes(const GgufTensorSpec& t, const std::filesystem::path& path,
+                                   std::set<std::string_view>& names) {
+  if (t.name.empty() || t.name.size() > kGgufMaxName) {
+    throw IoError(IoErrc::invalid_name, path, t.name,
+                  cat("a tensor name must be 1 to ", kGgufMaxName, " bytes (ggml's limit), not ", t.name.size()));
+  }
+  if (!names.insert(t.name).second) throw IoError(IoErrc::gguf_duplicate_tensor, path, t.name, "name given twice");
+  if (t.dims.empty() || t.dims.size() > kGgufMaxDims) {
+    throw IoError(IoErrc::gguf_bad_dims, path, t.name, cat(t.dims.size(), " dims (1 to ", kGgufMaxDims, ")"));
+  }
+  std::uint64_t n = 1;
+  for (const std::uint64_t d : t.dims) {
+    if (d == 0 || d >> 63 != 0) throw IoError(IoErrc::gguf_bad_dims, path, t.name, cat("a dim of ", d));
+    if (n > (std::uint64_t{1} << 62) / d) throw IoError(IoErrc::size_overflow, path, t.name, "dims overflow");
+    n *= d;
+  }
+  const std::optional<GgufTypeInfo> info = gguf_type_info(static_cast<std::uint32_t>(t.type));
+  if (!info) {
+    throw IoError(IoErrc::gguf_unknown_type, path, t.name,
+                  cat("type id ", static_cast<std::uint32_t>(t.type), " is not a ggml type"));
+  }
+  if (t.dims[0] % info->block_elements != 0) {
+    throw IoError(IoErrc::gguf_bad_row, path, t.name,
+                  cat("dims[0] = ", t.dims[0], " is not a multiple of ",
+                      gguf_type_name(static_cast<std::uint32_t>(t.type)), "'s block of ", info->block_elements));
+  }
+  return n / info->block_elements * info->block_bytes;  // n < 2^62, block_bytes < 2^9
+}
+
+void put_tensor_info(std::string& header, const GgufTensorSpec& t, std::uint64_t offset) {
+  put_string(header, t.name);
+  put_le(header, t.dims.size(), 4);
+  for (const std::uint64_t d : t.dims) put_le(header, d, 8);
+  put_le(header, static_cast<std::uint32_t>(t.type), 4);
+  put_le(header, offset, 8);
+}
+
+// A temporary file beside `path` of `total` bytes (zeros: the padding between and after tensors), the header first;
+// its descriptor.
+int create_filled(const std::filesystem::path& path, std::filesystem::path& temp, std::uint64_t total,
+                  const std::string& header) {
+  const int fd = detail::create_temp_next_to(path, temp);
+  if (fd < 0) throw IoError(IoErrc::write_failed, path, detail::os_error("cannot create a temporary file"));
+  if (::ftruncate(fd, static_cast<::off_t>(total)) != 0 || !detail::write_all(fd, std::as_bytes(std::span(header)))) {
+    const std::string error = detail::os_error("write error");
+    ::close(fd);
+    ::unlink(temp.c_str());
+    throw IoError(IoErrc::write_failed, path, error);
+  }
+  return fd;
+}
+
+}  // namespace
 
 GgufWriter::GgufWriter(const std::filesystem::path& path, std::vector<std::pair<std::string, GgufValue>> metadata,
                        std::vector<GgufTensorSpec> tensors, std::uint64_t alignment)
@@ -211,49 +296,12 @@ GgufWriter::GgufWriter(const std::filesystem::path& path, std::vector<std::pair<
   put_le(header, 3, 4);
   put_le(header, tensors_.size(), 8);
   put_le(header, metadata.size(), 8);
-  std::set<std::string_view> keys;
-  for (const auto& [key, value] : metadata) {
-    if (key.empty()) throw IoError(IoErrc::gguf_empty_key, path, "a metadata key is empty");
-    if (!keys.insert(key).second) {
-      throw IoError(IoErrc::gguf_duplicate_key, path, cat("metadata key '", key, "' is given twice"));
-    }
-    put_string(header, key);
-    put_le(header, static_cast<std::uint32_t>(value.type()), 4);
-    header += value.encoded();
-  }
+  put_metadata(header, metadata, path);
   std::set<std::string_view> names;
   std::uint64_t next = 0;  // the data section's first free, aligned byte
   for (const GgufTensorSpec& t : tensors_) {
-    if (t.name.empty() || t.name.size() > kGgufMaxName) {
-      throw IoError(IoErrc::invalid_name, path, t.name,
-                    cat("a tensor name must be 1 to ", kGgufMaxName, " bytes (ggml's limit), not ", t.name.size()));
-    }
-    if (!names.insert(t.name).second) throw IoError(IoErrc::gguf_duplicate_tensor, path, t.name, "name given twice");
-    if (t.dims.empty() || t.dims.size() > kGgufMaxDims) {
-      throw IoError(IoErrc::gguf_bad_dims, path, t.name, cat(t.dims.size(), " dims (1 to ", kGgufMaxDims, ")"));
-    }
-    std::uint64_t n = 1;
-    for (const std::uint64_t d : t.dims) {
-      if (d == 0 || d >> 63 != 0) throw IoError(IoErrc::gguf_bad_dims, path, t.name, cat("a dim of ", d));
-      if (n > (std::uint64_t{1} << 62) / d) throw IoError(IoErrc::size_overflow, path, t.name, "dims overflow");
-      n *= d;
-    }
-    const std::optional<GgufTypeInfo> info = gguf_type_info(static_cast<std::uint32_t>(t.type));
-    if (!info) {
-      throw IoError(IoErrc::gguf_unknown_type, path, t.name,
-                    cat("type id ", static_cast<std::uint32_t>(t.type), " is not a ggml type"));
-    }
-    if (t.dims[0] % info->block_elements != 0) {
-      throw IoError(IoErrc::gguf_bad_row, path, t.name,
-                    cat("dims[0] = ", t.dims[0], " is not a multiple of ",
-                        gguf_type_name(static_cast<std::uint32_t>(t.type)), "'s block of ", info->block_elements));
-    }
-    const std::uint64_t bytes = n / info->block_elements * info->block_bytes;  // n < 2^62, block_bytes < 2^9
-    put_string(header, t.name);
-    put_le(header, t.dims.size(), 4);
-    for (const std::uint64_t d : t.dims) put_le(header, d, 8);
-    put_le(header, static_cast<std::uint32_t>(t.type), 4);
-    put_le(header, next, 8);
+    const std::uint64_t bytes = checked_tensor_bytes(t, path, names);
+    put_tensor_info(header, t, next);
     offsets_.push_back(next);
     sizes_.push_back(bytes);
     next = align_up(next + bytes, alignment);
@@ -262,16 +310,7 @@ GgufWriter::GgufWriter(const std::filesystem::path& path, std::vector<std::pair<
   data_offset_ = align_up(header.size(), alignment);
   header.resize(data_offset_, '\0');
   total_ = data_offset_ + next;
-  fd_ = detail::create_temp_next_to(path, temp_);
-  if (fd_ < 0) throw IoError(IoErrc::write_failed, path, detail::os_error("cannot create a temporary file"));
-  // The padding between and after tensors: the file's full length in zeros first, the tensors written over it.
-  if (::ftruncate(fd_, static_cast<::off_t>(total_)) != 0 || !detail::write_all(fd_, std::as_bytes(std::span(header)))) {
-    const std::string error = detail::os_error("write error");
-    ::close(fd_);
-    ::unlink(temp_.c_str());
-    fd_ = -1;
-    throw IoError(IoErrc::write_failed, path, error);
-  }
+  fd_ = create_filled(path, temp_, total_, header);
 }
 
 GgufWriter::~GgufWriter() {

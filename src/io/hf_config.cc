@@ -163,8 +163,7 @@ std::string string_or(const Json& q, std::string_view dialect, const char* key, 
 }
 
 // transformers' FineGrainedFP8Config.to_dict(): every key it writes is known; anything else is a typo.
-void check_transformers_fp8(const Json& q, HfConfig& c) {
-  constexpr std::string_view d = "transformers FP8";
+void check_transformers_fp8_keys(const Json& q) {
   static constexpr std::array<std::string_view, 9> known{"quant_method", "activation_scheme", "weight_block_size",
                                                          "modules_to_not_convert", "modules_to_convert", "dequantize",
                                                          "scale_fmt", "expert_dtype", "fmt"};
@@ -176,22 +175,31 @@ void check_transformers_fp8(const Json& q, HfConfig& c) {
                                                    "dequantize, scale_fmt, expert_dtype, fmt)"));
     }
   }
+}
+
+// weight_block_size: two positive integers, or null (0 x 0: one scale per tensor).
+void read_weight_block_size(const Json& q, std::string_view d, QuantizationConfig& qc) {
+  qc.block_rows = qc.block_cols = 0;
+  if (!q.contains("weight_block_size") || q.at("weight_block_size").is_null()) return;
+  const Json& b = q.at("weight_block_size");
+  if (!b.is_array() || b.size() != 2 || !b[0].is_number_unsigned() || !b[1].is_number_unsigned() ||
+      b[0].get<int>() <= 0 || b[1].get<int>() <= 0) {
+    bad_type(d, "weight_block_size", "two positive integers, or null", b);
+  }
+  qc.block_rows = b[0].get<int>();
+  qc.block_cols = b[1].get<int>();
+}
+
+void check_transformers_fp8(const Json& q, HfConfig& c) {
+  constexpr std::string_view d = "transformers FP8";
+  check_transformers_fp8_keys(q);
   QuantizationConfig qc;
   qc.fmt = "";
   qc.activation_scheme = string_or(q, d, "activation_scheme", "dynamic");
   if (qc.activation_scheme != "dynamic" && qc.activation_scheme != "static") {
     unsupported("activation_scheme", q.at("activation_scheme"), Json::array({"dynamic", "static"}));
   }
-  qc.block_rows = qc.block_cols = 0;  // null: one scale per tensor
-  if (q.contains("weight_block_size") && !q.at("weight_block_size").is_null()) {
-    const Json& b = q.at("weight_block_size");
-    if (!b.is_array() || b.size() != 2 || !b[0].is_number_unsigned() || !b[1].is_number_unsigned() ||
-        b[0].get<int>() <= 0 || b[1].get<int>() <= 0) {
-      bad_type(d, "weight_block_size", "two positive integers, or null", b);
-    }
-    qc.block_rows = b[0].get<int>();
-    qc.block_cols = b[1].get<int>();
-  }
+  read_weight_block_size(q, d, qc);
   const std::string scale_fmt = string_or(q, d, "scale_fmt", "float");
   if (scale_fmt != "float" && scale_fmt != "ue8m0") unsupported("scale_fmt", q.at("scale_fmt"), Json::array({"float", "ue8m0"}));
   qc.scale_fmt = scale_fmt == "ue8m0" ? "ue8m0" : "";
@@ -199,6 +207,19 @@ void check_transformers_fp8(const Json& q, HfConfig& c) {
   c.not_converted = string_list(q, d, "modules_to_not_convert");
   c.scheme = qc.block_rows ? cat("fp8 [", qc.block_rows, ", ", qc.block_cols, "] ", scale_fmt, " scales") : "fp8 per tensor";
   c.quantization = qc;
+}
+
+// One of compressed-tensors' config_groups: an object whose targets are names and whose weights are float or int.
+void check_compressed_tensors_group(const Json& g, const std::string& where) {
+  constexpr std::string_view d = "compressed-tensors";
+  if (!g.is_object()) bad_type(d, where, "an object", g);
+  if (g.contains("targets")) string_list(g, d, "targets");
+  if (!g.contains("weights") || g.at("weights").is_null()) return;
+  const Json& w = g.at("weights");
+  if (!w.is_object()) bad_type(d, where + ".weights", "an object", w);
+  if (w.contains("num_bits") && !w.at("num_bits").is_number_unsigned()) bad_type(d, where + ".weights.num_bits", "an integer", w.at("num_bits"));
+  const std::string type = string_or(w, d, "type", "int");
+  if (type != "float" && type != "int") unsupported(where + ".weights.type", w.at("type"), Json::array({"float", "int"}));
 }
 
 // compressed-tensors' QuantizationConfig: config_groups of {targets, weights, input_activations, format}.
@@ -214,16 +235,7 @@ void check_compressed_tensors(const Json& q, HfConfig& c) {
   if (!top.empty()) formats.push_back(top);
   for (auto it = groups.begin(); it != groups.end(); ++it) {
     const Json& g = it.value();
-    const std::string where = cat("config_groups.", it.key());
-    if (!g.is_object()) bad_type(d, where, "an object", g);
-    if (g.contains("targets")) string_list(g, d, "targets");
-    if (g.contains("weights") && !g.at("weights").is_null()) {
-      const Json& w = g.at("weights");
-      if (!w.is_object()) bad_type(d, where + ".weights", "an object", w);
-      if (w.contains("num_bits") && !w.at("num_bits").is_number_unsigned()) bad_type(d, where + ".weights.num_bits", "an integer", w.at("num_bits"));
-      const std::string type = string_or(w, d, "type", "int");
-      if (type != "float" && type != "int") unsupported(where + ".weights.type", w.at("type"), Json::array({"float", "int"}));
-    }
+    check_compressed_tensors_group(g, cat("config_groups.", it.key()));
     const std::string f = string_or(g, d, "format", "");
     if (!f.empty() && std::find(formats.begin(), formats.end(), f) == formats.end()) formats.push_back(f);
   }
@@ -325,20 +337,24 @@ std::int64_t HfConfig::number_or(const std::string& key, std::int64_t fallback) 
   return it == numbers.end() ? fallback : it->second;
 }
 
-HfConfig parse_hf_config(std::string_view text, ConfigRules rules, std::string_view hf_quant_config) {
-  Json config = parse_object(text);
-  // ModelOpt's announcement beside config.json stands in for a missing quantization_config.
-  if (!hf_quant_config.empty() && !config.contains("quantization_config") &&
-      (rules == ConfigRules::detect || rules == ConfigRules::modelopt)) {
-    const Json mo = parse_object(hf_quant_config);
-    if (!mo.contains("quantization") || !mo.at("quantization").is_object()) {
-      throw HfConfigError(HfErrc::missing_key, "hf_quant_config.json has no 'quantization' object");
-    }
-    config["quantization_config"] = mo.at("quantization");
-    config["quantization_config"]["quant_method"] = "modelopt";
+namespace {
+
+// ModelOpt's announcement beside config.json stands in for a missing quantization_config.
+void merge_hf_quant_config(Json& config, ConfigRules rules, std::string_view hf_quant_config) {
+  if (hf_quant_config.empty() || config.contains("quantization_config") ||
+      (rules != ConfigRules::detect && rules != ConfigRules::modelopt)) {
+    return;
   }
-  HfConfig c;
-  c.rules = rules == ConfigRules::detect ? detect(config) : rules;
+  const Json mo = parse_object(hf_quant_config);
+  if (!mo.contains("quantization") || !mo.at("quantization").is_object()) {
+    throw HfConfigError(HfErrc::missing_key, "hf_quant_config.json has no 'quantization' object");
+  }
+  config["quantization_config"] = mo.at("quantization");
+  config["quantization_config"]["quant_method"] = "modelopt";
+}
+
+// The model's own keys: integers and booleans (as numbers), lists of strings, model_type, torch_dtype or dtype.
+void read_model_keys(const Json& config, HfConfig& c) {
   for (auto it = config.begin(); it != config.end(); ++it) {
     if (it.value().is_number_integer()) c.numbers[it.key()] = it.value().get<std::int64_t>();
     if (it.value().is_boolean()) c.numbers[it.key()] = it.value().get<bool>() ? 1 : 0;
@@ -354,31 +370,51 @@ HfConfig parse_hf_config(std::string_view text, ConfigRules rules, std::string_v
       c.dtype = config.at(key).get<std::string>();
     }
   }
+}
+
+// quantization_config under the rules chosen: DeepSeek's (and DeepInfer's, which requires it) or a dialect's.
+void read_quantization(const Json& config, HfConfig& c) {
   if (!config.contains("quantization_config")) {
     if (c.rules == ConfigRules::deepinfer) {
       throw HfConfigError(HfErrc::missing_key, "Missing HF quantization_config (deepinfer rules need FP8 with FP4 experts)");
     }
-  } else if (c.rules == ConfigRules::deepseek || c.rules == ConfigRules::deepinfer) {
-    c.quantization = check_quantization(config.at("quantization_config"), c.rules);
-    c.not_converted = string_list(config.at("quantization_config"), "DeepSeek", "modules_to_not_convert");
-    c.quant_method = c.quantization->quant_method;
-    c.scheme = cat("fp8 [", c.quantization->block_rows, ", ", c.quantization->block_cols, "]",
-                   c.quantization->expert_dtype == "fp4" ? ", fp4 experts" : "");
-  } else {
-    check_dialect(config.at("quantization_config"), c);
+    return;
   }
+  if (c.rules != ConfigRules::deepseek && c.rules != ConfigRules::deepinfer) {
+    check_dialect(config.at("quantization_config"), c);
+    return;
+  }
+  c.quantization = check_quantization(config.at("quantization_config"), c.rules);
+  c.not_converted = string_list(config.at("quantization_config"), "DeepSeek", "modules_to_not_convert");
+  c.quant_method = c.quantization->quant_method;
+  c.scheme = cat("fp8 [", c.quantization->block_rows, ", ", c.quantization->block_cols, "]",
+                 c.quantization->expert_dtype == "fp4" ? ", fp4 experts" : "");
+}
+
+void set_flags(HfConfig& c) {
+  if (!c.quantization) return;
+  const QuantizationConfig& q = *c.quantization;  // deepseek, deepinfer, transformers-fp8
+  const bool fp8 = q.quant_method == "fp8";
+  c.flags.fp8_attn = c.flags.fp8_mlp = fp8;
+  c.flags.mxfp8 = fp8 && q.scale_fmt == "ue8m0" && q.block_cols == 32;
+  c.flags.mxfp4 = q.expert_dtype == "fp4";
+}
+
+}  // namespace
+
+HfConfig parse_hf_config(std::string_view text, ConfigRules rules, std::string_view hf_quant_config) {
+  Json config = parse_object(text);
+  merge_hf_quant_config(config, rules, hf_quant_config);
+  HfConfig c;
+  c.rules = rules == ConfigRules::detect ? detect(config) : rules;
+  read_model_keys(config, c);
+  read_quantization(config, c);
   if (c.rules == ConfigRules::deepinfer && c.dtype != "bfloat16") {
     // DeepInfer's config.py:58-59: the model dtype must be BF16.
     if (c.dtype.empty()) throw HfConfigError(HfErrc::missing_key, "Missing HF torch_dtype (expected 'bfloat16')");
     unsupported("torch_dtype", c.dtype, "bfloat16");
   }
-  if (c.quantization) {
-    const QuantizationConfig& q = *c.quantization;  // deepseek, deepinfer, transformers-fp8
-    const bool fp8 = q.quant_method == "fp8";
-    c.flags.fp8_attn = c.flags.fp8_mlp = fp8;
-    c.flags.mxfp8 = fp8 && q.scale_fmt == "ue8m0" && q.block_cols == 32;
-    c.flags.mxfp4 = q.expert_dtype == "fp4";
-  }
+  set_flags(c);
   return c;
 }
 

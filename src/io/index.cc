@@ -33,35 +33,31 @@ std::vector<std::string> CheckpointIndex::shards() const {
   return {names.begin(), names.end()};
 }
 
-CheckpointIndex parse_index(std::string_view text, const std::filesystem::path& file) {
-  const Json json = parse_checked(text, file);
-  if (!json.is_object()) throw IoError(IoErrc::index_not_object, file, "index is not a JSON object");
-  if (!json.contains("weight_map") || !json.at("weight_map").is_object()) {
-    throw IoError(IoErrc::index_no_weight_map, file, "index has no \"weight_map\" object");
+namespace {
+
+// HF writes an integer; some tools write a float with no fraction (1.5e9): accept only exact integers.
+std::uint64_t total_size_of(const Json& v, const std::filesystem::path& file) {
+  if (v.is_number_unsigned()) return v.get<std::uint64_t>();
+  if (v.is_number_float() && v.get<double>() >= 0 && v.get<double>() < 0x1p63 &&
+      v.get<double>() == static_cast<double>(static_cast<std::uint64_t>(v.get<double>()))) {
+    return static_cast<std::uint64_t>(v.get<double>());
   }
-  CheckpointIndex index;
-  if (json.contains("metadata")) {
-    const Json& metadata = json.at("metadata");
-    if (!metadata.is_object()) throw IoError(IoErrc::index_not_object, file, "index \"metadata\" is not an object");
-    for (auto it = metadata.begin(); it != metadata.end(); ++it) {
-      if (it.key() != "total_size") {
-        index.other_metadata.emplace(it.key(), it.value().dump());
-        continue;
-      }
-      // HF writes an integer; some tools write a float with no fraction (1.5e9): accept only exact integers.
-      const Json& v = it.value();
-      if (v.is_number_unsigned()) {
-        index.total_size = v.get<std::uint64_t>();
-      } else if (v.is_number_float() && v.get<double>() >= 0 && v.get<double>() < 0x1p63 &&
-                 v.get<double>() == static_cast<double>(static_cast<std::uint64_t>(v.get<double>()))) {
-        index.total_size = static_cast<std::uint64_t>(v.get<double>());
-      } else {
-        throw IoError(IoErrc::index_bad_total_size, file,
-                      cat("metadata.total_size ", v.dump().substr(0, 40), " is not a non-negative integer"));
-      }
+  throw IoError(IoErrc::index_bad_total_size, file,
+                cat("metadata.total_size ", v.dump().substr(0, 40), " is not a non-negative integer"));
+}
+
+void read_metadata(const Json& metadata, const std::filesystem::path& file, CheckpointIndex& index) {
+  if (!metadata.is_object()) throw IoError(IoErrc::index_not_object, file, "index \"metadata\" is not an object");
+  for (auto it = metadata.begin(); it != metadata.end(); ++it) {
+    if (it.key() == "total_size") {
+      index.total_size = total_size_of(it.value(), file);
+    } else {
+      index.other_metadata.emplace(it.key(), it.value().dump());
     }
   }
-  const Json& map = json.at("weight_map");
+}
+
+void read_weight_map(const Json& map, const std::filesystem::path& file, CheckpointIndex& index) {
   for (auto it = map.begin(); it != map.end(); ++it) {
     if (!it.value().is_string()) {
       throw IoError(IoErrc::index_bad_entry, file, it.key(), "weight_map value is not a file name string");
@@ -73,6 +69,19 @@ CheckpointIndex parse_index(std::string_view text, const std::filesystem::path& 
     }
     index.weight_map.emplace(it.key(), shard);
   }
+}
+
+}  // namespace
+
+CheckpointIndex parse_index(std::string_view text, const std::filesystem::path& file) {
+  const Json json = parse_checked(text, file);
+  if (!json.is_object()) throw IoError(IoErrc::index_not_object, file, "index is not a JSON object");
+  if (!json.contains("weight_map") || !json.at("weight_map").is_object()) {
+    throw IoError(IoErrc::index_no_weight_map, file, "index has no \"weight_map\" object");
+  }
+  CheckpointIndex index;
+  if (json.contains("metadata")) read_metadata(json.at("metadata"), file, index);
+  read_weight_map(json.at("weight_map"), file, index);
   return index;
 }
 

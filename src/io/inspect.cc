@@ -65,6 +65,64 @@ void plain_stats(TensorInfo& info, const SafetensorsFile& f, const SafetensorsTe
   }
 }
 
+// One shard's share of the table: the rows that want statistics, and its pairs by weight.
+struct Shard {
+  SafetensorsFile f;
+  std::vector<QuantizedPair> pairs;
+  std::vector<std::pair<TensorInfo*, const SafetensorsTensor*>> jobs;  // rows that want statistics
+  std::map<std::string, const QuantizedPair*> by_weight;
+};
+
+// What each part of a pair is ("weight of SCHEME", "scale of W", ...), each pair counted under its scheme.
+std::map<std::string, std::string> pair_roles(Shard& sh, std::map<std::string, int>& schemes) {
+  std::map<std::string, std::string> roles;
+  for (const QuantizedPair& p : sh.pairs) {
+    roles[p.weight] = cat("weight of ", p.scheme_name);
+    roles[p.scale] = cat("scale of ", p.weight);
+    if (!p.tensor_scale.empty()) roles[p.tensor_scale] = cat("tensor scale of ", p.weight);
+    for (const std::string& e : p.extras) roles[e] = cat("activation scale of ", p.weight);
+    sh.by_weight[p.weight] = &p;
+    ++schemes[p.scheme_name];
+  }
+  return roles;
+}
+
+// Shard s read, its rows appended (a deque: rows already handed to a job stay where they are) and counted in `r`.
+std::shared_ptr<Shard> open_shard(InspectReport& r, std::size_t s, bool stats, std::map<std::string, int>& schemes,
+                                  std::deque<TensorInfo>& rows) {
+  const Checkpoint& c = r.checkpoint;
+  auto sh = std::make_shared<Shard>();
+  sh->f = read_safetensors(c.shard_path(s));
+  sh->pairs = find_pairs(sh->f);
+  const std::map<std::string, std::string> roles = pair_roles(*sh, schemes);
+  for (const SafetensorsTensor& t : sh->f.tensors()) {
+    TensorInfo& info = rows.emplace_back(
+        TensorInfo{t.name, c.shards[s], t.dtype, t.shape, t.end - t.begin, "", 0, {}, {}, {}, {}, 0});
+    const auto role = roles.find(t.name);
+    if (role != roles.end()) info.role = role->second;
+    const bool overhead = role != roles.end() && !role->second.starts_with("weight");
+    info.params = overhead ? 0 : elements(t.shape);
+    const auto it = sh->by_weight.find(t.name);
+    if (it != sh->by_weight.end()) info.params = static_cast<std::uint64_t>(it->second->shape[0] * it->second->shape[1]);
+    if (stats && (it != sh->by_weight.end() || !overhead)) sh->jobs.emplace_back(&info, &t);
+    r.params += info.params;
+    r.bytes += info.bytes;
+  }
+  return sh;
+}
+
+// Statistics of job j's tensor: a pair's dequantized values, or a plain tensor's.
+void shard_stats(Shard& sh, std::size_t j) {
+  auto [info, t] = sh.jobs[j];
+  if (const auto it = sh.by_weight.find(t->name); it != sh.by_weight.end()) {
+    const std::vector<float> y = dequantize_pair(sh.f, *it->second, 1);  // the pool's workers are the parallelism
+    add_stats(*info, y.size(), [&](std::size_t i) { return y[i]; });
+  } else {
+    plain_stats(*info, sh.f, *t);
+  }
+  sh.f.release(*t);
+}
+
 }  // namespace
 
 InspectReport inspect_checkpoint(const std::filesystem::path& path, bool stats, ConfigRules rules, int threads) {
@@ -72,60 +130,17 @@ InspectReport inspect_checkpoint(const std::filesystem::path& path, bool stats, 
   const Checkpoint& c = r.checkpoint;
   if (const auto config = c.config_path()) r.config = read_hf_config(*config, rules);
   std::map<std::string, int> schemes;
-  // The table is built shard by shard as the pool asks for work; each --stats job fills its own row. A deque, so
-  // rows already handed to a job stay where they are while later shards append theirs.
-  struct Shard {
-    SafetensorsFile f;
-    std::vector<QuantizedPair> pairs;
-    std::vector<std::pair<TensorInfo*, const SafetensorsTensor*>> jobs;  // rows that want statistics
-    std::map<std::string, const QuantizedPair*> by_weight;
-  };
+  // The table is built shard by shard as the pool asks for work; each --stats job fills its own row.
   std::deque<TensorInfo> rows;
   std::shared_ptr<Shard> current;
   std::size_t shard = 0, job = 0;
   detail::run_in_order(stats ? detail::worker_count(threads) : 1, [&]() -> detail::Job {
     while (!current || job == current->jobs.size()) {
       if (shard == c.shards.size()) return {};
-      const std::size_t s = shard++;
-      current = std::make_shared<Shard>();
-      Shard& sh = *current;
-      sh.f = read_safetensors(c.shard_path(s));
-      sh.pairs = find_pairs(sh.f);
-      std::map<std::string, std::string> roles;
-      for (const QuantizedPair& p : sh.pairs) {
-        roles[p.weight] = cat("weight of ", p.scheme_name);
-        roles[p.scale] = cat("scale of ", p.weight);
-        if (!p.tensor_scale.empty()) roles[p.tensor_scale] = cat("tensor scale of ", p.weight);
-        for (const std::string& e : p.extras) roles[e] = cat("activation scale of ", p.weight);
-        sh.by_weight[p.weight] = &p;
-        ++schemes[p.scheme_name];
-      }
-      for (const SafetensorsTensor& t : sh.f.tensors()) {
-        TensorInfo& info = rows.emplace_back(
-            TensorInfo{t.name, c.shards[s], t.dtype, t.shape, t.end - t.begin, "", 0, {}, {}, {}, {}, 0});
-        const auto role = roles.find(t.name);
-        if (role != roles.end()) info.role = role->second;
-        const bool overhead = role != roles.end() && !role->second.starts_with("weight");
-        info.params = overhead ? 0 : elements(t.shape);
-        const auto it = sh.by_weight.find(t.name);
-        if (it != sh.by_weight.end()) info.params = static_cast<std::uint64_t>(it->second->shape[0] * it->second->shape[1]);
-        if (stats && (it != sh.by_weight.end() || !overhead)) sh.jobs.emplace_back(&info, &t);
-        r.params += info.params;
-        r.bytes += info.bytes;
-      }
+      current = open_shard(r, shard++, stats, schemes, rows);
       job = 0;
     }
-    const std::size_t j = job++;
-    return [sh = current, j] {
-      auto [info, t] = sh->jobs[j];
-      if (const auto it = sh->by_weight.find(t->name); it != sh->by_weight.end()) {
-        const std::vector<float> y = dequantize_pair(sh->f, *it->second, 1);  // the pool's workers are the parallelism
-        add_stats(*info, y.size(), [&](std::size_t i) { return y[i]; });
-      } else {
-        plain_stats(*info, sh->f, *t);
-      }
-      sh->f.release(*t);
-    };
+    return [sh = current, j = job++] { shard_stats(*sh, j); };
   });
   r.tensors.assign(std::make_move_iterator(rows.begin()), std::make_move_iterator(rows.end()));
   for (const auto& [name, count] : schemes) {

@@ -96,68 +96,92 @@ std::vector<V4Layer> v4_layers(const HfConfig& c) {
 // attn_sink, a KV compressor on compressed layers (with a lightning indexer and its own compressor on compressed
 // sparse ones), hyper-connection mixers (hc_attn_*, hc_ffn_*, hc_head_*), and MoE layers whose router on hash
 // layers is a token-id table (ffn.gate.tid2eid, I64) and otherwise has a bias.
+struct V4Dims {
+  U dim, vocab, hd, q_lora, heads, experts, shared, inter, hc, groups, o_lora, top_k, idx_heads, idx_dim;
+  U mix;  // a hyper-connection's pre, post and combination weights
+};
+
+V4Dims v4_dims(const HfConfig& c) {
+  V4Dims d{};
+  d.dim = c.number("hidden_size"), d.vocab = c.number("vocab_size"), d.hd = c.number("head_dim");
+  d.q_lora = c.number("q_lora_rank"), d.heads = c.number("num_attention_heads");
+  d.experts = c.number("n_routed_experts"), d.shared = c.number_or("n_shared_experts", 1);
+  d.inter = c.number("moe_intermediate_size"), d.hc = c.number_or("hc_mult", 4);
+  d.groups = c.number("o_groups"), d.o_lora = c.number("o_lora_rank"), d.top_k = c.number("num_experts_per_tok");
+  d.idx_heads = c.number_or("index_n_heads", 64), d.idx_dim = c.number_or("index_head_dim", 128);
+  d.mix = (2 + d.hc) * d.hc;
+  return d;
+}
+
+void v4_compressor(std::vector<ShapedName>& t, const std::string& p, U width, U rate, U norm, U dim) {
+  t.push_back({p + "ape", {rate, width}});
+  t.push_back({p + "wkv.weight", {width, dim}});
+  t.push_back({p + "wgate.weight", {width, dim}});
+  t.push_back({p + "norm.weight", {norm}});
+}
+
+void v4_mlp(std::vector<ShapedName>& t, const std::string& p, U in, U dim) {
+  t.push_back({p + "w1.weight", {in, dim}});
+  t.push_back({p + "w2.weight", {dim, in}});
+  t.push_back({p + "w3.weight", {in, dim}});
+}
+
+// A layer's hyper-connection mixer `hc_NAME_*`.
+void v4_mixer(std::vector<ShapedName>& t, const std::string& p, const V4Dims& d) {
+  t.push_back({p + "_fn", {d.mix, d.hc * d.dim}});
+  t.push_back({p + "_base", {d.mix}});
+  t.push_back({p + "_scale", {3}});
+}
+
+void v4_attention(std::vector<ShapedName>& t, const std::string& p, const V4Layer& layer, const V4Dims& d) {
+  constexpr U csa_rate = 4, hca_rate = 128;  // transformers' default compress_rates
+  v4_mixer(t, p + "hc_attn", d);
+  t.push_back({p + "attn_norm.weight", {d.dim}});
+  t.push_back({p + "attn.attn_sink", {d.heads}});
+  t.push_back({p + "attn.wq_a.weight", {d.q_lora, d.dim}});
+  t.push_back({p + "attn.q_norm.weight", {d.q_lora}});
+  t.push_back({p + "attn.wq_b.weight", {d.heads * d.hd, d.q_lora}});
+  t.push_back({p + "attn.wkv.weight", {d.hd, d.dim}});
+  t.push_back({p + "attn.kv_norm.weight", {d.hd}});
+  t.push_back({p + "attn.wo_a.weight", {d.groups * d.o_lora, d.heads * d.hd / d.groups}});
+  t.push_back({p + "attn.wo_b.weight", {d.dim, d.groups * d.o_lora}});
+  if (layer.attention == "heavily_compressed_attention") {
+    v4_compressor(t, p + "attn.compressor.", d.hd, hca_rate, d.hd, d.dim);
+  } else if (layer.attention == "compressed_sparse_attention") {  // overlapping windows: twice the width
+    v4_compressor(t, p + "attn.compressor.", 2 * d.hd, csa_rate, d.hd, d.dim);
+    v4_compressor(t, p + "attn.indexer.compressor.", 2 * d.idx_dim, csa_rate, d.idx_dim, d.dim);
+    t.push_back({p + "attn.indexer.wq_b.weight", {d.idx_heads * d.idx_dim, d.q_lora}});
+    t.push_back({p + "attn.indexer.weights_proj.weight", {d.idx_heads, d.dim}});
+  }
+}
+
+void v4_ffn(std::vector<ShapedName>& t, const std::string& p, const V4Layer& layer, const V4Dims& d) {
+  v4_mixer(t, p + "hc_ffn", d);
+  t.push_back({p + "ffn_norm.weight", {d.dim}});
+  t.push_back({p + "ffn.gate.weight", {d.experts, d.dim}});
+  if (layer.hash) {
+    t.push_back({p + "ffn.gate.tid2eid", {d.vocab, d.top_k}, DType::I64});
+  } else {
+    t.push_back({p + "ffn.gate.bias", {d.experts}});
+  }
+  for (U e = 0; e < d.experts; ++e) v4_mlp(t, cat(p, "ffn.experts.", e, "."), d.inter, d.dim);
+  if (d.shared) v4_mlp(t, p + "ffn.shared_experts.", d.inter * d.shared, d.dim);
+}
+
 std::vector<ShapedName> deepseek_v4(const HfConfig& c) {
-  const U dim = c.number("hidden_size"), vocab = c.number("vocab_size"), hd = c.number("head_dim");
-  const U q_lora = c.number("q_lora_rank"), heads = c.number("num_attention_heads");
-  const U experts = c.number("n_routed_experts"), shared = c.number_or("n_shared_experts", 1);
-  const U inter = c.number("moe_intermediate_size"), hc = c.number_or("hc_mult", 4);
-  const U groups = c.number("o_groups"), o_lora = c.number("o_lora_rank"), top_k = c.number("num_experts_per_tok");
-  const U idx_heads = c.number_or("index_n_heads", 64), idx_dim = c.number_or("index_head_dim", 128);
-  const U csa_rate = 4, hca_rate = 128;  // transformers' default compress_rates
-  const U mix = (2 + hc) * hc;            // a hyper-connection's pre, post and combination weights
-  std::vector<ShapedName> t{{"embed.weight", {vocab, dim}}};
-  const auto compressor = [&](const std::string& p, U width, U rate, U norm) {
-    t.push_back({p + "ape", {rate, width}});
-    t.push_back({p + "wkv.weight", {width, dim}});
-    t.push_back({p + "wgate.weight", {width, dim}});
-    t.push_back({p + "norm.weight", {norm}});
-  };
-  const auto mlp = [&](const std::string& p, U in) {
-    t.push_back({p + "w1.weight", {in, dim}});
-    t.push_back({p + "w2.weight", {dim, in}});
-    t.push_back({p + "w3.weight", {in, dim}});
-  };
+  const V4Dims d = v4_dims(c);
+  std::vector<ShapedName> t{{"embed.weight", {d.vocab, d.dim}}};
   const std::vector<V4Layer> layers = v4_layers(c);
   for (U l = 0; l < layers.size(); ++l) {
     const std::string p = cat("layers.", l, ".");
-    t.push_back({p + "hc_attn_fn", {mix, hc * dim}});
-    t.push_back({p + "hc_attn_base", {mix}});
-    t.push_back({p + "hc_attn_scale", {3}});
-    t.push_back({p + "attn_norm.weight", {dim}});
-    t.push_back({p + "attn.attn_sink", {heads}});
-    t.push_back({p + "attn.wq_a.weight", {q_lora, dim}});
-    t.push_back({p + "attn.q_norm.weight", {q_lora}});
-    t.push_back({p + "attn.wq_b.weight", {heads * hd, q_lora}});
-    t.push_back({p + "attn.wkv.weight", {hd, dim}});
-    t.push_back({p + "attn.kv_norm.weight", {hd}});
-    t.push_back({p + "attn.wo_a.weight", {groups * o_lora, heads * hd / groups}});
-    t.push_back({p + "attn.wo_b.weight", {dim, groups * o_lora}});
-    if (layers[l].attention == "heavily_compressed_attention") {
-      compressor(p + "attn.compressor.", hd, hca_rate, hd);
-    } else if (layers[l].attention == "compressed_sparse_attention") {  // overlapping windows: twice the width
-      compressor(p + "attn.compressor.", 2 * hd, csa_rate, hd);
-      compressor(p + "attn.indexer.compressor.", 2 * idx_dim, csa_rate, idx_dim);
-      t.push_back({p + "attn.indexer.wq_b.weight", {idx_heads * idx_dim, q_lora}});
-      t.push_back({p + "attn.indexer.weights_proj.weight", {idx_heads, dim}});
-    }
-    t.push_back({p + "hc_ffn_fn", {mix, hc * dim}});
-    t.push_back({p + "hc_ffn_base", {mix}});
-    t.push_back({p + "hc_ffn_scale", {3}});
-    t.push_back({p + "ffn_norm.weight", {dim}});
-    t.push_back({p + "ffn.gate.weight", {experts, dim}});
-    if (layers[l].hash) {
-      t.push_back({p + "ffn.gate.tid2eid", {vocab, top_k}, DType::I64});
-    } else {
-      t.push_back({p + "ffn.gate.bias", {experts}});
-    }
-    for (U e = 0; e < experts; ++e) mlp(cat(p, "ffn.experts.", e, "."), inter);
-    if (shared) mlp(p + "ffn.shared_experts.", inter * shared);
+    v4_attention(t, p, layers[l], d);
+    v4_ffn(t, p, layers[l], d);
   }
-  t.push_back({"norm.weight", {dim}});
-  t.push_back({"hc_head_fn", {hc, hc * dim}});
-  t.push_back({"hc_head_base", {hc}});
+  t.push_back({"norm.weight", {d.dim}});
+  t.push_back({"hc_head_fn", {d.hc, d.hc * d.dim}});
+  t.push_back({"hc_head_base", {d.hc}});
   t.push_back({"hc_head_scale", {1}});
-  t.push_back({"head.weight", {vocab, dim}});
+  t.push_back({"head.weight", {d.vocab, d.dim}});
   return t;
 }
 
@@ -246,45 +270,45 @@ std::string v4_like_config(const ExampleSize& z) {
              "  \"rms_norm_eps\": 1e-06\n}\n");
 }
 
-// A model class's config in miniature: heads of 64 (head_dim), half as many KV heads (Llama, Qwen), the rest of the
-// fields as transformers' config class defaults them (what it writes back on save_pretrained is the same model).
-std::string example_config(ExampleArch arch, const ExampleSize& z) {
-  if (arch == ExampleArch::v4_like) return v4_like_config(z);
-  const int heads = std::max(1, z.hidden / 32);
+// The keys every example config has.
+void common_keys(nlohmann::ordered_json& j, const char* architecture, const char* model_type, const ExampleSize& z) {
+  j["architectures"] = {architecture};
+  j["model_type"] = model_type;
+  j["dtype"] = "bfloat16";
+  j["vocab_size"] = z.vocab;
+  j["hidden_size"] = z.hidden;
+  j["num_hidden_layers"] = z.layers;
+  j["num_attention_heads"] = std::max(1, z.hidden / 32);
+  j["head_dim"] = 64;
+  j["max_position_embeddings"] = 256;
+  j["tie_word_embeddings"] = false;
+  j["bos_token_id"] = 0;
+  j["eos_token_id"] = 1;
+}
+
+std::string llama_or_qwen_moe_config(ExampleArch arch, const ExampleSize& z) {
   nlohmann::ordered_json j;
-  const auto common = [&](const char* architecture, const char* model_type) {
-    j["architectures"] = {architecture};
-    j["model_type"] = model_type;
-    j["dtype"] = "bfloat16";
-    j["vocab_size"] = z.vocab;
-    j["hidden_size"] = z.hidden;
-    j["num_hidden_layers"] = z.layers;
-    j["num_attention_heads"] = heads;
-    j["head_dim"] = 64;
-    j["max_position_embeddings"] = 256;
-    j["tie_word_embeddings"] = false;
-    j["bos_token_id"] = 0;
-    j["eos_token_id"] = 1;
-  };
-  if (arch == ExampleArch::llama || arch == ExampleArch::qwen_moe) {
-    common(arch == ExampleArch::llama ? "LlamaForCausalLM" : "Qwen3MoeForCausalLM",
-           arch == ExampleArch::llama ? "llama" : "qwen3_moe");
-    j["num_key_value_heads"] = std::max(1, heads / 2);
-    j["intermediate_size"] = z.intermediate;
-    j["rms_norm_eps"] = 1e-5;
-    if (arch == ExampleArch::qwen_moe) {
-      j["num_experts"] = z.experts;
-      j["num_experts_per_tok"] = std::min(2, z.experts);
-      j["moe_intermediate_size"] = z.moe_intermediate;
-      j["decoder_sparse_step"] = 1;
-      j["mlp_only_layers"] = nlohmann::ordered_json::array();
-      j["norm_topk_prob"] = true;
-    }
-    return j.dump(2) + "\n";
+  const bool llama = arch == ExampleArch::llama;
+  common_keys(j, llama ? "LlamaForCausalLM" : "Qwen3MoeForCausalLM", llama ? "llama" : "qwen3_moe", z);
+  j["num_key_value_heads"] = std::max(1, std::max(1, z.hidden / 32) / 2);
+  j["intermediate_size"] = z.intermediate;
+  j["rms_norm_eps"] = 1e-5;
+  if (!llama) {
+    j["num_experts"] = z.experts;
+    j["num_experts_per_tok"] = std::min(2, z.experts);
+    j["moe_intermediate_size"] = z.moe_intermediate;
+    j["decoder_sparse_step"] = 1;
+    j["mlp_only_layers"] = nlohmann::ordered_json::array();
+    j["norm_topk_prob"] = true;
   }
-  // DeepSeek-V4: one shared KV head, every attention type (heavily compressed first, as V4 starts) and both routers
-  // (the first layer hash-routed).
-  common("DeepseekV4ForCausalLM", "deepseek_v4");
+  return j.dump(2) + "\n";
+}
+
+// DeepSeek-V4: one shared KV head, every attention type (heavily compressed first, as V4 starts) and both routers
+// (the first layer hash-routed).
+std::string deepseek_v4_config(const ExampleSize& z) {
+  nlohmann::ordered_json j;
+  common_keys(j, "DeepseekV4ForCausalLM", "deepseek_v4", z);
   j["num_key_value_heads"] = 1;
   j["q_lora_rank"] = z.hidden / 2;
   j["o_groups"] = 2;
@@ -308,6 +332,14 @@ std::string example_config(ExampleArch arch, const ExampleSize& z) {
   j["num_nextn_predict_layers"] = 0;
   j["rms_norm_eps"] = 1e-6;
   return j.dump(2) + "\n";
+}
+
+// A model class's config in miniature: heads of 64 (head_dim), half as many KV heads (Llama, Qwen), the rest of the
+// fields as transformers' config class defaults them (what it writes back on save_pretrained is the same model).
+std::string example_config(ExampleArch arch, const ExampleSize& z) {
+  if (arch == ExampleArch::v4_like) return v4_like_config(z);
+  if (arch == ExampleArch::llama || arch == ExampleArch::qwen_moe) return llama_or_qwen_moe_config(arch, z);
+  return deepseek_v4_config(z);
 }
 
 // Deterministic normal values: a 64-bit LCG into Box-Muller, so every platform writes the same bytes.

@@ -135,11 +135,16 @@ void write_quantized(const std::filesystem::path& path, const std::vector<NamedQ
   write_safetensors(path, views, meta);
 }
 
-std::vector<NamedQuantized> read_quantized(const std::filesystem::path& path) {
-  if (!ends_with(path, ".safetensors")) {
-    throw IoError(IoErrc::open_failed, path, "expected a .safetensors file written by minifloat quantize");
-  }
-  const SafetensorsFile file = read_safetensors(path);
+namespace {
+
+// What `minifloat quantize` wrote into __metadata__ for every tensor: the scheme and the layout.
+struct QuantizeMetadata {
+  Scheme scheme;
+  Layout layout{};
+  int rotate = 0;
+};
+
+QuantizeMetadata quantize_metadata(const SafetensorsFile& file, const std::filesystem::path& path) {
   const auto& meta = file.metadata();
   const auto get = [&](const std::string& key) -> const std::string& {
     const auto it = meta.find(key);
@@ -148,50 +153,67 @@ std::vector<NamedQuantized> read_quantized(const std::filesystem::path& path) {
     }
     return it->second;
   };
-  Scheme scheme;
-  QuantizeOptions layout_only;
+  QuantizeMetadata m;
   try {
-    scheme = with_profile(with_rule(scheme_named(get("minifloat.scheme")), scale_rule_named(get("minifloat.rule"))),
-                          profile_named(get("minifloat.profile")));
-    layout_only.layout = layout_named(get("minifloat.layout"));
+    m.scheme = with_profile(with_rule(scheme_named(get("minifloat.scheme")), scale_rule_named(get("minifloat.rule"))),
+                            profile_named(get("minifloat.profile")));
+    m.layout = layout_named(get("minifloat.layout"));
   } catch (const std::invalid_argument& e) {
     throw IoError(IoErrc::invalid_metadata, path, e.what());
   }
-  const int rotate = std::atoi(get("minifloat.rotate").c_str());
+  m.rotate = std::atoi(get("minifloat.rotate").c_str());
+  return m;
+}
+
+std::vector<std::uint8_t> copied(std::span<const std::byte> b) {
+  return {reinterpret_cast<const std::uint8_t*>(b.data()), reinterpret_cast<const std::uint8_t*>(b.data()) + b.size()};
+}
+
+// Tensor `name` [shape text] of the file: its codes, scales and tensor scale, checked by validate.
+NamedQuantized read_one(const SafetensorsFile& file, const std::filesystem::path& path, const QuantizeMetadata& m,
+                        const std::string& name, const std::string& shape) {
+  NamedQuantized nq;
+  nq.name = name;
+  QuantizedTensor& q = nq.tensor;
+  q.shape = parse_shape(path, nq.name, shape);
+  q.scheme = m.scheme;
+  q.layout = m.layout;
+  q.rotate = m.rotate;
+  const SafetensorsTensor* codes = file.find(nq.name);
+  if (!codes) throw IoError(IoErrc::invalid_tensor_entry, path, nq.name, "the codes tensor is missing");
+  q.codes = copied(file.bytes(*codes));
+  if (q.layout != Layout::ggml) {
+    const SafetensorsTensor* scales = file.find(nq.name + "_scale");
+    if (!scales) throw IoError(IoErrc::invalid_tensor_entry, path, nq.name + "_scale", "the scale tensor is missing");
+    q.scales = copied(file.bytes(*scales));
+    q.scale_shape = to_signed(scales->shape);
+  }
+  if (m.scheme.tensor_scale) {
+    const SafetensorsTensor* ts = file.find(nq.name + "_tensor_scale");
+    if (!ts || ts->dtype != DType::F32 || file.bytes(*ts).size() != 4) {
+      throw IoError(IoErrc::invalid_tensor_entry, path, nq.name + "_tensor_scale", "missing or not one F32");
+    }
+    std::memcpy(&q.tensor_scale, file.bytes(*ts).data(), 4);
+  }
+  try {
+    validate(q);
+  } catch (const QuantizeError& e) {
+    throw IoError(IoErrc::size_mismatch, path, nq.name, e.what());
+  }
+  return nq;
+}
+
+}  // namespace
+
+std::vector<NamedQuantized> read_quantized(const std::filesystem::path& path) {
+  if (!ends_with(path, ".safetensors")) {
+    throw IoError(IoErrc::open_failed, path, "expected a .safetensors file written by minifloat quantize");
+  }
+  const SafetensorsFile file = read_safetensors(path);
+  const QuantizeMetadata m = quantize_metadata(file, path);
   std::vector<NamedQuantized> out;
-  for (const auto& [key, value] : meta) {
-    if (key.rfind("minifloat.shape.", 0) != 0) continue;
-    NamedQuantized nq;
-    nq.name = key.substr(16);
-    QuantizedTensor& q = nq.tensor;
-    q.shape = parse_shape(path, nq.name, value);
-    q.scheme = scheme;
-    q.layout = layout_only.layout;
-    q.rotate = rotate;
-    const SafetensorsTensor* codes = file.find(nq.name);
-    if (!codes) throw IoError(IoErrc::invalid_tensor_entry, path, nq.name, "the codes tensor is missing");
-    const auto cb = file.bytes(*codes);
-    q.codes.assign(reinterpret_cast<const std::uint8_t*>(cb.data()), reinterpret_cast<const std::uint8_t*>(cb.data()) + cb.size());
-    if (q.layout != Layout::ggml) {
-      const SafetensorsTensor* scales = file.find(nq.name + "_scale");
-      if (!scales) throw IoError(IoErrc::invalid_tensor_entry, path, nq.name + "_scale", "the scale tensor is missing");
-      const auto sb = file.bytes(*scales);
-      q.scales.assign(reinterpret_cast<const std::uint8_t*>(sb.data()), reinterpret_cast<const std::uint8_t*>(sb.data()) + sb.size());
-      q.scale_shape = to_signed(scales->shape);
-    }
-    if (scheme.tensor_scale) {
-      const SafetensorsTensor* ts = file.find(nq.name + "_tensor_scale");
-      if (!ts || ts->dtype != DType::F32 || file.bytes(*ts).size() != 4) {
-        throw IoError(IoErrc::invalid_tensor_entry, path, nq.name + "_tensor_scale", "missing or not one F32");
-      }
-      std::memcpy(&q.tensor_scale, file.bytes(*ts).data(), 4);
-    }
-    try {
-      validate(q);
-    } catch (const QuantizeError& e) {
-      throw IoError(IoErrc::size_mismatch, path, nq.name, e.what());
-    }
-    out.push_back(std::move(nq));
+  for (const auto& [key, value] : file.metadata()) {
+    if (key.rfind("minifloat.shape.", 0) == 0) out.push_back(read_one(file, path, m, key.substr(16), value));
   }
   if (out.empty()) throw IoError(IoErrc::invalid_metadata, path, "no minifloat.shape.* entries in __metadata__");
   return out;

@@ -154,73 +154,72 @@ std::string sibling_pattern(const std::string& module) {
   return out;
 }
 
-VerifyReport verify_checkpoint(const std::filesystem::path& path, const VerifyOptions& options) {
-  VerifyReport r;
-  const Checkpoint c = open_checkpoint(path);
-  r.summary = check_checkpoint(c);
-  if (const auto config = c.config_path()) r.config = read_hf_config(*config, options.rules);
-  const bool qat = options.fp4_qat || (r.config && r.config->flags.mxfp4);
-  // One job per pair, then one per FP8 routed expert, shard after shard: the pool hands them out in that order and
-  // reports the first failure in it, so the tensor named is the one a sequential pass would have named.
-  struct Shard {
-    SafetensorsFile file;
-    std::vector<QuantizedPair> pairs;
-    std::vector<const SafetensorsTensor*> qat;
-  };
-  std::shared_ptr<Shard> current;
-  std::size_t shard = 0, job = 0;
-  // The config's other direction: a float 2-D weight that the config does not leave unquantized, in a module whose
-  // siblings (the same name in another layer or expert) are quantized.
+namespace {
+
+// One shard's jobs: one per pair, then one per FP8 routed expert to check against FP4 QAT.
+struct Shard {
+  SafetensorsFile file;
+  std::vector<QuantizedPair> pairs;
+  std::vector<const SafetensorsTensor*> qat;
+};
+
+// The config's other direction: a float 2-D weight that the config does not leave unquantized, in a module whose
+// siblings (the same name in another layer or expert) are quantized.
+struct ConfigCheck {
   std::set<std::string> quantized_siblings;
   std::vector<std::pair<std::string, std::string>> float_weights;  // tensor, module
-  detail::run_in_order(detail::worker_count(options.threads), [&]() -> detail::Job {
-    while (!current || job == current->pairs.size() + current->qat.size()) {
-      if (shard == c.shards.size()) return {};
-      current = std::make_shared<Shard>();
-      current->file = read_safetensors(c.shard_path(shard++));
-      current->pairs = find_pairs(current->file);
-      for (const SafetensorsTensor& t : current->file.tensors()) {
-        if (qat && t.dtype == DType::F8_E4M3 && glob_match("*.experts.*", t.name) && !glob_match("*_scale*", t.name)) {
-          current->qat.push_back(&t);
-        }
-      }
-      if (r.config) {
-        for (const QuantizedPair& p : current->pairs) {
-          check_config_against_pairs(*r.config, p.weight, module_of(p));
-          quantized_siblings.insert(sibling_pattern(module_of(p)));
-        }
-        for (const SafetensorsTensor& t : current->file.tensors()) {
-          const bool floating = t.dtype == DType::BF16 || t.dtype == DType::F16 || t.dtype == DType::F32;
-          if (floating && t.shape.size() == 2 && t.name.ends_with(".weight")) {
-            float_weights.emplace_back(t.name, t.name.substr(0, t.name.size() - 7));
-          }
-        }
-      }
-      r.pairs += current->pairs.size();  // counted as handed out: any failure throws the report away
-      r.qat_tensors += current->qat.size();
-      job = 0;
+};
+
+// Shard `file`'s pairs against the config, and its float 2-D weights noted for ConfigCheck.
+void check_against_config(const HfConfig& config, const Shard& sh, ConfigCheck& cc) {
+  for (const QuantizedPair& p : sh.pairs) {
+    check_config_against_pairs(config, p.weight, module_of(p));
+    cc.quantized_siblings.insert(sibling_pattern(module_of(p)));
+  }
+  for (const SafetensorsTensor& t : sh.file.tensors()) {
+    const bool floating = t.dtype == DType::BF16 || t.dtype == DType::F16 || t.dtype == DType::F32;
+    if (floating && t.shape.size() == 2 && t.name.ends_with(".weight")) {
+      cc.float_weights.emplace_back(t.name, t.name.substr(0, t.name.size() - 7));
     }
-    const std::size_t j = job++;
-    return [s = current, j] {
-      if (j < s->pairs.size()) {
-        const QuantizedPair& p = s->pairs[j];
-        if (p.form == PairForm::deepseek || p.form == PairForm::nvfp4) {
-          const QuantizedTensor q = read_pair(s->file, p);
-          check_scales(q, p.weight, p.scale);
-          check_codes(q, p.weight);
-        } else {
-          check_dialect_pair(s->file, p);
-        }
-        if (const SafetensorsTensor* w = s->file.find(p.weight)) s->file.release(*w);
-      } else {
-        const SafetensorsTensor& t = *s->qat[j - s->pairs.size()];
-        check_fp4_qat(s->file, t);
-        s->file.release(t);
-      }
-    };
-  });
-  for (const auto& [tensor, module] : float_weights) {
-    if (quantized_siblings.contains(sibling_pattern(module)) && !not_converted(r.config->not_converted, module)) {
+  }
+}
+
+std::shared_ptr<Shard> open_shard(const std::filesystem::path& path, bool qat) {
+  auto sh = std::make_shared<Shard>();
+  sh->file = read_safetensors(path);
+  sh->pairs = find_pairs(sh->file);
+  for (const SafetensorsTensor& t : sh->file.tensors()) {
+    if (qat && t.dtype == DType::F8_E4M3 && glob_match("*.experts.*", t.name) && !glob_match("*_scale*", t.name)) {
+      sh->qat.push_back(&t);
+    }
+  }
+  return sh;
+}
+
+// Job j of a shard: pair j's scales and codes, or (past the pairs) an FP8 expert's values on FP4's grid.
+void verify_job(Shard& s, std::size_t j) {
+  if (j >= s.pairs.size()) {
+    const SafetensorsTensor& t = *s.qat[j - s.pairs.size()];
+    check_fp4_qat(s.file, t);
+    s.file.release(t);
+    return;
+  }
+  const QuantizedPair& p = s.pairs[j];
+  if (p.form == PairForm::deepseek || p.form == PairForm::nvfp4) {
+    const QuantizedTensor q = read_pair(s.file, p);
+    check_scales(q, p.weight, p.scale);
+    check_codes(q, p.weight);
+  } else {
+    check_dialect_pair(s.file, p);
+  }
+  if (const SafetensorsTensor* w = s.file.find(p.weight)) s.file.release(*w);
+}
+
+// After every shard: a float weight among quantized siblings must be one the config leaves unquantized, and a
+// config that announces quantization must have a quantized tensor.
+void check_config_whole(const VerifyReport& r, const ConfigCheck& cc) {
+  for (const auto& [tensor, module] : cc.float_weights) {
+    if (cc.quantized_siblings.contains(sibling_pattern(module)) && !not_converted(r.config->not_converted, module)) {
       throw VerifyError(tensor, cat("config.json (", to_string(r.config->rules), " rules) quantizes the modules like '",
                                     module, "', and does not leave it unquantized, but its weight '", tensor,
                                     "' is not quantized"));
@@ -230,6 +229,33 @@ VerifyReport verify_checkpoint(const std::filesystem::path& path, const VerifyOp
     throw VerifyError("", cat("config.json announces ", to_string(r.config->rules), " quantization (",
                               r.config->scheme, "), but no tensor is quantized"));
   }
+}
+
+}  // namespace
+
+VerifyReport verify_checkpoint(const std::filesystem::path& path, const VerifyOptions& options) {
+  VerifyReport r;
+  const Checkpoint c = open_checkpoint(path);
+  r.summary = check_checkpoint(c);
+  if (const auto config = c.config_path()) r.config = read_hf_config(*config, options.rules);
+  const bool qat = options.fp4_qat || (r.config && r.config->flags.mxfp4);
+  // One job per pair, then one per FP8 routed expert, shard after shard: the pool hands them out in that order and
+  // reports the first failure in it, so the tensor named is the one a sequential pass would have named.
+  std::shared_ptr<Shard> current;
+  std::size_t shard = 0, job = 0;
+  ConfigCheck cc;
+  detail::run_in_order(detail::worker_count(options.threads), [&]() -> detail::Job {
+    while (!current || job == current->pairs.size() + current->qat.size()) {
+      if (shard == c.shards.size()) return {};
+      current = open_shard(c.shard_path(shard++), qat);
+      if (r.config) check_against_config(*r.config, *current, cc);
+      r.pairs += current->pairs.size();  // counted as handed out: any failure throws the report away
+      r.qat_tensors += current->qat.size();
+      job = 0;
+    }
+    return [s = current, j = job++] { verify_job(*s, j); };
+  });
+  check_config_whole(r, cc);
   return r;
 }
 

@@ -339,7 +339,8 @@ TEST(ConvertToGguf, RefusesWhatItCannotWrite) {
   };
   EXPECT_TRUE(has(convert_error(replaced(replaced(cfg, "LlamaForCausalLM", "Qwen2ForCausalLM"), "\"llama\"",
                                          "\"qwen2\""), llama_tensors()),
-                  "architecture \"Qwen2ForCausalLM\": --format gguf writes Llama checkpoints only"));
+                  "architecture \"Qwen2ForCausalLM\": --format gguf writes Llama (architectures "
+                  "LlamaForCausalLM or model_type llama) and gpt-oss"));
   EXPECT_TRUE(has(convert_error(replaced(cfg, "\"vocab_size\": 32", "\"vocab_size\": -1"), llama_tensors()),
                   "'vocab_size' must be a positive integer"));
   EXPECT_TRUE(has(convert_error(replaced(cfg, "\"rms_norm_eps\": 1e-5, ", ""), llama_tensors()),
@@ -390,6 +391,62 @@ TEST(GgufRecipe, RefusesSchemesGgufHasNoTypeFor) {
       EXPECT_NE(std::string(e.what()).find("formats that can express it: minifloat"), std::string::npos);
     }
   }
+}
+
+// gpt-oss without experts (those need MXFP4 blocks; python/tests/test_gguf_gpt_oss.py converts them): llama.cpp's
+// names for the rest, the types convert_hf_to_gguf keeps F32, and the gpt-oss.* metadata.
+const char* kGptOssConfig = R"({"architectures": ["GptOssForCausalLM"], "model_type": "gpt_oss", "hidden_size": 64,
+  "intermediate_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2, "num_key_value_heads": 1,
+  "head_dim": 32, "max_position_embeddings": 128, "vocab_size": 32, "rms_norm_eps": 1e-5, "rope_theta": 150000.0,
+  "num_local_experts": 4, "num_experts_per_tok": 2, "sliding_window": 16,
+  "rope_scaling": {"rope_type": "yarn", "factor": 32.0, "original_max_position_embeddings": 4096}})";
+
+std::vector<std::pair<std::string, Dims>> gpt_oss_tensors() {
+  const std::string p = "model.layers.0.";
+  return {{"model.embed_tokens.weight", {32, 64}},     {"model.norm.weight", {64}},
+          {p + "self_attn.q_proj.weight", {64, 64}},   {p + "self_attn.q_proj.bias", {64}},
+          {p + "self_attn.sinks", {2}},                {p + "mlp.router.weight", {4, 64}},
+          {p + "mlp.router.bias", {4}},                {p + "post_attention_layernorm.weight", {64}}};
+}
+
+TEST(ConvertToGguf, GptOssNamesTypesAndMetadata) {
+  TempDir dir;
+  tiny_llama(dir / "in", kGptOssConfig, gpt_oss_tensors());
+  convert_to_gguf(dir / "in", dir / "out.gguf", gguf_recipe("q8_0"));
+  const GgufFile f = read_gguf(dir / "out.gguf");
+  const auto type = [&f](const char* name) { return f.find(name) ? static_cast<int>(f.find(name)->type) : -1; };
+  EXPECT_EQ(type("blk.0.attn_q.weight"), static_cast<int>(GgufType::Q8_0));
+  for (const char* f32 : {"blk.0.attn_q.bias", "blk.0.attn_sinks.weight", "blk.0.ffn_gate_inp.weight",
+                          "blk.0.ffn_gate_inp.bias", "blk.0.post_attention_norm.weight", "output_norm.weight"}) {
+    EXPECT_EQ(type(f32), static_cast<int>(GgufType::F32)) << f32;
+  }
+  EXPECT_EQ(f.find_metadata("general.architecture")->as_string(), "gpt-oss");
+  EXPECT_EQ(f.find_metadata("gpt-oss.expert_count")->as_uint(), 4u);
+  EXPECT_EQ(f.find_metadata("gpt-oss.expert_used_count")->as_uint(), 2u);
+  EXPECT_EQ(f.find_metadata("gpt-oss.expert_feed_forward_length")->as_uint(), 32u);
+  EXPECT_EQ(f.find_metadata("gpt-oss.attention.sliding_window")->as_uint(), 16u);
+  EXPECT_EQ(f.find_metadata("gpt-oss.rope.scaling.type")->as_string(), "yarn");
+  EXPECT_EQ(f.find_metadata("gpt-oss.rope.scaling.factor")->as_float(), 32.0);
+  EXPECT_EQ(f.find_metadata("gpt-oss.rope.scaling.original_context_length")->as_uint(), 4096u);
+  EXPECT_EQ(f.find_metadata("gpt-oss.rope.dimension_count"), nullptr);
+}
+
+TEST(ConvertToGguf, GptOssRefusals) {
+  const std::string cfg = kGptOssConfig;
+  const auto has = [](const std::string& what, std::string_view part) {
+    return what.find(part) != std::string::npos ? ::testing::AssertionSuccess()
+                                                : ::testing::AssertionFailure() << what;
+  };
+  EXPECT_TRUE(has(convert_error(replaced(cfg, "\"yarn\"", "\"linear\""), gpt_oss_tensors()),
+                  "writes gpt-oss's yarn rotary scaling only"));
+  EXPECT_TRUE(has(convert_error(replaced(cfg, "\"sliding_window\"", "\"window\""), gpt_oss_tensors()),
+                  "'sliding_window' must be a positive integer"));
+  auto experts = gpt_oss_tensors();
+  experts.push_back({"model.layers.0.mlp.experts.gate_up_proj", {4, 64, 64}});
+  EXPECT_TRUE(has(convert_error(cfg, experts), "BF16 experts, not MXFP4 blocks"));
+  auto unnamed = gpt_oss_tensors();
+  unnamed.push_back({"model.layers.0.mlp.gate_proj.weight", {32, 64}});
+  EXPECT_TRUE(has(convert_error(cfg, unnamed), "no llama.cpp name for it (--format gguf maps a gpt-oss's"));
 }
 
 }  // namespace

@@ -1,0 +1,57 @@
+// Internal: the engine convert and dequantize share. A plan (one Step per input tensor or quantized pair, made by
+// the command's Planner for each shard) is checked whole before anything is written, then carried out by a pool of
+// workers: each output shard filled in place in a temporary file and renamed whole when its last tensor is in; the
+// index and config.json written last (merge_index).
+#pragma once
+
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "dialect_writer.h"
+#include "expert_relayout.h"
+#include "minifloat/checkpoint_ops.h"
+#include "minifloat/checkpoint_tensors.h"
+
+namespace mf::io::detail {
+
+// How a re-laid-out pair's block scales change: not at all, or between F32 and E8M0 (recode_scales).
+enum class ScaleRecode { none, to_ue8m0, to_f32 };
+
+// One entry of a plan: one input tensor (or pair, or MoE experts) and the output tensors it becomes, in order.
+struct Step {
+  const SafetensorsTensor* in;
+  std::string target;            // keep, bf16, f32, a scheme name, or "dequantize"
+  std::optional<Scheme> scheme;  // quantize into
+  const QuantizedPair* pair = nullptr;
+  std::optional<detail::WrittenKind> dialect = std::nullopt;  // --format other than minifloat: its name of the scheme
+  WriteFormat format = WriteFormat::minifloat;
+  bool experts = false;  // gpt-oss: a 3-D MoE expert tensor [E, in, out], quantized as [E x out, in]
+  bool relayout = false;  // `pair` holds `scheme`'s codes and scales already: copied under the format's names
+  float second = 0;       // relayout, two-level schemes: the second-level scale as the format stores it
+  ScaleRecode recode = ScaleRecode::none;  // relayout: the block scales rewritten exactly into the target's format
+  std::shared_ptr<const detail::ExpertMove> move = nullptr;  // relayout of MoE experts to or from gpt-oss's fused blocks
+};
+
+
+using Planner = std::function<std::vector<Step>(const SafetensorsFile&, std::vector<QuantizedPair>&)>;
+
+// Plans every shard of this job (refusing before anything is written: see run_plan in convert_run.cc), writes them,
+// and (one job) merges the index and config.json. `recipe`: convert's, or nullptr for dequantize.
+ConvertReport run_plan(const std::filesystem::path& in, const std::filesystem::path& out, const ConvertOptions& o,
+                       const Planner& plan, bool bf16_out, const Recipe* recipe);
+
+// FP8 block scales of pair `p` rewritten exactly from F32 to E8M0 or back; throws std::invalid_argument naming the
+// first scale that has no exact form (`target`: the recipe's target, for the message).
+std::vector<std::byte> recode_scales(const SafetensorsFile& f, const QuantizedPair& p, ScaleRecode how,
+                                     const std::string& target);
+
+// E8M0 scale bytes as F32 values 2^(code - 127), exact (2^-127 is an f32 subnormal); empty, with `nan_at` the index,
+// when one is the NaN code 0xFF.
+std::vector<std::byte> e8m0_as_f32(std::span<const std::byte> in, std::size_t& nan_at);
+
+}  // namespace mf::io::detail

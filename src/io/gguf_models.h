@@ -1,0 +1,84 @@
+// Internal: the architectures convert --format gguf writes (Llama, gpt-oss), each as llama.cpp's convert_hf_to_gguf
+// writes it: the hyperparameters read from config.json, llama.cpp's name for each Hugging Face tensor, and the
+// metadata.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "minifloat/gguf.h"
+
+namespace mf::io::detail {
+
+enum class GgufArch { llama, gpt_oss };
+
+// What config.json says, checked: the fields every architecture has, and gpt-oss's experts, sliding window and YaRN
+// rotary scaling.
+struct GgufModel {
+  GgufArch arch = GgufArch::llama;
+  std::uint32_t n_layer = 0, n_embd = 0, n_ff = 0, n_head = 0, n_head_kv = 0, n_ctx = 0, n_vocab = 0, head_dim = 0;
+  bool explicit_head_dim = false;
+  float rope_theta = 10000.0f, rms_eps = 0;
+  std::uint32_t n_expert = 0, n_expert_used = 0, sliding_window = 0, yarn_orig_ctx = 0;
+  float yarn_factor = 0;  // 0: no rotary scaling
+};
+
+// config.json's model: LlamaForCausalLM (or model_type llama) or GptOssForCausalLM (model_type gpt_oss). Throws
+// IoError gguf_unsupported naming `file` and the architecture or field otherwise.
+GgufModel gguf_model(const nlohmann::json& config, const std::filesystem::path& file);
+
+// One output tensor of a Hugging Face tensor: its llama.cpp name, and which of its rows it takes: rows
+// offset, offset + stride, ... along the axis that gpt-oss interleaves gate and up on (the last of a 2-D bias, the
+// middle of a 3-D expert tensor); stride 1 takes them all.
+struct GgufName {
+  std::string name;
+  std::uint32_t stride = 1, offset = 0;
+};
+
+// llama.cpp's names for Hugging Face tensor `hf` (one, or gate then up for gpt-oss's fused gate_up); an empty list
+// for one llama.cpp drops (rotary inv_freq buffers); nullopt for one it has no name for.
+std::optional<std::vector<GgufName>> gguf_names(const GgufModel& m, std::string_view hf);
+
+// What the refusal of an unnamed tensor says the architecture maps.
+std::string gguf_mapped(const GgufModel& m);
+
+// True for a tensor llama.cpp keeps in F32 whatever the requested type (biases, the MoE router).
+bool gguf_keeps_f32(const GgufModel& m, std::string_view gguf_name);
+
+// The metadata llama.cpp reads for `m`; file_type: llama_ftype of the weights.
+std::vector<std::pair<std::string, GgufValue>> gguf_metadata(const GgufModel& m, std::uint32_t file_type,
+                                                            const std::string& model_name);
+
+// ---- shared by the architectures (gguf_models.cc) ----
+
+[[noreturn]] void gguf_unsupported(const std::filesystem::path& file, std::string_view what);
+std::uint32_t count_field(const nlohmann::json& c, const char* key, const std::filesystem::path& file);
+float float_field(const nlohmann::json& c, const char* key, const std::filesystem::path& file);
+// A layer number as Hugging Face writes it (decimal, no leading zero) below n_layer.
+bool layer_number(std::string_view digits, std::uint32_t n_layer);
+// model.layers.N.REST split into N and REST (N a layer number below n_layer); nullopt for another name.
+std::optional<std::pair<std::string_view, std::string_view>> layer_part(std::string_view hf, std::uint32_t n_layer);
+// blk.N.TO.KIND for REST = FROM.KIND (KIND weight or bias) and a pair FROM -> TO of `modules`; nullopt for another.
+using ModuleNames = std::span<const std::pair<std::string_view, std::string_view>>;
+std::optional<std::vector<GgufName>> module_name(std::string_view n, std::string_view rest, ModuleNames modules);
+// The hyperparameters every architecture has (head_dim: config.json's, or hidden_size / num_attention_heads).
+void read_common(const nlohmann::json& c, const std::filesystem::path& file, GgufModel& m);
+// general.* and ARCH.{block_count, ..., layer_norm_rms_epsilon[, key_length, value_length]}.
+std::vector<std::pair<std::string, GgufValue>> common_metadata(const GgufModel& m, std::string_view arch,
+                                                              const std::string& model_name);
+
+GgufModel llama_model(const nlohmann::json& c, const std::filesystem::path& file);
+std::optional<std::vector<GgufName>> llama_names(std::string_view hf, std::uint32_t n_layer);
+GgufModel gpt_oss_model(const nlohmann::json& c, const std::filesystem::path& file);
+std::optional<std::vector<GgufName>> gpt_oss_names(std::string_view hf, std::uint32_t n_layer);
+std::vector<std::pair<std::string, GgufValue>> gpt_oss_metadata(const GgufModel& m, std::uint32_t file_type,
+                                                               const std::string& model_name);
+
+}  // namespace mf::io::detail
