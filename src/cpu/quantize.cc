@@ -34,13 +34,8 @@ HWY_EXPORT(StreamCopy);
 HWY_EXPORT(FlushStreams);
 
 QuantizeElement quantize_element(const Scheme& s) {
-  QuantizeElement ec{&s, s.element.is_int(), s.element.bits(), 0, 0, 0, Specials::finite, s.element.max()};
-  if (!ec.is_int) {
-    ec.exponent_bits = s.element.format->exponent_bits;
-    ec.mantissa_bits = s.element.format->mantissa_bits;
-    ec.bias = s.element.format->bias;
-    ec.specials = s.element.format->specials;
-  }
+  QuantizeElement ec{&s, s.element.is_int(), s.element.bits(), s.element.max(), {}};
+  if (!ec.is_int) ec.codec = element_codec(*s.element.format, {Rounding::nearest_even, Overflow::saturate, 0});
   return ec;
 }
 
