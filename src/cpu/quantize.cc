@@ -3,6 +3,7 @@
 // ggml profile's search-based rounding run the reference.
 #include <omp.h>
 
+#include <array>
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -33,9 +34,24 @@ HWY_EXPORT(WidenF16);
 HWY_EXPORT(StreamCopy);
 HWY_EXPORT(FlushStreams);
 
+// The element codec of a scheme's float elements: round to nearest even, saturate (element_code()). Built once for
+// the formats of format.h (a scheme names one of those), so that a call on one token does not redo it.
+static ElementCodec saturating_codec(const Format& f) {
+  constexpr EncodeOptions kSaturate{Rounding::nearest_even, Overflow::saturate, 0};
+  static const auto known = [] {
+    std::array<ElementCodec, all_formats.size()> codecs{};
+    for (std::size_t i = 0; i < all_formats.size(); ++i) codecs[i] = element_codec(*all_formats[i], kSaturate);
+    return codecs;
+  }();
+  for (std::size_t i = 0; i < all_formats.size(); ++i) {
+    if (all_formats[i] == &f) return known[i];
+  }
+  return element_codec(f, kSaturate);
+}
+
 QuantizeElement quantize_element(const Scheme& s) {
   QuantizeElement ec{&s, s.element.is_int(), s.element.bits(), s.element.max(), {}};
-  if (!ec.is_int) ec.codec = element_codec(*s.element.format, {Rounding::nearest_even, Overflow::saturate, 0});
+  if (!ec.is_int) ec.codec = saturating_codec(*s.element.format);
   return ec;
 }
 
@@ -290,14 +306,20 @@ void quantize_blocks(const void* input, InputType type, std::span<const std::int
   std::vector<std::uint32_t> scale_codes(static_cast<std::size_t>(g.blocks()));
   std::vector<std::uint8_t> all_codes;
   const Sink sink = sink_for(q, g, o, ec.bits, fake_out, scale_codes, all_codes);
-#pragma omp parallel num_threads(threads)
-  {
+  // The groups of block rows, shared out over the threads of the parallel region it runs in, if any.
+  const auto groups = [&] {
     std::vector<std::uint8_t> row_codes;  // per thread, reused from row to row, sized where a row needs them
     std::vector<float> wide, divisors;
 #pragma omp for schedule(static)
     for (std::int64_t bi = 0; bi < g.block_rows; ++bi) {
       quantize_group(src, g, s, ec, q.tensor_scale, bi, sink, row_codes, wide, divisors);
     }
+  };
+  if (threads > 1 && g.block_rows > 1) {
+#pragma omp parallel num_threads(threads)
+    groups();
+  } else {
+    groups();  // one thread or one group (a decode step's token): no parallel region to start
   }
   if (fake_out) return;
   if (sink.all_codes) detail::store_codes(q, all_codes);
