@@ -170,7 +170,8 @@ void BM_Dequantize(benchmark::State& state, const std::string& scheme_name) {
 // act_quant (per-token e4m3 1 x 128, ue8m0 scales: what linear() runs on its activations) on M tokens of 4096
 // values, each iteration beside a read-only pass over the same input (four 64-bit XOR chains, as bench_bulk's
 // ReadOnly; the input then sits in the same cache level for both): `vs_read_only` is act_quant's input bytes per
-// second over the read-only loop's, both on `threads` threads.
+// second over the read-only loop's, both on `threads` threads; `cpu_vs_read_only` the same in the calling thread's
+// CPU time, steadier on a loaded machine (one thread only).
 void BM_ActQuant(benchmark::State& state) {
   const std::int64_t m = state.range(0), n = m * kCols;
   const int threads = static_cast<int>(state.range(1));
@@ -179,14 +180,16 @@ void BM_ActQuant(benchmark::State& state) {
   const std::vector<std::int64_t> shape{m, kCols};
   mf::QuantizedTensor q;
   mf::act_quant(x, shape, mf::ActScale::ue8m0, threads, q);  // sizes q before timing
-  double read = 0, work = 0, cpu = 0;
+  double read = 0, work = 0, cpu = 0, read_cpu = 0;
   for (auto _ : state) {
+    const double r0 = thread_cpu_seconds();
     auto t0 = Clock::now();
     std::uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
 #pragma omp parallel for num_threads(threads) reduction(^ : s0, s1, s2, s3) schedule(static)
     for (std::int64_t i = 0; i < n / 2; i += 4) s0 ^= u[i], s1 ^= u[i + 1], s2 ^= u[i + 2], s3 ^= u[i + 3];
     benchmark::DoNotOptimize(s0 ^ s1 ^ s2 ^ s3);
     read += std::chrono::duration<double>(Clock::now() - t0).count();
+    read_cpu += thread_cpu_seconds() - r0;
     const double c0 = thread_cpu_seconds();
     t0 = Clock::now();
     mf::act_quant(x, shape, mf::ActScale::ue8m0, threads, q);
@@ -197,6 +200,7 @@ void BM_ActQuant(benchmark::State& state) {
     state.SetIterationTime(t);
   }
   state.counters["vs_read_only"] = read / work;
+  state.counters["cpu_vs_read_only"] = read_cpu / cpu;  // the same ratio in this thread's CPU time (1 thread)
   state.counters["cpu_us"] = 1e6 * cpu / static_cast<double>(state.iterations());
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * n * sizeof(float)));
 }
