@@ -21,7 +21,6 @@
 #include <cstdint>
 
 #include "element_codec.h"
-#include "minifloat/format.h"
 #include "hwy/highway.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -202,7 +201,8 @@ HWY_INLINE VU Decode(DU du, const ElementCodec& k, VU code) {
 // Kept apart from the casts' functions above; the same traits, and the same bits as the scalar codec.
 
 // Round to nearest even with saturation to +-max (Overflow::saturate) for finite f32 lanes, f32 subnormals included
-// (no lane goes to the scalar codec), for a signed Format with zero: what element_code() gives a block's quotients.
+// (no lane goes to the scalar codec), for a Format with zero: what element_code() gives a block's quotients. An
+// unsigned format (ue4m3 scales) takes only y >= 0: its sign mask is 0, so the sign step adds nothing.
 // One float addition rounds |y| to the element grid: C = 2^(E + 23 - m), with E = max(exponent of |y|, emin), has an
 // ulp equal to the grid's quantum at |y| (normal or subnormal), so a + C rounds a to the grid, ties to even, and the
 // bits of a + C above those of C count quanta. The code is that count plus (E - emin) << m: the leading bit carries
