@@ -35,16 +35,20 @@ HWY_EXPORT(StreamCopy);
 HWY_EXPORT(FlushStreams);
 
 // The element codec of a scheme's float elements: round to nearest even, saturate (element_code()). Built once for
-// the formats of format.h (a scheme names one of those), so that a call on one token does not redo it.
+// the element formats of format.h (signed, 8 bits at most: a scheme names one of those), so that a call on one token
+// does not redo it.
 static ElementCodec saturating_codec(const Format& f) {
   constexpr EncodeOptions kSaturate{Rounding::nearest_even, Overflow::saturate, 0};
-  static const auto known = [] {
+  const auto element = [](const Format& e) { return e.is_signed() && e.bits() <= 8; };
+  static const auto known = [&] {
     std::array<ElementCodec, all_formats.size()> codecs{};
-    for (std::size_t i = 0; i < all_formats.size(); ++i) codecs[i] = element_codec(*all_formats[i], kSaturate);
+    for (std::size_t i = 0; i < all_formats.size(); ++i) {
+      if (element(*all_formats[i])) codecs[i] = element_codec(*all_formats[i], kSaturate);
+    }
     return codecs;
   }();
   for (std::size_t i = 0; i < all_formats.size(); ++i) {
-    if (all_formats[i] == &f) return known[i];
+    if (all_formats[i] == &f && element(f)) return known[i];
   }
   return element_codec(f, kSaturate);
 }
