@@ -12,12 +12,14 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <memory>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "minifloat/codec.h"
+#include "minifloat/gemm.h"
 #include "minifloat/quantize.h"
 
 namespace {
@@ -53,6 +55,14 @@ const std::vector<std::uint16_t>& input_bf16() {
 
 using Clock = std::chrono::steady_clock;
 
+// This thread's CPU time in seconds: on a loaded machine, a one-thread kernel's own cost without the time it waited
+// for a core (counter `cpu_us`, per iteration; with 2 threads it counts the calling thread only).
+double thread_cpu_seconds() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
+
 // One single-thread memcpy of the f32 input's size (read + write), timed; buffers kept between calls.
 double memcpy_seconds() {
   static std::vector<char> src(kCount * sizeof(float), 1), dst(kCount * sizeof(float), 0);
@@ -65,15 +75,18 @@ double memcpy_seconds() {
 // Runs kernel() once per iteration with a memcpy timed beside it; the iteration's time is the kernel's alone.
 template <class Kernel>
 void timed_beside_memcpy(benchmark::State& state, std::size_t kernel_bytes, int threads, const Kernel& kernel) {
-  double copy = 0, work = 0;
+  double copy = 0, work = 0, cpu = 0;
   for (auto _ : state) {
     copy += memcpy_seconds();
+    const double c0 = thread_cpu_seconds();
     const auto t0 = Clock::now();
     kernel();
     const double t = std::chrono::duration<double>(Clock::now() - t0).count();
+    cpu += thread_cpu_seconds() - c0;
     work += t;
     state.SetIterationTime(t);
   }
+  state.counters["cpu_us"] = 1e6 * cpu / static_cast<double>(state.iterations());
   const double copy_gbps = 2.0 * kCount * sizeof(float) * static_cast<double>(state.iterations()) / copy / 1e9;
   const double kernel_gbps = static_cast<double>(kernel_bytes) * static_cast<double>(state.iterations()) / work / 1e9;
   state.counters["memcpy_GBps"] = copy_gbps;
@@ -154,6 +167,44 @@ void BM_Dequantize(benchmark::State& state, const std::string& scheme_name) {
   state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * kCount));
 }
 
+// act_quant (per-token e4m3 1 x 128, ue8m0 scales: what linear() runs on its activations) on M tokens of 4096
+// values, each iteration beside a read-only pass over the same input (four 64-bit XOR chains, as bench_bulk's
+// ReadOnly; the input then sits in the same cache level for both): `vs_read_only` is act_quant's input bytes per
+// second over the read-only loop's, both on `threads` threads; `cpu_vs_read_only` the same in the calling thread's
+// CPU time, steadier on a loaded machine (one thread only).
+void BM_ActQuant(benchmark::State& state) {
+  const std::int64_t m = state.range(0), n = m * kCols;
+  const int threads = static_cast<int>(state.range(1));
+  const float* x = input_f32().data();
+  const auto* u = reinterpret_cast<const std::uint64_t*>(x);
+  const std::vector<std::int64_t> shape{m, kCols};
+  mf::QuantizedTensor q;
+  mf::act_quant(x, shape, mf::ActScale::ue8m0, threads, q);  // sizes q before timing
+  double read = 0, work = 0, cpu = 0, read_cpu = 0;
+  for (auto _ : state) {
+    const double r0 = thread_cpu_seconds();
+    auto t0 = Clock::now();
+    std::uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+#pragma omp parallel for num_threads(threads) reduction(^ : s0, s1, s2, s3) schedule(static)
+    for (std::int64_t i = 0; i < n / 2; i += 4) s0 ^= u[i], s1 ^= u[i + 1], s2 ^= u[i + 2], s3 ^= u[i + 3];
+    benchmark::DoNotOptimize(s0 ^ s1 ^ s2 ^ s3);
+    read += std::chrono::duration<double>(Clock::now() - t0).count();
+    read_cpu += thread_cpu_seconds() - r0;
+    const double c0 = thread_cpu_seconds();
+    t0 = Clock::now();
+    mf::act_quant(x, shape, mf::ActScale::ue8m0, threads, q);
+    benchmark::DoNotOptimize(q.codes.data());
+    const double t = std::chrono::duration<double>(Clock::now() - t0).count();
+    cpu += thread_cpu_seconds() - c0;
+    work += t;
+    state.SetIterationTime(t);
+  }
+  state.counters["vs_read_only"] = read / work;
+  state.counters["cpu_vs_read_only"] = read_cpu / cpu;  // the same ratio in this thread's CPU time (1 thread)
+  state.counters["cpu_us"] = 1e6 * cpu / static_cast<double>(state.iterations());
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * n * sizeof(float)));
+}
+
 const int kRegistered = [] {
   benchmark::RegisterBenchmark("Memcpy", BM_Memcpy)->UseRealTime()->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark("ReadInput/f32", BM_ReadInput)
@@ -170,6 +221,9 @@ const int kRegistered = [] {
     benchmark::RegisterBenchmark(("Dequantize/" + s).c_str(), BM_Dequantize, s)
         ->Arg(1)->Arg(2)->ArgName("threads")->UseManualTime()->Unit(benchmark::kMillisecond);
   }
+  benchmark::RegisterBenchmark("ActQuant", BM_ActQuant)
+      ->ArgsProduct({{1, 8, 64, 512, 2048}, {1, 2}})->ArgNames({"M", "threads"})->UseManualTime()
+      ->Unit(benchmark::kMicrosecond);
   return 0;
 }();
 

@@ -12,12 +12,11 @@
 #include "minifloat/text.h"
 
 namespace mf::detail {
+
 namespace {
 
-}  // namespace
-
-Geometry blocking(std::span<const std::int64_t> shape, const Scheme& s, const QuantizeOptions& o) {
-  Geometry g;
+// rows = the product of the leading dimensions, cols = the last; a negative or overflowing shape is an error.
+void set_rows_and_cols(Geometry& g, std::span<const std::int64_t> shape, const QuantizeOptions& o) {
   g.cols = shape.empty() ? 1 : shape.back();
   g.rows = 1;
   for (std::size_t i = 0; i + 1 < shape.size(); ++i) {
@@ -27,19 +26,10 @@ Geometry blocking(std::span<const std::int64_t> shape, const Scheme& s, const Qu
     g.rows *= shape[i];
   }
   if (g.cols < 0) throw QuantizeError("tensor '" + o.tensor_name + "': bad shape " + shape_text(shape));
-  g.br = s.block_rows;
-  g.bc = s.block_cols;
-  const auto check = [&](std::int64_t size, std::int64_t block, const char* dim) {
-    if (size % block != 0 && !o.pad) {
-      throw QuantizeError("tensor '" + o.tensor_name + "' of shape " + shape_text(shape) + ": " + dim + " (" +
-                          std::to_string(size) + ") is not a multiple of the " + s.name + " block's " +
-                          std::to_string(block) + "; use --pad (pad = true) to quantize partial edge blocks");
-    }
-  };
-  check(g.cols, g.bc, "the last dimension");
-  if (g.br > 1) check(g.rows, g.br, shape.size() > 1 ? "the rows (product of the leading dimensions)" : "the rows");
-  g.block_rows = (g.rows + g.br - 1) / g.br;
-  g.block_cols = (g.cols + g.bc - 1) / g.bc;
+}
+
+// The ggml layout, the rotation group and a given tensor amax against the scheme and the shape.
+void check_options(const Geometry& g, const Scheme& s, const QuantizeOptions& o) {
   if (o.layout == Layout::ggml) {
     if (!(s.element.format == &e2m1) || g.br != 1 || g.bc != 32 || !(*s.scale_format == ue8m0)) {
       throw QuantizeError("layout ggml holds mxfp4 (e2m1, 1x32, ue8m0) only, not " + s.name);
@@ -58,6 +48,27 @@ Geometry blocking(std::span<const std::int64_t> shape, const Scheme& s, const Qu
   if (!(o.tensor_amax >= 0.0f) || !std::isfinite(o.tensor_amax)) {
     throw QuantizeError("tensor_amax = " + std::to_string(o.tensor_amax) + " is not a finite amax >= 0");
   }
+}
+
+}  // namespace
+
+Geometry blocking(std::span<const std::int64_t> shape, const Scheme& s, const QuantizeOptions& o) {
+  Geometry g;
+  set_rows_and_cols(g, shape, o);
+  g.br = s.block_rows;
+  g.bc = s.block_cols;
+  const auto check = [&](std::int64_t size, std::int64_t block, const char* dim) {
+    if (size % block != 0 && !o.pad) {
+      throw QuantizeError("tensor '" + o.tensor_name + "' of shape " + shape_text(shape) + ": " + dim + " (" +
+                          std::to_string(size) + ") is not a multiple of the " + s.name + " block's " +
+                          std::to_string(block) + "; use --pad (pad = true) to quantize partial edge blocks");
+    }
+  };
+  check(g.cols, g.bc, "the last dimension");
+  if (g.br > 1) check(g.rows, g.br, shape.size() > 1 ? "the rows (product of the leading dimensions)" : "the rows");
+  g.block_rows = (g.rows + g.br - 1) / g.br;
+  g.block_cols = (g.cols + g.bc - 1) / g.bc;
+  check_options(g, s, o);
   return g;
 }
 
@@ -177,7 +188,10 @@ void store_codes(QuantizedTensor& q, std::span<const std::uint8_t> codes) {
 
 void store_scales(QuantizedTensor& q, std::span<const std::uint32_t> scale_codes) {
   const bool f32_scale = *q.scheme.scale_format == f32;
-  std::vector<std::uint8_t> scales(scale_codes.size() * (f32_scale ? 4 : 1));
+  // Into q's own buffer (a reused tensor keeps its capacity: no allocation per call), except for ggml's blocks.
+  std::vector<std::uint8_t> ggml_scales;
+  std::vector<std::uint8_t>& scales = q.layout == Layout::ggml ? ggml_scales : q.scales;
+  scales.resize(scale_codes.size() * (f32_scale ? 4 : 1));
   for (std::size_t i = 0; i < scale_codes.size(); ++i) {
     if (f32_scale) {
       for (int b = 0; b < 4; ++b) scales[4 * i + b] = static_cast<std::uint8_t>(scale_codes[i] >> (8 * b));
@@ -185,10 +199,7 @@ void store_scales(QuantizedTensor& q, std::span<const std::uint32_t> scale_codes
       scales[i] = static_cast<std::uint8_t>(scale_codes[i]);
     }
   }
-  if (q.layout != Layout::ggml) {
-    q.scales = std::move(scales);
-    return;
-  }
+  if (q.layout != Layout::ggml) return;
   std::vector<std::uint8_t> blocks(scales.size() * kGgmlBlockBytes);  // q.codes holds the packed OCP codes
   ocp_to_ggml_mxfp4(q.codes, scales, blocks);
   q.codes = std::move(blocks);

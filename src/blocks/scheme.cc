@@ -76,8 +76,8 @@ ScaleRule default_rule(const ElementType& el, const Format& scale) {
   return ScaleRule::floor;
 }
 
-// ELEMENT-BLOCK[-SCALE[-RULE]]
-Scheme parse_custom(std::string_view whole) {
+// The dash-separated parts of a custom spelling; 2 to 4 non-empty ones, else an error naming the known schemes.
+std::vector<std::string_view> custom_parts(std::string_view whole) {
   std::vector<std::string_view> part;
   for (std::size_t start = 0;;) {
     const std::size_t dash = whole.find('-', start);
@@ -85,37 +85,49 @@ Scheme parse_custom(std::string_view whole) {
     if (dash == std::string_view::npos) break;
     start = dash + 1;
   }
-  const std::size_t n = part.size();
-  std::string known;
-  for (const Named& k : kNamed) {
-    if (!known.empty()) known += ", ";
-    known += k.name;
-  }
-  if (n < 2 || n > 4 || std::find(part.begin(), part.end(), std::string_view{}) != part.end()) {
+  if (part.size() < 2 || part.size() > 4 || std::find(part.begin(), part.end(), std::string_view{}) != part.end()) {
+    std::string known;
+    for (const Named& k : kNamed) {
+      if (!known.empty()) known += ", ";
+      known += k.name;
+    }
     throw std::invalid_argument("unknown scheme '" + std::string(whole) + "' (known: " + known +
                                 "; or ELEMENT-BLOCK[-SCALE[-RULE]] such as e2m1-1x32-ue8m0-rceil or int4-1x128)");
   }
-  Scheme s;
-  s.element = element_named(part[0], whole);
-  const std::size_t x = part[1].find('x');
+  return part;
+}
+
+// RxC: the block's rows and columns, at most 2^24 values.
+void parse_block(std::string_view text, std::string_view whole, Scheme& s) {
+  const std::size_t x = text.find('x');
   if (x == std::string_view::npos) {
-    throw std::invalid_argument("scheme '" + std::string(whole) + "': block '" + std::string(part[1]) +
+    throw std::invalid_argument("scheme '" + std::string(whole) + "': block '" + std::string(text) +
                                 "' is not RxC (1x32, 128x128)");
   }
-  s.block_rows = parse_positive(part[1].substr(0, x), whole);
-  s.block_cols = parse_positive(part[1].substr(x + 1), whole);
+  s.block_rows = parse_positive(text.substr(0, x), whole);
+  s.block_cols = parse_positive(text.substr(x + 1), whole);
   if (static_cast<std::int64_t>(s.block_rows) * s.block_cols > (std::int64_t{1} << 24)) {
     throw std::invalid_argument("scheme '" + std::string(whole) + "': a block of more than 2^24 values");
   }
-  s.scale_format = s.element.is_int() ? &f32 : &ue8m0;
-  if (n >= 3) {
-    const Format* sf = find_format(part[2]);
-    if (!sf || !(*sf == ue8m0 || *sf == ue4m3 || *sf == f32)) {
-      throw std::invalid_argument("scheme '" + std::string(whole) + "': scale format '" + std::string(part[2]) +
-                                  "' is not one of ue8m0, ue4m3, f32");
-    }
-    s.scale_format = sf;
+}
+
+const Format* scale_format_named(std::string_view name, std::string_view whole) {
+  const Format* sf = find_format(name);
+  if (!sf || !(*sf == ue8m0 || *sf == ue4m3 || *sf == f32)) {
+    throw std::invalid_argument("scheme '" + std::string(whole) + "': scale format '" + std::string(name) +
+                                "' is not one of ue8m0, ue4m3, f32");
   }
+  return sf;
+}
+
+// ELEMENT-BLOCK[-SCALE[-RULE]]
+Scheme parse_custom(std::string_view whole) {
+  const std::vector<std::string_view> part = custom_parts(whole);
+  const std::size_t n = part.size();
+  Scheme s;
+  s.element = element_named(part[0], whole);
+  parse_block(part[1], whole, s);
+  s.scale_format = n >= 3 ? scale_format_named(part[2], whole) : s.element.is_int() ? &f32 : &ue8m0;
   s.rule = n == 4 ? scale_rule_named(part[3]) : default_rule(s.element, *s.scale_format);
   s = with_rule(s, s.rule);
   s.name = s.element.name() + "-" + std::to_string(s.block_rows) + "x" + std::to_string(s.block_cols) + "-" +

@@ -197,6 +197,94 @@ HWY_INLINE VU Decode(DU du, const ElementCodec& k, VU code) {
   return hn::Or(value, sign);
 }
 
+// ---- For the block quantizers (quantize-inl.h): a block's quotients to codes and codes to element values. ----
+// Kept apart from the casts' functions above; the same traits, and the same bits as the scalar codec.
+
+// Round to nearest even with saturation to +-max (Overflow::saturate) for finite f32 lanes, f32 subnormals included
+// (no lane goes to the scalar codec), for a Format with zero: what element_code() gives a block's quotients. An
+// unsigned format (ue4m3 scales) takes only y >= 0: its sign mask is 0, so the sign step adds nothing.
+// One float addition rounds |y| to the element grid: C = 2^(E + 23 - m), with E = max(exponent of |y|, emin), has an
+// ulp equal to the grid's quantum at |y| (normal or subnormal), so a + C rounds a to the grid, ties to even, and the
+// bits of a + C above those of C count quanta. The code is that count plus (E - emin) << m: the leading bit carries
+// into the exponent field by itself, also when rounding up to the next binade.
+//
+// The constants are made once per row and kept as vectors, so that the hot loops read them from registers or as
+// memory operands instead of materializing them again for every block.
+//
+// near (when asked): lanes whose |y| lies within 4 ulp of a rounding midpoint. A y computed as x * RN(1/d) is within
+// 3 ulp of RN(x / d) (two roundings of 2^-24 each, relative), so outside those lanes both round to the same code.
+template <class DF>
+struct SaturatingGrid {
+  using DU = hn::RebindToUnsigned<DF>;
+  hn::Vec<DF> max, near_fraction;
+  hn::Vec<DU> exponent_mask, min_exponent, round_offset, binade_offset, sign_bit;
+  // Shift counts as vectors (per-lane shifts): a count kept in memory beside the codes' byte stores would be
+  // reloaded and moved into a register for every vector.
+  hn::Vec<DU> exponent_shift, sign_shift;  // 23 - m; 31 - (exponent + mantissa bits)
+  explicit SaturatingGrid(const ElementCodec& k)
+      : max(hn::Set(DF(), k.format->max_finite())),
+        near_fraction(hn::Set(DF(), pow2f(-24) - pow2f(static_cast<int>(k.mantissa_bits) - 44))),
+        exponent_mask(hn::Set(DU(), 0x7F800000u)),
+        min_exponent(hn::Set(DU(), (128u - k.bias) << 23)),  // 127 + emin, emin = 1 - bias
+        round_offset(hn::Set(DU(), k.shift << 23)),
+        binade_offset(hn::Set(DU(), (k.shift << 23) + ((128u - k.bias) << k.mantissa_bits))),
+        sign_bit(hn::Set(DU(), k.sign_mask)),
+        exponent_shift(hn::Set(DU(), k.shift)),
+        sign_shift(hn::Set(DU(), k.sign_shift)) {}
+};
+
+template <class DF, class DU = hn::RebindToUnsigned<DF>>
+HWY_INLINE hn::Vec<DU> EncodeSaturating(DF df, const SaturatingGrid<DF>& g, hn::Vec<DF> y,
+                                        hn::Mask<DF>* near = nullptr) {
+  const DU du;
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+  // Highway has no single operation for it: vrangeps, imm 0b1010, the operand of smaller magnitude with the sign
+  // cleared, is min(|y|, max) in one instruction.
+  const hn::Vec<DF> a{_mm512_range_ps(y.raw, g.max.raw, 0x0A)};
+#else
+  const auto a = hn::Min(hn::Abs(y), g.max);
+#endif
+  const auto e = hn::Max(hn::And(hn::BitCast(du, a), g.exponent_mask), g.min_exponent);
+  const auto c = hn::Add(e, g.round_offset);
+  const auto rounded = hn::Add(a, hn::BitCast(df, c));
+  if (near) {
+    // a - (rounded - C) is exact: the distance from a to its grid point, at most half a quantum (C * 2^-24). Near
+    // a midpoint: that distance within 4 ulp of a (at most C * 2^(m - 44)) of half a quantum.
+    const auto distance = hn::Abs(hn::Sub(a, hn::Sub(rounded, hn::BitCast(df, c))));
+    *near = hn::Ge(distance, hn::Mul(hn::BitCast(df, c), g.near_fraction));
+  }
+  // quanta + binade = (rounded - c) + ((e - E0) >> (23 - m)) = rounded + (e >> (23 - m)) - (e + binade_offset), with
+  // binade_offset = (c - e) + (E0 >> (23 - m)): e and E0 are multiples of 2^23, so the shift distributes.
+  const auto code = hn::Sub(hn::Add(hn::BitCast(du, rounded), hn::Shr(e, g.exponent_shift)),
+                            hn::Add(e, g.binade_offset));
+  // The sign bit moves from bit 31 to the code's.
+  return hn::Or(code, hn::And(hn::Shr(hn::BitCast(du, y), g.sign_shift), g.sign_bit));
+}
+
+// Decode by table lookup, for a Format whose magnitudes fit in one vector (e2m1's 8 on 8 lanes or more): the values
+// Decode gives each magnitude, looked up, with the sign moved to bit 31. A third of Decode's operations.
+template <class DF>
+struct DecodeTable {
+  using DU = hn::RebindToUnsigned<DF>;
+  static bool Fits(DF df, const ElementCodec& k) { return k.magnitude_mask < hn::Lanes(df); }
+  hn::Vec<DF> magnitudes;
+  hn::Vec<DU> magnitude_mask, sign_mask, sign_shift;
+  explicit DecodeTable(const ElementCodec& k)
+      : magnitude_mask(hn::Set(DU(), k.magnitude_mask)),
+        sign_mask(hn::Set(DU(), k.sign_mask)),
+        sign_shift(hn::Set(DU(), k.sign_shift)) {
+    const DU du;
+    magnitudes = hn::BitCast(DF(), Decode(du, k, hn::And(hn::Iota(du, 0), magnitude_mask)));
+  }
+  HWY_INLINE hn::Vec<DF> operator()(hn::Vec<DU> code) const {
+    const DF df;
+    const hn::RebindToSigned<DF> di;
+    const auto index = hn::IndicesFromVec(df, hn::BitCast(di, hn::And(code, magnitude_mask)));
+    const auto sign = hn::Shl(hn::And(code, sign_mask), sign_shift);
+    return hn::BitCast(df, hn::Or(hn::BitCast(DU(), hn::TableLookupLanes(magnitudes, index)), sign));
+  }
+};
+
 }  // namespace HWY_NAMESPACE
 }  // namespace mf::cpu
 HWY_AFTER_NAMESPACE();

@@ -3,6 +3,7 @@
 // ggml profile's search-based rounding run the reference.
 #include <omp.h>
 
+#include <array>
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -33,14 +34,28 @@ HWY_EXPORT(WidenF16);
 HWY_EXPORT(StreamCopy);
 HWY_EXPORT(FlushStreams);
 
-QuantizeElement quantize_element(const Scheme& s) {
-  QuantizeElement ec{&s, s.element.is_int(), s.element.bits(), 0, 0, 0, Specials::finite, s.element.max()};
-  if (!ec.is_int) {
-    ec.exponent_bits = s.element.format->exponent_bits;
-    ec.mantissa_bits = s.element.format->mantissa_bits;
-    ec.bias = s.element.format->bias;
-    ec.specials = s.element.format->specials;
+// The element codec of a scheme's float elements: round to nearest even, saturate (element_code()). Built once for
+// the element formats of format.h (signed, 8 bits at most: a scheme names one of those), so that a call on one token
+// does not redo it.
+static ElementCodec saturating_codec(const Format& f) {
+  constexpr EncodeOptions kSaturate{Rounding::nearest_even, Overflow::saturate, 0};
+  const auto element = [](const Format& e) { return e.is_signed() && e.bits() <= 8; };
+  static const auto known = [&] {
+    std::array<ElementCodec, all_formats.size()> codecs{};
+    for (std::size_t i = 0; i < all_formats.size(); ++i) {
+      if (element(*all_formats[i])) codecs[i] = element_codec(*all_formats[i], kSaturate);
+    }
+    return codecs;
+  }();
+  for (std::size_t i = 0; i < all_formats.size(); ++i) {
+    if (all_formats[i] == &f && element(f)) return known[i];
   }
+  return element_codec(f, kSaturate);
+}
+
+QuantizeElement quantize_element(const Scheme& s) {
+  QuantizeElement ec{&s, s.element.is_int(), s.element.bits(), s.element.max(), {}};
+  if (!ec.is_int) ec.codec = saturating_codec(*s.element.format);
   return ec;
 }
 
@@ -51,7 +66,8 @@ float tensor_amax(const float* x, std::int64_t n, int threads) {
   std::uint32_t m = 0;
 #pragma omp parallel for num_threads(thread_count(threads)) reduction(max : m) schedule(static)
   for (std::int64_t i = 0; i < n; i += (1 << 16)) {
-    m = std::max(m, std::bit_cast<std::uint32_t>(HWY_DYNAMIC_DISPATCH(FiniteAmax)(x + i, std::min<std::int64_t>(n - i, 1 << 16))));
+    const std::int64_t len = std::min<std::int64_t>(n - i, 1 << 16);
+    m = std::max(m, std::bit_cast<std::uint32_t>(HWY_DYNAMIC_DISPATCH(FiniteAmax)(x + i, len)));
   }
   return std::bit_cast<float>(m);
 }
@@ -66,9 +82,6 @@ void widen(const std::uint16_t* in, InputType type, std::int64_t n, float* out, 
 }
 
 namespace {
-
-// Outputs of this size or more are written with non-temporal stores (they would not stay in cache anyway).
-constexpr std::uint64_t kStreamBytes = 16u << 20;
 
 // max |x| over the finite values of bf16/f16 input, widened a slice at a time into a per-thread buffer (L2-sized),
 // so that a two-level scheme's first pass does not widen the whole tensor into memory.
@@ -159,6 +172,7 @@ void quantize_group(const Source& src, const detail::Geometry& g, const Scheme& 
       std::uint8_t* out = sink.q->codes.data() + (nibbles ? r0 * g.cols / 2 : r0 * g.cols);
       return HWY_DYNAMIC_DISPATCH(QuantizeRow)(x, g.cols, g.bc, ts, ec, out, nibbles, scales, divisors.data());
     }
+    row_codes.resize(static_cast<std::size_t>(g.cols));
     std::uint8_t* codes = sink.all_codes ? sink.all_codes->data() + r0 * g.cols : row_codes.data();
     HWY_DYNAMIC_DISPATCH(QuantizeRow)(x, g.cols, g.bc, ts, ec, codes, false, scales, divisors.data());
     return emit_row(g, ec, sink, r0, codes, divisors.data());
@@ -174,6 +188,7 @@ void quantize_group(const Source& src, const detail::Geometry& g, const Scheme& 
     (*sink.scale_codes)[bi * g.block_cols + bj] = bs.code;
   }
   for (std::int64_t r = r0; r < r1; ++r) {
+    row_codes.resize(static_cast<std::size_t>(g.cols));
     std::uint8_t* codes = sink.all_codes ? sink.all_codes->data() + r * g.cols : row_codes.data();
     HWY_DYNAMIC_DISPATCH(EncodeRow)(x + (r - r0) * g.cols, g.cols, g.bc, divisors.data(), ec, codes);
     emit_row(g, ec, sink, r, codes, divisors.data());
@@ -182,28 +197,103 @@ void quantize_group(const Source& src, const detail::Geometry& g, const Scheme& 
 
 bool needs_reference(const Scheme& s) { return s.rule == ScaleRule::mse || s.profile == Profile::ggml; }
 
+// Whether every row's codes start on a whole byte of the layout, so that rows pack and unpack on their own.
+bool rows_pack_alone(Layout layout, int bits, std::int64_t cols) {
+  return layout == Layout::unpacked || bits == 8 || (bits == 4 && cols % 2 == 0) || (bits == 6 && cols % 4 == 0);
+}
+
+// The input as the groups read it: bf16/f16 widened group by group, unless the reference or the non-finite check
+// needs the whole tensor as f32 first (widened into `widened`).
+Source source_of(const void* input, InputType type, const detail::Geometry& g, const Scheme& s,
+                 const QuantizeOptions& o, std::vector<float>& widened) {
+  if (type == InputType::f32) return {static_cast<const float*>(input), nullptr, InputType::f32};
+  const auto* narrow = static_cast<const std::uint16_t*>(input);
+  if (!needs_reference(s) && o.nonfinite != NonFinite::error) return {nullptr, narrow, type};
+  widened.resize(static_cast<std::size_t>(g.count()));
+  widen(narrow, type, g.count(), widened.data(), o.threads);
+  return {widened.data(), nullptr, InputType::f32};
+}
+
+// The second-level scale (1 for one-level schemes) from the tensor's finite amax: given, or found in a pass of its own.
+float tensor_scale_of(const Source& src, std::int64_t n, const Scheme& s, const QuantizeOptions& o, int threads) {
+  if (!s.tensor_scale) return 1.0f;
+  if (o.tensor_amax > 0) return tensor_scale_for(s, o.tensor_amax);
+  return tensor_scale_for(s, src.f32 ? tensor_amax(src.f32, n, threads)
+                                     : tensor_amax_narrow(src.narrow, src.type, n, threads));
+}
+
+// Where the groups write: q's codes themselves when rows pack alone (sized, not cleared: every byte is written
+// below, and resize keeps a reused buffer's capacity), else `all_codes`, one code per byte, packed at the end.
+Sink sink_for(QuantizedTensor& q, const detail::Geometry& g, const QuantizeOptions& o, int bits, float* fake_out,
+              std::vector<std::uint32_t>& scale_codes, std::vector<std::uint8_t>& all_codes) {
+  Sink sink;
+  sink.scale_codes = &scale_codes;
+  sink.fake = fake_out;
+  if (fake_out) return sink;
+  if (rows_pack_alone(o.layout, bits, g.cols) && o.layout != Layout::ggml) {
+    sink.q = &q;
+    q.codes.resize(o.layout == Layout::unpacked
+                       ? static_cast<std::size_t>(g.count())
+                       : static_cast<std::size_t>(g.rows) * packed_size(static_cast<std::size_t>(g.cols), bits));
+  } else {
+    all_codes.resize(static_cast<std::size_t>(g.count()));
+    sink.all_codes = &all_codes;
+  }
+  return sink;
+}
+
+// Where row r's codes are read from: one per byte (the whole unpacked tensor, or q's own codes when unpacked or
+// 8-bit), e2m1/int4 pairs where they lie (nibbles), or unpacked into `row`.
+struct RowCodes {
+  const std::uint8_t* codes;
+  bool nibbles;
+};
+RowCodes row_codes(const QuantizedTensor& q, const detail::Geometry& g, int bits,
+                   const std::vector<std::uint8_t>& all_codes, std::int64_t r, std::vector<std::uint8_t>& row) {
+  const std::size_t row_bytes = packed_size(static_cast<std::size_t>(g.cols), bits);
+  if (!all_codes.empty()) return {all_codes.data() + r * g.cols, false};
+  if (q.layout == Layout::unpacked || bits == 8) return {q.codes.data() + r * g.cols, false};
+  if (bits == 4 && g.bc % 2 == 0) return {q.codes.data() + r * row_bytes, true};
+  unpack_codes(std::span<const std::uint8_t>(q.codes.data() + r * row_bytes, row_bytes), bits, row);
+  return {row.data(), false};
+}
+
+// Outputs of this size or more are written with non-temporal stores (they would not stay in cache anyway).
+constexpr std::uint64_t kStreamBytes = 16u << 20;
+
+// How dequantize writes: an output past what the caches keep goes out by non-temporal stores (a plain store first
+// reads the line it writes, so a DRAM-sized dequantize moved 1.5x the bytes and ran at a third of memcpy):
+// aligned rows straight out, others through `staged`, an L1-sized buffer of whole blocks (`chunk` columns).
+struct Streaming {
+  bool stream, aligned_rows;
+  std::int64_t chunk;
+};
+
+void dequantize_row(const RowCodes& rc, const detail::Geometry& g, const float* divisors, const QuantizeElement& ec,
+                    const Streaming& w, std::vector<float>& staged, float* out) {
+  if (!w.stream || w.aligned_rows) {
+    return HWY_DYNAMIC_DISPATCH(DecodeRow)(rc.codes, rc.nibbles, g.cols, g.bc, divisors, ec, out, w.stream);
+  }
+  for (std::int64_t c0 = 0; c0 < g.cols; c0 += w.chunk) {
+    const std::int64_t n = std::min(w.chunk, g.cols - c0);
+    HWY_DYNAMIC_DISPATCH(DecodeRow)(rc.codes + (rc.nibbles ? c0 / 2 : c0), rc.nibbles, n, g.bc, divisors + c0 / g.bc,
+                                    ec, staged.data(), false);
+    HWY_DYNAMIC_DISPATCH(StreamCopy)(staged.data(), n, out + c0);
+  }
+}
+
 }  // namespace
 
 // The fast path behind mf::quantize / mf::fake_quantize (x already rotated if asked).
 void quantize_blocks(const void* input, InputType type, std::span<const std::int64_t> shape, const Scheme& s,
-                   const QuantizeOptions& o, float* fake_out, QuantizedTensor& q) {
+                     const QuantizeOptions& o, float* fake_out, QuantizedTensor& q) {
   const detail::Geometry g = detail::blocking(shape, s, o);
-  // Narrow inputs go group by group, unless something needs the whole tensor as f32 first.
   std::vector<float> widened;
-  Source src{static_cast<const float*>(input), nullptr, InputType::f32};
-  if (type != InputType::f32) {
-    if (needs_reference(s) || o.nonfinite == NonFinite::error) {
-      widened.resize(static_cast<std::size_t>(g.count()));
-      widen(static_cast<const std::uint16_t*>(input), type, g.count(), widened.data(), o.threads);
-      src.f32 = widened.data();
-    } else {
-      src = {nullptr, static_cast<const std::uint16_t*>(input), type};
-    }
-  }
+  const Source src = source_of(input, type, g, s, o, widened);
   const float* x = src.f32;
-  QuantizeOptions plain = o;
-  plain.rotate = 0;
   if (needs_reference(s)) {
+    QuantizeOptions plain = o;
+    plain.rotate = 0;
     q = ref::quantize(x, shape, s, plain);
     if (fake_out) ref::dequantize(q, fake_out);
     q.rotate = o.rotate;
@@ -215,40 +305,25 @@ void quantize_blocks(const void* input, InputType type, std::span<const std::int
     const std::int64_t bad = first_nonfinite(x, g);
     if (bad >= 0) detail::throw_nonfinite(q, bad, x[bad], o.tensor_name);
   }
-  const auto amax = [&] {
-    if (o.tensor_amax > 0) return o.tensor_amax;
-    return x ? tensor_amax(x, g.count(), threads) : tensor_amax_narrow(src.narrow, src.type, g.count(), threads);
-  };
-  q.tensor_scale = s.tensor_scale ? tensor_scale_for(s, amax()) : 1.0f;
+  q.tensor_scale = tensor_scale_of(src, g.count(), s, o, threads);
   const QuantizeElement ec = quantize_element(s);
-  const int bits = ec.bits;
-  const bool rows_pack_alone = o.layout == Layout::unpacked || bits == 8 || (bits == 4 && g.cols % 2 == 0) ||
-                               (bits == 6 && g.cols % 4 == 0);
   std::vector<std::uint32_t> scale_codes(static_cast<std::size_t>(g.blocks()));
   std::vector<std::uint8_t> all_codes;
-  Sink sink;
-  sink.scale_codes = &scale_codes;
-  sink.fake = fake_out;
-  if (!fake_out) {
-    if (rows_pack_alone && o.layout != Layout::ggml) {
-      sink.q = &q;
-      // Every byte is written below: resize keeps a reused buffer's contents and capacity (no clearing pass).
-      q.codes.resize(o.layout == Layout::unpacked
-                         ? static_cast<std::size_t>(g.count())
-                         : static_cast<std::size_t>(g.rows) * packed_size(static_cast<std::size_t>(g.cols), bits));
-    } else {
-      all_codes.resize(static_cast<std::size_t>(g.count()));
-      sink.all_codes = &all_codes;
-    }
-  }
-#pragma omp parallel num_threads(threads)
-  {
-    std::vector<std::uint8_t> row_codes(static_cast<std::size_t>(g.cols));
-    std::vector<float> wide, divisors;  // per thread, reused from row to row
+  const Sink sink = sink_for(q, g, o, ec.bits, fake_out, scale_codes, all_codes);
+  // The groups of block rows, shared out over the threads of the parallel region it runs in, if any.
+  const auto groups = [&] {
+    std::vector<std::uint8_t> row_codes;  // per thread, reused from row to row, sized where a row needs them
+    std::vector<float> wide, divisors;
 #pragma omp for schedule(static)
     for (std::int64_t bi = 0; bi < g.block_rows; ++bi) {
       quantize_group(src, g, s, ec, q.tensor_scale, bi, sink, row_codes, wide, divisors);
     }
+  };
+  if (threads > 1 && g.block_rows > 1) {
+#pragma omp parallel num_threads(threads)
+    groups();
+  } else {
+    groups();  // one thread or one group (a decode step's token): no parallel region to start
   }
   if (fake_out) return;
   if (sink.all_codes) detail::store_codes(q, all_codes);
@@ -259,55 +334,27 @@ void dequantize_blocks(const QuantizedTensor& q, float* out, int threads) {
   const detail::Geometry g = detail::geometry_of(q);
   const detail::RowDivisors divisors_of(q);  // per block row: no tensor-sized array of divisors
   const QuantizeElement ec = quantize_element(q.scheme);
-  const int bits = ec.bits;
-  const bool rows_alone = q.layout == Layout::unpacked || (bits == 8) || (bits == 4 && g.cols % 2 == 0) ||
-                          (bits == 6 && g.cols % 4 == 0);
   std::vector<std::uint8_t> all_codes;
-  if (!rows_alone || q.layout == Layout::ggml) {
+  if (!rows_pack_alone(q.layout, ec.bits, g.cols) || q.layout == Layout::ggml) {
     all_codes.resize(static_cast<std::size_t>(g.count()));
     detail::load_codes(q, all_codes);
   }
-  const std::size_t row_bytes = packed_size(static_cast<std::size_t>(g.cols), bits);
-  // An output past what the caches keep goes out by non-temporal stores: a plain store first reads the line it
-  // writes, so a DRAM-sized dequantize moved 1.5x the bytes and ran at a third of memcpy (BENCHMARKS.md).
-  const bool stream = static_cast<std::uint64_t>(g.count()) * sizeof(float) >= kStreamBytes;
-  const std::int64_t chunk = std::max<std::int64_t>(1, 4096 / g.bc) * g.bc;  // whole blocks, about 16 KiB
-  const bool aligned_rows = reinterpret_cast<std::uintptr_t>(out) % 64 == 0 && g.cols % 16 == 0 && g.bc % 16 == 0;
+  const Streaming w{static_cast<std::uint64_t>(g.count()) * sizeof(float) >= kStreamBytes,
+                    reinterpret_cast<std::uintptr_t>(out) % 64 == 0 && g.cols % 16 == 0 && g.bc % 16 == 0,
+                    std::max<std::int64_t>(1, 4096 / g.bc) * g.bc};  // whole blocks, about 16 KiB
 #pragma omp parallel num_threads(thread_count(threads))
   {
     std::vector<std::uint8_t> row(static_cast<std::size_t>(g.cols));
-    std::vector<float> staged(stream ? static_cast<std::size_t>(chunk) : 0);
+    std::vector<float> staged(w.stream ? static_cast<std::size_t>(w.chunk) : 0);
     std::vector<float> row_divisors(static_cast<std::size_t>(g.block_cols));
     std::int64_t divisors_row = -1;
 #pragma omp for schedule(static)
     for (std::int64_t r = 0; r < g.rows; ++r) {
-      const std::uint8_t* codes = row.data();
-      bool nibbles = false;
-      if (!all_codes.empty()) {
-        codes = all_codes.data() + r * g.cols;
-      } else if (q.layout == Layout::unpacked || bits == 8) {
-        codes = q.codes.data() + r * g.cols;
-      } else if (bits == 4 && g.bc % 2 == 0) {  // e2m1 / int4 pairs decoded where they lie
-        codes = q.codes.data() + r * row_bytes;
-        nibbles = true;
-      } else {
-        unpack_codes(std::span<const std::uint8_t>(q.codes.data() + r * row_bytes, row_bytes), bits, row);
-      }
       if (r / g.br != divisors_row) divisors_of(divisors_row = r / g.br, row_divisors.data());
-      // Aligned rows stream straight out; others through an L1-sized buffer, whole blocks at a time.
-      if (!stream || aligned_rows) {
-        HWY_DYNAMIC_DISPATCH(DecodeRow)(codes, nibbles, g.cols, g.bc, row_divisors.data(), ec, out + r * g.cols,
-                                        stream);
-        continue;
-      }
-      for (std::int64_t c0 = 0; c0 < g.cols; c0 += chunk) {
-        const std::int64_t n = std::min(chunk, g.cols - c0);
-        HWY_DYNAMIC_DISPATCH(DecodeRow)(codes + (nibbles ? c0 / 2 : c0), nibbles, n, g.bc, row_divisors.data() + c0 / g.bc,
-                                        ec, staged.data(), false);
-        HWY_DYNAMIC_DISPATCH(StreamCopy)(staged.data(), n, out + r * g.cols + c0);
-      }
+      dequantize_row(row_codes(q, g, ec.bits, all_codes, r, row), g, row_divisors.data(), ec, w, staged,
+                     out + r * g.cols);
     }
-    if (stream) HWY_DYNAMIC_DISPATCH(FlushStreams)();
+    if (w.stream) HWY_DYNAMIC_DISPATCH(FlushStreams)();
   }
 }
 

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 
+#include "element_codec.h"
 #include "minifloat/scale.h"
 #include "minifloat/scheme.h"
 
@@ -14,9 +15,8 @@ struct QuantizeElement {
   const Scheme* scheme;  // for the scalar tails (element_code / element_value)
   bool is_int;
   int bits;              // element width
-  int exponent_bits, mantissa_bits, bias;
-  Specials specials;
   float max;             // largest magnitude
+  ElementCodec codec;    // float elements: the element codec's traits (round to nearest even, saturate)
 };
 QuantizeElement quantize_element(const Scheme& s);
 

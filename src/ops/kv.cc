@@ -6,7 +6,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "minifloat/codec.h"
+#include "minifloat/bulk.h"
 #include "minifloat/quantize.h"
 
 namespace mf {
@@ -41,6 +41,27 @@ std::vector<float> quantized_part(const KvLayout& L, std::span<const float> valu
   return part;
 }
 
+// v4-mixed's RoPE dims of one token (the values past the quantized ones; none in the other formats) as the
+// little-endian bf16 that follows its e4m3 codes: cast by the bulk codec (RNE, as a plain cast), and back.
+void write_rope(const KvLayout& L, std::span<const float> token, std::uint8_t* dst) {
+  const std::size_t n = static_cast<std::size_t>(kKvValues - L.quantized_values);
+  if (n == 0) return;
+  std::array<std::uint16_t, kKvRopeDims> bits{};
+  encode_bulk(bf16, token.subspan(static_cast<std::size_t>(L.quantized_values)), std::span(bits).first(n));
+  for (std::size_t i = 0; i < n; ++i) {
+    dst[2 * i] = static_cast<std::uint8_t>(bits[i]);
+    dst[2 * i + 1] = static_cast<std::uint8_t>(bits[i] >> 8);
+  }
+}
+void read_rope(const KvLayout& L, const std::uint8_t* src, std::span<float> token) {
+  const std::size_t n = static_cast<std::size_t>(kKvValues - L.quantized_values);
+  if (n == 0) return;
+  std::array<std::uint16_t, kKvRopeDims> bits{};
+  for (std::size_t i = 0; i < n; ++i) bits[i] = static_cast<std::uint16_t>(src[2 * i] | src[2 * i + 1] << 8);
+  decode_bulk(bf16, std::span<const std::uint16_t>(bits).first(n),
+              token.subspan(static_cast<std::size_t>(L.quantized_values)));
+}
+
 // Quantizes `values` (tokens x 512) and writes token t to slots[t]; page_stride is the byte distance of pages.
 void write_slots(KvFormat f, int page_size, std::int64_t page_stride, std::span<std::uint8_t> buffer,
                  std::span<const float> values, std::span<const std::int64_t> slots) {
@@ -55,12 +76,7 @@ void write_slots(KvFormat f, int page_size, std::int64_t page_stride, std::span<
     const Place p = place(L, page_size, page_stride, slots[static_cast<std::size_t>(t)]);
     std::uint8_t* data = buffer.data() + p.data;
     std::memcpy(data, q.codes.data() + t * code_bytes, static_cast<std::size_t>(code_bytes));
-    // v4-mixed: the RoPE dims follow the e4m3 codes as little-endian bf16 (RNE, as a plain cast).
-    for (int i = L.quantized_values; i < kKvValues; ++i) {
-      const std::uint32_t b = encode(bf16, values[static_cast<std::size_t>(t * kKvValues + i)]);
-      data[code_bytes + 2 * (i - L.quantized_values)] = static_cast<std::uint8_t>(b);
-      data[code_bytes + 2 * (i - L.quantized_values) + 1] = static_cast<std::uint8_t>(b >> 8);
-    }
+    write_rope(L, values.subspan(static_cast<std::size_t>(t * kKvValues), kKvValues), data + code_bytes);
     std::uint8_t* scale = buffer.data() + p.scale;
     std::memcpy(scale, q.scales.data() + t * L.scale_count, static_cast<std::size_t>(L.scale_count));
     std::fill(scale + L.scale_count, scale + L.scale_bytes, std::uint8_t{0});
@@ -91,11 +107,7 @@ void read_slots(KvFormat f, int page_size, std::int64_t page_stride, std::span<c
     float* dst = out.data() + t * kKvValues;
     std::copy_n(part.data() + t * L.quantized_values, L.quantized_values, dst);
     const Place p = place(L, page_size, page_stride, slots[static_cast<std::size_t>(t)]);
-    const std::uint8_t* rope = buffer.data() + p.data + code_bytes;
-    for (int i = L.quantized_values; i < kKvValues; ++i) {
-      const int j = 2 * (i - L.quantized_values);
-      dst[i] = decode(bf16, static_cast<std::uint32_t>(rope[j] | rope[j + 1] << 8));
-    }
+    read_rope(L, buffer.data() + p.data + code_bytes, out.subspan(static_cast<std::size_t>(t * kKvValues), kKvValues));
   }
 }
 
