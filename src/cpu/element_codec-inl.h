@@ -42,6 +42,13 @@ HWY_INLINE hn::Mask<DU> NeedsScalar(DU du, VU mag) {
                 hn::Gt(hn::Set(du, 0x007FFFFFu), hn::Sub(mag, hn::Set(du, 1))));
 }
 
+// NeedsScalar for EncodeNearest with these traits: Inf and NaN lanes, and f32 subnormals unless the traits say
+// they round to zero in the vector steps.
+template <class DU, class VU = hn::Vec<DU>>
+HWY_INLINE hn::Mask<DU> NeedsScalarNearest(DU du, const ElementCodec& k, VU mag) {
+  return k.tiny_rounds_to_zero ? hn::Gt(mag, hn::Set(du, 0x7F7FFFFFu)) : NeedsScalar(du, mag);
+}
+
 // Zeros and negatives of an unsigned format or one without zero (ue8m0, ue4m3): their constant codes.
 template <class DU, class VU = hn::Vec<DU>>
 HWY_INLINE VU UnsignedFixups(DU du, const ElementCodec& k, VU bits, VU mag, VU code) {
@@ -56,10 +63,10 @@ template <class DU, class VU = hn::Vec<DU>>
 HWY_INLINE VU EncodeNearest(DU du, const ElementCodec& k, VU bits) {
   const hn::RebindToFloat<DU> df;
   const VU mag = hn::And(bits, hn::Set(du, 0x7FFFFFFFu));
-  const VU shift = hn::Set(du, k.shift);
+  const int shift = static_cast<int>(k.shift);  // one count for every lane: the immediate or register form
   VU code = hn::Add(mag, hn::Set(du, k.normal_add));
-  if (k.mantissa_bits != 0) code = hn::Add(code, hn::And(hn::Shr(mag, shift), hn::Set(du, 1)));
-  code = hn::Shr(code, shift);
+  if (k.mantissa_bits != 0) code = hn::Add(code, hn::And(hn::ShiftRightSame(mag, shift), hn::Set(du, 1)));
+  code = hn::ShiftRightSame(code, shift);
   if (k.min_normal_bits != 0) {
     const VU magic = hn::Set(du, k.magic_bits);
     const VU sub = hn::Sub(hn::BitCast(du, hn::Add(hn::BitCast(df, mag), hn::BitCast(df, magic))), magic);
@@ -67,8 +74,10 @@ HWY_INLINE VU EncodeNearest(DU du, const ElementCodec& k, VU bits) {
   }
   // Every overflow code is the sign plus overflow_pos (max finite, Inf or the NaN of that sign); an unsigned
   // format's negatives take their constant code after.
-  code = hn::IfThenElse(hn::Gt(code, hn::Set(du, k.max_code)), hn::Set(du, k.overflow_pos), code);
-  code = hn::Or(code, hn::Shr(hn::And(bits, hn::Set(du, 0x80000000u)), hn::Set(du, k.sign_shift)));
+  code = k.overflow_is_min ? hn::Min(code, hn::Set(du, k.overflow_pos))
+                           : hn::IfThenElse(hn::Gt(code, hn::Set(du, k.max_code)), hn::Set(du, k.overflow_pos), code);
+  // The f32 sign bit moved down onto the code's (an unsigned format's sign_mask is 0: its fixups follow).
+  code = hn::OrAnd(code, hn::ShiftRightSame(bits, static_cast<int>(k.sign_shift)), hn::Set(du, k.sign_mask));
   return k.unsigned_fixups ? UnsignedFixups(du, k, bits, mag, code) : code;
 }
 
@@ -177,6 +186,7 @@ template <class DU, class VU = hn::Vec<DU>>
 HWY_INLINE VU Decode(DU du, const ElementCodec& k, VU code) {
   const hn::RebindToFloat<DU> df;
   code = hn::And(code, hn::Set(du, k.code_mask));
+  if (k.decode_is_shift) return hn::ShiftLeftSame(code, static_cast<int>(k.shift));
   const VU sign = hn::Shl(hn::And(code, hn::Set(du, k.sign_mask)), hn::Set(du, k.sign_shift));
   const VU mag = hn::And(code, hn::Set(du, k.magnitude_mask));
   const VU shift = hn::Set(du, k.shift);
