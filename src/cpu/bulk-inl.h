@@ -38,15 +38,17 @@ HWY_INLINE hn::Vec<D> RandomBits(D du, std::uint64_t mixed_seed, std::uint64_t i
     return hn::Set(D(), static_cast<std::uint32_t>(splitmix64(mixed_seed ^ index) >> 32));
   } else {
     const hn::Repartition<std::uint64_t, D> d64;
+    // splitmix64 but its last step, z ^ (z >> 31): the high half of that is hi ^ (hi >> 31), hi = z >> 32, done
+    // below on the 32-bit lanes once both halves are in place.
     const auto mix = [&](hn::Vec<decltype(d64)> i) {
       auto z = hn::Add(hn::Xor(hn::Set(d64, mixed_seed), i), hn::Set(d64, 0x9E3779B97F4A7C15ull));
       z = hn::Mul(hn::Xor(z, hn::ShiftRight<30>(z)), hn::Set(d64, 0xBF58476D1CE4E5B9ull));
-      z = hn::Mul(hn::Xor(z, hn::ShiftRight<27>(z)), hn::Set(d64, 0x94D049BB133111EBull));
-      return hn::Xor(z, hn::ShiftRight<31>(z));
+      return hn::Mul(hn::Xor(z, hn::ShiftRight<27>(z)), hn::Set(d64, 0x94D049BB133111EBull));
     };
     const auto even = hn::Add(hn::ShiftLeft<1>(hn::Iota(d64, 0)), hn::Set(d64, index));
     const auto odd = hn::Add(even, hn::Set(d64, 1));
-    return hn::OddEven(hn::BitCast(du, mix(odd)), hn::BitCast(du, hn::ShiftRight<32>(mix(even))));
+    const auto hi = hn::OddEven(hn::BitCast(du, mix(odd)), hn::BitCast(du, hn::ShiftRight<32>(mix(even))));
+    return hn::Xor(hi, hn::ShiftRight<31>(hi));
   }
 }
 
@@ -92,7 +94,8 @@ HWY_INLINE void StoreGroup(const VU* c, Out* out) {
 }
 #endif
 
-enum class Path { nearest, stochastic, exact };
+// stochastic_any: stochastic rounding of any vector (EncodeRest's).
+enum class Path { nearest, stochastic, stochastic_any, exact };
 
 // The codes of one vector of f32 bits, none of whose lanes NeedsScalar; `index` is its first element's.
 template <Path kPath>
@@ -100,7 +103,9 @@ HWY_INLINE VU Codes(const ElementCodec& k, VU bits, std::uint64_t mixed_seed, st
   const DU du;
   if constexpr (kPath == Path::nearest) {
     return EncodeNearest(du, k, bits);
-  } else if constexpr (kPath == Path::stochastic) {
+  } else if constexpr (kPath == Path::stochastic) {  // EncodeLoop's groups: zeros and normals only
+    return EncodeStochasticNormal(du, k, bits, RandomBits(du, mixed_seed, index));
+  } else if constexpr (kPath == Path::stochastic_any) {
     const VU random = RandomBits(du, mixed_seed, index);
     return HWY_LIKELY(hn::AllFalse(du, NeedsExact(du, k, hn::And(bits, hn::Set(du, 0x7FFFFFFFu)))))
                ? EncodeStochastic(du, k, bits, random)
@@ -129,7 +134,8 @@ HWY_NOINLINE void EncodeRest(const ElementCodec& k, const EncodeRun& run, const 
     if (HWY_UNLIKELY(!hn::AllFalse(du, kPath == Path::nearest ? NeedsScalarNearest(du, k, mag) : NeedsScalar(du, mag)))) {
       for (std::size_t e = i; e < i + N; ++e) scalar(e);
     } else {
-      StoreCodes(Codes<kPath>(k, bits, splitmix64(run.seed), run.first_index + i), out + i);
+      constexpr Path kAny = kPath == Path::stochastic ? Path::stochastic_any : kPath;
+      StoreCodes(Codes<kAny>(k, bits, splitmix64(run.seed), run.first_index + i), out + i);
     }
   }
   for (; i < end; ++i) scalar(i);
@@ -149,10 +155,44 @@ HWY_INLINE void EncodeLoop(const ElementCodec& k, const EncodeRun& run, const fl
   for (; i + G * N <= n; i += G * N) {
     VU bits[G], c[G];
     auto any = hn::FirstN(du, 0);
-    for (std::size_t g = 0; g < G; ++g) {
-      bits[g] = hn::BitCast(du, hn::LoadU(hn::RebindToFloat<DU>(), x + i + g * N));
-      const VU mag = hn::And(bits[g], abs_mask);
-      any = hn::Or(any, kPath == Path::nearest ? NeedsScalarNearest(du, k, mag) : NeedsScalar(du, mag));
+    if (kPath == Path::nearest && k.tiny_rounds_to_zero) {  // only Inf and NaN: one test on the group's largest
+      VU top = hn::And(bits[0] = hn::BitCast(du, hn::LoadU(hn::RebindToFloat<DU>(), x + i)), abs_mask);
+      for (std::size_t g = 1; g < G; ++g) {
+        bits[g] = hn::BitCast(du, hn::LoadU(hn::RebindToFloat<DU>(), x + i + g * N));
+        top = hn::Max(top, hn::And(bits[g], abs_mask));
+      }
+      any = NeedsScalarNearest(du, k, top);
+    } else if (kPath == Path::stochastic) {  // a group of zeros and normals only: EncodeStochasticNormal
+      const VU one = hn::Set(du, 1);
+      VU top = hn::And(bits[0] = hn::BitCast(du, hn::LoadU(hn::RebindToFloat<DU>(), x + i)), abs_mask);
+      VU least = hn::Sub(top, one);
+      for (std::size_t g = 1; g < G; ++g) {
+        bits[g] = hn::BitCast(du, hn::LoadU(hn::RebindToFloat<DU>(), x + i + g * N));
+        const VU mag = hn::And(bits[g], abs_mask);
+        top = hn::Max(top, mag);
+        least = hn::Min(least, hn::Sub(mag, one));
+      }
+      if (HWY_UNLIKELY(!hn::AllFalse(du, NeedsStochasticSubnormal(du, k, least, top)))) {
+        // Lanes below the smallest normal: EncodeStochastic's subnormal step takes them unless one is an f32
+        // subnormal, Inf or NaN (the scalar codec) or needs a shift of 32 or more (EncodeExact).
+        const std::uint32_t exact_below = k.stochastic_floor_bits > 0x007FFFFFu ? k.stochastic_floor_bits : 0x007FFFFFu;
+        if (k.min_normal_bits != 0 &&
+            hn::AllFalse(du, hn::Or(hn::Gt(top, hn::Set(du, 0x7F7FFFFFu)), hn::Gt(hn::Set(du, exact_below), least)))) {
+          for (std::size_t g = 0; g < G; ++g) {
+            c[g] = EncodeStochastic(du, k, bits[g], RandomBits(du, mixed_seed, run.first_index + i + g * N));
+          }
+          StoreGroup(c, out + i);
+        } else {
+          EncodeRest<kPath>(k, run, x, i, i + G * N, out);
+        }
+        continue;
+      }
+    } else {
+      for (std::size_t g = 0; g < G; ++g) {
+        bits[g] = hn::BitCast(du, hn::LoadU(hn::RebindToFloat<DU>(), x + i + g * N));
+        const VU mag = hn::And(bits[g], abs_mask);
+        any = hn::Or(any, kPath == Path::nearest ? NeedsScalarNearest(du, k, mag) : NeedsScalar(du, mag));
+      }
     }
     if (HWY_UNLIKELY(!hn::AllFalse(du, any))) {
       EncodeRest<kPath>(k, run, x, i, i + G * N, out);

@@ -65,7 +65,14 @@ HWY_INLINE VU EncodeNearest(DU du, const ElementCodec& k, VU bits) {
   const VU mag = hn::And(bits, hn::Set(du, 0x7FFFFFFFu));
   const int shift = static_cast<int>(k.shift);  // one count for every lane: the immediate or register form
   VU code = hn::Add(mag, hn::Set(du, k.normal_add));
-  if (k.mantissa_bits != 0) code = hn::Add(code, hn::And(hn::ShiftRightSame(mag, shift), hn::Set(du, 1)));
+  if (k.mantissa_bits != 0) {  // + the bit that becomes the significand's last (ties to even)
+#if HWY_TARGET <= HWY_AVX3
+    // A test into a mask and a masked add: one step fewer than shift, and, add.
+    code = hn::IfThenElse(hn::TestBit(mag, hn::Set(du, 1u << shift)), hn::Add(code, hn::Set(du, 1)), code);
+#else
+    code = hn::Add(code, hn::And(hn::ShiftRightSame(mag, shift), hn::Set(du, 1)));
+#endif
+  }
   code = hn::ShiftRightSame(code, shift);
   if (k.min_normal_bits != 0) {
     const VU magic = hn::Set(du, k.magic_bits);
@@ -109,6 +116,29 @@ HWY_INLINE VU EncodeStochastic(DU du, const ElementCodec& k, VU bits, VU random)
   code = hn::IfThenElse(hn::Gt(code, hn::Set(du, k.max_code)), hn::Set(du, k.overflow_pos), code);
   code = hn::Or(code, hn::Shr(hn::And(bits, hn::Set(du, 0x80000000u)), hn::Set(du, k.sign_shift)));
   return k.unsigned_fixups ? UnsignedFixups(du, k, bits, mag, code) : code;
+}
+
+// EncodeStochastic for vectors whose lanes are all zero or normal in the target (no lane below 2^emin but zero, none
+// an f32 subnormal, Inf or NaN; NeedsStochasticSubnormal tells): the subnormal step left out.
+template <class DU, class VU = hn::Vec<DU>>
+HWY_INLINE VU EncodeStochasticNormal(DU du, const ElementCodec& k, VU bits, VU random) {
+  const VU mag = hn::And(bits, hn::Set(du, 0x7FFFFFFFu));
+  const int shift = static_cast<int>(k.shift);
+  const VU dropped = hn::And(random, hn::Set(du, (1u << shift) - 1));
+  VU code = hn::ShiftRightSame(hn::Add(hn::Add(mag, dropped), hn::Set(du, k.stochastic_add)), shift);
+  code = hn::IfThenZeroElse(hn::Eq(mag, hn::Zero(du)), code);
+  code = k.overflow_is_min ? hn::Min(code, hn::Set(du, k.overflow_pos))
+                           : hn::IfThenElse(hn::Gt(code, hn::Set(du, k.max_code)), hn::Set(du, k.overflow_pos), code);
+  code = hn::OrAnd(code, hn::ShiftRightSame(bits, static_cast<int>(k.sign_shift)), hn::Set(du, k.sign_mask));
+  return k.unsigned_fixups ? UnsignedFixups(du, k, bits, mag, code) : code;
+}
+
+// Lanes EncodeStochasticNormal leaves out, given the least of the vector's |x|bits - 1 (wrapping: zero is the
+// largest) and the largest |x|bits: below the smallest normal (f32's, at least) but not zero, or Inf / NaN.
+template <class DU, class VU = hn::Vec<DU>>
+HWY_INLINE hn::Mask<DU> NeedsStochasticSubnormal(DU du, const ElementCodec& k, VU least_minus_one, VU largest) {
+  const std::uint32_t floor = k.min_normal_bits > 0x00800000u ? k.min_normal_bits : 0x00800000u;
+  return hn::Or(hn::Gt(hn::Set(du, floor - 1), least_minus_one), hn::Gt(largest, hn::Set(du, 0x7F7FFFFFu)));
 }
 
 // |x|'s significand rounded right by `shift` (1 <= shift): nearest even or toward zero; shift >= 25 leaves 0 for
