@@ -228,25 +228,43 @@ void run_encode(const Args& args) {
   return args.bits ? encode_text<float>(args) : encode_text<double>(args);
 }
 
+// f32 values of `codes` (each below 2^f.bits()) through the bulk casts; f32 codes are their own bits.
+std::vector<float> decode_codes(const Format& f, const std::vector<std::uint32_t>& codes) {
+  std::vector<float> x(codes.size());
+  if (f.storage_bytes() <= 2) {
+    const auto bulk = [&]<class Code>(Code) {
+      const std::vector<Code> narrow(codes.begin(), codes.end());
+      decode_bulk(f, std::span<const Code>(narrow), x);
+    };
+    f.storage_bytes() == 1 ? bulk(std::uint8_t{}) : bulk(std::uint16_t{});
+  } else {
+    for (std::size_t i = 0; i < x.size(); ++i) x[i] = decode(f, codes[i]);
+  }
+  return x;
+}
+
 void run_decode(const Args& args) {
   if (!args.binary.empty()) {
     check_binary_alone(args);
     return run_decode_binary(args);
   }
   const Format& f = format_named(args.format);
-  std::string out;
+  std::vector<std::uint32_t> codes;
   for_each_input(args, [&](std::size_t line, std::string_view text) {
     const auto code = parse_code(text, f.bits());
     if (!code) {
       throw UsageError(fmt::format("{}: '{}' is not a code of {} (an integer below 2^{}, e.g. {})", where(args, line),
                                    text, f.name, f.bits(), hex_code(f, f.max_finite_code())));
     }
-    const float value = decode(f, *code);
+    codes.push_back(*code);
+  });
+  std::string out;
+  for (const float value : decode_codes(f, codes)) {
     // Shortest decimal that reads back as f64 to exactly this value, so `encode` (which reads f64) round-trips
     // every code, also where a format rounds on either side of one of its own values (ue8m0 0x00 = 2^-127).
     out += args.bits ? hex_code(f32, std::bit_cast<std::uint32_t>(value)) : shortest(static_cast<double>(value));
     out += '\n';
-  });
+  }
   write_stdout(out);
 }
 
