@@ -2,7 +2,7 @@
 // element's stochastic bits computed in the vector (SplitMix64 in 64-bit lanes, random.h's stochastic_bits), and the
 // scalar codec for the tails and for any vector holding a lane the vector steps do not cover (NaN, f32 subnormals).
 //
-// Included once per Highway target by bulk.cc through foreach_target.h; hence the toggle include guard.
+// Included once per Highway target by bulk_dispatch.cc through foreach_target.h; hence the toggle include guard.
 #if defined(MINIFLOAT_SRC_CPU_BULK_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef MINIFLOAT_SRC_CPU_BULK_INL_H_
 #undef MINIFLOAT_SRC_CPU_BULK_INL_H_
