@@ -1,7 +1,9 @@
 // Per-target element codec: f32 lanes to codes and back for any Format, from its ElementCodec traits
 // (element_codec.h), every lane the scalar codec's bits (include/minifloat/codec.h).
 //   * EncodeNearest: round to nearest even in a few integer steps on the f32 bits (and one f32 add below the
-//     smallest normal); its caller sends a vector with a lane NeedsScalar() to the scalar codec.
+//     smallest normal); its caller sends a vector with a lane NeedsScalar() (or, knowing the traits,
+//     NeedsScalarNearest(): fewer lanes) to the scalar codec.
+//   * EncodeStochasticNormal: EncodeStochastic for vectors of zeros and normals only (NeedsStochasticSubnormal).
 //   * EncodeStochastic: stochastic rounding in the same few steps, with each lane's 32 random bits; its caller also
 //     sends a vector with a lane NeedsExact() to EncodeExact.
 //   * EncodeExact: the scalar codec's integer steps lane by lane (any rounding; stochastic with each lane's 32 random
