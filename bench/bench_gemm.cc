@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_target.h"
 #include "gemm_cases.h"
 
 namespace {
@@ -155,24 +156,10 @@ void BM_ReadBandwidth(benchmark::State& state) {
 
 }  // namespace
 
-// MF_BENCH_TARGET=AVX2 (or SSE4): run the kernels as a CPU without AVX-512 would, on this one.
-bool restrict_target() {
-  const char* want = std::getenv("MF_BENCH_TARGET");
-  if (!want) return true;
-  for (const std::int64_t t : hwy::SupportedAndGeneratedTargets()) {
-    if (std::string(hwy::TargetName(t)) == want) {
-      hwy::SetSupportedTargetsForTest(t);
-      return true;
-    }
-  }
-  std::fprintf(stderr, "bench_gemm: MF_BENCH_TARGET=%s is not a compiled and supported Highway target\n", want);
-  return false;
-}
-
 int main(int argc, char** argv) {
   mf::bench::rerun_with_fitting_blas_kernels();  // before anything is printed or timed
   benchmark::Initialize(&argc, argv);
-  if (!restrict_target()) return 2;
+  if (!mf::bench::restrict_target("bench_gemm")) return 2;  // MF_BENCH_TARGET=AVX2: as an AVX2 CPU would
   if (mf::bench::have_blas()) benchmark::AddCustomContext("openblas_core", mf::bench::blas_core());
   const int threads = omp_get_max_threads();
   benchmark::RegisterBenchmark("FmaPeak", BM_FmaPeak)->Arg(threads)->Iterations(1)->UseRealTime();

@@ -85,31 +85,69 @@ nlohmann::json stats_json(const ErrorStats& e) {
           {"clipped_fraction", num(e.clipped_fraction)}};
 }
 
-void run(const Args& a) {
+// The tensors to measure: IN's, or one drawn from --dist with --shape.
+std::vector<io::FloatTensor> input_tensors(const Args& a) {
   if (a.in.empty() == a.dist.empty()) throw UsageError("give either IN or --dist (normal, laplace, uniform, student-t)");
-  std::vector<io::FloatTensor> tensors;
-  if (!a.in.empty()) {
-    tensors = io::read_float_tensors(a.in, a.tensor);
-  } else {
-    // The distributions' preconditions: a bad sigma or dof would be undefined behaviour, not an error.
-    if (!(a.sigma > 0) || !std::isfinite(a.sigma)) {
-      throw UsageError(fmt::format("--sigma must be a positive finite number, not {}", shortest(a.sigma)));
-    }
-    if (a.dist == "student-t" && (!(a.dof > 0) || !std::isfinite(a.dof))) {
-      throw UsageError(fmt::format("--dof must be a positive finite number, not {}", shortest(a.dof)));
-    }
-    const auto shape = parse_shape(a.shape);
-    std::int64_t n = 1;
-    for (const auto d : shape) n *= d;
-    if (n > (std::int64_t{1} << 30)) throw UsageError("--shape: more than 2^30 values");
-    tensors.push_back({a.dist, shape, draw(a.dist, n, a.sigma, a.dof, a.seed)});
+  if (!a.in.empty()) return io::read_float_tensors(a.in, a.tensor);
+  // The distributions' preconditions: a bad sigma or dof would be undefined behaviour, not an error.
+  if (!(a.sigma > 0) || !std::isfinite(a.sigma)) {
+    throw UsageError(fmt::format("--sigma must be a positive finite number, not {}", shortest(a.sigma)));
   }
+  if (a.dist == "student-t" && (!(a.dof > 0) || !std::isfinite(a.dof))) {
+    throw UsageError(fmt::format("--dof must be a positive finite number, not {}", shortest(a.dof)));
+  }
+  const auto shape = parse_shape(a.shape);
+  std::int64_t n = 1;
+  for (const auto d : shape) n *= d;
+  if (n > (std::int64_t{1} << 30)) throw UsageError("--shape: more than 2^30 values");
+  std::vector<io::FloatTensor> tensors;
+  tensors.push_back({a.dist, shape, draw(a.dist, n, a.sigma, a.dof, a.seed)});
+  return tensors;
+}
+
+// --scheme, then each of --compare's comma-separated schemes.
+std::vector<std::string> scheme_names(const Args& a) {
   std::vector<std::string> names{a.block.scheme};
   for (std::string_view rest = a.compare; !rest.empty();) {
     const std::size_t comma = rest.find(',');
     names.emplace_back(rest.substr(0, comma));
     rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
   }
+  return names;
+}
+
+// One scheme's report as JSON: scheme, rule, profile, bits per value, the statistics and the worst blocks.
+nlohmann::json report_json(const Scheme& s, const ErrorReport& r) {
+  nlohmann::json row{{"scheme", s.name}, {"rule", to_string(s.rule)}, {"profile", to_string(s.profile)},
+                     {"bits_per_value", r.bits_per_value}, {"stats", stats_json(r.total)}};
+  for (const BlockError& b : r.worst_blocks) {
+    row["worst_blocks"].push_back({{"block_row", b.block_row}, {"block_col", b.block_col}, {"mse", number(b.mse)},
+                                   {"max_abs_error", number(b.max_abs_error)}, {"amax", b.amax},
+                                   {"scale_code", b.scale_code}});
+  }
+  return row;
+}
+
+// rows as a text table: columns padded to their widest cell, the first two left-aligned, the rest right-aligned.
+std::string table_text(const std::vector<std::vector<std::string>>& rows) {
+  std::vector<std::size_t> width(rows[0].size(), 0);
+  for (const auto& r : rows)
+    for (std::size_t i = 0; i < r.size(); ++i) width[i] = std::max(width[i], r[i].size());
+  std::string text;
+  for (const auto& r : rows) {
+    std::string line;
+    for (std::size_t i = 0; i < r.size(); ++i) {
+      line += i < 2 ? fmt::format("{:<{}}  ", r[i], width[i]) : fmt::format("{:>{}}  ", r[i], width[i]);
+    }
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    text += line + "\n";
+  }
+  return text;
+}
+
+void run(const Args& a) {
+  const std::vector<io::FloatTensor> tensors = input_tensors(a);
+  const std::vector<std::string> names = scheme_names(a);
   nlohmann::json out;
   std::vector<std::vector<std::string>> rows{{"tensor", "scheme", "bits/value", "SQNR dB", "MSE", "mean rel",
                                               "max rel", "|err|/|x|", "zeroed", "clipped"}};
@@ -123,31 +161,12 @@ void run(const Args& a) {
       rows.push_back({t.name, s.name, fmt::format("{:.4g}", r.bits_per_value), fmt::format("{:.2f}", e.sqnr_db),
                       fmt::format("{:.3g}", e.mse), pct(e.mean_rel_error), pct(e.max_rel_error),
                       pct(e.mean_abs_error_ratio), pct(e.zeroed_fraction), pct(e.clipped_fraction)});
-      nlohmann::json row{{"scheme", s.name}, {"rule", to_string(s.rule)}, {"profile", to_string(s.profile)},
-                         {"bits_per_value", r.bits_per_value}, {"stats", stats_json(e)}};
-      for (const BlockError& b : r.worst_blocks) {
-        row["worst_blocks"].push_back({{"block_row", b.block_row}, {"block_col", b.block_col}, {"mse", number(b.mse)},
-                                       {"max_abs_error", number(b.max_abs_error)}, {"amax", b.amax},
-                                       {"scale_code", b.scale_code}});
-      }
-      tj["schemes"].push_back(row);
+      tj["schemes"].push_back(report_json(s, r));
     }
     out["tensors"].push_back(tj);
   }
   if (a.json) return write_stdout(out.dump(2) + "\n");
-  std::vector<std::size_t> width(rows[0].size(), 0);
-  for (const auto& r : rows)
-    for (std::size_t i = 0; i < r.size(); ++i) width[i] = std::max(width[i], r[i].size());
-  std::string text;
-  for (const auto& r : rows) {
-    std::string line;
-    for (std::size_t i = 0; i < r.size(); ++i) {
-      line += i < 2 ? fmt::format("{:<{}}  ", r[i], width[i]) : fmt::format("{:>{}}  ", r[i], width[i]);
-    }
-    while (!line.empty() && line.back() == ' ') line.pop_back();
-    text += line + "\n";
-  }
-  write_stdout(text);
+  write_stdout(table_text(rows));
 }
 
 }  // namespace

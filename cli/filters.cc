@@ -11,6 +11,7 @@
 #include <fstream>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "common.h"
@@ -99,11 +100,35 @@ std::span<const char> bytes_of(const std::vector<T>& v) {
   return {reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T)};
 }
 
-// f32 values in (4 bytes each), codes out (f.storage_bytes() each); element i's stochastic bits are those of line
-// i + 1 of the text form.
+// fn(codes of x): x (f32 or f64 values) through the bulk casts, each f64 rounded once from its own value; f32 codes
+// through the scalar codec (the identity, but for saturated Inf). Element i rounds with stochastic_bits(seed, i),
+// line i + 1 of the text form. Codes are f.storage_bytes() wide.
+template <class T, class Fn>
+void with_codes(const Format& f, std::span<const T> x, const CodecFlags& flags, Fn fn) {
+  const EncodeOptions options = encode_options(flags);
+  const BulkOptions bulk{options.rounding, options.overflow, flags.seed, 0};
+  if (f.storage_bytes() == 1) {
+    std::vector<std::uint8_t> codes(x.size());
+    encode_bulk(f, x, std::span<std::uint8_t>(codes), bulk);
+    return fn(codes);
+  }
+  if (f.storage_bytes() == 2) {
+    std::vector<std::uint16_t> codes(x.size());
+    encode_bulk(f, x, std::span<std::uint16_t>(codes), bulk);
+    return fn(codes);
+  }
+  std::vector<std::uint32_t> codes(x.size());
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    EncodeOptions o = options;
+    o.random_bits = stochastic_bits(flags.seed, i);
+    codes[i] = encode(f, x[i], o);
+  }
+  fn(codes);
+}
+
+// f32 values in (4 bytes each), codes out (f.storage_bytes() each).
 void run_encode_binary(const Args& args) {
   const Format& f = format_named(args.format);
-  const EncodeOptions options = encode_options(args.codec);
   const std::string in = read_binary(args.binary[0]);
   if (in.size() % 4 != 0) {
     throw UsageError(fmt::format("IN: {} bytes is not a whole number of f32 values (4 bytes each): {} bytes left "
@@ -111,24 +136,8 @@ void run_encode_binary(const Args& args) {
   }
   std::vector<float> x(in.size() / 4);
   std::memcpy(x.data(), in.data(), in.size());
-  const BulkOptions bulk{options.rounding, options.overflow, args.codec.seed, 0};
-  if (f.storage_bytes() == 1) {
-    std::vector<std::uint8_t> codes(x.size());
-    encode_bulk(f, x, std::span<std::uint8_t>(codes), bulk);
-    return write_binary(args.binary[1], bytes_of(codes));
-  }
-  if (f.storage_bytes() == 2) {
-    std::vector<std::uint16_t> codes(x.size());
-    encode_bulk(f, x, std::span<std::uint16_t>(codes), bulk);
-    return write_binary(args.binary[1], bytes_of(codes));
-  }
-  std::vector<std::uint32_t> codes(x.size());  // f32: the scalar codec (the identity, but for saturated Inf)
-  for (std::size_t i = 0; i < x.size(); ++i) {
-    EncodeOptions o = options;
-    o.random_bits = stochastic_bits(args.codec.seed, i);
-    codes[i] = encode(f, x[i], o);
-  }
-  write_binary(args.binary[1], bytes_of(codes));
+  with_codes(f, std::span<const float>(x), args.codec,
+             [&](const auto& codes) { write_binary(args.binary[1], bytes_of(codes)); });
 }
 
 // Codes in (f.storage_bytes() each, every one below 2^bits), f32 values out.
@@ -172,36 +181,66 @@ void check_binary_alone(const Args& args) {
   if (args.bits) throw UsageError("--binary reads and writes raw bytes: --bits does not apply");
 }
 
-void run_encode(const Args& args) {
-  if (!args.binary.empty()) {
-    check_binary_alone(args);
-    return run_encode_binary(args);
-  }
-  const Format& f = format_named(args.format);
-  EncodeOptions options = encode_options(args.codec);
-  const bool stochastic = options.rounding == Rounding::stochastic;
-  std::string out;
+// The input values as f64 (decimals, each read to the nearest f64) or, with --bits, as f32 bit patterns.
+template <class T>
+std::vector<T> read_values(const Args& args) {
+  std::vector<T> x;
   for_each_input(args, [&](std::size_t line, std::string_view text) {
-    if (stochastic) options.random_bits = stochastic_bits(args.codec.seed, line - 1);
-    std::uint32_t code = 0;
-    if (args.bits) {
+    if constexpr (std::is_same_v<T, float>) {
       const auto bits = parse_code(text, 32);
       if (!bits || (text.find("0x") == std::string_view::npos && text.find("0X") == std::string_view::npos)) {
         throw UsageError(fmt::format("{}: cannot read '{}' as f32 bits (0x3e99999a)", where(args, line), text));
       }
-      code = encode(f, std::bit_cast<float>(*bits), options);
+      x.push_back(std::bit_cast<float>(*bits));
     } else {
       const auto value = parse_decimal(text);
       if (!value) {
         throw UsageError(fmt::format("{}: cannot read '{}' as a decimal number{}", where(args, line), text,
                                      text.find("0x") != std::string_view::npos ? " (use --bits for f32 bits)" : ""));
       }
-      code = encode(f, *value, options);
+      x.push_back(*value);
     }
-    out += hex_code(f, code);
-    out += '\n';
+  });
+  return x;
+}
+
+// Text lines in, one hex code per line out: every value read first, then one bulk cast (from f64 for decimals:
+// rounded once, never through f32).
+template <class T>
+void encode_text(const Args& args) {
+  const Format& f = format_named(args.format);
+  const std::vector<T> x = read_values<T>(args);
+  std::string out;
+  with_codes(f, std::span<const T>(x), args.codec, [&](const auto& codes) {
+    for (const auto code : codes) {
+      out += hex_code(f, code);
+      out += '\n';
+    }
   });
   write_stdout(out);
+}
+
+void run_encode(const Args& args) {
+  if (!args.binary.empty()) {
+    check_binary_alone(args);
+    return run_encode_binary(args);
+  }
+  return args.bits ? encode_text<float>(args) : encode_text<double>(args);
+}
+
+// f32 values of `codes` (each below 2^f.bits()) through the bulk casts; f32 codes are their own bits.
+std::vector<float> decode_codes(const Format& f, const std::vector<std::uint32_t>& codes) {
+  std::vector<float> x(codes.size());
+  if (f.storage_bytes() <= 2) {
+    const auto bulk = [&]<class Code>(Code) {
+      const std::vector<Code> narrow(codes.begin(), codes.end());
+      decode_bulk(f, std::span<const Code>(narrow), x);
+    };
+    f.storage_bytes() == 1 ? bulk(std::uint8_t{}) : bulk(std::uint16_t{});
+  } else {
+    for (std::size_t i = 0; i < x.size(); ++i) x[i] = decode(f, codes[i]);
+  }
+  return x;
 }
 
 void run_decode(const Args& args) {
@@ -210,19 +249,22 @@ void run_decode(const Args& args) {
     return run_decode_binary(args);
   }
   const Format& f = format_named(args.format);
-  std::string out;
+  std::vector<std::uint32_t> codes;
   for_each_input(args, [&](std::size_t line, std::string_view text) {
     const auto code = parse_code(text, f.bits());
     if (!code) {
       throw UsageError(fmt::format("{}: '{}' is not a code of {} (an integer below 2^{}, e.g. {})", where(args, line),
                                    text, f.name, f.bits(), hex_code(f, f.max_finite_code())));
     }
-    const float value = decode(f, *code);
+    codes.push_back(*code);
+  });
+  std::string out;
+  for (const float value : decode_codes(f, codes)) {
     // Shortest decimal that reads back as f64 to exactly this value, so `encode` (which reads f64) round-trips
     // every code, also where a format rounds on either side of one of its own values (ue8m0 0x00 = 2^-127).
     out += args.bits ? hex_code(f32, std::bit_cast<std::uint32_t>(value)) : shortest(static_cast<double>(value));
     out += '\n';
-  });
+  }
   write_stdout(out);
 }
 

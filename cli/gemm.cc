@@ -155,13 +155,9 @@ std::vector<std::int64_t> m_list(const std::string& text) {
   return ms;
 }
 
-void gemm_bench(const BenchArgs& a) {
-  mf::bench::rerun_with_fitting_blas_kernels();  // before anything is printed (the header names the kernels)
-  const int threads = a.threads > 0 ? a.threads : omp_get_max_threads();
-  if (a.reps < 1) throw UsageError("--reps must be positive");
-  const std::vector<std::int64_t> ms = m_list(a.quick ? "1,8,128" : a.ms);
-  mf::bench::set_threads(threads);
-  fmt::print("threads: {} (minifloat and OpenBLAS alike); median of {} runs\n", threads, a.reps);
+// The run's header: threads, repetitions, this machine's FMA peak and read bandwidth, the OpenBLAS kernels.
+void print_bench_header(int threads, int reps) {
+  fmt::print("threads: {} (minifloat and OpenBLAS alike); median of {} runs\n", threads, reps);
   fmt::print("FMA peak: {:.1f} GFLOP/s; memory read bandwidth: {:.1f} GB/s\n\n",
              mf::bench::fma_peak_gflops(threads), mf::bench::read_bandwidth_gbs(threads));
   if (!mf::bench::have_blas()) fmt::print("(built without OpenBLAS: its columns are empty)\n\n");
@@ -170,7 +166,38 @@ void gemm_bench(const BenchArgs& a) {
     fmt::print("OpenBLAS kernels: {}{}\n\n", mf::bench::blas_core(),
                chosen ? fmt::format(" (OPENBLAS_CORETYPE={})", chosen) : std::string());
   }
+}
+
+// One table row: every way's GFLOP/s at m x n x k, the ratios to OpenBLAS and the weight GB/s. streamed: each call
+// on another copy of the weight, dequant+OpenBLAS left out.
+void print_bench_row(std::int64_t m, std::int64_t n, std::int64_t k, bool streamed, int threads, int reps) {
   using mf::bench::Way;
+  mf::bench::Operands o = mf::bench::make_operands(m, n, k);
+  const double flop = 2.0 * static_cast<double>(m * n * k);
+  double gflops[5] = {}, ms_of[5] = {};
+  for (const Way w : {Way::mf_bf16, Way::mf_fp8, Way::mf_mxfp4, Way::blas_f32, Way::deq_fp8_blas}) {
+    const int i = static_cast<int>(w);
+    if ((!mf::bench::have_blas() && i >= 3) || (streamed && w == Way::deq_fp8_blas)) continue;
+    std::optional<mf::bench::WeightRing> ring;
+    if (streamed) ring.emplace(o, w);
+    ms_of[i] = median_ms(o, w, threads, reps, ring ? &*ring : nullptr);
+    gflops[i] = flop / ms_of[i] / 1e6;
+  }
+  const auto ratio = [&](int i) { return gflops[3] > 0 ? fmt::format("{:.2f}", gflops[i] / gflops[3]) : "-"; };
+  const auto cell = [&](int i) { return gflops[i] > 0 ? fmt::format("{:.1f}", gflops[i]) : "-"; };
+  fmt::print("| {}x{} | {} | {} | {} | {} | {} | {} | {} | {} | {:.1f} | {:.1f} |\n", n, k, m, cell(0), cell(1),
+             cell(2), cell(3), cell(4), ratio(1), ratio(2), mf::bench::weight_bytes(o, Way::mf_fp8) / ms_of[1] / 1e6,
+             mf::bench::weight_bytes(o, Way::mf_mxfp4) / ms_of[2] / 1e6);
+  std::fflush(stdout);
+}
+
+void gemm_bench(const BenchArgs& a) {
+  mf::bench::rerun_with_fitting_blas_kernels();  // before anything is printed (the header names the kernels)
+  const int threads = a.threads > 0 ? a.threads : omp_get_max_threads();
+  if (a.reps < 1) throw UsageError("--reps must be positive");
+  const std::vector<std::int64_t> ms = m_list(a.quick ? "1,8,128" : a.ms);
+  mf::bench::set_threads(threads);
+  print_bench_header(threads, a.reps);
   // streamed: decode shapes only (M <= 16), each call on another copy of the weight; dequant+OpenBLAS is left out.
   for (const bool streamed : {false, true}) {
     if (streamed && std::none_of(ms.begin(), ms.end(), [](std::int64_t m) { return m <= 16; })) break;
@@ -183,25 +210,7 @@ void gemm_bench(const BenchArgs& a) {
                         : "Weights as the loop repeats them (in the last-level cache, where they fit):\n\n");
     for (const auto& [n, k] : {std::pair<std::int64_t, std::int64_t>{4096, 4096}, {7168, 2048}}) {
       for (const std::int64_t m : ms) {
-        if (streamed && m > 16) continue;
-        mf::bench::Operands o = mf::bench::make_operands(m, n, k);
-        const double flop = 2.0 * static_cast<double>(m * n * k);
-        double gflops[5] = {}, ms_of[5] = {};
-        for (const Way w : {Way::mf_bf16, Way::mf_fp8, Way::mf_mxfp4, Way::blas_f32, Way::deq_fp8_blas}) {
-          const int i = static_cast<int>(w);
-          if ((!mf::bench::have_blas() && i >= 3) || (streamed && w == Way::deq_fp8_blas)) continue;
-          std::optional<mf::bench::WeightRing> ring;
-          if (streamed) ring.emplace(o, w);
-          ms_of[i] = median_ms(o, w, threads, a.reps, ring ? &*ring : nullptr);
-          gflops[i] = flop / ms_of[i] / 1e6;
-        }
-        const auto ratio = [&](int i) { return gflops[3] > 0 ? fmt::format("{:.2f}", gflops[i] / gflops[3]) : "-"; };
-        const auto cell = [&](int i) { return gflops[i] > 0 ? fmt::format("{:.1f}", gflops[i]) : "-"; };
-        fmt::print("| {}x{} | {} | {} | {} | {} | {} | {} | {} | {} | {:.1f} | {:.1f} |\n", n, k, m, cell(0), cell(1),
-                   cell(2), cell(3), cell(4), ratio(1), ratio(2),
-                   mf::bench::weight_bytes(o, Way::mf_fp8) / ms_of[1] / 1e6,
-                   mf::bench::weight_bytes(o, Way::mf_mxfp4) / ms_of[2] / 1e6);
-        std::fflush(stdout);
+        if (!(streamed && m > 16)) print_bench_row(m, n, k, streamed, threads, a.reps);
       }
     }
   }

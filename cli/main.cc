@@ -9,11 +9,10 @@
 #include "common.h"
 #include "minifloat/dtype.h"
 
-int main(int argc, char** argv) {
-  CLI::App app{"minifloat: exact low-precision number formats for LLM inference (FP8, FP6, FP4, BF16, scales)",
-               "minifloat"};
-  app.require_subcommand(1);
-  app.set_version_flag("--version", "minifloat 0.1.0");
+namespace {
+
+// Every subcommand, each from its own file.
+void register_all(CLI::App& app) {
   mf::cli::register_formats(app);
   mf::cli::register_show(app);
   mf::cli::register_filters(app);
@@ -31,20 +30,24 @@ int main(int argc, char** argv) {
   mf::cli::register_memory(app);
   mf::cli::register_example_checkpoint(app);
   mf::cli::register_tour(app);
-  // CLI11 reports a mistyped subcommand as "a subcommand is required"; name it instead.
-  if (argc > 1 && argv[1][0] != '-') {
-    bool known = false;
-    std::string names;
-    for (const CLI::App* sub : app.get_subcommands({})) {
-      known = known || sub->get_name() == argv[1];
-      if (!names.empty()) names += ", ";
-      names += sub->get_name();
-    }
-    if (!known) {
-      std::fprintf(stderr, "minifloat: error: unknown subcommand '%s' (known: %s)\n", argv[1], names.c_str());
-      return 2;
-    }
+}
+
+// CLI11 reports a mistyped subcommand as "a subcommand is required": false, after naming it and the known ones.
+bool known_subcommand(CLI::App& app, int argc, char** argv) {
+  if (argc < 2 || argv[1][0] == '-') return true;
+  bool known = false;
+  std::string names;
+  for (const CLI::App* sub : app.get_subcommands({})) {
+    known = known || sub->get_name() == argv[1];
+    if (!names.empty()) names += ", ";
+    names += sub->get_name();
   }
+  if (!known) std::fprintf(stderr, "minifloat: error: unknown subcommand '%s' (known: %s)\n", argv[1], names.c_str());
+  return known;
+}
+
+// Parses and runs; the exit status: 0, 2 for bad input (a message naming it), 3 for an internal error.
+int parse_and_run(CLI::App& app, int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -70,4 +73,16 @@ int main(int argc, char** argv) {
     return 3;
   }
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"minifloat: exact low-precision number formats for LLM inference (FP8, FP6, FP4, BF16, scales)",
+               "minifloat"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "minifloat 0.1.0");
+  register_all(app);
+  if (!known_subcommand(app, argc, argv)) return 2;
+  return parse_and_run(app, argc, argv);
 }

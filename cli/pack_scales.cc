@@ -147,45 +147,52 @@ std::vector<std::int64_t> parse_codes(const std::string& text) {
   return shape;
 }
 
+// Tensor t of `in` unpacked into o (its codes, their dtype from the file's record or E8M0) and its pack-scales
+// records dropped from metadata; returns its report line. The command line wins over the file's record: checking
+// a file against the layout a GEMM expects.
+std::string unpack_tensor(const Args& a, const io::SafetensorsFile& in, const io::SafetensorsTensor& t, Output& o,
+                          std::map<std::string, std::string>& metadata) {
+  const auto& md = in.metadata();
+  const bool recorded = md.count(layout_key(t.name)) != 0;
+  if (a.platform.empty() && !recorded) {
+    throw UsageError(fmt::format("{}: tensor '{}': give --platform (the file does not record a layout)", a.in, t.name));
+  }
+  const ScaleLayout layout = layout_from(a.platform.empty() && recorded ? md.at(layout_key(t.name)) : a.platform);
+  if (a.codes.empty() && !md.count(codes_key(t.name))) {
+    throw UsageError(fmt::format("{}: tensor '{}': give the code shape with --codes (the file does not record it)",
+                                 a.in, t.name));
+  }
+  const std::vector<std::int64_t> codes = parse_codes(a.codes.empty() ? md.at(codes_key(t.name)) : a.codes);
+  const std::span<const std::byte> b = in.bytes(t);
+  PackedScales p{layout, signed_shape(t.shape), io::dtype_bits(t.dtype) / 8, copy_bytes(b)};
+  std::vector<std::uint8_t> out;
+  try {
+    out = unpack_scales(p, codes);
+  } catch (const ScaleLayoutError& e) {
+    throw UsageError(fmt::format("{}: tensor '{}': {}", a.in, t.name, e.what()));
+  }
+  io::DType dt = io::DType::F8_E8M0;
+  if (md.count(dtype_key(t.name))) dt = io::find_dtype(md.at(dtype_key(t.name))).value_or(io::DType::F8_E8M0);
+  add(o, t.name, dt, unsigned_shape(codes), std::move(out));
+  for (const std::string& k : {layout_key(t.name), codes_key(t.name), dtype_key(t.name)}) metadata.erase(k);
+  return fmt::format("{}: {} {} [{}] -> {} [{}]\n", t.name, to_string(layout), io::dtype_name(t.dtype),
+                     join_numbers(signed_shape(t.shape)), io::dtype_name(dt), join_numbers(codes));
+}
+
 void run_unpack(const Args& a) {
   check_paths(a);
   const io::SafetensorsFile in = io::read_safetensors(a.in);
   if (!a.tensor.empty() && !in.find(a.tensor)) throw UsageError(fmt::format("{}: no tensor '{}'", a.in, a.tensor));
-  const auto& md = in.metadata();
   Output o;
-  std::map<std::string, std::string> metadata = md;
+  std::map<std::string, std::string> metadata = in.metadata();
   std::string report;
   for (const io::SafetensorsTensor& t : in.tensors()) {
-    const bool recorded = md.count(layout_key(t.name)) != 0;
-    const bool chosen = a.tensor.empty() ? recorded : t.name == a.tensor;
-    if (!chosen) {
+    const bool recorded = in.metadata().count(layout_key(t.name)) != 0;
+    if (a.tensor.empty() ? recorded : t.name == a.tensor) {
+      report += unpack_tensor(a, in, t, o, metadata);
+    } else {
       add(o, t.name, t.dtype, t.shape, copy_bytes(in.bytes(t)));
-      continue;
     }
-    // The command line wins over the file's record: checking a file against the layout a GEMM expects.
-    if (a.platform.empty() && !recorded) {
-      throw UsageError(fmt::format("{}: tensor '{}': give --platform (the file does not record a layout)", a.in, t.name));
-    }
-    const ScaleLayout layout = layout_from(a.platform.empty() && recorded ? md.at(layout_key(t.name)) : a.platform);
-    if (a.codes.empty() && !md.count(codes_key(t.name))) {
-      throw UsageError(fmt::format("{}: tensor '{}': give the code shape with --codes (the file does not record it)",
-                                   a.in, t.name));
-    }
-    const std::vector<std::int64_t> codes = parse_codes(a.codes.empty() ? md.at(codes_key(t.name)) : a.codes);
-    const std::span<const std::byte> b = in.bytes(t);
-    PackedScales p{layout, signed_shape(t.shape), io::dtype_bits(t.dtype) / 8, copy_bytes(b)};
-    std::vector<std::uint8_t> out;
-    try {
-      out = unpack_scales(p, codes);
-    } catch (const ScaleLayoutError& e) {
-      throw UsageError(fmt::format("{}: tensor '{}': {}", a.in, t.name, e.what()));
-    }
-    io::DType dt = io::DType::F8_E8M0;
-    if (md.count(dtype_key(t.name))) dt = io::find_dtype(md.at(dtype_key(t.name))).value_or(io::DType::F8_E8M0);
-    add(o, t.name, dt, unsigned_shape(codes), std::move(out));
-    for (const std::string& k : {layout_key(t.name), codes_key(t.name), dtype_key(t.name)}) metadata.erase(k);
-    report += fmt::format("{}: {} {} [{}] -> {} [{}]\n", t.name, to_string(layout), io::dtype_name(t.dtype),
-                          join_numbers(signed_shape(t.shape)), io::dtype_name(dt), join_numbers(codes));
   }
   if (report.empty()) {
     throw UsageError(fmt::format("{}: no tensor packed by pack-scales; name one with --tensor, --platform and --codes",

@@ -3,14 +3,17 @@
 // the next call). No logic lives here beyond parsing the page's inputs and naming the library call.
 #include <emscripten/emscripten.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "minifloat/block_demo.h"
+#include "minifloat/bulk.h"
 #include "minifloat/codec.h"
 #include "minifloat/describe_json.h"
 #include "minifloat/format.h"
@@ -138,26 +141,54 @@ EMSCRIPTEN_KEEPALIVE const char* mf_random_values(int n, double spread, std::uin
   return give(s);
 }
 
-// Bulk codec for the WebAssembly-against-native test (tests/web/wasm_vs_native.py): n f32 bit patterns in, n codes
-// out, with the options `minifloat encode` takes (stochastic bits are stochastic_bits(seed, i) as there).
-// Returns 0, or -1 for an unknown format.
+// Array casts through the library's bulk casts (minifloat/bulk.h; in this build the scalar codec in a loop), for the
+// WebAssembly-against-native test (tests/web/test_wasm_vs_native.py): n f32 bit patterns in, n codes out, with the
+// options `minifloat encode` takes (stochastic bits are stochastic_bits(seed, i) as there). f32 codes are the
+// scalar codec's. Returns 0, or -1 for an unknown format.
 EMSCRIPTEN_KEEPALIVE int mf_encode_bits(const char* format, const std::uint32_t* bits, std::uint32_t* codes, int n,
                                         int rounding, int overflow, std::uint32_t seed) {
   const mf::Format* f = mf::find_format(format);
   if (!f) return -1;
-  mf::EncodeOptions o = options(rounding, overflow, seed);
-  for (int i = 0; i < n; ++i) {
-    o.random_bits = mf::stochastic_bits(seed, static_cast<std::uint64_t>(i));
-    codes[i] = mf::encode(*f, std::bit_cast<float>(bits[i]), o);
+  const auto count = static_cast<std::size_t>(n);
+  const std::span<const float> x(reinterpret_cast<const float*>(bits), count);
+  const mf::EncodeOptions o = options(rounding, overflow, seed);
+  const mf::BulkOptions bulk{o.rounding, o.overflow, seed, 1};
+  const auto widen = [&]<class Code>(Code) {
+    std::vector<Code> narrow(count);
+    mf::encode_bulk(*f, x, std::span<Code>(narrow), bulk);
+    std::copy(narrow.begin(), narrow.end(), codes);
+  };
+  if (f->storage_bytes() == 1) {
+    widen(std::uint8_t{});
+  } else if (f->storage_bytes() == 2) {
+    widen(std::uint16_t{});
+  } else {
+    for (std::size_t i = 0; i < count; ++i) {
+      mf::EncodeOptions e = o;
+      e.random_bits = mf::stochastic_bits(seed, i);
+      codes[i] = mf::encode(*f, x[i], e);
+    }
   }
   return 0;
 }
 
-// n codes in, n decoded f32 bit patterns out; -1 for an unknown format.
+// n codes in, n decoded f32 bit patterns out (bulk.h's decode_bulk); -1 for an unknown format.
 EMSCRIPTEN_KEEPALIVE int mf_decode_bits(const char* format, const std::uint32_t* codes, std::uint32_t* bits, int n) {
   const mf::Format* f = mf::find_format(format);
   if (!f) return -1;
-  for (int i = 0; i < n; ++i) bits[i] = std::bit_cast<std::uint32_t>(mf::decode(*f, codes[i]));
+  const auto count = static_cast<std::size_t>(n);
+  const std::span<float> x(reinterpret_cast<float*>(bits), count);
+  const auto narrow = [&]<class Code>(Code) {
+    const std::vector<Code> c(codes, codes + count);  // decode reads each code's low f.bits() bits, as decode() does
+    mf::decode_bulk(*f, std::span<const Code>(c), x);
+  };
+  if (f->storage_bytes() == 1) {
+    narrow(std::uint8_t{});
+  } else if (f->storage_bytes() == 2) {
+    narrow(std::uint16_t{});
+  } else {
+    for (std::size_t i = 0; i < count; ++i) x[i] = mf::decode(*f, codes[i]);
+  }
   return 0;
 }
 

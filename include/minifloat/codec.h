@@ -84,6 +84,38 @@ constexpr std::uint32_t overflow_code(const Format& f, std::uint32_t sign, const
   return f.has_inf() ? sign | f.inf_code() : f.nan_code(sign != 0);
 }
 
+// Step 2 of encode: the code of NaN, Inf, zero, and a negative in an unsigned format (mag: |x|'s bits, inf_bits:
+// Inf's); -1 for every other value.
+template <class Bits>
+constexpr std::int64_t special_code(const Format& f, bool negative, Bits mag, Bits inf_bits, const EncodeOptions& o) {
+  const std::uint32_t sign = negative ? f.sign_mask() : 0;
+  if (mag > inf_bits) return f.has_nan() ? f.nan_code(negative) : (negative ? 0 : f.sign_mask());
+  if (!f.is_signed() && negative && (mag != 0 || !f.has_zero)) return f.nan_code();
+  if (mag == inf_bits) {
+    if (o.overflow == Overflow::saturate || f.specials == Specials::finite) return sign | f.max_finite_code();
+    return f.has_inf() ? sign | f.inf_code() : f.nan_code(negative);
+  }
+  if (mag == 0) return f.has_zero ? sign : f.nan_code();
+  return -1;
+}
+
+// Step 3 of encode: a finite nonzero |x| (its bits `mag`) as sig * 2^(e - M), sig in [2^M, 2^(M+1)), M the
+// source's mantissa bits; subnormal sources normalized.
+struct Significand {
+  std::uint64_t sig;
+  int e;
+};
+template <class T, class Bits>
+constexpr Significand significand(Bits mag) {
+  using S = Source<T>;
+  constexpr int width = static_cast<int>(sizeof(Bits) * 8);
+  const int field = static_cast<int>(mag >> S::mantissa_bits);
+  const std::uint64_t sig = mag & ((Bits{1} << S::mantissa_bits) - 1);
+  if (field != 0) return {sig | (std::uint64_t{1} << S::mantissa_bits), field - S::bias};
+  const int lead = (width - 1 - std::countl_zero(static_cast<Bits>(sig)));  // bit index of the leading one
+  return {sig << (S::mantissa_bits - lead), 1 - S::bias - (S::mantissa_bits - lead)};
+}
+
 template <class T>
 constexpr std::uint32_t encode(const Format& f, T x, const EncodeOptions& o) {
   using S = Source<T>;
@@ -98,25 +130,12 @@ constexpr std::uint32_t encode(const Format& f, T x, const EncodeOptions& o) {
   const std::uint32_t sign = negative ? f.sign_mask() : 0;
 
   // 2. NaN, Inf, zero, and negatives in unsigned formats.
-  if (mag > inf_bits) return f.has_nan() ? f.nan_code(negative) : (negative ? 0 : f.sign_mask());
-  if (!f.is_signed() && negative && (mag != 0 || !f.has_zero)) return f.nan_code();
-  if (mag == inf_bits) {
-    if (o.overflow == Overflow::saturate || f.specials == Specials::finite) return sign | f.max_finite_code();
-    return f.has_inf() ? sign | f.inf_code() : f.nan_code(negative);
+  if (const std::int64_t special = special_code(f, negative, mag, inf_bits, o); special >= 0) {
+    return static_cast<std::uint32_t>(special);
   }
-  if (mag == 0) return f.has_zero ? sign : f.nan_code();
 
   // 3. |x| = sig * 2^(e - M) with sig in [2^M, 2^(M+1)); normalize subnormal sources.
-  const int field = static_cast<int>(mag >> S::mantissa_bits);
-  std::uint64_t sig = mag & ((Bits{1} << S::mantissa_bits) - 1);
-  int e = field - S::bias;
-  if (field == 0) {
-    const int lead = (width - 1 - std::countl_zero(static_cast<Bits>(sig)));  // bit index of the leading one
-    sig <<= (S::mantissa_bits - lead);
-    e = 1 - S::bias - (S::mantissa_bits - lead);
-  } else {
-    sig |= std::uint64_t{1} << S::mantissa_bits;
-  }
+  const auto [sig, e] = significand<T>(mag);
 
   // 4. The target's quantum at this magnitude: 2^q, where the grid below the smallest normal is the subnormal one.
   //    Formats without zero (ue8m0) keep that grid for nearest and toward-zero rounding, as ml_dtypes does; but

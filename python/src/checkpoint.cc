@@ -39,7 +39,10 @@ nb::dict report_dict(const io::ConvertReport& r) {
 
 }  // namespace
 
-void bind_checkpoint(nb::module_& m) {
+namespace {
+
+// convert_checkpoint, checkpoint_shards, merge_index, recipe_targets: the checkpoint converter and its recipes.
+void bind_convert(nb::module_& m) {
   m.def(
       "convert_checkpoint",
       [](const std::string& in, const std::string& out, const std::string& recipe, std::size_t job_index,
@@ -86,6 +89,10 @@ void bind_checkpoint(nb::module_& m) {
         return nb::make_tuple(r.name, std::string(to_string(r.profile)), targets);
       },
       nb::arg("recipe"), nb::arg("names"));
+}
+
+// gguf_tensors and make_example_checkpoint: reading GGUF files and writing the example checkpoints.
+void bind_gguf_and_examples(nb::module_& m) {
   // [(name, float32 array in numpy shape order)] for every tensor; IoError (RuntimeError) naming a tensor whose type
   // is not decoded, before any is.
   m.def(
@@ -117,6 +124,13 @@ void bind_checkpoint(nb::module_& m) {
         io::write_example_checkpoint(dir, shards, io::example_size(a), a);
       },
       nb::arg("dir"), nb::arg("shards"), nb::arg("arch"));
+}
+
+}  // namespace
+
+void bind_checkpoint(nb::module_& m) {
+  bind_convert(m);
+  bind_gguf_and_examples(m);
 }
 
 }  // namespace mf::py

@@ -114,15 +114,9 @@ nb::dict report_dict(const ErrorReport& r, const Scheme& s) {
   return d;
 }
 
-}  // namespace
-
-void bind_quantize(nb::module_& m) {
-  nb::class_<Options>(m, "Options")
-      .def(nb::init<std::string, int, int, bool, std::string>(), nb::arg("layout"), nb::arg("rotate"),
-           nb::arg("threads"), nb::arg("pad"), nb::arg("nonfinite"));
-
-  nb::class_<QuantizedTensor>(m, "QuantizedTensor")
-      .def_prop_ro("shape", [](const QuantizedTensor& q) { return q.shape; })
+// QuantizedTensor's read-only properties: its scheme, layout and scales, and views of its codes and scales.
+void bind_quantized_tensor_properties(nb::class_<QuantizedTensor>& c) {
+  c.def_prop_ro("shape", [](const QuantizedTensor& q) { return q.shape; })
       .def_prop_ro("scheme", [](const QuantizedTensor& q) { return q.scheme.name; })
       .def_prop_ro("scale_format", [](const QuantizedTensor& q) { return std::string(q.scheme.scale_format->name); })
       .def_prop_ro("element", [](const QuantizedTensor& q) { return q.scheme.element.name(); })
@@ -137,9 +131,13 @@ void bind_quantize(nb::module_& m) {
       .def_prop_ro("block", [](const QuantizedTensor& q) { return nb::make_tuple(q.scheme.block_rows, q.scheme.block_cols); })
       .def_prop_ro("nbytes", &QuantizedTensor::nbytes)
       .def_prop_ro("codes", [](nb::handle self) { return view(nb::cast<QuantizedTensor&>(self).codes, self); })
-      .def_prop_ro("scales", [](nb::handle self) { return view(nb::cast<QuantizedTensor&>(self).scales, self); })
-      // One scale code per block, [block rows, block cols], whatever the layout (ggml keeps them inside its blocks).
-      .def("scale_codes", [](const QuantizedTensor& q, Array out) {
+      .def_prop_ro("scales", [](nb::handle self) { return view(nb::cast<QuantizedTensor&>(self).scales, self); });
+}
+
+// QuantizedTensor's methods: scale_codes, dequantize (into f32 or bf16) and error_report.
+void bind_quantized_tensor_methods(nb::class_<QuantizedTensor>& c) {
+  // One scale code per block, [block rows, block cols], whatever the layout (ggml keeps them inside its blocks).
+  c.def("scale_codes", [](const QuantizedTensor& q, Array out) {
         if (q.scale_shape.size() != 2 && q.layout != Layout::ggml) throw std::invalid_argument("no scales");
         const std::int64_t br = (q.rows() + q.scheme.block_rows - 1) / q.scheme.block_rows;
         const std::int64_t bc = (q.cols() + q.scheme.block_cols - 1) / q.scheme.block_cols;
@@ -169,6 +167,17 @@ void bind_quantize(nb::module_& m) {
         }
         return report_dict(r, q.scheme);
       }, nb::arg("array"), nb::arg("worst_blocks"));
+}
+
+}  // namespace
+
+void bind_quantize(nb::module_& m) {
+  nb::class_<Options>(m, "Options")
+      .def(nb::init<std::string, int, int, bool, std::string>(), nb::arg("layout"), nb::arg("rotate"),
+           nb::arg("threads"), nb::arg("pad"), nb::arg("nonfinite"));
+  nb::class_<QuantizedTensor> c(m, "QuantizedTensor");
+  bind_quantized_tensor_properties(c);
+  bind_quantized_tensor_methods(c);
 
   m.def("quantize", &quantize_array, nb::arg("x"), nb::arg("input"), nb::arg("scheme"), nb::arg("rule"),
         nb::arg("profile"), nb::arg("options"));

@@ -2,7 +2,7 @@
 // element's stochastic bits computed in the vector (SplitMix64 in 64-bit lanes, random.h's stochastic_bits), and the
 // scalar codec for the tails and for any vector holding a lane the vector steps do not cover (NaN, f32 subnormals).
 //
-// Included once per Highway target by bulk.cc through foreach_target.h; hence the toggle include guard.
+// Included once per Highway target by bulk_dispatch.cc through foreach_target.h; hence the toggle include guard.
 #if defined(MINIFLOAT_SRC_CPU_BULK_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef MINIFLOAT_SRC_CPU_BULK_INL_H_
 #undef MINIFLOAT_SRC_CPU_BULK_INL_H_
@@ -11,11 +11,13 @@
 #endif
 
 #include <cstdint>
+#include <type_traits>
 
 #include "bulk_kernels.h"
 #include "element_codec-inl.h"
 #include "hwy/highway.h"
 #include "minifloat/codec.h"
+#include "minifloat/format.h"
 #include "minifloat/random.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -36,15 +38,17 @@ HWY_INLINE hn::Vec<D> RandomBits(D du, std::uint64_t mixed_seed, std::uint64_t i
     return hn::Set(D(), static_cast<std::uint32_t>(splitmix64(mixed_seed ^ index) >> 32));
   } else {
     const hn::Repartition<std::uint64_t, D> d64;
+    // splitmix64 but its last step, z ^ (z >> 31): the high half of that is hi ^ (hi >> 31), hi = z >> 32, done
+    // below on the 32-bit lanes once both halves are in place.
     const auto mix = [&](hn::Vec<decltype(d64)> i) {
       auto z = hn::Add(hn::Xor(hn::Set(d64, mixed_seed), i), hn::Set(d64, 0x9E3779B97F4A7C15ull));
       z = hn::Mul(hn::Xor(z, hn::ShiftRight<30>(z)), hn::Set(d64, 0xBF58476D1CE4E5B9ull));
-      z = hn::Mul(hn::Xor(z, hn::ShiftRight<27>(z)), hn::Set(d64, 0x94D049BB133111EBull));
-      return hn::Xor(z, hn::ShiftRight<31>(z));
+      return hn::Mul(hn::Xor(z, hn::ShiftRight<27>(z)), hn::Set(d64, 0x94D049BB133111EBull));
     };
     const auto even = hn::Add(hn::ShiftLeft<1>(hn::Iota(d64, 0)), hn::Set(d64, index));
     const auto odd = hn::Add(even, hn::Set(d64, 1));
-    return hn::OddEven(hn::BitCast(du, mix(odd)), hn::BitCast(du, hn::ShiftRight<32>(mix(even))));
+    const auto hi = hn::OddEven(hn::BitCast(du, mix(odd)), hn::BitCast(du, hn::ShiftRight<32>(mix(even))));
+    return hn::Xor(hi, hn::ShiftRight<31>(hi));
   }
 }
 
@@ -90,70 +94,172 @@ HWY_INLINE void StoreGroup(const VU* c, Out* out) {
 }
 #endif
 
-enum class Path { nearest, stochastic, exact };
+// stochastic_any: stochastic rounding of any vector (EncodeRest's).
+enum class Path { nearest, stochastic, stochastic_any, exact };
 
-// One loop per path, so that each holds only its own constants in registers. The traits are copied in: stores
-// through `out` might alias the caller's, and would reload every constant.
+// The codes of one vector of f32 bits, none of whose lanes NeedsScalar; `index` is its first element's.
+template <Path kPath>
+HWY_INLINE VU Codes(const ElementCodec& k, VU bits, std::uint64_t mixed_seed, std::uint64_t index) {
+  const DU du;
+  if constexpr (kPath == Path::nearest) {
+    return EncodeNearest(du, k, bits);
+  } else if constexpr (kPath == Path::stochastic) {  // EncodeLoop's groups: zeros and normals only
+    return EncodeStochasticNormal(du, k, bits, RandomBits(du, mixed_seed, index));
+  } else if constexpr (kPath == Path::stochastic_any) {
+    const VU random = RandomBits(du, mixed_seed, index);
+    return HWY_LIKELY(hn::AllFalse(du, NeedsExact(du, k, hn::And(bits, hn::Set(du, 0x7FFFFFFFu)))))
+               ? EncodeStochastic(du, k, bits, random)
+               : EncodeExact(du, k, bits, random);
+  } else {
+    return EncodeExact(du, k, bits, hn::Zero(du));
+  }
+}
+
+// x[begin, end) a vector at a time, a vector with a lane that NeedsScalar (and the tail) through the scalar codec:
+// the rare vectors the main loop leaves, and the last few. Out of line, so that the main loop keeps its constants.
 template <Path kPath, class Out>
-HWY_INLINE void EncodeSpan(const ElementCodec k, const EncodeRun run, const float* x, std::size_t n, Out* out) {
+HWY_NOINLINE void EncodeRest(const ElementCodec& k, const EncodeRun& run, const float* x, std::size_t begin,
+                             std::size_t end, Out* out) {
   const DU du;
   const std::size_t N = hn::Lanes(du);
-  const std::uint64_t mixed_seed = splitmix64(run.seed);
   const auto scalar = [&](std::size_t j) {
     EncodeOptions o = k.options;
     o.random_bits = kPath == Path::stochastic ? stochastic_bits(run.seed, run.first_index + j) : 0;
     out[j] = static_cast<Out>(encode(*k.format, x[j], o));
   };
-  const auto load = [&](std::size_t j) { return hn::BitCast(du, hn::LoadU(hn::RebindToFloat<DU>(), x + j)); };
+  std::size_t i = begin;
+  for (; i + N <= end; i += N) {
+    const VU bits = hn::BitCast(du, hn::LoadU(hn::RebindToFloat<DU>(), x + i));
+    const VU mag = hn::And(bits, hn::Set(du, 0x7FFFFFFFu));
+    if (HWY_UNLIKELY(!hn::AllFalse(du, kPath == Path::nearest ? NeedsScalarNearest(du, k, mag) : NeedsScalar(du, mag)))) {
+      for (std::size_t e = i; e < i + N; ++e) scalar(e);
+    } else {
+      constexpr Path kAny = kPath == Path::stochastic ? Path::stochastic_any : kPath;
+      StoreCodes(Codes<kAny>(k, bits, splitmix64(run.seed), run.first_index + i), out + i);
+    }
+  }
+  for (; i < end; ++i) scalar(i);
+}
+
+// One loop per path, so that each holds only its own constants in registers. `k` is a compile-time constant
+// (kFixedCodec below) or a copy that no store through `out` may alias (EncodeSpan); no closure holds it, so that
+// the compiler sees its values in the loop.
+template <Path kPath, class Out>
+HWY_INLINE void EncodeLoop(const ElementCodec& k, const EncodeRun& run, const float* x, std::size_t n, Out* out) {
+  const DU du;
+  const std::size_t N = hn::Lanes(du);
+  const std::uint64_t mixed_seed = splitmix64(run.seed);
   const VU abs_mask = hn::Set(du, 0x7FFFFFFFu);
-  // The codes of the vector at x + j, none of whose lanes NeedsScalar.
-  const auto codes = [&](VU bits, std::size_t j) {
-    if constexpr (kPath == Path::nearest) {
-      return EncodeNearest(du, k, bits);
-    } else if constexpr (kPath == Path::stochastic) {
-      const VU random = RandomBits(du, mixed_seed, run.first_index + j);
-      return HWY_LIKELY(hn::AllFalse(du, NeedsExact(du, k, hn::And(bits, abs_mask))))
-                 ? EncodeStochastic(du, k, bits, random)
-                 : EncodeExact(du, k, bits, random);
-    } else {
-      return EncodeExact(du, k, bits, hn::Zero(du));
-    }
-  };
-  const auto one = [&](std::size_t j) {
-    const VU bits = load(j);
-    if (HWY_UNLIKELY(!hn::AllFalse(du, NeedsScalar(du, hn::And(bits, abs_mask))))) {
-      for (std::size_t e = j; e < j + N; ++e) scalar(e);
-    } else {
-      StoreCodes(codes(bits, j), out + j);
-    }
-  };
   constexpr std::size_t G = kGroup<Out>;
   std::size_t i = 0;
   for (; i + G * N <= n; i += G * N) {
     VU bits[G], c[G];
     auto any = hn::FirstN(du, 0);
-    for (std::size_t g = 0; g < G; ++g) {
-      bits[g] = load(i + g * N);
-      any = hn::Or(any, NeedsScalar(du, hn::And(bits[g], abs_mask)));
+    if (kPath == Path::nearest && k.tiny_rounds_to_zero) {  // only Inf and NaN: one test on the group's largest
+      VU top = hn::And(bits[0] = hn::BitCast(du, hn::LoadU(hn::RebindToFloat<DU>(), x + i)), abs_mask);
+      for (std::size_t g = 1; g < G; ++g) {
+        bits[g] = hn::BitCast(du, hn::LoadU(hn::RebindToFloat<DU>(), x + i + g * N));
+        top = hn::Max(top, hn::And(bits[g], abs_mask));
+      }
+      any = NeedsScalarNearest(du, k, top);
+    } else if (kPath == Path::stochastic) {  // a group of zeros and normals only: EncodeStochasticNormal
+      const VU one = hn::Set(du, 1);
+      VU top = hn::And(bits[0] = hn::BitCast(du, hn::LoadU(hn::RebindToFloat<DU>(), x + i)), abs_mask);
+      VU least = hn::Sub(top, one);
+      for (std::size_t g = 1; g < G; ++g) {
+        bits[g] = hn::BitCast(du, hn::LoadU(hn::RebindToFloat<DU>(), x + i + g * N));
+        const VU mag = hn::And(bits[g], abs_mask);
+        top = hn::Max(top, mag);
+        least = hn::Min(least, hn::Sub(mag, one));
+      }
+      if (HWY_UNLIKELY(!hn::AllFalse(du, NeedsStochasticSubnormal(du, k, least, top)))) {
+        // Lanes below the smallest normal: EncodeStochastic's subnormal step takes them unless one is an f32
+        // subnormal, Inf or NaN (the scalar codec) or needs a shift of 32 or more (EncodeExact).
+        const std::uint32_t exact_below = k.stochastic_floor_bits > 0x007FFFFFu ? k.stochastic_floor_bits : 0x007FFFFFu;
+        if (k.min_normal_bits != 0 &&
+            hn::AllFalse(du, hn::Or(hn::Gt(top, hn::Set(du, 0x7F7FFFFFu)), hn::Gt(hn::Set(du, exact_below), least)))) {
+          for (std::size_t g = 0; g < G; ++g) {
+            c[g] = EncodeStochastic(du, k, bits[g], RandomBits(du, mixed_seed, run.first_index + i + g * N));
+          }
+          StoreGroup(c, out + i);
+        } else {
+          EncodeRest<kPath>(k, run, x, i, i + G * N, out);
+        }
+        continue;
+      }
+    } else {
+      for (std::size_t g = 0; g < G; ++g) {
+        bits[g] = hn::BitCast(du, hn::LoadU(hn::RebindToFloat<DU>(), x + i + g * N));
+        const VU mag = hn::And(bits[g], abs_mask);
+        any = hn::Or(any, kPath == Path::nearest ? NeedsScalarNearest(du, k, mag) : NeedsScalar(du, mag));
+      }
     }
     if (HWY_UNLIKELY(!hn::AllFalse(du, any))) {
-      for (std::size_t g = 0; g < G; ++g) one(i + g * N);
+      EncodeRest<kPath>(k, run, x, i, i + G * N, out);
       continue;
     }
-    for (std::size_t g = 0; g < G; ++g) c[g] = codes(bits[g], i + g * N);
+    for (std::size_t g = 0; g < G; ++g) c[g] = Codes<kPath>(k, bits[g], mixed_seed, run.first_index + i + g * N);
     StoreGroup(c, out + i);
   }
-  for (; i + N <= n; i += N) one(i);
-  for (; i < n; ++i) scalar(i);
+  if (i < n) EncodeRest<kPath>(k, run, x, i, n, out);
+}
+
+// The traits copied in: stores through `out` might alias the caller's, and would reload every constant.
+template <Path kPath, class Out>
+HWY_INLINE void EncodeSpan(const ElementCodec k, const EncodeRun& run, const float* x, std::size_t n, Out* out) {
+  EncodeLoop<kPath>(k, run, x, n, out);
+}
+
+// One format's traits as a compile-time constant: a loop given these folds the shift counts into immediates, the
+// traits' branches away and the constants into the instructions.
+template <const Format* F, Rounding R, Overflow O>
+inline constexpr ElementCodec kFixedCodec = element_codec(*F, {R, O, 0});
+
+// EncodeLoop on one format's constant traits: a function of its own, so that no two formats' loops are merged into
+// one that reads its traits through a pointer.
+template <Path kPath, const Format* F, Rounding R, Overflow O, class Out>
+HWY_NOINLINE void EncodeFixedLoop(const EncodeRun& run, const float* x, std::size_t n, Out* out) {
+  EncodeLoop<kPath>(kFixedCodec<F, R, O>, run, x, n, out);
+}
+
+// EncodeFixedLoop when k is one of Fs' traits (any overflow option); false when it is none of them.
+template <Path kPath, Rounding R, const Format*... Fs, class Out>
+HWY_INLINE bool EncodeFixed(const ElementCodec& k, const EncodeRun& run, const float* x, std::size_t n, Out* out) {
+  const auto one = [&](auto f) {
+    constexpr const Format* F = decltype(f)::value;
+    if (!(*k.format == *F)) return false;
+    if (k.options.overflow == Overflow::standard) {
+      EncodeFixedLoop<kPath, F, R, Overflow::standard>(run, x, n, out);
+    } else {
+      EncodeFixedLoop<kPath, F, R, Overflow::saturate>(run, x, n, out);
+    }
+    return true;
+  };
+  return (one(std::integral_constant<const Format*, Fs>()) || ...);
+}
+
+// The formats whose loops are compiled with their traits folded in (the others take the traits at run time).
+template <Path kPath, Rounding R, class Out>
+HWY_INLINE bool EncodeFixedFormats(const ElementCodec& k, const EncodeRun& run, const float* x, std::size_t n,
+                                   Out* out) {
+  if constexpr (sizeof(Out) == 1) {
+    return EncodeFixed<kPath, R, &e4m3, &e5m2, &e3m2, &e2m3, &e2m1, &ue8m0>(k, run, x, n, out);
+  } else {
+    return EncodeFixed<kPath, R, &bf16, &f16>(k, run, x, n, out);
+  }
 }
 
 // EncodeNearest's f32 step needs the CPU to round f32 arithmetic to nearest.
 template <class Out>
 HWY_INLINE void Encode(const ElementCodec& k, const EncodeRun& run, const float* x, std::size_t n, Out* out) {
   if (k.options.rounding == Rounding::nearest_even && run.float_rounding_is_nearest) {
-    EncodeSpan<Path::nearest>(k, run, x, n, out);
+    if (!EncodeFixedFormats<Path::nearest, Rounding::nearest_even>(k, run, x, n, out)) {
+      EncodeSpan<Path::nearest>(k, run, x, n, out);
+    }
   } else if (k.options.rounding == Rounding::stochastic) {
-    EncodeSpan<Path::stochastic>(k, run, x, n, out);
+    if (!EncodeFixedFormats<Path::stochastic, Rounding::stochastic>(k, run, x, n, out)) {
+      EncodeSpan<Path::stochastic>(k, run, x, n, out);
+    }
   } else {
     EncodeSpan<Path::exact>(k, run, x, n, out);
   }

@@ -1,6 +1,9 @@
-// Bulk casts: threads over chunks, the SIMD element codec (element_codec-inl.h, through bulk-inl.h) dispatched to
-// this CPU's best target.
+// Bulk casts: checks, threads over chunks, f64 / bf16 / f16 staged through f32 a piece at a time, packing; each
+// piece through the kernels of bulk_kernels.h (the SIMD element codec on this CPU's best target, or the scalar codec
+// in a build without Highway).
+#ifdef _OPENMP
 #include <omp.h>
+#endif
 
 #include <cfenv>
 
@@ -13,21 +16,7 @@
 #include "minifloat/pack.h"
 #include "minifloat/random.h"
 
-#undef HWY_TARGET_INCLUDE
-#define HWY_TARGET_INCLUDE "../src/cpu/bulk.cc"
-#include "hwy/foreach_target.h"  // IWYU pragma: keep
-#include "hwy/highway.h"
-#include "bulk-inl.h"
-
-#if HWY_ONCE
 namespace mf {
-namespace cpu {
-HWY_EXPORT(EncodeBytes);
-HWY_EXPORT(EncodeWords);
-HWY_EXPORT(DecodeBytes);
-HWY_EXPORT(DecodeWords);
-}  // namespace cpu
-
 namespace {
 
 constexpr std::size_t kChunk = std::size_t{1} << 16;  // elements per thread's piece
@@ -37,7 +26,12 @@ constexpr std::size_t kPiece = 2048;
 
 int thread_count(int requested, std::size_t n) {
   if (n < 2 * kChunk) return 1;
+#ifdef _OPENMP
   return requested > 0 ? requested : omp_get_max_threads();
+#else
+  (void)requested;
+  return 1;  // a build without OpenMP: one thread
+#endif
 }
 
 // fn(begin, len) over [0, n) in chunks of kChunk elements, on `threads` threads when n is large.
@@ -92,17 +86,17 @@ std::size_t packed_length(const Format& f, std::size_t n, const char* what) {
 template <class Out>
 auto encode_kernel() {
   if constexpr (sizeof(Out) == 1) {
-    return HWY_DYNAMIC_DISPATCH(cpu::EncodeBytes);
+    return &cpu::encode_bytes;
   } else {
-    return HWY_DYNAMIC_DISPATCH(cpu::EncodeWords);
+    return &cpu::encode_words;
   }
 }
 template <class In>
 auto decode_kernel() {
   if constexpr (sizeof(In) == 1) {
-    return HWY_DYNAMIC_DISPATCH(cpu::DecodeBytes);
+    return &cpu::decode_bytes;
   } else {
-    return HWY_DYNAMIC_DISPATCH(cpu::DecodeWords);
+    return &cpu::decode_words;
   }
 }
 
@@ -146,8 +140,8 @@ void encode_f64(const Format& f, std::span<const double> x, std::span<Out> codes
       for (std::size_t i = begin; i < begin + len; ++i) scalar(i);
       return;
     }
+    float narrow[kPiece] = {};  // once per chunk (zeroed: the compiler cannot see that the loop fills n of them)
     in_pieces(begin, len, [&](std::size_t b, std::size_t n) {
-      float narrow[kPiece];
       for (std::size_t i = 0; i < n; ++i) narrow[i] = static_cast<float>(x[b + i]);
       enc(narrow, b, n, codes.data() + b);
       for (std::size_t i = 0; i < n; ++i) {
@@ -297,4 +291,3 @@ void decode_bulk_packed(const Format& f, std::span<const std::uint8_t> packed, s
 }
 
 }  // namespace mf
-#endif  // HWY_ONCE

@@ -1,6 +1,10 @@
-// Internal: what the bulk cast kernels (bulk-inl.h) share with their dispatch (bulk.cc).
+// Internal: the bulk cast kernels over one piece of an array, as the bulk casts (bulk.cc) call them. Built with
+// Highway (bulk_dispatch.cc): the SIMD element codec (bulk-inl.h) on this CPU's best target. Built without it (the
+// WebAssembly page, bulk_scalar.cc): the scalar codec in a loop. Either way element i's code is encode(f, x[i], ...)
+// with stochastic_bits(run.seed, run.first_index + i).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "element_codec.h"
@@ -13,5 +17,12 @@ struct EncodeRun {
   std::uint64_t first_index;
   bool float_rounding_is_nearest;  // the CPU rounds f32 arithmetic to nearest: EncodeNearest's f32 step is exact
 };
+
+// codes of x[0, n) with k's format and options: 8-bit codes (formats of 8 bits or fewer) or 16-bit (bf16, f16).
+void encode_bytes(const ElementCodec& k, const EncodeRun& run, const float* x, std::size_t n, std::uint8_t* out);
+void encode_words(const ElementCodec& k, const EncodeRun& run, const float* x, std::size_t n, std::uint16_t* out);
+// f32 values of codes[0, n).
+void decode_bytes(const ElementCodec& k, const std::uint8_t* codes, std::size_t n, float* out);
+void decode_words(const ElementCodec& k, const std::uint16_t* codes, std::size_t n, float* out);
 
 }  // namespace mf::cpu

@@ -1,7 +1,9 @@
 // Per-target element codec: f32 lanes to codes and back for any Format, from its ElementCodec traits
 // (element_codec.h), every lane the scalar codec's bits (include/minifloat/codec.h).
 //   * EncodeNearest: round to nearest even in a few integer steps on the f32 bits (and one f32 add below the
-//     smallest normal); its caller sends a vector with a lane NeedsScalar() to the scalar codec.
+//     smallest normal); its caller sends a vector with a lane NeedsScalar() (or, knowing the traits,
+//     NeedsScalarNearest(): fewer lanes) to the scalar codec.
+//   * EncodeStochasticNormal: EncodeStochastic for vectors of zeros and normals only (NeedsStochasticSubnormal).
 //   * EncodeStochastic: stochastic rounding in the same few steps, with each lane's 32 random bits; its caller also
 //     sends a vector with a lane NeedsExact() to EncodeExact.
 //   * EncodeExact: the scalar codec's integer steps lane by lane (any rounding; stochastic with each lane's 32 random
@@ -42,6 +44,13 @@ HWY_INLINE hn::Mask<DU> NeedsScalar(DU du, VU mag) {
                 hn::Gt(hn::Set(du, 0x007FFFFFu), hn::Sub(mag, hn::Set(du, 1))));
 }
 
+// NeedsScalar for EncodeNearest with these traits: Inf and NaN lanes, and f32 subnormals unless the traits say
+// they round to zero in the vector steps.
+template <class DU, class VU = hn::Vec<DU>>
+HWY_INLINE hn::Mask<DU> NeedsScalarNearest(DU du, const ElementCodec& k, VU mag) {
+  return k.tiny_rounds_to_zero ? hn::Gt(mag, hn::Set(du, 0x7F7FFFFFu)) : NeedsScalar(du, mag);
+}
+
 // Zeros and negatives of an unsigned format or one without zero (ue8m0, ue4m3): their constant codes.
 template <class DU, class VU = hn::Vec<DU>>
 HWY_INLINE VU UnsignedFixups(DU du, const ElementCodec& k, VU bits, VU mag, VU code) {
@@ -56,10 +65,17 @@ template <class DU, class VU = hn::Vec<DU>>
 HWY_INLINE VU EncodeNearest(DU du, const ElementCodec& k, VU bits) {
   const hn::RebindToFloat<DU> df;
   const VU mag = hn::And(bits, hn::Set(du, 0x7FFFFFFFu));
-  const VU shift = hn::Set(du, k.shift);
+  const int shift = static_cast<int>(k.shift);  // one count for every lane: the immediate or register form
   VU code = hn::Add(mag, hn::Set(du, k.normal_add));
-  if (k.mantissa_bits != 0) code = hn::Add(code, hn::And(hn::Shr(mag, shift), hn::Set(du, 1)));
-  code = hn::Shr(code, shift);
+  if (k.mantissa_bits != 0) {  // + the bit that becomes the significand's last (ties to even)
+#if HWY_TARGET <= HWY_AVX3
+    // A test into a mask and a masked add: one step fewer than shift, and, add.
+    code = hn::IfThenElse(hn::TestBit(mag, hn::Set(du, 1u << shift)), hn::Add(code, hn::Set(du, 1)), code);
+#else
+    code = hn::Add(code, hn::And(hn::ShiftRightSame(mag, shift), hn::Set(du, 1)));
+#endif
+  }
+  code = hn::ShiftRightSame(code, shift);
   if (k.min_normal_bits != 0) {
     const VU magic = hn::Set(du, k.magic_bits);
     const VU sub = hn::Sub(hn::BitCast(du, hn::Add(hn::BitCast(df, mag), hn::BitCast(df, magic))), magic);
@@ -67,8 +83,10 @@ HWY_INLINE VU EncodeNearest(DU du, const ElementCodec& k, VU bits) {
   }
   // Every overflow code is the sign plus overflow_pos (max finite, Inf or the NaN of that sign); an unsigned
   // format's negatives take their constant code after.
-  code = hn::IfThenElse(hn::Gt(code, hn::Set(du, k.max_code)), hn::Set(du, k.overflow_pos), code);
-  code = hn::Or(code, hn::Shr(hn::And(bits, hn::Set(du, 0x80000000u)), hn::Set(du, k.sign_shift)));
+  code = k.overflow_is_min ? hn::Min(code, hn::Set(du, k.overflow_pos))
+                           : hn::IfThenElse(hn::Gt(code, hn::Set(du, k.max_code)), hn::Set(du, k.overflow_pos), code);
+  // The f32 sign bit moved down onto the code's (an unsigned format's sign_mask is 0: its fixups follow).
+  code = hn::OrAnd(code, hn::ShiftRightSame(bits, static_cast<int>(k.sign_shift)), hn::Set(du, k.sign_mask));
   return k.unsigned_fixups ? UnsignedFixups(du, k, bits, mag, code) : code;
 }
 
@@ -100,6 +118,29 @@ HWY_INLINE VU EncodeStochastic(DU du, const ElementCodec& k, VU bits, VU random)
   code = hn::IfThenElse(hn::Gt(code, hn::Set(du, k.max_code)), hn::Set(du, k.overflow_pos), code);
   code = hn::Or(code, hn::Shr(hn::And(bits, hn::Set(du, 0x80000000u)), hn::Set(du, k.sign_shift)));
   return k.unsigned_fixups ? UnsignedFixups(du, k, bits, mag, code) : code;
+}
+
+// EncodeStochastic for vectors whose lanes are all zero or normal in the target (no lane below 2^emin but zero, none
+// an f32 subnormal, Inf or NaN; NeedsStochasticSubnormal tells): the subnormal step left out.
+template <class DU, class VU = hn::Vec<DU>>
+HWY_INLINE VU EncodeStochasticNormal(DU du, const ElementCodec& k, VU bits, VU random) {
+  const VU mag = hn::And(bits, hn::Set(du, 0x7FFFFFFFu));
+  const int shift = static_cast<int>(k.shift);
+  const VU dropped = hn::And(random, hn::Set(du, (1u << shift) - 1));
+  VU code = hn::ShiftRightSame(hn::Add(hn::Add(mag, dropped), hn::Set(du, k.stochastic_add)), shift);
+  code = hn::IfThenZeroElse(hn::Eq(mag, hn::Zero(du)), code);
+  code = k.overflow_is_min ? hn::Min(code, hn::Set(du, k.overflow_pos))
+                           : hn::IfThenElse(hn::Gt(code, hn::Set(du, k.max_code)), hn::Set(du, k.overflow_pos), code);
+  code = hn::OrAnd(code, hn::ShiftRightSame(bits, static_cast<int>(k.sign_shift)), hn::Set(du, k.sign_mask));
+  return k.unsigned_fixups ? UnsignedFixups(du, k, bits, mag, code) : code;
+}
+
+// Lanes EncodeStochasticNormal leaves out, given the least of the vector's |x|bits - 1 (wrapping: zero is the
+// largest) and the largest |x|bits: below the smallest normal (f32's, at least) but not zero, or Inf / NaN.
+template <class DU, class VU = hn::Vec<DU>>
+HWY_INLINE hn::Mask<DU> NeedsStochasticSubnormal(DU du, const ElementCodec& k, VU least_minus_one, VU largest) {
+  const std::uint32_t floor = k.min_normal_bits > 0x00800000u ? k.min_normal_bits : 0x00800000u;
+  return hn::Or(hn::Gt(hn::Set(du, floor - 1), least_minus_one), hn::Gt(largest, hn::Set(du, 0x7F7FFFFFu)));
 }
 
 // |x|'s significand rounded right by `shift` (1 <= shift): nearest even or toward zero; shift >= 25 leaves 0 for
@@ -177,6 +218,7 @@ template <class DU, class VU = hn::Vec<DU>>
 HWY_INLINE VU Decode(DU du, const ElementCodec& k, VU code) {
   const hn::RebindToFloat<DU> df;
   code = hn::And(code, hn::Set(du, k.code_mask));
+  if (k.decode_is_shift) return hn::ShiftLeftSame(code, static_cast<int>(k.shift));
   const VU sign = hn::Shl(hn::And(code, hn::Set(du, k.sign_mask)), hn::Set(du, k.sign_shift));
   const VU mag = hn::And(code, hn::Set(du, k.magnitude_mask));
   const VU shift = hn::Set(du, k.shift);

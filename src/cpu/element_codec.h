@@ -29,9 +29,15 @@ struct ElementCodec {
   // in f32 arithmetic (round to nearest even) leaves round(|x| / 2^(emin - m)) in the low bits of magic_bits.
   std::uint32_t shift;         // 23 - m
   std::uint32_t normal_add;    // wraps: added modulo 2^32
-  std::uint32_t min_normal_bits;  // f32 bits of 2^emin; 0 where no lane takes the subnormal step
+  std::uint32_t min_normal_bits;  // f32 bits of 2^emin; 0 where no lane takes the subnormal step (bias 127: the
+                                  // only such lanes are f32 subnormals, which go to the scalar codec)
   std::uint32_t magic_bits;    // f32 bits of 2^(emin - m + 23)
   std::uint32_t max_code;      // max_finite_code: above it, the overflow code
+  bool overflow_is_min;        // overflow_pos is max_code or max_code + 1: Min(code, overflow_pos) replaces overflow
+  // Nearest-even rounds every f32 subnormal to zero (the format's half quantum is 2^-126 or more) through the
+  // subnormal step, as it does with the CPU's denormals-are-zero on or off: only Inf and NaN lanes need the scalar
+  // codec (NeedsScalarNearest).
+  bool tiny_rounds_to_zero;
   // Stochastic (EncodeStochastic): normal targets (|x|bits + random bits below 2^shift - rebias) >> shift; below
   // the smallest normal the significand's own shift, while it stays below 32: |x| from stochastic_floor_bits on.
   std::uint32_t stochastic_add;
@@ -49,6 +55,7 @@ struct ElementCodec {
   std::uint32_t inf_mag;       // magnitude of Inf; past magnitude_mask when there is none
   bool keep_payload;           // 16-bit formats widen NaN payloads (IEEE); narrower ones give the quiet NaN
   std::uint32_t zero_code_bits;  // f32 bits of code 0's value in a format without zero
+  bool decode_is_shift;          // the code is the f32's top bits (bf16): value bits = code << shift
 };
 
 constexpr ElementCodec element_codec(const Format& f, EncodeOptions o = {}) {
@@ -74,12 +81,14 @@ constexpr ElementCodec element_codec(const Format& f, EncodeOptions o = {}) {
   c.shift = static_cast<std::uint32_t>(23 - m);
   c.normal_add = ((std::uint32_t{1} << (22 - m)) - (m == 0 ? 0 : 1)) - (static_cast<std::uint32_t>(127 - f.bias) << 23);
   const int normal_field = f.emin() + 127;  // f32 exponent field of 2^emin
-  c.min_normal_bits = f.has_zero && normal_field > 0 ? static_cast<std::uint32_t>(normal_field) << 23 : 0;
+  c.min_normal_bits = f.has_zero && normal_field > 1 ? static_cast<std::uint32_t>(normal_field) << 23 : 0;
   c.magic_bits = static_cast<std::uint32_t>(f.emin() - m + 23 + 127) << 23;
   c.stochastic_add = 0u - (static_cast<std::uint32_t>(127 - f.bias) << 23);
   const int floor_field = normal_field - (31 - (23 - m));  // shift = 23 - m + normal_field - field < 32
   c.stochastic_floor_bits = c.min_normal_bits != 0 && floor_field > 0 ? static_cast<std::uint32_t>(floor_field) << 23 : 0;
   c.max_code = f.max_finite_code();
+  c.overflow_is_min = c.overflow_pos == c.max_code || c.overflow_pos == c.max_code + 1;
+  c.tiny_rounds_to_zero = c.min_normal_bits != 0 && f.emin() - m - 1 >= -126;
   c.sign_shift = static_cast<std::uint32_t>(31 - f.exponent_bits - m);
   c.unsigned_fixups = !f.is_signed() || !f.has_zero;
 
@@ -93,6 +102,8 @@ constexpr ElementCodec element_codec(const Format& f, EncodeOptions o = {}) {
   c.inf_mag = f.has_inf() ? f.inf_code() : none;
   c.keep_payload = f.bits() >= 16;
   c.zero_code_bits = std::bit_cast<std::uint32_t>(decode(f, 0));
+  c.decode_is_shift = f.is_signed() && f.has_zero && f.exponent_bits == 8 && f.bias == 127 &&
+                      f.specials == Specials::ieee && c.keep_payload;
   return c;
 }
 

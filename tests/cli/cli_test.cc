@@ -411,6 +411,23 @@ TEST(Encode, DefaultsAndEdgesFromTheSpec) {
             "0x7f\n0x7f\n0x80\n0x7d\n0xff\n0xff\n0xff\n");
 }
 
+// Decimals round once, from their f64 value: 1.06250000001 lies just above the e4m3 tie 1.0625 between 1 (0x38) and
+// 1.125 (0x39), and 1.0039062500001 just above the bf16 tie between 1 (0x3f80) and 1.0078125 (0x3f81). Through f32
+// both would land on the tie (f32 keeps 24 bits) and round to even, down; --bits with those f32 values shows it.
+TEST(Encode, DecimalsRoundOnceFromTheirF64Value) {
+  EXPECT_EQ(run({"encode", "e4m3"}, "1.06250000001\n-1.06250000001\n1.0625\n").out, "0x39\n0xb9\n0x38\n");
+  EXPECT_EQ(run({"encode", "e4m3", "--bits", "0x3f880000"}).out, "0x38\n");  // f32(1.06250000001) = 1.0625
+  EXPECT_EQ(run({"encode", "bf16"}, "1.0039062500001\n1.00390625\n").out, "0x3f81\n0x3f80\n");
+  EXPECT_EQ(run({"encode", "bf16", "--bits", "0x3f808000"}).out, "0x3f80\n");  // f32(1.0039062500001)
+  // Many lines go through the bulk cast together; each still rounds once (every 4th just above a tie).
+  std::string in, want;
+  for (int i = 0; i < 300; ++i) {
+    in += i % 4 == 0 ? "1.06250000001\n" : "1.0625\n";
+    want += i % 4 == 0 ? "0x39\n" : "0x38\n";
+  }
+  EXPECT_EQ(run({"encode", "e4m3"}, in).out, want);
+}
+
 TEST(Encode, BitsInput) {
   // 0x3e99999a is 0.3 in f32; 0x00000001 = 2^-149 rounds to +0; 0x80000000 is -0.
   EXPECT_EQ(run({"encode", "e4m3", "--bits"}, "0x3e99999a\n0x00000001\n0x80000000\n0x43e00000\n").out,

@@ -25,6 +25,10 @@
 #include "minifloat/pack.h"
 #include "minifloat/random.h"
 
+#if HWY_ARCH_X86
+#include <xmmintrin.h>  // _mm_getcsr / _mm_setcsr: the denormal modes
+#endif
+
 namespace {
 
 using mf::test::for_each_target;
@@ -423,6 +427,47 @@ TEST(BulkEncode, ThreadsGiveTheSameCodesForEveryInputType) {
     mf::decode_bulk_packed(mf::e2m3, p, v, 2);
     EXPECT_EQ(u, v);
   }
+}
+
+// f32 subnormals (and zeros and normals beside them, never Inf or NaN, so that the vector steps take them) for every
+// format, option and target, with the CPU's denormals-are-zero and flush-to-zero off and then on (x86 MXCSR): the
+// codes are the scalar codec's, whose integer steps no floating-point setting touches.
+TEST(BulkEncode, F32SubnormalsUnderEveryDenormalModeOnEveryTarget) {
+  std::vector<float> x;
+  std::mt19937 rng(9);
+  for (int i = 0; i < 4000; ++i) {
+    const std::uint32_t sign = (rng() & 1u) << 31;
+    const std::uint32_t kind = rng() % 8;
+    const std::uint32_t mag = kind == 0 ? 0u : kind == 1 ? 0x00800000u + rng() % 0x01000000u : 1u + rng() % 0x007FFFFFu;
+    x.push_back(std::bit_cast<float>(sign | mag));
+  }
+#if HWY_ARCH_X86
+  const unsigned saved = _mm_getcsr();
+  for (const unsigned modes : {0u, 0x8040u}) {  // DAZ (bit 6) and FTZ (bit 15)
+    _mm_setcsr((saved & ~0x8040u) | modes);
+#else
+  for (const unsigned modes : {0u}) {
+#endif
+    for_each_target([&](std::int64_t target) {
+      for (const mf::Format* f : mf::all_formats) {
+        if (f->bits() > 16 || (f->bits() > 8 && f->bits() < 16)) continue;
+        for (const auto rounding : {mf::Rounding::nearest_even, mf::Rounding::toward_zero, mf::Rounding::stochastic}) {
+          const mf::BulkOptions o{rounding, mf::Overflow::standard, 5, 1};
+          const std::string what = std::string(hwy::TargetName(target)) + " " + std::string(f->name) + " rounding " +
+                                   std::to_string(static_cast<int>(rounding)) + " MXCSR modes " +
+                                   std::to_string(modes);
+          if (f->bits() <= 8) {
+            check_encode<std::uint8_t>(*f, o, x, what);
+          } else {
+            check_encode<std::uint16_t>(*f, o, x, what);
+          }
+        }
+      }
+    });
+  }
+#if HWY_ARCH_X86
+  _mm_setcsr(saved);
+#endif
 }
 
 TEST(BulkErrors, LengthsAndCodeWidthsAreChecked) {

@@ -1,0 +1,31 @@
+// The bulk cast kernels (bulk_kernels.h) on the SIMD element codec: bulk-inl.h compiled once per Highway target,
+// each call dispatched to this CPU's best.
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "../src/cpu/bulk_dispatch.cc"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/highway.h"
+#include "bulk-inl.h"
+
+#if HWY_ONCE
+namespace mf::cpu {
+
+HWY_EXPORT(EncodeBytes);
+HWY_EXPORT(EncodeWords);
+HWY_EXPORT(DecodeBytes);
+HWY_EXPORT(DecodeWords);
+
+void encode_bytes(const ElementCodec& k, const EncodeRun& run, const float* x, std::size_t n, std::uint8_t* out) {
+  HWY_DYNAMIC_DISPATCH(EncodeBytes)(k, run, x, n, out);
+}
+void encode_words(const ElementCodec& k, const EncodeRun& run, const float* x, std::size_t n, std::uint16_t* out) {
+  HWY_DYNAMIC_DISPATCH(EncodeWords)(k, run, x, n, out);
+}
+void decode_bytes(const ElementCodec& k, const std::uint8_t* codes, std::size_t n, float* out) {
+  HWY_DYNAMIC_DISPATCH(DecodeBytes)(k, codes, n, out);
+}
+void decode_words(const ElementCodec& k, const std::uint16_t* codes, std::size_t n, float* out) {
+  HWY_DYNAMIC_DISPATCH(DecodeWords)(k, codes, n, out);
+}
+
+}  // namespace mf::cpu
+#endif  // HWY_ONCE
