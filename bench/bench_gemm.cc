@@ -6,6 +6,8 @@
 // GemmIndependent/...: M = 1 as one single-thread call per thread at once: the threaded call's ceiling.
 // GemmOutliers/...: the fp8 GEMV on weights with one outlier per 128 x 128 block (e4m3 subnormal codes).
 // bench/gemm_report.py runs this with repetitions and prints medians and ratios (BENCHMARKS.md).
+// The GEMM library compiles Highway's AVX3_DL target (src/cpu/gemm.cc): make it a name MF_BENCH_TARGET takes.
+#define HWY_WANT_AVX3_DL
 #include <benchmark/benchmark.h>
 #include <hwy/targets.h>
 
@@ -155,13 +157,15 @@ void BM_ReadBandwidth(benchmark::State& state) {
 
 }  // namespace
 
-// MF_BENCH_TARGET=AVX2 (or SSE4): run the kernels as a CPU without AVX-512 would, on this one.
+// MF_BENCH_TARGET=AVX2 (or SSE4, AVX3, AVX3_DL): run the kernels as a CPU whose best Highway target that is would,
+// on this one: that target and the older ones stay (a lower value is a newer target), so code compiled without the
+// named target (AVX3_DL is compiled for the GEMMs only) takes the best older one, as on such a CPU.
 bool restrict_target() {
   const char* want = std::getenv("MF_BENCH_TARGET");
   if (!want) return true;
   for (const std::int64_t t : hwy::SupportedAndGeneratedTargets()) {
     if (std::string(hwy::TargetName(t)) == want) {
-      hwy::SetSupportedTargetsForTest(t);
+      hwy::SetSupportedTargetsForTest(hwy::SupportedTargets() & ~(t - 1));
       return true;
     }
   }

@@ -2,6 +2,10 @@
 // it, then OpenMP threads over blocks of 16 weight rows (from a queue up to 256 rows, fixed shares above), each
 // running the per-target kernels of gemm-inl.h. Weights are read once per pass of activation rows (once in all for
 // M <= 256), so decode-shaped calls stream the packed weights once.
+
+// Highway compiles its AVX3_DL target (AVX-512 with VBMI, GFNI's CPUs) only where asked: here, for the e4m3 GEMV's
+// GFNI decode (gemv-inl.h). Other kernels gain nothing from it, so their files leave it out (compile time).
+#define HWY_WANT_AVX3_DL
 #include <omp.h>
 
 #include <algorithm>
@@ -11,8 +15,8 @@
 
 #include "../ref/gemm_problem.h"
 #include "column_queue.h"
+#include "gemm_dispatch.h"
 #include "minifloat/gemm.h"
-#include "x86_features.h"
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "../src/cpu/gemm.cc"
@@ -42,6 +46,7 @@ void ComputeColumns(const Problem& p, const float* a, std::size_t lda, std::int6
 }
 
 bool NativeFma() { return HWY_NATIVE_FMA != 0; }
+const char* GemvDecode() { return GemvE4m3Decode(); }
 bool UsesGemv(const Problem& p) { return p.m == 1 && GemvFits(p); }
 
 }  // namespace HWY_NAMESPACE
@@ -57,23 +62,9 @@ HWY_EXPORT(Gemv);
 HWY_EXPORT(NativeFma);
 HWY_EXPORT(UsesGemv);
 
-namespace {
-bool cpu_has_gfni() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("gfni") && __builtin_cpu_supports("avx512vbmi");
-#else
-  return false;
-#endif
-}
-std::atomic<bool> gfni_off_for_test{false};
-}  // namespace
+HWY_EXPORT(GemvDecode);
 
-bool gemv_gfni() {
-  static const bool has = cpu_has_gfni();
-  return has && !gfni_off_for_test.load(std::memory_order_relaxed);
-}
-void set_gemv_gfni_for_test(bool on) { gfni_off_for_test.store(!on, std::memory_order_relaxed); }
+const char* gemv_e4m3_decode() { return HWY_DYNAMIC_DISPATCH(GemvDecode)(); }
 
 namespace {
 

@@ -19,7 +19,6 @@
 
 #include "../ref/gemm_problem.h"
 #include "column_queue.h"
-#include "x86_features.h"
 #include "hwy/aligned_allocator.h"
 #include "hwy/highway.h"
 
@@ -27,6 +26,13 @@ HWY_BEFORE_NAMESPACE();
 namespace mf::gemm {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
+
+#undef MF_GEMV_GFNI
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3_DL  // AVX3_DL or newer: AVX512-VBMI's byte permute (and GFNI, below)
+#define MF_GEMV_GFNI 1
+#else
+#define MF_GEMV_GFNI 0
+#endif
 
 // One weight row as the GEMV reads it: its codes (or bf16 bits) and its scales.
 struct WeightRow {
@@ -101,6 +107,17 @@ HWY_INLINE void GroupProducts(const WeightRow (&rows)[kLanes], const float* HWY_
 }
 
 #if MF_GEMM_WIDE
+using D8 = hn::Repartition<std::uint8_t, DF>;  // a vector of weight codes
+
+// Folds `count` codes of a line, up to 64 (bytes past them load as 0, which is not a NaN code), into `seen`, the running
+// minimum of ~code & 0x7F: 0 once a NaN code (0x7F, 0xFF) was seen.
+HWY_INLINE void SeeCodes(const std::uint8_t* line, std::int64_t count, hn::Vec<D8>& seen) {
+  const D8 d8;
+  const auto in = hn::FirstN(d8, static_cast<std::size_t>(std::min<std::int64_t>(count, 64)));
+  seen = hn::Min(seen, hn::AndNot(hn::MaskedLoad(in, d8, line), hn::Set(d8, std::uint8_t{0x7F})));
+}
+HWY_INLINE bool SawNoNan(hn::Vec<D8> seen) { return hn::AllFalse(D8(), hn::Eq(seen, hn::Zero(D8()))); }
+
 // GroupProducts<e4m3, kPerGroup> for 16-lane targets that decodes without the per-vector NaN check and looks for
 // NaN codes (0x7F, 0xFF) on the side: two operations per 64 codes (a running byte minimum of ~code & 0x7F, which is
 // 0 only for a NaN code), where the check takes three per 16. Returns false if the group holds a NaN code: its sums
@@ -110,16 +127,11 @@ template <bool kPerGroup>
 HWY_INLINE bool GroupProductsOptimistic(const WeightRow (&rows)[kLanes], const float* HWY_RESTRICT a,
                                         std::int64_t k0, std::int64_t end, int shift, VF (&acc)[kLanes][kV]) {
   const DF df;
-  const __m512i low7 = _mm512_set1_epi8(0x7F);
-  __m512i seen = low7;
+  auto seen = hn::Set(D8(), std::uint8_t{0x7F});
   for (std::int64_t line = k0; line < end; line += 64) {
     const std::int64_t stop = std::min(end, line + 64);
-    // Bytes past the group load as 0, which is not a NaN code.
-    const __mmask64 in = stop - line == 64 ? ~__mmask64{0} : _bzhi_u64(~0ull, static_cast<unsigned>(stop - line));
 #pragma GCC unroll 16
-    for (int i = 0; i < kLanes; ++i) {
-      seen = _mm512_min_epu8(seen, _mm512_andnot_si512(_mm512_maskz_loadu_epi8(in, rows[i].codes + line), low7));
-    }
+    for (int i = 0; i < kLanes; ++i) SeeCodes(rows[i].codes + line, stop - line, seen);
     for (std::int64_t k = line; k < stop; k += kLanes) {
       const VF av = hn::LoadU(df, a + k);
 #pragma GCC unroll 16
@@ -128,12 +140,12 @@ HWY_INLINE bool GroupProductsOptimistic(const WeightRow (&rows)[kLanes], const f
       }
     }
   }
-  return _mm512_testn_epi8_mask(seen, seen) == 0;
+  return SawNoNan(seen);
 }
 
-#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
-// GroupProductsOptimistic with a decode of 32 codes in three operations instead of six, on x86 CPUs with GFNI and
-// AVX512-VBMI (Ice Lake and Zen 4 on; gemv_gfni() says whether this one has them). The f32 bits that LoadWeights
+#if MF_GEMV_GFNI
+// GroupProductsOptimistic with a decode of 32 codes in three operations instead of six, on Highway's AVX3_DL target
+// and newer (Ice Lake and Zen 4 on). The f32 bits that LoadWeights
 // makes of a code c are two bytes: byte 3 holds c's sign and exponent bits 6..4 (in bits 7 and 2..0), byte 2 c's bits
 // 3..0 (in bits 7..4), bytes 1 and 0 are zero. One affine transform over GF(2) (a bit matrix per 8 bytes) turns 32
 // codes, loaded into both halves of a vector, into their byte 3 (low half) and byte 2 (high half); one byte permute
@@ -154,59 +166,77 @@ struct GfniIndex {
 };
 inline constexpr GfniIndex kGfniIndex{};
 
-template <bool kPerGroup>
-HWY_NOINLINE __attribute__((target(HWY_TARGET_STR ",avx512vbmi,gfni"))) bool GroupProductsGfni(
-    const WeightRow (&rows)[kLanes], const float* HWY_RESTRICT a, std::int64_t k0, std::int64_t end, int shift,
-    VF (&acc)[kLanes][kV]) {
+// Highway 1.0.3's AVX3_DL neither names GFNI in its target string nor checks for it at run time (later versions do
+// both). Every CPU with AVX3_DL's extensions has GFNI (Ice Lake, Tiger Lake, Sapphire Rapids, Zen 4), but one without
+// it would fault on vgf2p8affineqb: checked once, so such a CPU takes GroupProductsOptimistic.
+HWY_INLINE bool CpuHasGfni() {
+  static const bool has = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("gfni") && __builtin_cpu_supports("avx512vbmi");
+  }();
+  return has;
+}
+
+// The f32 bits of 32 e4m3 codes as LoadWeights makes them (value x 2^-120): w0 codes 0-15, w1 16-31.
+// Raw intrinsics: Highway 1.0.3 has no GF(2) affine transform, no cross-block byte permute (its TableLookupBytes
+// stays within 128-bit blocks) and no load that broadcasts 32 bytes to both halves. The target attribute adds GFNI
+// to AVX3_DL's (CpuHasGfni says why).
+HWY_INLINE __attribute__((target(HWY_TARGET_STR ",gfni"))) void DecodeE4m3x32Gfni(const std::uint8_t* codes,
+                                                                                    VF& w0, VF& w1) {
   // Matrix row 7 - i selects the code bits that make result bit i: byte 3 takes bits 7, 6, 5, 4 into bits 7, 2, 1,
   // 0 (low half), byte 2 takes bits 3..0 into 7..4 (high half).
   const __m512i matrix = _mm512_set_epi64(0x0000000001020408, 0x0000000001020408, 0x0000000001020408,
                                           0x0000000001020408, 0x1020400000000080, 0x1020400000000080,
                                           0x1020400000000080, 0x1020400000000080);
-  const __m512i index0 = _mm512_load_si512(kGfniIndex.bytes[0]), index1 = _mm512_load_si512(kGfniIndex.bytes[1]);
   const __mmask64 high_bytes = 0xCCCCCCCCCCCCCCCCull;  // bytes 2 and 3 of every lane
-  const __m512i low7 = _mm512_set1_epi8(0x7F);
-  __m512i seen = low7;
-  const auto weights = [&](__m512i bits, std::int64_t k, int i) {
-    const __m512 w = _mm512_castsi512_ps(bits);
+  const __m256i c = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes));
+  const __m512i t = _mm512_gf2p8affine_epi64_epi8(_mm512_broadcast_i64x4(c), matrix, 0);
+  w0 = hn::BitCast(DF(), hn::Vec<DU>{_mm512_maskz_permutexvar_epi8(high_bytes, hn::Load(D8(), kGfniIndex.bytes[0]).raw, t)});
+  w1 = hn::BitCast(DF(), hn::Vec<DU>{_mm512_maskz_permutexvar_epi8(high_bytes, hn::Load(D8(), kGfniIndex.bytes[1]).raw, t)});
+}
+
+template <bool kPerGroup>
+HWY_NOINLINE __attribute__((target(HWY_TARGET_STR ",gfni"))) bool GroupProductsGfni(
+    const WeightRow (&rows)[kLanes], const float* HWY_RESTRICT a, std::int64_t k0, std::int64_t end, int shift,
+    VF (&acc)[kLanes][kV]) {
+  const DF df;
+  auto seen = hn::Set(D8(), std::uint8_t{0x7F});
+  const auto weights = [&](VF w, std::int64_t k, int i) {
     if constexpr (kPerGroup) return w;
-    return _mm512_mul_ps(w, _mm512_set1_ps(rows[i].scales[k >> shift]));
+    return hn::Mul(w, hn::Set(df, rows[i].scales[k >> shift]));
   };
   for (int half = 0; half < kLanes; half += 8) {
     const std::uint8_t* codes[8];
     for (int i = 0; i < 8; ++i) codes[i] = rows[half + i].codes;
-    __m512 sums[8];
-    for (int i = 0; i < 8; ++i) sums[i] = acc[half + i][0].raw;
+    VF sums[8];
+    for (int i = 0; i < 8; ++i) sums[i] = acc[half + i][0];
     for (std::int64_t line = k0; line < end; line += 64) {
       const std::int64_t stop = std::min(end, line + 64);
-      // Bytes past the group load as 0, which is not a NaN code.
-      const __mmask64 in = stop - line == 64 ? ~__mmask64{0} : _bzhi_u64(~0ull, static_cast<unsigned>(stop - line));
 #pragma GCC unroll 8
       for (int i = 0; i < 8; ++i) {
-        seen = _mm512_min_epu8(seen, _mm512_andnot_si512(_mm512_maskz_loadu_epi8(in, codes[i] + line), low7));
+        SeeCodes(codes[i] + line, stop - line, seen);
         // The row 512 bytes on, into L2: the 16 row streams of a block are slow (128 bytes per group) and short (K
         // bytes), which the hardware prefetchers follow late when the weights come from memory
         // (docs/benchmark-history.md). An address past the weights is never read, and its prefetch does not fault.
+        // Raw: hwy::Prefetch asks for L1 only.
         _mm_prefetch(reinterpret_cast<const char*>(reinterpret_cast<std::uintptr_t>(codes[i]) + line + 512),
                      _MM_HINT_T1);
       }
       for (std::int64_t k = line; k < stop; k += 32) {
-        const __m512 a0 = _mm512_loadu_ps(a + k), a1 = _mm512_loadu_ps(a + k + 16);
+        const VF a0 = hn::LoadU(df, a + k), a1 = hn::LoadU(df, a + k + 16);
 #pragma GCC unroll 8
         for (int i = 0; i < 8; ++i) {
-          const __m256i c = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes[i] + k));
-          const __m512i t = _mm512_gf2p8affine_epi64_epi8(_mm512_broadcast_i64x4(c), matrix, 0);
-          const __m512 w0 = weights(_mm512_maskz_permutexvar_epi8(high_bytes, index0, t), k, half + i);
-          const __m512 w1 = weights(_mm512_maskz_permutexvar_epi8(high_bytes, index1, t), k + 16, half + i);
-          sums[i] = _mm512_fmadd_ps(a1, w1, _mm512_fmadd_ps(a0, w0, sums[i]));
+          VF w0, w1;
+          DecodeE4m3x32Gfni(codes[i] + k, w0, w1);
+          sums[i] = hn::MulAdd(a1, weights(w1, k + 16, half + i), hn::MulAdd(a0, weights(w0, k, half + i), sums[i]));
         }
       }
     }
-    for (int i = 0; i < 8; ++i) acc[half + i][0].raw = sums[i];
+    for (int i = 0; i < 8; ++i) acc[half + i][0] = sums[i];
   }
-  return _mm512_testn_epi8_mask(seen, seen) == 0;
+  return SawNoNan(seen);
 }
-#endif  // HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+#endif  // MF_GEMV_GFNI
 #endif  // MF_GEMM_WIDE
 
 // C[0, n0 .. n0 + 16) into c (lane order of the 1 x 16 tile: column n0 + i in lane bitrev4(i); e2m1 on 16-lane
@@ -231,7 +261,9 @@ void GemvBlock(const Problem& p, const float* HWY_RESTRICT a, std::int64_t n0, f
   for (int i = 0; i < kLanes; ++i) rows[i] = RowOf<K>(p, std::min(n0 + i, p.n - 1));  // rows past N: dropped
   alignas(64) float red[kLanes], s[kLanes];
   const std::int64_t groups = (p.k + p.group - 1) / p.group;
-  [[maybe_unused]] const bool gfni = K == WeightKind::e4m3 && gemv_gfni();
+#if MF_GEMV_GFNI
+  const bool gfni = K == WeightKind::e4m3 && CpuHasGfni();
+#endif
   for (std::int64_t g = 0; g < groups; ++g) {
     VF acc[kLanes][kV];
     for (auto& o : acc) {
@@ -259,7 +291,7 @@ void GemvBlock(const Problem& p, const float* HWY_RESTRICT a, std::int64_t n0, f
       bool done = false;
 #if MF_GEMM_WIDE
       if constexpr (K == WeightKind::e4m3) {
-#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+#if MF_GEMV_GFNI
         if (gfni && (end - g * p.group) % 32 == 0) {  // always, for weights with 32- or 128-wide blocks
           done = GroupProductsGfni<kPerGroup>(rows, a, g * p.group, end, shift, acc);
         } else  // NOLINT(readability/braces)
@@ -296,6 +328,14 @@ void GemvBlock(const Problem& p, const float* HWY_RESTRICT a, std::int64_t n0, f
     }
     ScaleAdd(c, s, red);
   }
+}
+
+// Which decode the e4m3 GEMV runs on this target and CPU (gemm_dispatch.h).
+HWY_INLINE const char* GemvE4m3Decode() {
+#if MF_GEMV_GFNI
+  if (CpuHasGfni()) return "gfni";
+#endif
+  return MF_GEMM_WIDE ? "avx512" : "lanes";
 }
 
 // Whether GemvBlock<kind> runs on this target for p: e2m1 needs its scale codes, bf16 whole vectors along K.
