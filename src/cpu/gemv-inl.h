@@ -70,17 +70,17 @@ HWY_INLINE VF LoadWeights(const WeightRow& r, std::int64_t k, int shift) {
     const DI di;
     const hn::Rebind<std::int8_t, DF> d8;
     const auto c = hn::PromoteTo(di, hn::LoadU(d8, reinterpret_cast<const std::int8_t*>(r.codes + k)));
-    const auto bits = hn::And(hn::ShiftLeft<20>(c), hn::Set(di, static_cast<std::int32_t>(0x87F00000u)));
+    const auto bits = codec::DecodeE4m3Placed(di, c);
     // kPerGroup: the bits as they are (value x 2^-120); the activations carry 2^119 and the group's sum the rest.
     const VF v = kPerGroup ? hn::BitCast(df, bits) : hn::Mul(hn::BitCast(df, bits), hn::Set(df, r.scales[k >> shift]));
     if constexpr (!kNanCheck) return v;
-    const auto nan = hn::RebindMask(df, hn::Eq(hn::And(c, hn::Set(di, 0x7F)), hn::Set(di, 0x7F)));
+    const auto nan = hn::RebindMask(df, codec::E4m3IsNan(di, c));
     return hn::IfThenElse(nan, hn::Set(df, std::numeric_limits<float>::quiet_NaN()), v);
   } else {
     // e2m1 on targets narrower than 16 lanes (16-lane ones decode 32 at a time in GemvBlock): value x scale.
     static_assert(K == WeightKind::e2m1);
 #if !MF_GEMM_WIDE && HWY_TARGET != HWY_SCALAR
-    return hn::Mul(DecodeE2m1Lanes(df, r.codes + k / 2), hn::Set(df, r.weight_scale_table[r.scale_codes[k >> shift]]));
+    return hn::Mul(codec::DecodeE2m1Lanes(df, r.codes + k / 2), hn::Set(df, r.weight_scale_table[r.scale_codes[k >> shift]]));
 #else
     (void)r, (void)k, (void)shift;
     return hn::Zero(df);
@@ -144,57 +144,10 @@ HWY_INLINE bool GroupProductsOptimistic(const WeightRow (&rows)[kLanes], const f
 }
 
 #if MF_GEMV_GFNI
-// GroupProductsOptimistic with a decode of 32 codes in three operations instead of six, on Highway's AVX3_DL target
-// and newer (Ice Lake and Zen 4 on). The f32 bits that LoadWeights
-// makes of a code c are two bytes: byte 3 holds c's sign and exponent bits 6..4 (in bits 7 and 2..0), byte 2 c's bits
-// 3..0 (in bits 7..4), bytes 1 and 0 are zero. One affine transform over GF(2) (a bit matrix per 8 bytes) turns 32
-// codes, loaded into both halves of a vector, into their byte 3 (low half) and byte 2 (high half); one byte permute
-// per 16 codes then puts each code's two bytes in place and zeroes the rest. The same bits in the same fmas, so the
-// same sums. Rows go 8 at a time, so that their pointers stay in registers. (end - k0) % 32 == 0.
-// The byte permutes' indices: lane L of the first 16 codes takes byte 3 from transformed byte L and byte 2 from
-// byte 32 + L; of the second 16, from 16 + L and 48 + L. Built once, at compile time.
-struct GfniIndex {
-  alignas(64) std::uint8_t bytes[2][64] = {};
-  constexpr GfniIndex() {
-    for (int h = 0; h < 2; ++h) {
-      for (int lane = 0; lane < 16; ++lane) {
-        bytes[h][4 * lane + 2] = static_cast<std::uint8_t>(32 + 16 * h + lane);
-        bytes[h][4 * lane + 3] = static_cast<std::uint8_t>(16 * h + lane);
-      }
-    }
-  }
-};
-inline constexpr GfniIndex kGfniIndex{};
-
-// Highway 1.0.3's AVX3_DL neither names GFNI in its target string nor checks for it at run time (later versions do
-// both). Every CPU with AVX3_DL's extensions has GFNI (Ice Lake, Tiger Lake, Sapphire Rapids, Zen 4), but one without
-// it would fault on vgf2p8affineqb: checked once, so such a CPU takes GroupProductsOptimistic.
-HWY_INLINE bool CpuHasGfni() {
-  static const bool has = [] {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("gfni") && __builtin_cpu_supports("avx512vbmi");
-  }();
-  return has;
-}
-
-// The f32 bits of 32 e4m3 codes as LoadWeights makes them (value x 2^-120): w0 codes 0-15, w1 16-31.
-// Raw intrinsics: Highway 1.0.3 has no GF(2) affine transform, no cross-block byte permute (its TableLookupBytes
-// stays within 128-bit blocks) and no load that broadcasts 32 bytes to both halves. The target attribute adds GFNI
-// to AVX3_DL's (CpuHasGfni says why).
-HWY_INLINE __attribute__((target(HWY_TARGET_STR ",gfni"))) void DecodeE4m3x32Gfni(const std::uint8_t* codes,
-                                                                                    VF& w0, VF& w1) {
-  // Matrix row 7 - i selects the code bits that make result bit i: byte 3 takes bits 7, 6, 5, 4 into bits 7, 2, 1,
-  // 0 (low half), byte 2 takes bits 3..0 into 7..4 (high half).
-  const __m512i matrix = _mm512_set_epi64(0x0000000001020408, 0x0000000001020408, 0x0000000001020408,
-                                          0x0000000001020408, 0x1020400000000080, 0x1020400000000080,
-                                          0x1020400000000080, 0x1020400000000080);
-  const __mmask64 high_bytes = 0xCCCCCCCCCCCCCCCCull;  // bytes 2 and 3 of every lane
-  const __m256i c = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes));
-  const __m512i t = _mm512_gf2p8affine_epi64_epi8(_mm512_broadcast_i64x4(c), matrix, 0);
-  w0 = hn::BitCast(DF(), hn::Vec<DU>{_mm512_maskz_permutexvar_epi8(high_bytes, hn::Load(D8(), kGfniIndex.bytes[0]).raw, t)});
-  w1 = hn::BitCast(DF(), hn::Vec<DU>{_mm512_maskz_permutexvar_epi8(high_bytes, hn::Load(D8(), kGfniIndex.bytes[1]).raw, t)});
-}
-
+// GroupProductsOptimistic with element_codec-inl.h's GFNI decode of 32 codes (three operations instead of six), on
+// Highway's AVX3_DL target and newer (Ice Lake and Zen 4 on) where CpuHasGfni(). The same bits in the same fmas, so
+// the same sums. Rows go 8 at a time, so that their pointers stay in registers. (end - k0) % 32 == 0. The target
+// attribute adds GFNI to AVX3_DL's (CpuHasGfni says why).
 template <bool kPerGroup>
 HWY_NOINLINE __attribute__((target(HWY_TARGET_STR ",gfni"))) bool GroupProductsGfni(
     const WeightRow (&rows)[kLanes], const float* HWY_RESTRICT a, std::int64_t k0, std::int64_t end, int shift,
@@ -227,7 +180,7 @@ HWY_NOINLINE __attribute__((target(HWY_TARGET_STR ",gfni"))) bool GroupProductsG
 #pragma GCC unroll 8
         for (int i = 0; i < 8; ++i) {
           VF w0, w1;
-          DecodeE4m3x32Gfni(codes[i] + k, w0, w1);
+          codec::DecodeE4m3x32Gfni(codes[i] + k, w0, w1);
           sums[i] = hn::MulAdd(a1, weights(w1, k + 16, half + i), hn::MulAdd(a0, weights(w0, k, half + i), sums[i]));
         }
       }
@@ -238,6 +191,74 @@ HWY_NOINLINE __attribute__((target(HWY_TARGET_STR ",gfni"))) bool GroupProductsG
 }
 #endif  // MF_GEMV_GFNI
 #endif  // MF_GEMM_WIDE
+
+#if MF_GEMM_WIDE
+// One group's 16 sums of the e2m1 GEMV on 16-lane targets into red (lane StridedTreeLane(i) for row i): one 1x32
+// block per step, two 8-byte loads and the block's scaled table per row, in the strided lane order (`a` is permuted
+// to match), so that accumulator lane 2q sums k = q mod 16 and lane 2q + 1 k = 8 + q mod 16, each in increasing k:
+// the definition's sequences, summed by the tree in that order.
+HWY_INLINE void GroupSumsE2m1Strided(const WeightRow (&rows)[kLanes], const float* HWY_RESTRICT a, std::int64_t k0,
+                                     std::int64_t end, int shift, const float* HWY_RESTRICT e2m1_tables,
+                                     float* HWY_RESTRICT red) {
+  const DF df;
+  VF acc[kLanes][kV];
+  for (auto& o : acc) o[0] = hn::Zero(df);
+  for (std::int64_t k = k0; k < end; k += 32) {
+    const VF a0 = hn::LoadU(df, a + k), a1 = hn::LoadU(df, a + k + kLanes);
+#pragma GCC unroll 16
+    for (int i = 0; i < kLanes; ++i) {
+      VF w0, w1;
+      codec::DecodeE2m1x32Strided(rows[i].codes + k / 2, e2m1_tables + 16 * rows[i].scale_codes[k >> shift], w0, w1);
+      acc[i][0] = hn::MulAdd(a1, w1, hn::MulAdd(a0, w0, acc[i][0]));
+    }
+  }
+  hn::StoreU(ReduceTileStrided(df, acc), df, red);
+}
+#endif
+
+// One group's 16 sums into red (lane bitrev4(i) for row i). e4m3 on 16-lane targets goes optimistically first (GFNI
+// where `gfni`, else shifted fields) and again with the checked loop when the group holds a NaN code.
+template <WeightKind K, bool kPerGroup>
+HWY_INLINE void GroupSums(const WeightRow (&rows)[kLanes], const float* HWY_RESTRICT a, std::int64_t k0,
+                          std::int64_t end, int shift, bool gfni, float* HWY_RESTRICT red) {
+  (void)gfni;  // read where the GFNI decode is compiled
+  const DF df;
+  VF acc[kLanes][kV];
+  for (auto& o : acc) {
+    for (auto& v : o) v = hn::Zero(df);
+  }
+  bool done = false;
+#if MF_GEMM_WIDE
+  if constexpr (K == WeightKind::e4m3) {
+#if MF_GEMV_GFNI
+    if (gfni && (end - k0) % 32 == 0) {  // always, for weights with 32- or 128-wide blocks
+      done = GroupProductsGfni<kPerGroup>(rows, a, k0, end, shift, acc);
+    } else  // NOLINT(readability/braces)
+#endif
+    {
+      done = GroupProductsOptimistic<kPerGroup>(rows, a, k0, end, shift, acc);
+    }
+  }
+#endif
+  if (!done) {
+    for (auto& o : acc) {  // again, after an optimistic pass that met a NaN code
+      for (auto& v : o) v = hn::Zero(df);
+    }
+    GroupProducts<K, kPerGroup>(rows, a, k0, end, shift, acc);
+  }
+  Reduce(df, acc, red);
+}
+
+// e4m3 with per-group factors: each row's factor (2^120 x scale) times 2^-119 on its group sum in red.
+HWY_INLINE void ApplyRowFactors(const WeightRow (&rows)[kLanes], std::int64_t column, float* HWY_RESTRICT red) {
+  const DF df;
+  if (rows[0].scales == rows[kLanes - 1].scales) {  // one scale block row (fp8-128x128): one factor, one multiply
+    const float f = rows[0].scales[column] * 0x1p-119f;
+    for (std::size_t i = 0; i < kLanes; i += kL) hn::Store(hn::Mul(hn::Load(df, red + i), hn::Set(df, f)), df, red + i);
+  } else {
+    for (int i = 0; i < kLanes; ++i) red[bitrev4(i)] *= rows[i].scales[column] * 0x1p-119f;
+  }
+}
 
 // C[0, n0 .. n0 + 16) into c (lane order of the 1 x 16 tile: column n0 + i in lane bitrev4(i); e2m1 on 16-lane
 // targets: in lane StridedTreeLane(i)).
@@ -253,7 +274,6 @@ template <WeightKind K, bool kPerGroup = false>
 void GemvBlock(const Problem& p, const float* HWY_RESTRICT a, std::int64_t n0, float* HWY_RESTRICT c,
                const float* HWY_RESTRICT e2m1_tables = nullptr) {
   (void)e2m1_tables;  // read only where e2m1 rows are decoded (16-lane targets)
-  const DF df;
   // k >> shift is the scale column (GemvFits: a power-of-two block width); 62 keeps one factor for f32 scales.
   const int shift =
       K == WeightKind::e4m3 && !p.weight_scales_inside ? 62 : std::countr_zero(static_cast<unsigned>(p.bc));
@@ -262,64 +282,21 @@ void GemvBlock(const Problem& p, const float* HWY_RESTRICT a, std::int64_t n0, f
   alignas(64) float red[kLanes], s[kLanes];
   const std::int64_t groups = (p.k + p.group - 1) / p.group;
 #if MF_GEMV_GFNI
-  const bool gfni = K == WeightKind::e4m3 && CpuHasGfni();
+  const bool gfni = K == WeightKind::e4m3 && codec::CpuHasGfni();
+#else
+  const bool gfni = false;
 #endif
   for (std::int64_t g = 0; g < groups; ++g) {
-    VF acc[kLanes][kV];
-    for (auto& o : acc) {
-      for (auto& v : o) v = hn::Zero(df);
-    }
-    const std::int64_t end = std::min(p.k, (g + 1) * p.group);
+    const std::int64_t k0 = g * p.group, end = std::min(p.k, k0 + p.group);
 #if MF_GEMM_WIDE
     if constexpr (K == WeightKind::e2m1) {
-      // One 1x32 block per step: two 8-byte loads and the block's scaled table per row, in the strided lane order
-      // (`a` is permuted to match), so that accumulator lane 2q sums k = q mod 16 and lane 2q + 1 k = 8 + q mod 16,
-      // each in increasing k: the definition's sequences, summed by the tree in that order.
-      for (std::int64_t k = g * p.group; k < end; k += 32) {
-        const VF a0 = hn::LoadU(df, a + k), a1 = hn::LoadU(df, a + k + kLanes);
-#pragma GCC unroll 16
-        for (int i = 0; i < kLanes; ++i) {
-          VF w0, w1;
-          DecodeE2m1x32Strided(rows[i].codes + k / 2, e2m1_tables + 16 * rows[i].scale_codes[k >> shift], w0, w1);
-          acc[i][0] = hn::MulAdd(a1, w1, hn::MulAdd(a0, w0, acc[i][0]));
-        }
-      }
-      hn::StoreU(ReduceTileStrided(df, acc), df, red);
+      GroupSumsE2m1Strided(rows, a, k0, end, shift, e2m1_tables, red);
     } else  // NOLINT(readability/braces)
 #endif
     {
-      bool done = false;
-#if MF_GEMM_WIDE
-      if constexpr (K == WeightKind::e4m3) {
-#if MF_GEMV_GFNI
-        if (gfni && (end - g * p.group) % 32 == 0) {  // always, for weights with 32- or 128-wide blocks
-          done = GroupProductsGfni<kPerGroup>(rows, a, g * p.group, end, shift, acc);
-        } else  // NOLINT(readability/braces)
-#endif
-        {
-          done = GroupProductsOptimistic<kPerGroup>(rows, a, g * p.group, end, shift, acc);
-        }
-      }
-#endif
-      if (!done) {
-        for (auto& o : acc) {  // again, after an optimistic pass that met a NaN code
-          for (auto& v : o) v = hn::Zero(df);
-        }
-        GroupProducts<K, kPerGroup>(rows, a, g * p.group, end, shift, acc);
-      }
-      Reduce(df, acc, red);
+      GroupSums<K, kPerGroup>(rows, a, k0, end, shift, gfni, red);
     }
-    if constexpr (kPerGroup) {
-      const std::int64_t column = (g * p.group) >> shift;
-      if (rows[0].scales == rows[kLanes - 1].scales) {  // one scale block row (fp8-128x128): one factor, one multiply
-        const float f = rows[0].scales[column] * 0x1p-119f;
-        for (std::size_t i = 0; i < kLanes; i += kL) {
-          hn::Store(hn::Mul(hn::Load(df, red + i), hn::Set(df, f)), df, red + i);
-        }
-      } else {
-        for (int i = 0; i < kLanes; ++i) red[bitrev4(i)] *= rows[i].scales[column] * 0x1p-119f;
-      }
-    }
+    if constexpr (kPerGroup) ApplyRowFactors(rows, k0 >> shift, red);
     // One factor for the whole row: act_scales[0, group] (or 1).
     if (p.weight_scales.empty() || p.weight_scales_inside) {
       std::fill(s, s + kLanes, p.group_scale(0, n0, g));
@@ -333,7 +310,7 @@ void GemvBlock(const Problem& p, const float* HWY_RESTRICT a, std::int64_t n0, f
 // Which decode the e4m3 GEMV runs on this target and CPU (gemm_dispatch.h).
 HWY_INLINE const char* GemvE4m3Decode() {
 #if MF_GEMV_GFNI
-  if (CpuHasGfni()) return "gfni";
+  if (codec::CpuHasGfni()) return "gfni";
 #endif
   return MF_GEMM_WIDE ? "avx512" : "lanes";
 }
@@ -349,47 +326,74 @@ HWY_INLINE bool GemvFits(const Problem& p) {
   return false;
 }
 
+#if MF_GEMM_WIDE
+// The e2m1 GEMV's inputs on 16-lane targets: the activations in the strided lane order (GroupSumsE2m1Strided), and
+// each scale code's table (256 x 16 values, 16 KiB: L1).
+struct StridedE2m1 {
+  hwy::AlignedFreeUniquePtr<float[]> a, tables;
+};
+HWY_INLINE StridedE2m1 PrepareStridedE2m1(const Problem& p, const float* a) {
+  StridedE2m1 out{hwy::AllocateAligned<float>(static_cast<std::size_t>(p.k)), hwy::AllocateAligned<float>(256 * 16)};
+  for (std::int64_t k = 0; k < p.k; k += kLanes) {
+    for (int q = 0; q < 8; ++q) {
+      out.a[static_cast<std::size_t>(k + 2 * q)] = a[k + q];
+      out.a[static_cast<std::size_t>(k + 2 * q + 1)] = a[k + 8 + q];
+    }
+  }
+  for (std::size_t code = 0; code < 256; ++code) {
+    for (std::size_t j = 0; j < 16; ++j) out.tables[code * 16 + j] = codec::kE2m1Values[j] * p.weight_scale_table[code];
+  }
+  return out;
+}
+#endif
+
+// The activations as each weight kind's GemvBlock reads them.
+struct GemvInputs {
+  const float* a;
+  std::vector<float> scaled;  // a x 2^119 (exact: |a| <= 448), for the e4m3 GEMV's per-group factors
+#if MF_GEMM_WIDE
+  StridedE2m1 strided;
+#endif
+};
+
+// C[0, col0 .. col0 + 16) into c in GemvBlock's lane order.
+HWY_INLINE void GemvBlockOf(const Problem& p, const GemvInputs& in, std::int64_t col0, float* HWY_RESTRICT c) {
+  std::fill(c, c + kLanes, 0.0f);
+  switch (p.kind) {
+    case WeightKind::e4m3:
+      if (p.e4m3_per_group) return GemvBlock<WeightKind::e4m3, true>(p, in.scaled.data(), col0, c);
+      return GemvBlock<WeightKind::e4m3>(p, in.a, col0, c);
+    case WeightKind::e2m1:
+#if MF_GEMM_WIDE
+      return GemvBlock<WeightKind::e2m1>(p, in.strided.a.get(), col0, c, in.strided.tables.get());
+#elif HWY_TARGET != HWY_SCALAR
+      return GemvBlock<WeightKind::e2m1>(p, in.a, col0, c);
+#else
+      return;  // GemvFits: not on this target
+#endif
+    case WeightKind::bf16: return GemvBlock<WeightKind::bf16>(p, in.a, col0, c);
+    case WeightKind::f32: return;  // GemvFits: never
+  }
+}
+
 // One activation row: blocks of 16 columns, taken from the queue until it is empty.
 HWY_INLINE void GemvColumns(const Problem& p, const float* a, ColumnQueue& queue) {
   const bool wide_e2m1 = MF_GEMM_WIDE && p.kind == WeightKind::e2m1;  // GemvBlock's lane order
-  alignas(64) float c[kLanes];
-  float row[kLanes];
-  std::vector<float> scaled;  // a x 2^119 (exact: |a| <= 448), for the e4m3 GEMV's per-group factors
+  GemvInputs in;
+  in.a = a;
   if (p.kind == WeightKind::e4m3 && p.e4m3_per_group) {
-    scaled.resize(static_cast<std::size_t>(p.k));
-    for (std::int64_t k = 0; k < p.k; ++k) scaled[static_cast<std::size_t>(k)] = a[k] * 0x1p119f;
+    in.scaled.resize(static_cast<std::size_t>(p.k));
+    for (std::int64_t k = 0; k < p.k; ++k) in.scaled[static_cast<std::size_t>(k)] = a[k] * 0x1p119f;
   }
 #if MF_GEMM_WIDE
-  // e2m1: the activations in the strided lane order, and each scale code's table (256 x 16 values, 16 KiB: L1).
-  hwy::AlignedFreeUniquePtr<float[]> strided, tables;
-  if (p.kind == WeightKind::e2m1) {
-    strided = hwy::AllocateAligned<float>(static_cast<std::size_t>(p.k));
-    tables = hwy::AllocateAligned<float>(256 * 16);
-    for (std::int64_t k = 0; k < p.k; k += kLanes) {
-      for (int q = 0; q < 8; ++q) {
-        strided[static_cast<std::size_t>(k + 2 * q)] = a[k + q];
-        strided[static_cast<std::size_t>(k + 2 * q + 1)] = a[k + 8 + q];
-      }
-    }
-    for (std::size_t code = 0; code < 256; ++code) {
-      for (std::size_t j = 0; j < 16; ++j) tables[code * 16 + j] = kE2m1Values[j] * p.weight_scale_table[code];
-    }
-  }
+  if (p.kind == WeightKind::e2m1) in.strided = PrepareStridedE2m1(p, a);
 #endif
+  alignas(64) float c[kLanes];
+  float row[kLanes];
   std::int64_t begin, end;
   while (queue.next(begin, end)) {
     for (std::int64_t col0 = begin * kLanes; col0 < end * kLanes; col0 += kLanes) {
-      std::fill(c, c + kLanes, 0.0f);
-      if (p.kind == WeightKind::e4m3) {
-        if (p.e4m3_per_group) GemvBlock<WeightKind::e4m3, true>(p, scaled.data(), col0, c);
-        else GemvBlock<WeightKind::e4m3>(p, a, col0, c);
-      }
-#if MF_GEMM_WIDE
-      if (p.kind == WeightKind::e2m1) GemvBlock<WeightKind::e2m1>(p, strided.get(), col0, c, tables.get());
-#elif HWY_TARGET != HWY_SCALAR
-      if (p.kind == WeightKind::e2m1) GemvBlock<WeightKind::e2m1>(p, a, col0, c);
-#endif
-      if (p.kind == WeightKind::bf16) GemvBlock<WeightKind::bf16>(p, a, col0, c);
+      GemvBlockOf(p, in, col0, c);
       for (int i = 0; i < kLanes; ++i) row[i] = c[wide_e2m1 ? StridedTreeLane(i) : bitrev4(i)];
       finish(p, 0, col0, std::min<std::int64_t>(kLanes, p.n - col0), row);
     }

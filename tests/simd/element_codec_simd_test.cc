@@ -5,6 +5,8 @@
 //   * EncodeNearest, EncodeStochastic (32 random bits per lane) and EncodeExact (each rounding) under both overflow
 //     rules, on every code's value, the midpoints between neighbours and their f32 neighbours, random bit patterns
 //     and specials; lanes the step hands on (NeedsScalar, NeedsExact) are left out, as its callers leave them.
+//   * the GEMM kernels' per-format decodes (e4m3 with its constants built in, e4m3 placed, e2m1 by byte table at every width; e2m1 by lane permute and
+//     e4m3 by GFNI on full AVX-512 vectors) on every code.
 // The bulk casts, quantizers and GEMM kernels call these same functions, so a lane-count-dependent slip here (a
 // constant set only in some lanes, a partial vector's padding read back) would show in all of them.
 #include <bit>
@@ -18,6 +20,8 @@
 #include "minifloat/codec.h"
 #include "minifloat/format.h"
 
+// The GEMM kernels' decodes include AVX3_DL's (GFNI): compile that target here too, as src/cpu/gemm.cc does.
+#define HWY_WANT_AVX3_DL
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "../tests/simd/element_codec_simd_test.cc"  // found through src/, the test's include path
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
@@ -186,8 +190,137 @@ struct TestEncode {
   }
 };
 
+// ---- the GEMM kernels' per-format decodes, against the scalar codec ----
+
+// DecodeE4m3 gives every code's value (the quiet NaN for 0x7F and 0xFF, as decode does).
+struct TestE4m3 {
+  template <class T, class D>
+  HWY_NOINLINE void operator()(T /*unused*/, D df) {
+    if (!Tested(df)) return;
+    const hn::RebindToUnsigned<D> du;
+    const std::size_t n = hn::Lanes(df);
+    std::vector<std::uint32_t> codes(256 + n), bits(codes.size());
+    for (std::uint32_t c = 0; c < codes.size(); ++c) codes[c] = c % 256;
+    for (std::size_t i = 0; i + n <= codes.size(); i += n) {
+      hn::StoreU(hn::BitCast(du, cpu::DecodeE4m3(df, hn::LoadU(du, codes.data() + i))), du, bits.data() + i);
+    }
+    for (std::uint32_t c = 0; c < 256; ++c) {
+      EXPECT_EQ(bits[c], std::bit_cast<std::uint32_t>(decode(e4m3, c))) << "code " << hex(c) << " at " << n << " lanes";
+    }
+  }
+};
+
+// DecodeE4m3Placed times 2^120 is every non-NaN code's value; E4m3IsNan finds exactly the NaN codes.
+struct TestE4m3Placed {
+  template <class T, class D>
+  HWY_NOINLINE void operator()(T /*unused*/, D di) {
+    if (!Tested(di)) return;
+    const std::size_t n = hn::Lanes(di);
+    std::vector<std::int32_t> codes(256 + n), bits(codes.size()), nan(codes.size());
+    for (std::size_t c = 0; c < codes.size(); ++c) codes[c] = static_cast<std::int8_t>(c % 256);  // sign-extended
+    for (std::size_t i = 0; i + n <= codes.size(); i += n) {
+      const auto c = hn::LoadU(di, codes.data() + i);
+      hn::StoreU(cpu::DecodeE4m3Placed(di, c), di, bits.data() + i);
+      hn::StoreU(hn::IfThenElseZero(cpu::E4m3IsNan(di, c), hn::Set(di, 1)), di, nan.data() + i);
+    }
+    for (std::uint32_t c = 0; c < 256; ++c) {
+      const float want = decode(e4m3, c);
+      EXPECT_EQ(nan[c] != 0, std::isnan(want)) << "code " << hex(c) << " at " << n << " lanes";
+      if (std::isnan(want)) continue;
+      const float got = std::bit_cast<float>(bits[c]) * 0x1p120f;
+      EXPECT_EQ(std::bit_cast<std::uint32_t>(got), std::bit_cast<std::uint32_t>(want))
+          << "code " << hex(c) << " at " << n << " lanes";
+    }
+  }
+};
+
+#if HWY_TARGET != HWY_SCALAR
+// DecodeE2m1Lanes on every byte (two codes, low nibble first) at every width from 2 lanes: decode(e2m1, code).
+struct TestE2m1Lanes {
+  template <class T, class D>
+  HWY_NOINLINE void operator()(T /*unused*/, D df) {
+    if constexpr (hn::MaxLanes(D()) >= 2) Check(df);
+  }
+  template <class D>
+  static void Check(D df) {
+    const std::size_t n = hn::Lanes(df);
+    std::vector<std::uint8_t> bytes(256);
+    for (std::size_t b = 0; b < 256; ++b) bytes[b] = static_cast<std::uint8_t>(b);
+    std::vector<float> got(512);
+    for (std::size_t i = 0; i < 512; i += n) hn::StoreU(cpu::DecodeE2m1Lanes(df, bytes.data() + i / 2), df, got.data() + i);
+    for (std::uint32_t i = 0; i < 512; ++i) {
+      const std::uint32_t code = (bytes[i / 2] >> (4 * (i % 2))) & 0xF;
+      EXPECT_EQ(std::bit_cast<std::uint32_t>(got[i]), std::bit_cast<std::uint32_t>(decode(e2m1, code)))
+          << "code " << code << " at " << n << " lanes";
+      EXPECT_EQ(std::bit_cast<std::uint32_t>(cpu::kE2m1Values[code]), std::bit_cast<std::uint32_t>(decode(e2m1, code)));
+    }
+  }
+};
+#endif
+
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3_DL
+// DecodeE4m3x32Gfni gives DecodeE4m3Placed's bits for every code (the target attribute: as the GEMV's, for GFNI).
+HWY_NOINLINE __attribute__((target(HWY_TARGET_STR ",gfni"))) void CheckGfni() {
+  std::vector<std::uint8_t> codes(256);
+  for (std::size_t c = 0; c < 256; ++c) codes[c] = static_cast<std::uint8_t>(c);
+  alignas(64) std::uint32_t gfni[32];
+  for (std::size_t at = 0; at < 256; at += 32) {
+    hn::Vec<cpu::DF16> w0, w1;
+    cpu::DecodeE4m3x32Gfni(codes.data() + at, w0, w1);
+    hn::Store(hn::BitCast(hn::RebindToUnsigned<cpu::DF16>(), w0), hn::RebindToUnsigned<cpu::DF16>(), gfni);
+    hn::Store(hn::BitCast(hn::RebindToUnsigned<cpu::DF16>(), w1), hn::RebindToUnsigned<cpu::DF16>(), gfni + 16);
+    for (std::uint32_t i = 0; i < 32; ++i) {
+      const auto placed = static_cast<std::uint32_t>((static_cast<std::int8_t>(at + i) * (1 << 20)) & 0x87F00000);
+      EXPECT_EQ(gfni[i], placed) << "GFNI decode of code " << hex(static_cast<std::uint32_t>(at + i));
+    }
+  }
+}
+#endif
+
+// The full-vector decodes of AVX-512 (e2m1 by lane permute, plain and in the GEMV's strided order) and of AVX3_DL
+// (e4m3 by GFNI, where the CPU has it), on every byte of codes.
+void TestWideDecodes() {
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+  const cpu::DF16 df;
+  std::vector<std::uint8_t> bytes(256);
+  for (std::size_t b = 0; b < 256; ++b) bytes[b] = static_cast<std::uint8_t>((b * 37 + 11) % 256);  // every byte
+  alignas(64) float table[16], got[32];
+  for (int j = 0; j < 16; ++j) table[j] = cpu::kE2m1Values[j] * 0.25f;
+  for (std::size_t at = 0; at < 256; at += 16) {
+    hn::Vec<cpu::DF16> w0, w1;
+    cpu::DecodeE2m1x32Strided(bytes.data() + at, table, w0, w1);
+    hn::Store(w0, df, got);
+    hn::Store(w1, df, got + 16);
+    for (std::uint32_t i = 0; i < 32; ++i) {
+      const std::uint32_t half = i / 16, q = (i % 16) / 2, weight = 16 * half + q + (i % 2 ? 8 : 0);
+      const std::uint32_t code = (bytes[at + weight / 2] >> (4 * (weight % 2))) & 0xF;
+      EXPECT_EQ(std::bit_cast<std::uint32_t>(got[i]), std::bit_cast<std::uint32_t>(decode(e2m1, code) * 0.25f))
+          << "strided lane " << i << " of byte " << at;
+    }
+    for (std::size_t h = 0; h < 16; h += 8) {
+      hn::Store(cpu::DecodeE2m1x16(bytes.data() + at + h), df, got);
+      for (std::uint32_t i = 0; i < 16; ++i) {
+        const std::uint32_t code = (bytes[at + h + i / 2] >> (4 * (i % 2))) & 0xF;
+        EXPECT_EQ(std::bit_cast<std::uint32_t>(got[i]), std::bit_cast<std::uint32_t>(decode(e2m1, code)));
+      }
+    }
+  }
+#endif
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3_DL
+  if (cpu::CpuHasGfni()) CheckGfni();
+#endif
+}
+
 void TestAllDecode() { hn::ForPartialVectors<TestDecode>()(std::uint32_t()); }
 void TestAllEncode() { hn::ForPartialVectors<TestEncode>()(std::uint32_t()); }
+void TestGemmDecodes() {
+  hn::ForPartialVectors<TestE4m3>()(float());
+  hn::ForPartialVectors<TestE4m3Placed>()(std::int32_t());
+#if HWY_TARGET != HWY_SCALAR
+  hn::ForPartialVectors<TestE2m1Lanes>()(float());
+#endif
+  TestWideDecodes();
+}
 
 }  // namespace HWY_NAMESPACE
 }  // namespace mf::test
@@ -200,6 +333,7 @@ class ElementCodecTarget : public hwy::TestWithParamTarget {};
 HWY_TARGET_INSTANTIATE_TEST_SUITE_P(ElementCodecTarget);
 HWY_EXPORT_AND_TEST_P(ElementCodecTarget, TestAllDecode);
 HWY_EXPORT_AND_TEST_P(ElementCodecTarget, TestAllEncode);
+HWY_EXPORT_AND_TEST_P(ElementCodecTarget, TestGemmDecodes);
 
 }  // namespace mf::test
 #endif  // HWY_ONCE
