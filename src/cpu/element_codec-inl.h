@@ -279,7 +279,8 @@ HWY_INLINE hn::Vec<DF16> DecodeE2m1x16(const std::uint8_t* bytes) {
   const auto half = hn::LoadU(hn::Full64<std::uint8_t>(), bytes);
   const auto pairs = hn::InterleaveLower(d8, hn::ZeroExtendVector(d8, half), hn::ZeroExtendVector(d8, half));
   const auto idx = hn::And(hn::Shr(hn::PromoteTo(du, pairs), hn::Load(du, kNibbleShift)), hn::Set(du, 0xFu));
-  return hn::TableLookupLanes(hn::Load(df, kE2m1Values), hn::IndicesFromVec(df, hn::BitCast(hn::RebindToSigned<DF16>(), idx)));
+  const auto indices = hn::IndicesFromVec(df, hn::BitCast(hn::RebindToSigned<DF16>(), idx));
+  return hn::TableLookupLanes(hn::Load(df, kE2m1Values), indices);
 }
 
 // Sixteen bytes of e2m1 codes (32 weights) -> w0 (weights 0-15) and w1 (16-31) in the GEMV's strided lane order:
@@ -351,8 +352,8 @@ HWY_INLINE __attribute__((target(HWY_TARGET_STR ",gfni"))) void DecodeE4m3x32Gfn
   const __m256i c = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes));
   const __m512i t = _mm512_gf2p8affine_epi64_epi8(_mm512_broadcast_i64x4(c), matrix, 0);
   const auto permute = [&](int h) {
-    return hn::BitCast(DF16(), hn::Vec<decltype(d8)>{
-                                   _mm512_maskz_permutexvar_epi8(high_bytes, hn::Load(d8, kGfniIndex.bytes[h]).raw, t)});
+    const __m512i index = hn::Load(d8, kGfniIndex.bytes[h]).raw;
+    return hn::BitCast(DF16(), hn::Vec<decltype(d8)>{_mm512_maskz_permutexvar_epi8(high_bytes, index, t)});
   };
   w0 = permute(0);
   w1 = permute(1);

@@ -80,7 +80,8 @@ HWY_INLINE VF LoadWeights(const WeightRow& r, std::int64_t k, int shift) {
     // e2m1 on targets narrower than 16 lanes (16-lane ones decode 32 at a time in GemvBlock): value x scale.
     static_assert(K == WeightKind::e2m1);
 #if !MF_GEMM_WIDE && HWY_TARGET != HWY_SCALAR
-    return hn::Mul(codec::DecodeE2m1Lanes(df, r.codes + k / 2), hn::Set(df, r.weight_scale_table[r.scale_codes[k >> shift]]));
+    const float scale = r.weight_scale_table[r.scale_codes[k >> shift]];
+    return hn::Mul(codec::DecodeE2m1Lanes(df, r.codes + k / 2), hn::Set(df, scale));
 #else
     (void)r, (void)k, (void)shift;
     return hn::Zero(df);
@@ -109,8 +110,8 @@ HWY_INLINE void GroupProducts(const WeightRow (&rows)[kLanes], const float* HWY_
 #if MF_GEMM_WIDE
 using D8 = hn::Repartition<std::uint8_t, DF>;  // a vector of weight codes
 
-// Folds `count` codes of a line, up to 64 (bytes past them load as 0, which is not a NaN code), into `seen`, the running
-// minimum of ~code & 0x7F: 0 once a NaN code (0x7F, 0xFF) was seen.
+// Folds `count` codes of a line, up to 64 (bytes past them load as 0, which is not a NaN code), into `seen`, the
+// running minimum of ~code & 0x7F: 0 once a NaN code (0x7F, 0xFF) was seen.
 HWY_INLINE void SeeCodes(const std::uint8_t* line, std::int64_t count, hn::Vec<D8>& seen) {
   const D8 d8;
   const auto in = hn::FirstN(d8, static_cast<std::size_t>(std::min<std::int64_t>(count, 64)));

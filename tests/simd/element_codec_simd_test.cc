@@ -5,8 +5,8 @@
 //   * EncodeNearest, EncodeStochastic (32 random bits per lane) and EncodeExact (each rounding) under both overflow
 //     rules, on every code's value, the midpoints between neighbours and their f32 neighbours, random bit patterns
 //     and specials; lanes the step hands on (NeedsScalar, NeedsExact) are left out, as its callers leave them.
-//   * the GEMM kernels' per-format decodes (e4m3 with its constants built in, e4m3 placed, e2m1 by byte table at every width; e2m1 by lane permute and
-//     e4m3 by GFNI on full AVX-512 vectors) on every code.
+//   * the GEMM kernels' per-format decodes on every code: e4m3 with its constants built in, e4m3 placed and e2m1 by
+//     byte table at every width; e2m1 by lane permute and e4m3 by GFNI on full AVX-512 vectors.
 // The bulk casts, quantizers and GEMM kernels call these same functions, so a lane-count-dependent slip here (a
 // constant set only in some lanes, a partial vector's padding read back) would show in all of them.
 #include <bit>
@@ -95,7 +95,9 @@ std::vector<std::uint32_t> ByVectors(D d, const std::vector<std::uint32_t>& in, 
   std::vector<std::uint32_t> padded = in;
   padded.resize((in.size() + n - 1) / n * n, pad);
   std::vector<std::uint32_t> out(padded.size());
-  for (std::size_t i = 0; i < padded.size(); i += n) hn::StoreU(step(hn::LoadU(d, padded.data() + i)), d, out.data() + i);
+  for (std::size_t i = 0; i < padded.size(); i += n) {
+    hn::StoreU(step(hn::LoadU(d, padded.data() + i)), d, out.data() + i);
+  }
   out.resize(in.size());
   return out;
 }
@@ -170,8 +172,8 @@ struct TestEncode {
         std::vector<std::uint32_t> got(bits.size());
         const std::size_t n = hn::Lanes(du);
         for (std::size_t i = 0; i + n <= bits.size(); i += n) {
-          hn::StoreU(cpu::EncodeStochastic(du, stochastic, hn::LoadU(du, bits.data() + i), hn::LoadU(du, random.data() + i)),
-                     du, got.data() + i);
+          const auto x = hn::LoadU(du, bits.data() + i), r = hn::LoadU(du, random.data() + i);
+          hn::StoreU(cpu::EncodeStochastic(du, stochastic, x, r), du, got.data() + i);
         }
         for (std::size_t i = bits.size() / n * n; i < bits.size(); ++i) skip[i] = 1;  // the tail: no whole vector
         ExpectEncodes(du, *f, {Rounding::stochastic, overflow}, bits, random, got, skip, "EncodeStochastic");
@@ -247,7 +249,9 @@ struct TestE2m1Lanes {
     std::vector<std::uint8_t> bytes(256);
     for (std::size_t b = 0; b < 256; ++b) bytes[b] = static_cast<std::uint8_t>(b);
     std::vector<float> got(512);
-    for (std::size_t i = 0; i < 512; i += n) hn::StoreU(cpu::DecodeE2m1Lanes(df, bytes.data() + i / 2), df, got.data() + i);
+    for (std::size_t i = 0; i < 512; i += n) {
+      hn::StoreU(cpu::DecodeE2m1Lanes(df, bytes.data() + i / 2), df, got.data() + i);
+    }
     for (std::uint32_t i = 0; i < 512; ++i) {
       const std::uint32_t code = (bytes[i / 2] >> (4 * (i % 2))) & 0xF;
       EXPECT_EQ(std::bit_cast<std::uint32_t>(got[i]), std::bit_cast<std::uint32_t>(decode(e2m1, code)))

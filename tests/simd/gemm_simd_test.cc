@@ -1,7 +1,8 @@
 // The fast GEMMs (mf::fp8_gemm, fp4_gemm, bf16_gemm, f32_gemm: Highway SIMD + OpenMP) against the scalar
 // definitions (mf::ref::), bit for bit (every NaN counts as equal to every NaN), on every Highway target this CPU
 // supports and the build compiled (Highway's TestWithParamTarget: one instance per target, dispatch pinned to it;
-// AVX3_DL runs the e4m3 GEMV's GFNI decode, AVX3 the plain AVX-512 one), with 1 and 2 threads, f32 and bf16 output, with and without accumulate.
+// AVX3_DL runs the e4m3 GEMV's GFNI decode, AVX3 the plain AVX-512 one), with 1 and 2 threads, f32 and bf16
+// output, with and without accumulate.
 // Shapes cover each register tile (M = 1, 2, 3 and more, and the column-lane tile from 16 on AVX-512 and 8 on AVX2,
 // with M not a multiple of its 4 or 2 rows and N ending inside its 32 or 16 columns), row passes (M > 256), partial
 // weight blocks (N not a multiple of 16) and partial groups (bf16/f32 with K not a multiple of 16 or 128). Inputs:
