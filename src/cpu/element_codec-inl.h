@@ -236,7 +236,7 @@ HWY_INLINE hn::Mask<DI> E4m3IsNan(DI di, VI code) {
 // e2m1's 16 values, by code.
 alignas(64) inline constexpr float kE2m1Values[16] = {0,     0.5f, 1,  1.5f, 2,  3,  4,  6,
                                                      -0.0f, -0.5f, -1, -1.5f, -2, -3, -4, -6};
-// kShift's lanes: which nibble of its byte a lane of unpacked e2m1 codes takes (low first).
+// Which nibble of its byte each lane of unpacked e2m1 codes takes, by shift (low first).
 alignas(64) inline constexpr std::uint32_t kNibbleShift[16] = {0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4};
 
 #if HWY_TARGET != HWY_SCALAR
