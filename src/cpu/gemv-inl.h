@@ -110,11 +110,14 @@ HWY_INLINE void GroupProducts(const WeightRow (&rows)[kLanes], const float* HWY_
 #if MF_GEMM_WIDE
 using D8 = hn::Repartition<std::uint8_t, DF>;  // a vector of weight codes
 
-// Folds `count` codes of a line, up to 64 (bytes past them load as 0, which is not a NaN code), into `seen`, the
-// running minimum of ~code & 0x7F: 0 once a NaN code (0x7F, 0xFF) was seen.
-HWY_INLINE void SeeCodes(const std::uint8_t* line, std::int64_t count, hn::Vec<D8>& seen) {
+// The codes of a line from `line` to `stop` (up to 64) to load; bytes past them load as 0, which is not a NaN code.
+HWY_INLINE hn::Mask<D8> LineCodes(std::int64_t line, std::int64_t stop) {
+  return hn::FirstN(D8(), static_cast<std::size_t>(stop - line));
+}
+// Folds a line's codes (`in`: LineCodes) into `seen`, the running minimum of ~code & 0x7F: 0 once a NaN code (0x7F,
+// 0xFF) was seen.
+HWY_INLINE void SeeCodes(const std::uint8_t* line, hn::Mask<D8> in, hn::Vec<D8>& seen) {
   const D8 d8;
-  const auto in = hn::FirstN(d8, static_cast<std::size_t>(std::min<std::int64_t>(count, 64)));
   seen = hn::Min(seen, hn::AndNot(hn::MaskedLoad(in, d8, line), hn::Set(d8, std::uint8_t{0x7F})));
 }
 HWY_INLINE bool SawNoNan(hn::Vec<D8> seen) { return hn::AllFalse(D8(), hn::Eq(seen, hn::Zero(D8()))); }
@@ -131,8 +134,9 @@ HWY_INLINE bool GroupProductsOptimistic(const WeightRow (&rows)[kLanes], const f
   auto seen = hn::Set(D8(), std::uint8_t{0x7F});
   for (std::int64_t line = k0; line < end; line += 64) {
     const std::int64_t stop = std::min(end, line + 64);
+    const auto in = LineCodes(line, stop);
 #pragma GCC unroll 16
-    for (int i = 0; i < kLanes; ++i) SeeCodes(rows[i].codes + line, stop - line, seen);
+    for (int i = 0; i < kLanes; ++i) SeeCodes(rows[i].codes + line, in, seen);
     for (std::int64_t k = line; k < stop; k += kLanes) {
       const VF av = hn::LoadU(df, a + k);
 #pragma GCC unroll 16
@@ -166,9 +170,10 @@ HWY_NOINLINE __attribute__((target(HWY_TARGET_STR ",gfni"))) bool GroupProductsG
     for (int i = 0; i < 8; ++i) sums[i] = acc[half + i][0];
     for (std::int64_t line = k0; line < end; line += 64) {
       const std::int64_t stop = std::min(end, line + 64);
+      const auto in = LineCodes(line, stop);
 #pragma GCC unroll 8
       for (int i = 0; i < 8; ++i) {
-        SeeCodes(codes[i] + line, stop - line, seen);
+        SeeCodes(codes[i] + line, in, seen);
         // The row 512 bytes on, into L2: the 16 row streams of a block are slow (128 bytes per group) and short (K
         // bytes), which the hardware prefetchers follow late when the weights come from memory
         // (docs/benchmark-history.md). An address past the weights is never read, and its prefetch does not fault.
