@@ -6,6 +6,8 @@
 // GemmIndependent/...: M = 1 as one single-thread call per thread at once: the threaded call's ceiling.
 // GemmOutliers/...: the fp8 GEMV on weights with one outlier per 128 x 128 block (e4m3 subnormal codes).
 // bench/gemm_report.py runs this with repetitions and prints medians and ratios (BENCHMARKS.md).
+// The GEMM library compiles Highway's AVX3_DL target (src/cpu/gemm.cc): make it a name MF_BENCH_TARGET takes.
+#define HWY_WANT_AVX3_DL
 #include <benchmark/benchmark.h>
 #include <hwy/targets.h>
 

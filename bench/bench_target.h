@@ -1,5 +1,7 @@
 // MF_BENCH_TARGET=AVX2 (or another Highway target's name, as hwy::TargetName spells it): run the dispatched kernels
-// as a CPU without the better targets would, on this one. For the benchmarks' main(), before any kernel runs.
+// as a CPU whose best target that is would, on this one: that target and the older ones stay (a lower value is a
+// newer target), so code compiled without the named target (AVX3_DL is compiled for the GEMMs only) takes the best
+// older one, as on such a CPU. For the benchmarks' main(), before any kernel runs.
 #pragma once
 
 #include <hwy/targets.h>
@@ -16,7 +18,7 @@ inline bool restrict_target(const char* program) {
   if (!want || !*want) return true;
   for (const std::int64_t t : hwy::SupportedAndGeneratedTargets()) {
     if (std::string(hwy::TargetName(t)) == want) {
-      hwy::SetSupportedTargetsForTest(t);
+      hwy::SetSupportedTargetsForTest(hwy::SupportedTargets() & ~(t - 1));
       return true;
     }
   }

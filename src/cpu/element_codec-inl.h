@@ -21,6 +21,7 @@
 #endif
 
 #include <cstdint>
+#include <cstring>
 
 #include "element_codec.h"
 #include "hwy/highway.h"
@@ -326,6 +327,168 @@ struct DecodeTable {
     return hn::BitCast(df, hn::Or(hn::BitCast(DU(), hn::TableLookupLanes(magnitudes, index)), sign));
   }
 };
+
+// ==== The GEMM kernels' decodes of e4m3 and e2m1 ====
+// The GEMM and GEMV loops (gemm-inl.h, gemv-inl.h) read e4m3 and e2m1 weights in forms faster than Decode for those
+// formats on their targets: a table lookup, fields shifted into place without the rebias, GFNI. They live here,
+// beside Decode, so that each format has one place per target; each gives Decode's value for every code (times a
+// fixed power of two where said), tested against the scalar codec in tests/simd/element_codec_simd_test.cc.
+
+// e4m3 codes (zero-extended, 8 bits) -> Decode's f32 values with e4m3's constants built in: normal codes by moving
+// the fields into place and rebiasing the exponent (7 -> 127), subnormal ones as an integer times 2^-9, 0x7F/0xFF as
+// the quiet NaN; no f32 subnormal on the way. Three operations fewer than Decode per vector (no code mask, no Inf
+// case, shifts by constants), which the GEMM's panel decode, once per 16 weights and pass of rows, keeps.
+template <class DF, class VU = hn::Vec<hn::RebindToUnsigned<DF>>>
+HWY_INLINE hn::Vec<DF> DecodeE4m3(DF df, VU code) {
+  const hn::RebindToUnsigned<DF> du;
+  const hn::RebindToSigned<DF> di;
+  const auto mag = hn::And(code, hn::Set(du, 0x7Fu));
+  const auto normal = hn::BitCast(df, hn::Add(hn::ShiftLeft<20>(mag), hn::Set(du, 120u << 23)));
+  const auto sub = hn::Mul(hn::ConvertTo(df, hn::BitCast(di, mag)), hn::Set(df, 1.0f / 512));
+  auto v = hn::IfThenElse(hn::RebindMask(df, hn::Lt(mag, hn::Set(du, 8u))), sub, normal);
+  v = hn::IfThenElse(hn::RebindMask(df, hn::Eq(mag, hn::Set(du, 0x7Fu))), hn::BitCast(df, hn::Set(du, 0x7FC00000u)),
+                     v);
+  return hn::Or(v, hn::BitCast(df, hn::ShiftLeft<24>(hn::And(code, hn::Set(du, 0x80u)))));
+}
+
+// e4m3 codes sign-extended into int32 lanes -> the f32 bits of value x 2^-120: the fields shifted where f32's sit
+// (bits 20-26, sign at 31), the exponent not rebiased (an f32 subnormal for a subnormal code, as exact). NaN codes
+// (E4m3IsNan) come out as finite values: callers put the NaN back or look for the codes another way.
+template <class DI, class VI = hn::Vec<DI>>
+HWY_INLINE VI DecodeE4m3Placed(DI di, VI code) {
+  return hn::And(hn::ShiftLeft<20>(code), hn::Set(di, static_cast<std::int32_t>(0x87F00000u)));
+}
+template <class DI, class VI = hn::Vec<DI>>
+HWY_INLINE hn::Mask<DI> E4m3IsNan(DI di, VI code) {
+  return hn::Eq(hn::And(code, hn::Set(di, 0x7F)), hn::Set(di, 0x7F));
+}
+
+// e2m1's 16 values, by code.
+alignas(64) inline constexpr float kE2m1Values[16] = {0,     0.5f, 1,  1.5f, 2,  3,  4,  6,
+                                                     -0.0f, -0.5f, -1, -1.5f, -2, -3, -4, -6};
+// Which nibble of its byte each lane of unpacked e2m1 codes takes, by shift (low first).
+alignas(64) inline constexpr std::uint32_t kNibbleShift[16] = {0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4};
+
+#if HWY_TARGET != HWY_SCALAR
+// Twice the e2m1 magnitudes (integers) in every 16-byte block, for TableLookupBytes; byte 0 is 0, so the zero bytes
+// above each lane's index look up 0.
+alignas(64) inline constexpr std::uint8_t kE2m1TwiceMagnitudes[64] = {
+    0, 1, 2, 3, 4, 6, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 2, 3, 4, 6, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 1, 2, 3, 4, 6, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 2, 3, 4, 6, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0};
+
+// Lanes(df) e2m1 values (at least 2 lanes) from Lanes(df) / 2 bytes, low nibble first, by byte table on any
+// target: each byte doubled (b x 257 in a 16-bit lane), widened to one per lane, shifted by 0 or 4; the magnitude by
+// a byte table (twice the value, an integer), converted and halved (exact), the sign put in bit 31. Exactly
+// decode(e2m1, code), -0 included.
+template <class DF>
+HWY_INLINE hn::Vec<DF> DecodeE2m1Lanes(DF df, const std::uint8_t* bytes) {
+  const hn::RebindToUnsigned<DF> du;
+  const hn::RebindToSigned<DF> di;
+  const hn::Half<hn::Rebind<std::uint16_t, DF>> d16;  // Lanes(df) / 2 lanes
+  const hn::Rebind<std::uint8_t, decltype(d16)> d8half;
+  const hn::Rebind<std::uint8_t, DF> d8;
+  const auto doubled = hn::Mul(hn::PromoteTo(d16, hn::LoadU(d8half, bytes)), hn::Set(d16, std::uint16_t{257}));
+  const auto code = hn::And(hn::Shr(hn::PromoteTo(du, hn::BitCast(d8, doubled)), hn::Load(du, kNibbleShift)),
+                            hn::Set(du, 0xFu));
+  const auto twice = hn::TableLookupBytes(hn::Load(du, reinterpret_cast<const std::uint32_t*>(kE2m1TwiceMagnitudes)),
+                                          hn::And(code, hn::Set(du, 7u)));
+  const auto magnitude = hn::Mul(hn::ConvertTo(df, hn::BitCast(di, twice)), hn::Set(df, 0.5f));
+  return hn::Or(magnitude, hn::BitCast(df, hn::ShiftLeft<28>(hn::And(code, hn::Set(du, 8u)))));
+}
+#endif  // HWY_TARGET != HWY_SCALAR
+
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3  // AVX-512 or newer: 16 f32 lanes and a 16-entry lane permute
+using DF16 = hn::Full512<float>;
+
+// Eight bytes of e2m1 codes -> sixteen lanes holding byte i / 2 -> the low nibble in even lanes, the high one in odd
+// lanes (a variable shift) -> a 16-entry table lookup.
+HWY_INLINE hn::Vec<DF16> DecodeE2m1x16(const std::uint8_t* bytes) {
+  const DF16 df;
+  const hn::RebindToUnsigned<DF16> du;
+  const hn::Full128<std::uint8_t> d8;
+  const auto half = hn::LoadU(hn::Full64<std::uint8_t>(), bytes);
+  const auto pairs = hn::InterleaveLower(d8, hn::ZeroExtendVector(d8, half), hn::ZeroExtendVector(d8, half));
+  const auto idx = hn::And(hn::Shr(hn::PromoteTo(du, pairs), hn::Load(du, kNibbleShift)), hn::Set(du, 0xFu));
+  const auto indices = hn::IndicesFromVec(df, hn::BitCast(hn::RebindToSigned<DF16>(), idx));
+  return hn::TableLookupLanes(hn::Load(df, kE2m1Values), indices);
+}
+
+// Sixteen bytes of e2m1 codes (32 weights) -> w0 (weights 0-15) and w1 (16-31) in the GEMV's strided lane order:
+// lane 2q holds weight q and lane 2q + 1 weight 8 + q of its 16 (q < 8), the order in which one 8-byte broadcast,
+// shifted right by 4q in qword q, leaves the nibbles in the low bits of each dword, so no shuffle builds the
+// indices. `table` is the 16 e2m1 values times one scale (kE2m1Values x scale).
+// Raw intrinsics: vpermps reads only bits 3:0 of each index, so the neighbouring nibbles left above them need no
+// mask; Highway's TableLookupLanes asks for indices below 16.
+HWY_INLINE void DecodeE2m1x32Strided(const std::uint8_t* bytes, const float* table, hn::Vec<DF16>& w0,
+                                     hn::Vec<DF16>& w1) {
+  const hn::Repartition<std::uint64_t, DF16> d64;
+  std::uint64_t lo, hi;
+  std::memcpy(&lo, bytes, 8);
+  std::memcpy(&hi, bytes + 8, 8);
+  alignas(64) static constexpr std::uint64_t kShifts[8] = {0, 4, 8, 12, 16, 20, 24, 28};
+  const auto shifts = hn::Load(d64, kShifts);
+  const auto t = hn::Load(DF16(), table).raw;
+  w0 = hn::Vec<DF16>{_mm512_permutexvar_ps(hn::Shr(hn::Set(d64, lo), shifts).raw, t)};
+  w1 = hn::Vec<DF16>{_mm512_permutexvar_ps(hn::Shr(hn::Set(d64, hi), shifts).raw, t)};
+}
+#endif  // HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3_DL  // AVX3_DL or newer: AVX512-VBMI's byte permute, and GFNI
+// Highway 1.0.3's AVX3_DL neither names GFNI in its target string nor checks for it at run time (later versions do
+// both). Every CPU with AVX3_DL's extensions has GFNI (Ice Lake, Tiger Lake, Sapphire Rapids, Zen 4), but one without
+// it would fault on vgf2p8affineqb: callers check this once and take another decode on such a CPU.
+HWY_INLINE bool CpuHasGfni() {
+  static const bool has = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("gfni") && __builtin_cpu_supports("avx512vbmi");
+  }();
+  return has;
+}
+
+// The byte permutes' indices for DecodeE4m3x32Gfni: lane L of the first 16 codes takes byte 3 from transformed byte
+// L and byte 2 from byte 32 + L; of the second 16, from 16 + L and 48 + L. Built at compile time.
+struct GfniIndex {
+  alignas(64) std::uint8_t bytes[2][64] = {};
+  constexpr GfniIndex() {
+    for (int h = 0; h < 2; ++h) {
+      for (int lane = 0; lane < 16; ++lane) {
+        bytes[h][4 * lane + 2] = static_cast<std::uint8_t>(32 + 16 * h + lane);
+        bytes[h][4 * lane + 3] = static_cast<std::uint8_t>(16 * h + lane);
+      }
+    }
+  }
+};
+inline constexpr GfniIndex kGfniIndex{};
+
+// 32 e4m3 codes -> DecodeE4m3Placed's bits (value x 2^-120; NaN codes finite) in three operations where the shift
+// and mask take six: w0 codes 0-15, w1 16-31. Those bits are two bytes of the code: byte 3 holds its sign and
+// exponent bits 6..4 (in bits 7 and 2..0), byte 2 its bits 3..0 (in bits 7..4), bytes 1 and 0 are zero. One affine
+// transform over GF(2) (a bit matrix per 8 bytes) turns the 32 codes, loaded into both halves of a vector, into their
+// byte 3 (low half) and byte 2 (high half); one byte permute per 16 codes puts each code's two bytes in place and
+// zeroes the rest. Only where CpuHasGfni().
+// Raw intrinsics: Highway 1.0.3 has no GF(2) affine transform, no cross-block byte permute (its TableLookupBytes
+// stays within 128-bit blocks) and no load that broadcasts 32 bytes to both halves. The target attribute adds GFNI
+// to AVX3_DL's (CpuHasGfni says why).
+HWY_INLINE __attribute__((target(HWY_TARGET_STR ",gfni"))) void DecodeE4m3x32Gfni(const std::uint8_t* codes,
+                                                                                    hn::Vec<DF16>& w0,
+                                                                                    hn::Vec<DF16>& w1) {
+  // Matrix row 7 - i selects the code bits that make result bit i: byte 3 takes bits 7, 6, 5, 4 into bits 7, 2, 1,
+  // 0 (low half), byte 2 takes bits 3..0 into 7..4 (high half).
+  const __m512i matrix = _mm512_set_epi64(0x0000000001020408, 0x0000000001020408, 0x0000000001020408,
+                                          0x0000000001020408, 0x1020400000000080, 0x1020400000000080,
+                                          0x1020400000000080, 0x1020400000000080);
+  const __mmask64 high_bytes = 0xCCCCCCCCCCCCCCCCull;  // bytes 2 and 3 of every lane
+  const hn::Repartition<std::uint8_t, DF16> d8;
+  const __m256i c = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes));
+  const __m512i t = _mm512_gf2p8affine_epi64_epi8(_mm512_broadcast_i64x4(c), matrix, 0);
+  const auto permute = [&](int h) {
+    const __m512i index = hn::Load(d8, kGfniIndex.bytes[h]).raw;
+    return hn::BitCast(DF16(), hn::Vec<decltype(d8)>{_mm512_maskz_permutexvar_epi8(high_bytes, index, t)});
+  };
+  w0 = permute(0);
+  w1 = permute(1);
+}
+#endif  // HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3_DL
 
 }  // namespace HWY_NAMESPACE
 }  // namespace mf::cpu

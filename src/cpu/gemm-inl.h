@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "../ref/gemm_problem.h"
+#include "element_codec-inl.h"
 #include "hwy/highway.h"
 #include "minifloat/codec.h"
 
@@ -31,6 +32,7 @@ HWY_BEFORE_NAMESPACE();
 namespace mf::gemm {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
+namespace codec = mf::cpu::HWY_NAMESPACE;  // the element codec and its per-format decodes (element_codec-inl.h)
 
 using DF = hn::CappedTag<float, kLanes>;
 using VF = hn::Vec<DF>;
@@ -51,20 +53,6 @@ constexpr int StridedTreeLane(int o) { return (o & 5) | ((o & 2) << 2) | ((o & 8
 
 // ---- weight decoding: dst[0, len) = w[row, k0 + i], 0 past K or N; len a multiple of 16 ----
 
-// 16 e4m3 codes -> f32 without a table: normal codes by moving the fields into place and rebiasing the exponent
-// (7 -> 127), subnormal ones as an integer times 2^-9, 0x7F/0xFF as NaN; no f32 subnormal appears on the way.
-HWY_INLINE VF DecodeE4m3(DF df, hn::Vec<DU> c) {
-  const DU du;
-  const DI di;
-  const auto mag = hn::And(c, hn::Set(du, 0x7Fu));
-  const VF normal = hn::BitCast(df, hn::Add(hn::ShiftLeft<20>(mag), hn::Set(du, 120u << 23)));
-  const VF sub = hn::Mul(hn::ConvertTo(df, hn::BitCast(di, mag)), hn::Set(df, 1.0f / 512));
-  VF v = hn::IfThenElse(hn::RebindMask(df, hn::Lt(mag, hn::Set(du, 8u))), sub, normal);
-  v = hn::IfThenElse(hn::RebindMask(df, hn::Eq(mag, hn::Set(du, 0x7Fu))), hn::BitCast(df, hn::Set(du, 0x7FC00000u)),
-                     v);
-  return hn::Or(v, hn::BitCast(df, hn::ShiftLeft<24>(hn::And(c, hn::Set(du, 0x80u)))));
-}
-
 HWY_INLINE void DecodeE4m3Row(const Problem& p, std::int64_t row, std::int64_t k0, std::int64_t len, float* dst) {
   const DF df;
   const DU du;
@@ -76,75 +64,11 @@ HWY_INLINE void DecodeE4m3Row(const Problem& p, std::int64_t row, std::int64_t k
     const std::int64_t end = std::min(len, ((k0 + i) / p.bc + 1) * p.bc - k0);
     const VF scale = hn::Set(df, scales ? scales[(k0 + i) / p.bc] : 1.0f);
     for (; i < end; i += static_cast<std::int64_t>(kL)) {
-      const VF v = DecodeE4m3(df, hn::PromoteTo(du, hn::LoadU(d8, codes + k0 + i)));
+      const VF v = codec::DecodeE4m3(df, hn::PromoteTo(du, hn::LoadU(d8, codes + k0 + i)));
       hn::StoreU(scales ? hn::Mul(v, scale) : v, df, dst + i);
     }
   }
 }
-
-alignas(64) inline constexpr float kE2m1Values[16] = {0,     0.5f, 1,  1.5f, 2,  3,  4,  6,
-                                                     -0.0f, -0.5f, -1, -1.5f, -2, -3, -4, -6};
-
-#if !MF_GEMM_WIDE && HWY_TARGET != HWY_SCALAR
-// Twice the e2m1 magnitudes (integers) in every 16-byte block, for TableLookupBytes; byte 0 is 0, so the zero bytes
-// above each lane's index look up 0.
-alignas(64) inline constexpr std::uint8_t kE2m1TwiceMagnitudes[64] = {
-    0, 1, 2, 3, 4, 6, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 2, 3, 4, 6, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0,
-    0, 1, 2, 3, 4, 6, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 2, 3, 4, 6, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0};
-
-// kL e2m1 weights from kL / 2 bytes, on targets narrower than 16 lanes: each byte doubled (b x 257 in a 16-bit
-// lane), widened to one per lane, shifted by 0 or 4; the magnitude by a byte table (twice the value, an integer),
-// converted and halved (exact), the sign put in bit 31. Exactly decode(e2m1, code), -0 included.
-HWY_INLINE VF DecodeE2m1Lanes(DF df, const std::uint8_t* bytes) {
-  alignas(64) static constexpr std::uint32_t kShift[16] = {0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4};
-  const DU du;
-  const DI di;
-  const hn::Half<hn::Rebind<std::uint16_t, DF>> d16;  // kL / 2 lanes
-  const hn::Rebind<std::uint8_t, decltype(d16)> d8half;
-  const hn::Rebind<std::uint8_t, DF> d8;
-  const auto doubled = hn::Mul(hn::PromoteTo(d16, hn::LoadU(d8half, bytes)), hn::Set(d16, std::uint16_t{257}));
-  const auto code = hn::And(hn::Shr(hn::PromoteTo(du, hn::BitCast(d8, doubled)), hn::Load(du, kShift)),
-                            hn::Set(du, 0xFu));
-  const auto twice = hn::TableLookupBytes(hn::Load(du, reinterpret_cast<const std::uint32_t*>(kE2m1TwiceMagnitudes)),
-                                          hn::And(code, hn::Set(du, 7u)));
-  const VF magnitude = hn::Mul(hn::ConvertTo(df, hn::BitCast(di, twice)), hn::Set(df, 0.5f));
-  return hn::Or(magnitude, hn::BitCast(df, hn::ShiftLeft<28>(hn::And(code, hn::Set(du, 8u)))));
-}
-#endif
-
-#if MF_GEMM_WIDE
-
-// Eight bytes of e2m1 codes -> sixteen lanes holding byte i / 2 -> the low nibble in even lanes, the high one in odd
-// lanes (a variable shift) -> a 16-entry table lookup.
-HWY_INLINE VF DecodeE2m1x16(DF df, const std::uint8_t* bytes) {
-  alignas(64) static constexpr std::uint32_t kShift[16] = {0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4};
-  const DU du;
-  const hn::Full128<std::uint8_t> d8;
-  const auto half = hn::LoadU(hn::Full64<std::uint8_t>(), bytes);
-  const auto pairs = hn::InterleaveLower(d8, hn::ZeroExtendVector(d8, half), hn::ZeroExtendVector(d8, half));
-  const auto idx = hn::And(hn::Shr(hn::PromoteTo(du, pairs), hn::Load(du, kShift)), hn::Set(du, 0xFu));
-  return hn::TableLookupLanes(hn::Load(df, kE2m1Values), hn::IndicesFromVec(df, hn::BitCast(DI(), idx)));
-}
-
-// The M = 1 GEMV's e2m1 lanes. A 16-weight vector holds its K range in a fixed lane order: lane 2q holds k + q and
-// lane 2q + 1 holds k + 8 + q (q < 8). That is the order in which one 8-byte broadcast, shifted right by 4q in qword
-// q, leaves the nibbles in the low bits of each dword, so no shuffle builds the indices. The GEMV permutes its
-// activations the same way once per call, so each accumulator lane still sums one of the definition's lane-strided
-// sequences in increasing k (the same fmas in the same order), and ReduceTileStrided runs the tree in that order.
-
-// Sixteen bytes (one 1x32 block) -> w0 (weights 0-15) and w1 (16-31) in the strided lane order above. `table` is the
-// block's 16 e2m1 values times its scale (the same product as multiplying each decoded value): vpermps reads only
-// bits 3:0 of each index, so the neighbouring nibbles left above them need no mask.
-HWY_INLINE void DecodeE2m1x32Strided(const std::uint8_t* bytes, const float* table, VF& w0, VF& w1) {
-  std::uint64_t lo, hi;
-  std::memcpy(&lo, bytes, 8);
-  std::memcpy(&hi, bytes + 8, 8);
-  const __m512i shifts = _mm512_set_epi64(28, 24, 20, 16, 12, 8, 4, 0);
-  const __m512 t = _mm512_load_ps(table);
-  w0 = VF{_mm512_permutexvar_ps(_mm512_srlv_epi64(_mm512_set1_epi64(static_cast<long long>(lo)), shifts), t)};
-  w1 = VF{_mm512_permutexvar_ps(_mm512_srlv_epi64(_mm512_set1_epi64(static_cast<long long>(hi)), shifts), t)};
-}
-#endif
 
 HWY_INLINE void DecodeE2m1Row(const Problem& p, std::int64_t row, std::int64_t k0, std::int64_t len, float* dst) {
   const std::uint8_t* codes = p.codes + row * (p.k / 2);
@@ -153,18 +77,18 @@ HWY_INLINE void DecodeE2m1Row(const Problem& p, std::int64_t row, std::int64_t k
   const DF df;
   for (std::int64_t i = 0; i < len; i += 16) {
     const std::int64_t k = k0 + i;
-    hn::StoreU(hn::Mul(DecodeE2m1x16(df, codes + k / 2), hn::Set(df, scales[k / 32])), df, dst + i);
+    hn::StoreU(hn::Mul(codec::DecodeE2m1x16(codes + k / 2), hn::Set(df, scales[k / 32])), df, dst + i);
   }
 #elif HWY_TARGET != HWY_SCALAR
   const DF df;
   for (std::int64_t i = 0; i < len; i += static_cast<std::int64_t>(kL)) {
     const std::int64_t k = k0 + i;
-    hn::StoreU(hn::Mul(DecodeE2m1Lanes(df, codes + k / 2), hn::Set(df, scales[k / 32])), df, dst + i);
+    hn::StoreU(hn::Mul(codec::DecodeE2m1Lanes(df, codes + k / 2), hn::Set(df, scales[k / 32])), df, dst + i);
   }
 #else
   for (std::int64_t i = 0; i < len; ++i) {
     const std::int64_t k = k0 + i;
-    dst[i] = kE2m1Values[(codes[k / 2] >> (4 * (k % 2))) & 0xF] * scales[k / 32];
+    dst[i] = codec::kE2m1Values[(codes[k / 2] >> (4 * (k % 2))) & 0xF] * scales[k / 32];
   }
 #endif
 }

@@ -2,6 +2,10 @@
 // it, then OpenMP threads over blocks of 16 weight rows (from a queue up to 256 rows, fixed shares above), each
 // running the per-target kernels of gemm-inl.h. Weights are read once per pass of activation rows (once in all for
 // M <= 256), so decode-shaped calls stream the packed weights once.
+
+// Highway compiles its AVX3_DL target (AVX-512 with VBMI, GFNI's CPUs) only where asked: here, for the e4m3 GEMV's
+// GFNI decode (gemv-inl.h). Other kernels gain nothing from it, so their files leave it out (compile time).
+#define HWY_WANT_AVX3_DL
 #include <omp.h>
 
 #include <algorithm>
@@ -11,8 +15,8 @@
 
 #include "../ref/gemm_problem.h"
 #include "column_queue.h"
+#include "gemm_dispatch.h"
 #include "minifloat/gemm.h"
-#include "x86_features.h"
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "../src/cpu/gemm.cc"
@@ -42,6 +46,7 @@ void ComputeColumns(const Problem& p, const float* a, std::size_t lda, std::int6
 }
 
 bool NativeFma() { return HWY_NATIVE_FMA != 0; }
+const char* GemvDecode() { return GemvE4m3Decode(); }
 bool UsesGemv(const Problem& p) { return p.m == 1 && GemvFits(p); }
 
 }  // namespace HWY_NAMESPACE
@@ -57,23 +62,9 @@ HWY_EXPORT(Gemv);
 HWY_EXPORT(NativeFma);
 HWY_EXPORT(UsesGemv);
 
-namespace {
-bool cpu_has_gfni() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("gfni") && __builtin_cpu_supports("avx512vbmi");
-#else
-  return false;
-#endif
-}
-std::atomic<bool> gfni_off_for_test{false};
-}  // namespace
+HWY_EXPORT(GemvDecode);
 
-bool gemv_gfni() {
-  static const bool has = cpu_has_gfni();
-  return has && !gfni_off_for_test.load(std::memory_order_relaxed);
-}
-void set_gemv_gfni_for_test(bool on) { gfni_off_for_test.store(!on, std::memory_order_relaxed); }
+const char* gemv_e4m3_decode() { return HWY_DYNAMIC_DISPATCH(GemvDecode)(); }
 
 namespace {
 
@@ -86,54 +77,37 @@ std::vector<float> padded_activations(const Problem& p, std::int64_t mp, std::si
   return a;
 }
 
-void compute(Problem p) {
-  if (p.m == 0 || p.n == 0) return;
-  // The panel kernels read f32 weight scales; the GEMV and the reference read mxfp4's codes through their table.
-  if (!HWY_DYNAMIC_DISPATCH(UsesGemv)(p)) p.expand_weight_scales();
-  // bf16 and f32 products can round (or underflow), and huge weight scales can make a product overflow: then only a
-  // real fma gives the definition's result.
-  if (!HWY_DYNAMIC_DISPATCH(NativeFma)() && !p.products_exact()) return reference(p);
-  const std::int64_t tile = p.m <= 2 ? p.m : 4, pass = 256;
-  const std::int64_t mp = p.m <= pass ? (p.m + tile - 1) / tile * tile : (p.m + pass - 1) / pass * pass;
-  const auto lda = static_cast<std::size_t>((p.k + kLanes - 1) / kLanes * kLanes);
-  // The problem's own rows serve when they need no padding (M a whole number of tiles or passes, K of vectors): the
-  // copy, made before the threads start, was about 10% of a 2-thread call at M = 2048.
-  std::vector<float> padded;
-  if (mp != p.m || lda != static_cast<std::size_t>(p.k)) padded = padded_activations(p, mp, lda);
-  const float* const a = padded.empty() ? p.a.data() : padded.data();
-  const std::int64_t blocks = (p.n + kLanes - 1) / kLanes;
-  const int threads = static_cast<int>(std::min<std::int64_t>(p.threads > 0 ? p.threads : omp_get_max_threads(),
-                                                              blocks));
-  // Small problems are not worth starting threads for.
-  const bool parallel = threads > 1 && static_cast<double>(p.m) * static_cast<double>(p.n) * p.k > 1 << 20;
-  if (HWY_DYNAMIC_DISPATCH(UsesGemv)(p)) {
-    // One activation row: chunks of 4 blocks (64 columns, tens of microseconds each) from a queue.
-    ColumnQueue queue(blocks, 4);
+// One activation row: chunks of 4 blocks (64 columns, tens of microseconds each) from a queue.
+void gemv_threads(const Problem& p, const float* a, std::int64_t blocks, int threads, bool parallel) {
+  ColumnQueue queue(blocks, 4);
 #pragma omp parallel num_threads(threads) if (parallel)
-    {
-      HWY_DYNAMIC_DISPATCH(Gemv)(p, a, &queue);
-      queue.wait_until_done();
-    }
-    return;
+  {
+    HWY_DYNAMIC_DISPATCH(Gemv)(p, a, &queue);
+    queue.wait_until_done();
   }
-  if (mp <= pass && parallel) {
-    // One pass of activation rows: its columns are independent, so they come from a queue too, in about four chunks
-    // per thread (each sets up its own panel and running C) of whole column-lane panels (2 blocks).
-    const std::int64_t chunk = std::max<std::int64_t>(2, (blocks + 4 * threads - 1) / (4 * threads) + 1) / 2 * 2;
-    ColumnQueue queue(blocks, chunk);
+}
+
+// One pass of activation rows: its columns are independent, so they come from a queue too, in about four chunks per
+// thread (each sets up its own panel and running C) of whole column-lane panels (2 blocks).
+void queued_columns(const Problem& p, const float* a, std::size_t lda, std::int64_t mp, std::int64_t blocks,
+                    int threads) {
+  const std::int64_t chunk = std::max<std::int64_t>(2, (blocks + 4 * threads - 1) / (4 * threads) + 1) / 2 * 2;
+  ColumnQueue queue(blocks, chunk);
 #pragma omp parallel num_threads(threads)
-    {
-      std::int64_t begin, end;
-      while (queue.next(begin, end)) {
-        HWY_DYNAMIC_DISPATCH(ComputeColumns)(p, a, lda, mp, begin * kLanes, end - begin);
-        queue.finished(begin, end);
-      }
-      queue.wait_until_done();
+  {
+    std::int64_t begin, end;
+    while (queue.next(begin, end)) {
+      HWY_DYNAMIC_DISPATCH(ComputeColumns)(p, a, lda, mp, begin * kLanes, end - begin);
+      queue.finished(begin, end);
     }
-    return;
+    queue.wait_until_done();
   }
-  // Passes of activation rows: each thread keeps a running C for its columns across them, so they are fixed (a
-  // queue per pass measured 2-7% slower on one thread, from the chunks' repeated set-up).
+}
+
+// Passes of activation rows: each thread keeps a running C for its columns across them, so they are fixed (a queue
+// per pass measured 2-7% slower on one thread, from the chunks' repeated set-up).
+void fixed_columns(const Problem& p, const float* a, std::size_t lda, std::int64_t mp, std::int64_t blocks,
+                   int threads, bool parallel) {
 #pragma omp parallel num_threads(threads) if (parallel)
   {
     const std::int64_t t = omp_get_thread_num(), count = omp_get_num_threads();
@@ -141,6 +115,41 @@ void compute(Problem p) {
     const std::int64_t end = begin + blocks / count + (t < blocks % count ? 1 : 0);
     if (begin < end) HWY_DYNAMIC_DISPATCH(ComputeColumns)(p, a, lda, mp, begin * kLanes, end - begin);
   }
+}
+
+// Rows of the activations the kernels read: whole register tiles (4; M itself up to 2), or row passes above 256.
+constexpr std::int64_t kPass = 256;
+std::int64_t padded_rows(std::int64_t m) {
+  const std::int64_t tile = m <= 2 ? m : 4;
+  return m <= kPass ? (m + tile - 1) / tile * tile : (m + kPass - 1) / kPass * kPass;
+}
+
+int thread_count(const Problem& p, std::int64_t blocks) {
+  return static_cast<int>(std::min<std::int64_t>(p.threads > 0 ? p.threads : omp_get_max_threads(), blocks));
+}
+
+void compute(Problem p) {
+  if (p.m == 0 || p.n == 0) return;
+  // The panel kernels read f32 weight scales; the GEMV and the reference read mxfp4's codes through their table.
+  const bool gemv = HWY_DYNAMIC_DISPATCH(UsesGemv)(p);
+  if (!gemv) p.expand_weight_scales();
+  // bf16 and f32 products can round (or underflow), and huge weight scales can make a product overflow: then only a
+  // real fma gives the definition's result.
+  if (!HWY_DYNAMIC_DISPATCH(NativeFma)() && !p.products_exact()) return reference(p);
+  const std::int64_t mp = padded_rows(p.m);
+  const auto lda = static_cast<std::size_t>((p.k + kLanes - 1) / kLanes * kLanes);
+  // The problem's own rows serve when they need no padding (M a whole number of tiles or passes, K of vectors): the
+  // copy, made before the threads start, was about 10% of a 2-thread call at M = 2048.
+  std::vector<float> padded;
+  if (mp != p.m || lda != static_cast<std::size_t>(p.k)) padded = padded_activations(p, mp, lda);
+  const float* const a = padded.empty() ? p.a.data() : padded.data();
+  const std::int64_t blocks = (p.n + kLanes - 1) / kLanes;
+  const int threads = thread_count(p, blocks);
+  // Small problems are not worth starting threads for.
+  const bool parallel = threads > 1 && static_cast<double>(p.m) * static_cast<double>(p.n) * p.k > 1 << 20;
+  if (gemv) return gemv_threads(p, a, blocks, threads, parallel);
+  if (mp <= kPass && parallel) return queued_columns(p, a, lda, mp, blocks, threads);
+  fixed_columns(p, a, lda, mp, blocks, threads, parallel);
 }
 
 }  // namespace

@@ -56,6 +56,8 @@ constexpr std::int64_t kColumnLanesFrom = kL == 16 ? 16 : 8;
 #if MF_GEMM_WIDE
 // dst[c * ldd + r] = src[r * lds + c] for r, c < 16: pairs of rows interleaved by 32 then 64 bits, then 128-bit
 // blocks gathered.
+// Raw intrinsics here and in the AVX2 version: Highway 1.0.3 has no two-source shuffle of 128-bit blocks
+// (vshuff32x4) or of lanes by an immediate (vshufps), the steps of this fixed transpose.
 HWY_INLINE void TransposeLanes(const float* HWY_RESTRICT src, std::size_t lds, float* HWY_RESTRICT dst,
                                std::size_t ldd) {
   __m512 r[16], t[16];

@@ -19,7 +19,6 @@
 
 #include "../ref/gemm_problem.h"
 #include "column_queue.h"
-#include "x86_features.h"
 #include "hwy/aligned_allocator.h"
 #include "hwy/highway.h"
 
@@ -27,6 +26,13 @@ HWY_BEFORE_NAMESPACE();
 namespace mf::gemm {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
+
+#undef MF_GEMV_GFNI
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3_DL  // AVX3_DL or newer: AVX512-VBMI's byte permute (and GFNI, below)
+#define MF_GEMV_GFNI 1
+#else
+#define MF_GEMV_GFNI 0
+#endif
 
 // One weight row as the GEMV reads it: its codes (or bf16 bits) and its scales.
 struct WeightRow {
@@ -64,17 +70,18 @@ HWY_INLINE VF LoadWeights(const WeightRow& r, std::int64_t k, int shift) {
     const DI di;
     const hn::Rebind<std::int8_t, DF> d8;
     const auto c = hn::PromoteTo(di, hn::LoadU(d8, reinterpret_cast<const std::int8_t*>(r.codes + k)));
-    const auto bits = hn::And(hn::ShiftLeft<20>(c), hn::Set(di, static_cast<std::int32_t>(0x87F00000u)));
+    const auto bits = codec::DecodeE4m3Placed(di, c);
     // kPerGroup: the bits as they are (value x 2^-120); the activations carry 2^119 and the group's sum the rest.
     const VF v = kPerGroup ? hn::BitCast(df, bits) : hn::Mul(hn::BitCast(df, bits), hn::Set(df, r.scales[k >> shift]));
     if constexpr (!kNanCheck) return v;
-    const auto nan = hn::RebindMask(df, hn::Eq(hn::And(c, hn::Set(di, 0x7F)), hn::Set(di, 0x7F)));
+    const auto nan = hn::RebindMask(df, codec::E4m3IsNan(di, c));
     return hn::IfThenElse(nan, hn::Set(df, std::numeric_limits<float>::quiet_NaN()), v);
   } else {
     // e2m1 on targets narrower than 16 lanes (16-lane ones decode 32 at a time in GemvBlock): value x scale.
     static_assert(K == WeightKind::e2m1);
 #if !MF_GEMM_WIDE && HWY_TARGET != HWY_SCALAR
-    return hn::Mul(DecodeE2m1Lanes(df, r.codes + k / 2), hn::Set(df, r.weight_scale_table[r.scale_codes[k >> shift]]));
+    const float scale = r.weight_scale_table[r.scale_codes[k >> shift]];
+    return hn::Mul(codec::DecodeE2m1Lanes(df, r.codes + k / 2), hn::Set(df, scale));
 #else
     (void)r, (void)k, (void)shift;
     return hn::Zero(df);
@@ -101,6 +108,20 @@ HWY_INLINE void GroupProducts(const WeightRow (&rows)[kLanes], const float* HWY_
 }
 
 #if MF_GEMM_WIDE
+using D8 = hn::Repartition<std::uint8_t, DF>;  // a vector of weight codes
+
+// The codes of a line from `line` to `stop` (up to 64) to load; bytes past them load as 0, which is not a NaN code.
+HWY_INLINE hn::Mask<D8> LineCodes(std::int64_t line, std::int64_t stop) {
+  return hn::FirstN(D8(), static_cast<std::size_t>(stop - line));
+}
+// Folds a line's codes (`in`: LineCodes) into `seen`, the running minimum of ~code & 0x7F: 0 once a NaN code (0x7F,
+// 0xFF) was seen.
+HWY_INLINE void SeeCodes(const std::uint8_t* line, hn::Mask<D8> in, hn::Vec<D8>& seen) {
+  const D8 d8;
+  seen = hn::Min(seen, hn::AndNot(hn::MaskedLoad(in, d8, line), hn::Set(d8, std::uint8_t{0x7F})));
+}
+HWY_INLINE bool SawNoNan(hn::Vec<D8> seen) { return hn::AllFalse(D8(), hn::Eq(seen, hn::Zero(D8()))); }
+
 // GroupProducts<e4m3, kPerGroup> for 16-lane targets that decodes without the per-vector NaN check and looks for
 // NaN codes (0x7F, 0xFF) on the side: two operations per 64 codes (a running byte minimum of ~code & 0x7F, which is
 // 0 only for a NaN code), where the check takes three per 16. Returns false if the group holds a NaN code: its sums
@@ -110,16 +131,12 @@ template <bool kPerGroup>
 HWY_INLINE bool GroupProductsOptimistic(const WeightRow (&rows)[kLanes], const float* HWY_RESTRICT a,
                                         std::int64_t k0, std::int64_t end, int shift, VF (&acc)[kLanes][kV]) {
   const DF df;
-  const __m512i low7 = _mm512_set1_epi8(0x7F);
-  __m512i seen = low7;
+  auto seen = hn::Set(D8(), std::uint8_t{0x7F});
   for (std::int64_t line = k0; line < end; line += 64) {
     const std::int64_t stop = std::min(end, line + 64);
-    // Bytes past the group load as 0, which is not a NaN code.
-    const __mmask64 in = stop - line == 64 ? ~__mmask64{0} : _bzhi_u64(~0ull, static_cast<unsigned>(stop - line));
+    const auto in = LineCodes(line, stop);
 #pragma GCC unroll 16
-    for (int i = 0; i < kLanes; ++i) {
-      seen = _mm512_min_epu8(seen, _mm512_andnot_si512(_mm512_maskz_loadu_epi8(in, rows[i].codes + line), low7));
-    }
+    for (int i = 0; i < kLanes; ++i) SeeCodes(rows[i].codes + line, in, seen);
     for (std::int64_t k = line; k < stop; k += kLanes) {
       const VF av = hn::LoadU(df, a + k);
 #pragma GCC unroll 16
@@ -128,86 +145,126 @@ HWY_INLINE bool GroupProductsOptimistic(const WeightRow (&rows)[kLanes], const f
       }
     }
   }
-  return _mm512_testn_epi8_mask(seen, seen) == 0;
+  return SawNoNan(seen);
 }
 
-#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
-// GroupProductsOptimistic with a decode of 32 codes in three operations instead of six, on x86 CPUs with GFNI and
-// AVX512-VBMI (Ice Lake and Zen 4 on; gemv_gfni() says whether this one has them). The f32 bits that LoadWeights
-// makes of a code c are two bytes: byte 3 holds c's sign and exponent bits 6..4 (in bits 7 and 2..0), byte 2 c's bits
-// 3..0 (in bits 7..4), bytes 1 and 0 are zero. One affine transform over GF(2) (a bit matrix per 8 bytes) turns 32
-// codes, loaded into both halves of a vector, into their byte 3 (low half) and byte 2 (high half); one byte permute
-// per 16 codes then puts each code's two bytes in place and zeroes the rest. The same bits in the same fmas, so the
-// same sums. Rows go 8 at a time, so that their pointers stay in registers. (end - k0) % 32 == 0.
-// The byte permutes' indices: lane L of the first 16 codes takes byte 3 from transformed byte L and byte 2 from
-// byte 32 + L; of the second 16, from 16 + L and 48 + L. Built once, at compile time.
-struct GfniIndex {
-  alignas(64) std::uint8_t bytes[2][64] = {};
-  constexpr GfniIndex() {
-    for (int h = 0; h < 2; ++h) {
-      for (int lane = 0; lane < 16; ++lane) {
-        bytes[h][4 * lane + 2] = static_cast<std::uint8_t>(32 + 16 * h + lane);
-        bytes[h][4 * lane + 3] = static_cast<std::uint8_t>(16 * h + lane);
-      }
-    }
-  }
-};
-inline constexpr GfniIndex kGfniIndex{};
-
+#if MF_GEMV_GFNI
+// GroupProductsOptimistic with element_codec-inl.h's GFNI decode of 32 codes (three operations instead of six), on
+// Highway's AVX3_DL target and newer (Ice Lake and Zen 4 on) where CpuHasGfni(). The same bits in the same fmas, so
+// the same sums. Rows go 8 at a time, so that their pointers stay in registers. (end - k0) % 32 == 0. The target
+// attribute adds GFNI to AVX3_DL's (CpuHasGfni says why).
 template <bool kPerGroup>
-HWY_NOINLINE __attribute__((target(HWY_TARGET_STR ",avx512vbmi,gfni"))) bool GroupProductsGfni(
+HWY_NOINLINE __attribute__((target(HWY_TARGET_STR ",gfni"))) bool GroupProductsGfni(
     const WeightRow (&rows)[kLanes], const float* HWY_RESTRICT a, std::int64_t k0, std::int64_t end, int shift,
     VF (&acc)[kLanes][kV]) {
-  // Matrix row 7 - i selects the code bits that make result bit i: byte 3 takes bits 7, 6, 5, 4 into bits 7, 2, 1,
-  // 0 (low half), byte 2 takes bits 3..0 into 7..4 (high half).
-  const __m512i matrix = _mm512_set_epi64(0x0000000001020408, 0x0000000001020408, 0x0000000001020408,
-                                          0x0000000001020408, 0x1020400000000080, 0x1020400000000080,
-                                          0x1020400000000080, 0x1020400000000080);
-  const __m512i index0 = _mm512_load_si512(kGfniIndex.bytes[0]), index1 = _mm512_load_si512(kGfniIndex.bytes[1]);
-  const __mmask64 high_bytes = 0xCCCCCCCCCCCCCCCCull;  // bytes 2 and 3 of every lane
-  const __m512i low7 = _mm512_set1_epi8(0x7F);
-  __m512i seen = low7;
-  const auto weights = [&](__m512i bits, std::int64_t k, int i) {
-    const __m512 w = _mm512_castsi512_ps(bits);
+  const DF df;
+  auto seen = hn::Set(D8(), std::uint8_t{0x7F});
+  const auto weights = [&](VF w, std::int64_t k, int i) {
     if constexpr (kPerGroup) return w;
-    return _mm512_mul_ps(w, _mm512_set1_ps(rows[i].scales[k >> shift]));
+    return hn::Mul(w, hn::Set(df, rows[i].scales[k >> shift]));
   };
   for (int half = 0; half < kLanes; half += 8) {
     const std::uint8_t* codes[8];
     for (int i = 0; i < 8; ++i) codes[i] = rows[half + i].codes;
-    __m512 sums[8];
-    for (int i = 0; i < 8; ++i) sums[i] = acc[half + i][0].raw;
+    VF sums[8];
+    for (int i = 0; i < 8; ++i) sums[i] = acc[half + i][0];
     for (std::int64_t line = k0; line < end; line += 64) {
       const std::int64_t stop = std::min(end, line + 64);
-      // Bytes past the group load as 0, which is not a NaN code.
-      const __mmask64 in = stop - line == 64 ? ~__mmask64{0} : _bzhi_u64(~0ull, static_cast<unsigned>(stop - line));
+      const auto in = LineCodes(line, stop);
 #pragma GCC unroll 8
       for (int i = 0; i < 8; ++i) {
-        seen = _mm512_min_epu8(seen, _mm512_andnot_si512(_mm512_maskz_loadu_epi8(in, codes[i] + line), low7));
+        SeeCodes(codes[i] + line, in, seen);
         // The row 512 bytes on, into L2: the 16 row streams of a block are slow (128 bytes per group) and short (K
         // bytes), which the hardware prefetchers follow late when the weights come from memory
         // (docs/benchmark-history.md). An address past the weights is never read, and its prefetch does not fault.
+        // Raw: hwy::Prefetch asks for L1 only.
         _mm_prefetch(reinterpret_cast<const char*>(reinterpret_cast<std::uintptr_t>(codes[i]) + line + 512),
                      _MM_HINT_T1);
       }
       for (std::int64_t k = line; k < stop; k += 32) {
-        const __m512 a0 = _mm512_loadu_ps(a + k), a1 = _mm512_loadu_ps(a + k + 16);
+        const VF a0 = hn::LoadU(df, a + k), a1 = hn::LoadU(df, a + k + 16);
 #pragma GCC unroll 8
         for (int i = 0; i < 8; ++i) {
-          const __m256i c = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes[i] + k));
-          const __m512i t = _mm512_gf2p8affine_epi64_epi8(_mm512_broadcast_i64x4(c), matrix, 0);
-          const __m512 w0 = weights(_mm512_maskz_permutexvar_epi8(high_bytes, index0, t), k, half + i);
-          const __m512 w1 = weights(_mm512_maskz_permutexvar_epi8(high_bytes, index1, t), k + 16, half + i);
-          sums[i] = _mm512_fmadd_ps(a1, w1, _mm512_fmadd_ps(a0, w0, sums[i]));
+          VF w0, w1;
+          codec::DecodeE4m3x32Gfni(codes[i] + k, w0, w1);
+          sums[i] = hn::MulAdd(a1, weights(w1, k + 16, half + i), hn::MulAdd(a0, weights(w0, k, half + i), sums[i]));
         }
       }
     }
-    for (int i = 0; i < 8; ++i) acc[half + i][0].raw = sums[i];
+    for (int i = 0; i < 8; ++i) acc[half + i][0] = sums[i];
   }
-  return _mm512_testn_epi8_mask(seen, seen) == 0;
+  return SawNoNan(seen);
 }
-#endif  // HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+#endif  // MF_GEMV_GFNI
 #endif  // MF_GEMM_WIDE
+
+#if MF_GEMM_WIDE
+// One group's 16 sums of the e2m1 GEMV on 16-lane targets into red (lane StridedTreeLane(i) for row i): one 1x32
+// block per step, two 8-byte loads and the block's scaled table per row, in the strided lane order (`a` is permuted
+// to match), so that accumulator lane 2q sums k = q mod 16 and lane 2q + 1 k = 8 + q mod 16, each in increasing k:
+// the definition's sequences, summed by the tree in that order.
+HWY_INLINE void GroupSumsE2m1Strided(const WeightRow (&rows)[kLanes], const float* HWY_RESTRICT a, std::int64_t k0,
+                                     std::int64_t end, int shift, const float* HWY_RESTRICT e2m1_tables,
+                                     float* HWY_RESTRICT red) {
+  const DF df;
+  VF acc[kLanes][kV];
+  for (auto& o : acc) o[0] = hn::Zero(df);
+  for (std::int64_t k = k0; k < end; k += 32) {
+    const VF a0 = hn::LoadU(df, a + k), a1 = hn::LoadU(df, a + k + kLanes);
+#pragma GCC unroll 16
+    for (int i = 0; i < kLanes; ++i) {
+      VF w0, w1;
+      codec::DecodeE2m1x32Strided(rows[i].codes + k / 2, e2m1_tables + 16 * rows[i].scale_codes[k >> shift], w0, w1);
+      acc[i][0] = hn::MulAdd(a1, w1, hn::MulAdd(a0, w0, acc[i][0]));
+    }
+  }
+  hn::StoreU(ReduceTileStrided(df, acc), df, red);
+}
+#endif
+
+// One group's 16 sums into red (lane bitrev4(i) for row i). e4m3 on 16-lane targets goes optimistically first (GFNI
+// where `gfni`, else shifted fields) and again with the checked loop when the group holds a NaN code.
+template <WeightKind K, bool kPerGroup>
+HWY_INLINE void GroupSums(const WeightRow (&rows)[kLanes], const float* HWY_RESTRICT a, std::int64_t k0,
+                          std::int64_t end, int shift, bool gfni, float* HWY_RESTRICT red) {
+  (void)gfni;  // read where the GFNI decode is compiled
+  const DF df;
+  VF acc[kLanes][kV];
+  for (auto& o : acc) {
+    for (auto& v : o) v = hn::Zero(df);
+  }
+  bool done = false;
+#if MF_GEMM_WIDE
+  if constexpr (K == WeightKind::e4m3) {
+#if MF_GEMV_GFNI
+    if (gfni && (end - k0) % 32 == 0) {  // always, for weights with 32- or 128-wide blocks
+      done = GroupProductsGfni<kPerGroup>(rows, a, k0, end, shift, acc);
+    } else  // NOLINT(readability/braces)
+#endif
+    {
+      done = GroupProductsOptimistic<kPerGroup>(rows, a, k0, end, shift, acc);
+    }
+  }
+#endif
+  if (!done) {
+    for (auto& o : acc) {  // again, after an optimistic pass that met a NaN code
+      for (auto& v : o) v = hn::Zero(df);
+    }
+    GroupProducts<K, kPerGroup>(rows, a, k0, end, shift, acc);
+  }
+  Reduce(df, acc, red);
+}
+
+// e4m3 with per-group factors: each row's factor (2^120 x scale) times 2^-119 on its group sum in red.
+HWY_INLINE void ApplyRowFactors(const WeightRow (&rows)[kLanes], std::int64_t column, float* HWY_RESTRICT red) {
+  const DF df;
+  if (rows[0].scales == rows[kLanes - 1].scales) {  // one scale block row (fp8-128x128): one factor, one multiply
+    const float f = rows[0].scales[column] * 0x1p-119f;
+    for (std::size_t i = 0; i < kLanes; i += kL) hn::Store(hn::Mul(hn::Load(df, red + i), hn::Set(df, f)), df, red + i);
+  } else {
+    for (int i = 0; i < kLanes; ++i) red[bitrev4(i)] *= rows[i].scales[column] * 0x1p-119f;
+  }
+}
 
 // C[0, n0 .. n0 + 16) into c (lane order of the 1 x 16 tile: column n0 + i in lane bitrev4(i); e2m1 on 16-lane
 // targets: in lane StridedTreeLane(i)).
@@ -223,7 +280,6 @@ template <WeightKind K, bool kPerGroup = false>
 void GemvBlock(const Problem& p, const float* HWY_RESTRICT a, std::int64_t n0, float* HWY_RESTRICT c,
                const float* HWY_RESTRICT e2m1_tables = nullptr) {
   (void)e2m1_tables;  // read only where e2m1 rows are decoded (16-lane targets)
-  const DF df;
   // k >> shift is the scale column (GemvFits: a power-of-two block width); 62 keeps one factor for f32 scales.
   const int shift =
       K == WeightKind::e4m3 && !p.weight_scales_inside ? 62 : std::countr_zero(static_cast<unsigned>(p.bc));
@@ -231,63 +287,22 @@ void GemvBlock(const Problem& p, const float* HWY_RESTRICT a, std::int64_t n0, f
   for (int i = 0; i < kLanes; ++i) rows[i] = RowOf<K>(p, std::min(n0 + i, p.n - 1));  // rows past N: dropped
   alignas(64) float red[kLanes], s[kLanes];
   const std::int64_t groups = (p.k + p.group - 1) / p.group;
-  [[maybe_unused]] const bool gfni = K == WeightKind::e4m3 && gemv_gfni();
+#if MF_GEMV_GFNI
+  const bool gfni = K == WeightKind::e4m3 && codec::CpuHasGfni();
+#else
+  const bool gfni = false;
+#endif
   for (std::int64_t g = 0; g < groups; ++g) {
-    VF acc[kLanes][kV];
-    for (auto& o : acc) {
-      for (auto& v : o) v = hn::Zero(df);
-    }
-    const std::int64_t end = std::min(p.k, (g + 1) * p.group);
+    const std::int64_t k0 = g * p.group, end = std::min(p.k, k0 + p.group);
 #if MF_GEMM_WIDE
     if constexpr (K == WeightKind::e2m1) {
-      // One 1x32 block per step: two 8-byte loads and the block's scaled table per row, in the strided lane order
-      // (`a` is permuted to match), so that accumulator lane 2q sums k = q mod 16 and lane 2q + 1 k = 8 + q mod 16,
-      // each in increasing k: the definition's sequences, summed by the tree in that order.
-      for (std::int64_t k = g * p.group; k < end; k += 32) {
-        const VF a0 = hn::LoadU(df, a + k), a1 = hn::LoadU(df, a + k + kLanes);
-#pragma GCC unroll 16
-        for (int i = 0; i < kLanes; ++i) {
-          VF w0, w1;
-          DecodeE2m1x32Strided(rows[i].codes + k / 2, e2m1_tables + 16 * rows[i].scale_codes[k >> shift], w0, w1);
-          acc[i][0] = hn::MulAdd(a1, w1, hn::MulAdd(a0, w0, acc[i][0]));
-        }
-      }
-      hn::StoreU(ReduceTileStrided(df, acc), df, red);
+      GroupSumsE2m1Strided(rows, a, k0, end, shift, e2m1_tables, red);
     } else  // NOLINT(readability/braces)
 #endif
     {
-      bool done = false;
-#if MF_GEMM_WIDE
-      if constexpr (K == WeightKind::e4m3) {
-#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
-        if (gfni && (end - g * p.group) % 32 == 0) {  // always, for weights with 32- or 128-wide blocks
-          done = GroupProductsGfni<kPerGroup>(rows, a, g * p.group, end, shift, acc);
-        } else  // NOLINT(readability/braces)
-#endif
-        {
-          done = GroupProductsOptimistic<kPerGroup>(rows, a, g * p.group, end, shift, acc);
-        }
-      }
-#endif
-      if (!done) {
-        for (auto& o : acc) {  // again, after an optimistic pass that met a NaN code
-          for (auto& v : o) v = hn::Zero(df);
-        }
-        GroupProducts<K, kPerGroup>(rows, a, g * p.group, end, shift, acc);
-      }
-      Reduce(df, acc, red);
+      GroupSums<K, kPerGroup>(rows, a, k0, end, shift, gfni, red);
     }
-    if constexpr (kPerGroup) {
-      const std::int64_t column = (g * p.group) >> shift;
-      if (rows[0].scales == rows[kLanes - 1].scales) {  // one scale block row (fp8-128x128): one factor, one multiply
-        const float f = rows[0].scales[column] * 0x1p-119f;
-        for (std::size_t i = 0; i < kLanes; i += kL) {
-          hn::Store(hn::Mul(hn::Load(df, red + i), hn::Set(df, f)), df, red + i);
-        }
-      } else {
-        for (int i = 0; i < kLanes; ++i) red[bitrev4(i)] *= rows[i].scales[column] * 0x1p-119f;
-      }
-    }
+    if constexpr (kPerGroup) ApplyRowFactors(rows, k0 >> shift, red);
     // One factor for the whole row: act_scales[0, group] (or 1).
     if (p.weight_scales.empty() || p.weight_scales_inside) {
       std::fill(s, s + kLanes, p.group_scale(0, n0, g));
@@ -296,6 +311,14 @@ void GemvBlock(const Problem& p, const float* HWY_RESTRICT a, std::int64_t n0, f
     }
     ScaleAdd(c, s, red);
   }
+}
+
+// Which decode the e4m3 GEMV runs on this target and CPU (gemm_dispatch.h).
+HWY_INLINE const char* GemvE4m3Decode() {
+#if MF_GEMV_GFNI
+  if (codec::CpuHasGfni()) return "gfni";
+#endif
+  return MF_GEMM_WIDE ? "avx512" : "lanes";
 }
 
 // Whether GemvBlock<kind> runs on this target for p: e2m1 needs its scale codes, bf16 whole vectors along K.
@@ -309,47 +332,74 @@ HWY_INLINE bool GemvFits(const Problem& p) {
   return false;
 }
 
+#if MF_GEMM_WIDE
+// The e2m1 GEMV's inputs on 16-lane targets: the activations in the strided lane order (GroupSumsE2m1Strided), and
+// each scale code's table (256 x 16 values, 16 KiB: L1).
+struct StridedE2m1 {
+  hwy::AlignedFreeUniquePtr<float[]> a, tables;
+};
+HWY_INLINE StridedE2m1 PrepareStridedE2m1(const Problem& p, const float* a) {
+  StridedE2m1 out{hwy::AllocateAligned<float>(static_cast<std::size_t>(p.k)), hwy::AllocateAligned<float>(256 * 16)};
+  for (std::int64_t k = 0; k < p.k; k += kLanes) {
+    for (int q = 0; q < 8; ++q) {
+      out.a[static_cast<std::size_t>(k + 2 * q)] = a[k + q];
+      out.a[static_cast<std::size_t>(k + 2 * q + 1)] = a[k + 8 + q];
+    }
+  }
+  for (std::size_t code = 0; code < 256; ++code) {
+    for (std::size_t j = 0; j < 16; ++j) out.tables[code * 16 + j] = codec::kE2m1Values[j] * p.weight_scale_table[code];
+  }
+  return out;
+}
+#endif
+
+// The activations as each weight kind's GemvBlock reads them.
+struct GemvInputs {
+  const float* a;
+  std::vector<float> scaled;  // a x 2^119 (exact: |a| <= 448), for the e4m3 GEMV's per-group factors
+#if MF_GEMM_WIDE
+  StridedE2m1 strided;
+#endif
+};
+
+// C[0, col0 .. col0 + 16) into c in GemvBlock's lane order.
+HWY_INLINE void GemvBlockOf(const Problem& p, const GemvInputs& in, std::int64_t col0, float* HWY_RESTRICT c) {
+  std::fill(c, c + kLanes, 0.0f);
+  switch (p.kind) {
+    case WeightKind::e4m3:
+      if (p.e4m3_per_group) return GemvBlock<WeightKind::e4m3, true>(p, in.scaled.data(), col0, c);
+      return GemvBlock<WeightKind::e4m3>(p, in.a, col0, c);
+    case WeightKind::e2m1:
+#if MF_GEMM_WIDE
+      return GemvBlock<WeightKind::e2m1>(p, in.strided.a.get(), col0, c, in.strided.tables.get());
+#elif HWY_TARGET != HWY_SCALAR
+      return GemvBlock<WeightKind::e2m1>(p, in.a, col0, c);
+#else
+      return;  // GemvFits: not on this target
+#endif
+    case WeightKind::bf16: return GemvBlock<WeightKind::bf16>(p, in.a, col0, c);
+    case WeightKind::f32: return;  // GemvFits: never
+  }
+}
+
 // One activation row: blocks of 16 columns, taken from the queue until it is empty.
 HWY_INLINE void GemvColumns(const Problem& p, const float* a, ColumnQueue& queue) {
   const bool wide_e2m1 = MF_GEMM_WIDE && p.kind == WeightKind::e2m1;  // GemvBlock's lane order
-  alignas(64) float c[kLanes];
-  float row[kLanes];
-  std::vector<float> scaled;  // a x 2^119 (exact: |a| <= 448), for the e4m3 GEMV's per-group factors
+  GemvInputs in;
+  in.a = a;
   if (p.kind == WeightKind::e4m3 && p.e4m3_per_group) {
-    scaled.resize(static_cast<std::size_t>(p.k));
-    for (std::int64_t k = 0; k < p.k; ++k) scaled[static_cast<std::size_t>(k)] = a[k] * 0x1p119f;
+    in.scaled.resize(static_cast<std::size_t>(p.k));
+    for (std::int64_t k = 0; k < p.k; ++k) in.scaled[static_cast<std::size_t>(k)] = a[k] * 0x1p119f;
   }
 #if MF_GEMM_WIDE
-  // e2m1: the activations in the strided lane order, and each scale code's table (256 x 16 values, 16 KiB: L1).
-  hwy::AlignedFreeUniquePtr<float[]> strided, tables;
-  if (p.kind == WeightKind::e2m1) {
-    strided = hwy::AllocateAligned<float>(static_cast<std::size_t>(p.k));
-    tables = hwy::AllocateAligned<float>(256 * 16);
-    for (std::int64_t k = 0; k < p.k; k += kLanes) {
-      for (int q = 0; q < 8; ++q) {
-        strided[static_cast<std::size_t>(k + 2 * q)] = a[k + q];
-        strided[static_cast<std::size_t>(k + 2 * q + 1)] = a[k + 8 + q];
-      }
-    }
-    for (std::size_t code = 0; code < 256; ++code) {
-      for (std::size_t j = 0; j < 16; ++j) tables[code * 16 + j] = kE2m1Values[j] * p.weight_scale_table[code];
-    }
-  }
+  if (p.kind == WeightKind::e2m1) in.strided = PrepareStridedE2m1(p, a);
 #endif
+  alignas(64) float c[kLanes];
+  float row[kLanes];
   std::int64_t begin, end;
   while (queue.next(begin, end)) {
     for (std::int64_t col0 = begin * kLanes; col0 < end * kLanes; col0 += kLanes) {
-      std::fill(c, c + kLanes, 0.0f);
-      if (p.kind == WeightKind::e4m3) {
-        if (p.e4m3_per_group) GemvBlock<WeightKind::e4m3, true>(p, scaled.data(), col0, c);
-        else GemvBlock<WeightKind::e4m3>(p, a, col0, c);
-      }
-#if MF_GEMM_WIDE
-      if (p.kind == WeightKind::e2m1) GemvBlock<WeightKind::e2m1>(p, strided.get(), col0, c, tables.get());
-#elif HWY_TARGET != HWY_SCALAR
-      if (p.kind == WeightKind::e2m1) GemvBlock<WeightKind::e2m1>(p, a, col0, c);
-#endif
-      if (p.kind == WeightKind::bf16) GemvBlock<WeightKind::bf16>(p, a, col0, c);
+      GemvBlockOf(p, in, col0, c);
       for (int i = 0; i < kLanes; ++i) row[i] = c[wide_e2m1 ? StridedTreeLane(i) : bitrev4(i)];
       finish(p, 0, col0, std::min<std::int64_t>(kLanes, p.n - col0), row);
     }

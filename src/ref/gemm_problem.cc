@@ -104,31 +104,48 @@ Problem quantized_problem(const char* op, const QuantizedTensor& a, const Quanti
 
 }  // namespace
 
+namespace {
+
+// The fp8 GEMM's weights: 2-D e4m3 with ue8m0 or f32 scales, blocks a multiple of 16 wide that divide 128 or that
+// 128 divides, not in GGUF's layout.
+void check_fp8_weight(const char* op, const QuantizedTensor& w, const std::string& as, const std::string& ws) {
+  const Scheme& s = w.scheme;
+  const bool width_ok = s.block_cols % kLanes == 0 && (kActBlock % s.block_cols == 0 || s.block_cols % kActBlock == 0);
+  const bool scales_ok = *s.scale_format == ue8m0 || *s.scale_format == f32;
+  if (s.element.format == &e4m3 && !s.tensor_scale && scales_ok && width_ok && w.layout != Layout::ggml &&
+      w.shape.size() == 2) {
+    return;
+  }
+  fail(op, "activation", as, ws, "the weight must be a 2-D e4m3 tensor with ue8m0 or f32 scales in blocks whose "
+                                 "width is a multiple of 16 dividing 128 or a multiple of it (fp8-128x128, "
+                                 "fp8-32x32), not " + s.name + " in layout " + std::string(to_string(w.layout)));
+}
+
+// The e4m3 GEMV's factors (2^120 x scale per weight scale, or one 2^120), where every scale is at most 2^7, and
+// whether they may go on the group sums (Problem::e4m3_per_group).
+void set_e4m3_factors(Problem& p) {
+  for (const float v : p.weight_scales) {
+    if (v > 0x1p7f) return;
+  }
+  p.e4m3_factor.resize(p.weight_scales_inside ? p.weight_scales.size() : 1, 0x1p120f);
+  for (std::size_t i = 0; p.weight_scales_inside && i < p.weight_scales.size(); ++i) {
+    p.e4m3_factor[i] = p.weight_scales[i] * 0x1p120f;
+  }
+  p.e4m3_per_group = !p.weight_scales_inside || p.bc % p.group == 0;
+  for (std::size_t i = 0; p.weight_scales_inside && i < p.weight_scales.size(); ++i) {
+    p.e4m3_per_group = p.e4m3_per_group && p.weight_scales[i] >= 0x1p-100f;
+  }
+}
+
+}  // namespace
+
 Problem fp8_problem(const char* op, const QuantizedTensor& a, const QuantizedTensor& w, GemmOut out,
                     const GemmOptions& o) {
   const std::string as = dims(a.shape), ws = dims(w.shape);
-  const Scheme& s = w.scheme;
-  const bool width_ok = s.block_cols % kLanes == 0 && (kActBlock % s.block_cols == 0 || s.block_cols % kActBlock == 0);
-  if (s.element.format != &e4m3 || s.tensor_scale || !(*s.scale_format == ue8m0 || *s.scale_format == f32) ||
-      !width_ok || w.layout == Layout::ggml || w.shape.size() != 2) {
-    fail(op, "activation", as, ws, "the weight must be a 2-D e4m3 tensor with ue8m0 or f32 scales in blocks whose "
-                                   "width is a multiple of 16 dividing 128 or a multiple of it (fp8-128x128, "
-                                   "fp8-32x32), not " + s.name + " in layout " + std::string(to_string(w.layout)));
-  }
+  check_fp8_weight(op, w, as, ws);
   Problem p = quantized_problem(op, a, w, out, o, as, ws, false);
   p.kind = WeightKind::e4m3;
-  bool fits = true;
-  for (const float v : p.weight_scales) fits = fits && !(v > 0x1p7f);
-  if (fits) {
-    p.e4m3_factor.resize(p.weight_scales_inside ? p.weight_scales.size() : 1, 0x1p120f);
-    for (std::size_t i = 0; p.weight_scales_inside && i < p.weight_scales.size(); ++i) {
-      p.e4m3_factor[i] = p.weight_scales[i] * 0x1p120f;
-    }
-    p.e4m3_per_group = !p.weight_scales_inside || p.bc % p.group == 0;
-    for (std::size_t i = 0; p.weight_scales_inside && i < p.weight_scales.size(); ++i) {
-      p.e4m3_per_group = p.e4m3_per_group && p.weight_scales[i] >= 0x1p-100f;
-    }
-  }
+  set_e4m3_factors(p);
   return p;
 }
 

@@ -1,13 +1,18 @@
 // The fast GEMMs (mf::fp8_gemm, fp4_gemm, bf16_gemm, f32_gemm: Highway SIMD + OpenMP) against the scalar
 // definitions (mf::ref::), bit for bit (every NaN counts as equal to every NaN), on every Highway target this CPU
-// supports and the build compiled, with 1 and 2 threads, f32 and bf16 output, with and without accumulate.
+// supports and the build compiled (Highway's TestWithParamTarget: one instance per target, dispatch pinned to it;
+// AVX3_DL runs the e4m3 GEMV's GFNI decode, AVX3 the plain AVX-512 one), with 1 and 2 threads, f32 and bf16
+// output, with and without accumulate.
 // Shapes cover each register tile (M = 1, 2, 3 and more, and the column-lane tile from 16 on AVX-512 and 8 on AVX2,
 // with M not a multiple of its 4 or 2 rows and N ending inside its 32 or 16 columns), row passes (M > 256), partial
 // weight blocks (N not a multiple of 16) and partial groups (bf16/f32 with K not a multiple of 16 or 128). Inputs:
 // normal, outlier-heavy, and adversarial codes: e4m3 subnormals, -0, NaN codes (0x7F/0xFF), extreme and NaN ue8m0
 // scales.
+// The GEMM library compiles Highway's AVX3_DL target (src/cpu/gemm.cc): list it among this file's targets too.
+#define HWY_WANT_AVX3_DL
 #include <gtest/gtest.h>
 #include <hwy/targets.h>  // target enumeration only: the library is called through its public headers
+#include <hwy/tests/hwy_gtest.h>
 
 #include <omp.h>
 
@@ -24,8 +29,7 @@
 #include <vector>
 
 #include "cpu/column_queue.h"
-#include "cpu/x86_features.h"
-#include "each_target.h"
+#include "cpu/gemm_dispatch.h"
 #include "minifloat/gemm.h"
 #include "ref/gemm_problem.h"
 #include "minifloat/quantize.h"
@@ -35,7 +39,8 @@ namespace {
 
 using Shape = std::vector<std::int64_t>;
 
-using mf::test::for_each_target;
+class GemmSimdTarget : public hwy::TestWithParamTarget {};
+HWY_TARGET_INSTANTIATE_TEST_SUITE_P(GemmSimdTarget);
 
 // adversarial: edge codes and scales that keep every product finite; extreme: also scales up to 2^127;
 // weight_codes: edge codes and scales in the weight only, so that a weight's NaN code decides its output alone (a
@@ -109,34 +114,22 @@ void expect_fast_matches_ref(const Gemm& gemm, std::int64_t m, std::int64_t n, c
     old32[i] = static_cast<float>(i % 7) - 3.25f;
     old16[i] = static_cast<std::uint16_t>(0x3F80 + i % 11);
   }
-  // On a CPU with GFNI, the AVX-512 e4m3 GEMV runs its GFNI decode and, turned off, the plain one.
-  const bool gfni = mf::gemm::gemv_gfni();
-  struct Restore {
-    ~Restore() { mf::gemm::set_gemv_gfni_for_test(true); }
-  } restore;
-  for_each_target([&](std::int64_t target) {
-    for (const bool use_gfni : {true, false}) {
-      if (!use_gfni && !(gfni && m == 1 && target == HWY_AVX3)) continue;
-      mf::gemm::set_gemv_gfni_for_test(use_gfni);
-      for (const int threads : {1, 2}) {
-        for (const bool accumulate : {false, true}) {
-          const std::string tag = what + " target " + hwy::TargetName(target) + (use_gfni ? "" : " without GFNI") +
-                                  " threads " + std::to_string(threads) + (accumulate ? " accumulate" : "");
-          mf::GemmOptions o;
-          o.threads = threads;
-          o.accumulate = accumulate;
-          std::vector<float> f = old32, r = old32;
-          gemm(true, mf::GemmOut{f.data(), nullptr}, o);
-          gemm(false, mf::GemmOut{r.data(), nullptr}, o);
-          expect_same(f, r, tag + " f32");
-          std::vector<std::uint16_t> fb = old16, rb = old16;
-          gemm(true, mf::GemmOut{nullptr, fb.data()}, o);
-          gemm(false, mf::GemmOut{nullptr, rb.data()}, o);
-          expect_same(fb, rb, tag + " bf16");
-        }
-      }
+  for (const int threads : {1, 2}) {
+    for (const bool accumulate : {false, true}) {
+      const std::string tag = what + " threads " + std::to_string(threads) + (accumulate ? " accumulate" : "");
+      mf::GemmOptions o;
+      o.threads = threads;
+      o.accumulate = accumulate;
+      std::vector<float> f = old32, r = old32;
+      gemm(true, mf::GemmOut{f.data(), nullptr}, o);
+      gemm(false, mf::GemmOut{r.data(), nullptr}, o);
+      expect_same(f, r, tag + " f32");
+      std::vector<std::uint16_t> fb = old16, rb = old16;
+      gemm(true, mf::GemmOut{nullptr, fb.data()}, o);
+      gemm(false, mf::GemmOut{nullptr, rb.data()}, o);
+      expect_same(fb, rb, tag + " bf16");
     }
-  });
+  }
 }
 
 struct Dims {
@@ -171,22 +164,22 @@ void check_quantized(const std::string& scheme, mf::ActScale act_scale, Kind kin
   }
 }
 
-TEST(GemmSimd, Fp8Weights128x128) {
+TEST_P(GemmSimdTarget, Fp8Weights128x128) {
   for (const Kind k : {Kind::normal, Kind::outliers, Kind::adversarial, Kind::extreme, Kind::weight_codes}) {
     check_quantized("fp8-128x128", mf::ActScale::ue8m0, k, 1);
   }
 }
-TEST(GemmSimd, Fp8Weights32x32) {
+TEST_P(GemmSimdTarget, Fp8Weights32x32) {
   for (const Kind k : {Kind::normal, Kind::adversarial, Kind::extreme, Kind::weight_codes}) {
     check_quantized("fp8-32x32", mf::ActScale::ue8m0, k, 2);
   }
 }
-TEST(GemmSimd, Fp8Weights1x128) {  // a ue8m0 scale per weight row: the GEMV's 16 rows have 16 factors
+TEST_P(GemmSimdTarget, Fp8Weights1x128) {  // a ue8m0 scale per weight row: the GEMV's 16 rows have 16 factors
   for (const Kind k : {Kind::normal, Kind::adversarial, Kind::weight_codes}) {
     check_quantized("fp8-1x128", mf::ActScale::ue8m0, k, 7);
   }
 }
-TEST(GemmSimd, Fp8WeightsWithF32Scales) {
+TEST_P(GemmSimdTarget, Fp8WeightsWithF32Scales) {
   // f32 weight scales stay outside the products: groups of 128, or 32 for 32-wide blocks.
   for (const Kind k : {Kind::normal, Kind::outliers, Kind::adversarial, Kind::weight_codes}) {
     check_quantized("e4m3-128x128-f32", mf::ActScale::f32, k, 3);
@@ -194,7 +187,7 @@ TEST(GemmSimd, Fp8WeightsWithF32Scales) {
     check_quantized("e4m3-1x128-f32", mf::ActScale::ue8m0, k, 5);
   }
 }
-TEST(GemmSimd, Fp4Weights) {
+TEST_P(GemmSimdTarget, Fp4Weights) {
   for (const Kind k : {Kind::normal, Kind::outliers, Kind::adversarial, Kind::extreme, Kind::weight_codes}) {
     check_quantized("mxfp4", mf::ActScale::ue8m0, k, 6);
   }
@@ -325,7 +318,7 @@ TEST(GemmSimd, ProductsExactUntilAScaleExceeds2To100) {
   }
 }
 
-TEST(GemmSimd, PlainBf16AndF32) {
+TEST_P(GemmSimdTarget, PlainBf16AndF32) {
   std::mt19937 rng(7);
   const Dims shapes[] = {{1, 16, 128}, {1, 21, 40},   {2, 33, 300},
                          {3, 17, 7},   {6, 40, 129}, {17, 50, 200}, {261, 18, 64}};
@@ -351,9 +344,32 @@ TEST(GemmSimd, PlainBf16AndF32) {
   }
 }
 
+// The e4m3 GEMV decodes with GFNI on AVX3_DL and newer where the CPU has GFNI, by shifting fields on AVX3 and by
+// lanes on narrower targets: each instance of the tests above runs the path its target names.
+TEST_P(GemmSimdTarget, E4m3GemvDecodeFollowsTheTarget) {
+  const std::int64_t target = GetParam();
+  std::string expected = "lanes";
+#if HWY_ARCH_X86
+  __builtin_cpu_init();
+  const bool gfni = __builtin_cpu_supports("gfni") && __builtin_cpu_supports("avx512vbmi");
+  if (target <= HWY_AVX3_DL && gfni) {
+    expected = "gfni";
+  } else if (target <= HWY_AVX3) {
+    expected = "avx512";
+  }
+#endif
+  EXPECT_EQ(mf::gemm::gemv_e4m3_decode(), expected) << hwy::TargetName(target);
+}
+
 TEST(GemmSimd, TargetsCompiled) {
   for (const std::int64_t t : hwy::SupportedAndGeneratedTargets()) std::printf("compiled and supported: %s\n", hwy::TargetName(t));
   EXPECT_FALSE(hwy::SupportedAndGeneratedTargets().empty());
+#if HWY_ARCH_X86
+  // A CPU with AVX3_DL runs it (this file asks for it as gemm.cc does).
+  if (hwy::SupportedTargets() & HWY_AVX3_DL) {
+    EXPECT_EQ(hwy::SupportedAndGeneratedTargets()[0], HWY_AVX3_DL);
+  }
+#endif
 }
 
 }  // namespace

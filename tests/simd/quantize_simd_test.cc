@@ -7,6 +7,7 @@
 // partial edge blocks, odd column counts, 1-D and 3-D shapes, tiles, bf16/f16 inputs and Hadamard rotation.
 #include <gtest/gtest.h>
 #include <hwy/targets.h>  // target enumeration only: the library is called through its public headers
+#include <hwy/tests/hwy_gtest.h>
 
 #include <algorithm>
 #include <bit>
@@ -19,7 +20,6 @@
 #include <string>
 #include <vector>
 
-#include "each_target.h"
 #include "minifloat/codec.h"
 #include "minifloat/quantize.h"
 #include "minifloat/scheme.h"
@@ -183,7 +183,10 @@ Input make_input(const Kind& kind, const Shape& shape, const mf::Scheme& s, std:
 
 // ---- comparison ----
 
-using mf::test::for_each_target;
+// One instance of each test per target this build compiled and this CPU runs, dispatch pinned to it (Highway's
+// TestWithParamTarget); mf::ref:: is scalar and runs the same in every instance.
+class QuantizeSimdTarget : public hwy::TestWithParamTarget {};
+HWY_TARGET_INSTANTIATE_TEST_SUITE_P(QuantizeSimdTarget);
 
 std::string label(const mf::Scheme& s, const mf::QuantizeOptions& o) {
   return "scheme " + s.name + " (rule " + std::string(mf::to_string(s.rule)) + ", profile " +
@@ -266,7 +269,8 @@ void expect_fast_matches_ref(const mf::Scheme& s, mf::QuantizeOptions o, const I
   std::vector<float> out(in.size());
   std::vector<std::uint16_t> out16(in.size());
   mf::QuantizedTensor reused = dirty_tensor();
-  for_each_target([&](std::int64_t target) {
+  {
+    const std::int64_t target = hwy::SupportedTargets();  // the one this instance pins
     for (const int threads : {1, 2}) {
       o.threads = threads;
       const std::string where = base + ", target " + hwy::TargetName(target) + ", threads " + std::to_string(threads);
@@ -288,7 +292,7 @@ void expect_fast_matches_ref(const mf::Scheme& s, mf::QuantizeOptions o, const I
         }
       }
     }
-  });
+  }
 }
 
 // Every input kind on `shape`.
@@ -311,21 +315,22 @@ mf::QuantizeOptions options(mf::Layout layout = mf::Layout::packed, bool pad = f
 
 // ---- tests ----
 
-TEST(QuantizeSimd, TargetsIncludeTheBaselineAndDispatchToEach) {
+TEST(QuantizeSimd, TargetsIncludeTheBaseline) {
   const std::vector<std::int64_t> targets = hwy::SupportedAndGeneratedTargets();
   ASSERT_FALSE(targets.empty());
   for (const std::int64_t t : targets) std::printf("compiled and supported: %s\n", hwy::TargetName(t));
-  for_each_target([](std::int64_t t) {
-    const float x[32] = {1.0f};
-    (void)mf::quantize(x, Shape{32}, mf::scheme_named("mxfp8"));
-    ASSERT_TRUE(hwy::GetChosenTarget().IsInitialized());
-    const auto expected = std::countr_zero(
-        static_cast<std::uint64_t>(HWY_CHOSEN_TARGET_SHIFT(t) | HWY_CHOSEN_TARGET_MASK_SCALAR));
-    EXPECT_EQ(hwy::GetChosenTarget().GetIndex(), static_cast<std::size_t>(expected)) << hwy::TargetName(t);
-  });
 }
 
-TEST(QuantizeSimd, NamedSchemesOnEveryInputKind) {
+TEST_P(QuantizeSimdTarget, DispatchesToThisTarget) {
+  const float x[32] = {1.0f};
+  (void)mf::quantize(x, Shape{32}, mf::scheme_named("mxfp8"));
+  ASSERT_TRUE(hwy::GetChosenTarget().IsInitialized());
+  const auto expected = std::countr_zero(
+      static_cast<std::uint64_t>(HWY_CHOSEN_TARGET_SHIFT(GetParam()) | HWY_CHOSEN_TARGET_MASK_SCALAR));
+  EXPECT_EQ(hwy::GetChosenTarget().GetIndex(), static_cast<std::size_t>(expected)) << hwy::TargetName(GetParam());
+}
+
+TEST_P(QuantizeSimdTarget, NamedSchemesOnEveryInputKind) {
   std::uint32_t seed = 1000;
   for (const std::string& name : mf::scheme_names()) {
     const mf::Scheme s = scheme(name);
@@ -333,7 +338,7 @@ TEST(QuantizeSimd, NamedSchemesOnEveryInputKind) {
   }
 }
 
-TEST(QuantizeSimd, CustomSchemesOnEveryInputKind) {
+TEST_P(QuantizeSimdTarget, CustomSchemesOnEveryInputKind) {
   std::uint32_t seed = 2000;
   for (const std::string& name : kCustom) {
     const mf::Scheme s = scheme(name);
@@ -344,7 +349,7 @@ TEST(QuantizeSimd, CustomSchemesOnEveryInputKind) {
 // Rows of 1 x B blocks wide enough for the kernels that take N blocks at once (N = 4, 8 or 16 lanes) and a partial
 // group after them: every block of one kind, then a random kind per block, so that some groups mix blocks the
 // vector scale path takes with blocks (zero, subnormal, NaN) that need the scalar rule.
-TEST(QuantizeSimd, GroupsOfBlocksOnWideRows) {
+TEST_P(QuantizeSimdTarget, GroupsOfBlocksOnWideRows) {
   std::uint32_t seed = 2500;
   std::vector<std::string> names = mf::scheme_names();
   names.insert(names.end(), kCustom.begin(), kCustom.end());
@@ -370,7 +375,7 @@ TEST(QuantizeSimd, GroupsOfBlocksOnWideRows) {
 // and redoes lanes near a rounding midpoint by division. Here every value is RN(midpoint * d) moved 0 to 4 f32 ulp
 // either way, d being the divisor the reference gives the block, so x / d lands on, or a few ulp from, midpoints
 // (the reciprocal alone gets some of them wrong: checked by removing the redo).
-TEST(QuantizeSimd, MidpointsUnderDivisorsThatAreNotPowersOfTwo) {
+TEST_P(QuantizeSimdTarget, MidpointsUnderDivisorsThatAreNotPowersOfTwo) {
   std::uint32_t seed = 2800;
   for (const char* name : {"nvfp4", "fp4-e4m3-16", "e4m3-1x128-f32", "e2m1-1x32-f32", "e5m2-1x32-f32"}) {
     const mf::Scheme s = scheme(name);
@@ -408,7 +413,7 @@ TEST(QuantizeSimd, MidpointsUnderDivisorsThatAreNotPowersOfTwo) {
   }
 }
 
-TEST(QuantizeSimd, Profiles) {
+TEST_P(QuantizeSimdTarget, Profiles) {
   std::uint32_t seed = 3000;
   for (const mf::Profile p : {mf::Profile::ocp, mf::Profile::deepseek, mf::Profile::ggml, mf::Profile::torchao}) {
     expect_all_kinds(scheme("mxfp4", p), options(), {6, 96}, seed += 100);
@@ -424,7 +429,7 @@ TEST(QuantizeSimd, Profiles) {
 
 // Layout::unpacked with 4- and 6-bit elements currently fails on every target: a bug of the fast path's row offsets,
 // not of SIMD (see Layouts.UnpackedHoldsOneCodePerByteInRowMajorOrder in tests/unit/quantize_layout_test.cc).
-TEST(QuantizeSimd, Layouts) {
+TEST_P(QuantizeSimdTarget, Layouts) {
   std::uint32_t seed = 4000;
   for (const char* name : {"mxfp4", "mxfp6-e3m2", "mxfp6-e2m3", "mxfp8", "nvfp4", "int4-1x128", "int8-1x32"}) {
     const mf::Scheme s = scheme(name);
@@ -436,7 +441,7 @@ TEST(QuantizeSimd, Layouts) {
 }
 
 // Partial edge blocks (pad) and column counts that start rows mid-byte for 4-bit and mid-group for 6-bit codes.
-TEST(QuantizeSimd, PartialEdgeBlocksAndOddColumns) {
+TEST_P(QuantizeSimdTarget, PartialEdgeBlocksAndOddColumns) {
   std::uint32_t seed = 5000;
   std::vector<std::string> names = mf::scheme_names();
   names.insert(names.end(), kCustom.begin(), kCustom.end());
@@ -454,7 +459,7 @@ TEST(QuantizeSimd, PartialEdgeBlocksAndOddColumns) {
   }
 }
 
-TEST(QuantizeSimd, OneAndThreeDimensionalShapes) {
+TEST_P(QuantizeSimdTarget, OneAndThreeDimensionalShapes) {
   std::uint32_t seed = 6000;
   for (const char* name : {"mxfp4", "mxfp6-e3m2", "nvfp4", "fp8-1x128", "int4-1x128", "fp8-32x32"}) {
     const mf::Scheme s = scheme(name);
@@ -464,7 +469,7 @@ TEST(QuantizeSimd, OneAndThreeDimensionalShapes) {
 }
 
 // Tiles with rows that are not a multiple of the tile (pad), threads splitting tile rows.
-TEST(QuantizeSimd, TilesWithPartialRows) {
+TEST_P(QuantizeSimdTarget, TilesWithPartialRows) {
   std::uint32_t seed = 7000;
   const mf::Scheme t128 = scheme("fp8-128x128"), t32 = scheme("fp8-32x32");
   for (const KindIndex k : {kNormal, kHeavy, kTies, kZeros, kNonFinite}) {
@@ -474,7 +479,7 @@ TEST(QuantizeSimd, TilesWithPartialRows) {
   }
 }
 
-TEST(QuantizeSimd, Bf16AndF16Inputs) {
+TEST_P(QuantizeSimdTarget, Bf16AndF16Inputs) {
   std::uint32_t seed = 8000;
   for (const char* name : {"mxfp4", "mxfp8", "nvfp4", "fp8-1x128", "mxfp6-e2m3", "int8-1x32"}) {
     const mf::Scheme s = scheme(name);
@@ -495,7 +500,8 @@ TEST(QuantizeSimd, Bf16AndF16Inputs) {
         const std::string where = label(s, o) + ", " + std::string(f.name) + " input " + k.name;
         const mf::QuantizedTensor ref = mf::ref::quantize(wide.data(), in32.shape, s, o);
         mf::QuantizedTensor reused = dirty_tensor();
-        for_each_target([&](std::int64_t target) {
+        {
+          const std::int64_t target = hwy::SupportedTargets();  // the one this instance pins
           for (const int threads : {1, 2}) {
             mf::QuantizeOptions ot = o;
             ot.threads = threads;
@@ -505,13 +511,13 @@ TEST(QuantizeSimd, Bf16AndF16Inputs) {
             mf::quantize(bits.data() + 1, type, in32.shape, s, ot, reused);
             same_tensor(ref, reused, at + ", into a reused tensor");
           }
-        });
+        }
       }
     }
   }
 }
 
-TEST(QuantizeSimd, Rotate) {
+TEST_P(QuantizeSimdTarget, Rotate) {
   std::uint32_t seed = 9000;
   for (const char* name : {"mxfp4", "nvfp4", "fp8-1x128", "mxfp8-e5m2", "int4-1x128", "e2m3-1x32-ue8m0-mse"}) {
     for (const int n : {16, 32, 128}) {
@@ -525,7 +531,8 @@ TEST(QuantizeSimd, Rotate) {
   expect_fast_matches_ref(g, options(mf::Layout::ggml, false, 32), make_input(kinds()[kHeavy], {4, 256}, g, seed));
 }
 
-// nonfinite = error: both paths refuse the same input with the same message (tensor name, first index).
+// nonfinite = error: both paths refuse the same input with the same message (tensor name, first index), before
+// any kernel runs (so on no particular target).
 TEST(QuantizeSimd, NonfiniteErrorsMatch) {
   for (const char* name : {"mxfp4", "fp8-32x32", "nvfp4", "e2m3-1x32-ue8m0-mse"}) {
     const mf::Scheme s = scheme(name);
@@ -543,25 +550,23 @@ TEST(QuantizeSimd, NonfiniteErrorsMatch) {
     } catch (const mf::QuantizeError& e) {
       expected = e.what();
     }
-    for_each_target([&](std::int64_t target) {
-      for (const int threads : {1, 2}) {
-        o.threads = threads;
-        std::string actual = "(no error)";
-        try {
-          (void)mf::quantize(x.data(), shape, s, o);
-        } catch (const mf::QuantizeError& e) {
-          actual = e.what();
-        }
-        EXPECT_EQ(expected, actual) << name << ", target " << hwy::TargetName(target) << ", threads " << threads;
-        std::vector<float> out(x.size());
-        EXPECT_THROW(mf::fake_quantize(x.data(), out.data(), shape, s, o), mf::QuantizeError) << name;
+    for (const int threads : {1, 2}) {
+      o.threads = threads;
+      std::string actual = "(no error)";
+      try {
+        (void)mf::quantize(x.data(), shape, s, o);
+      } catch (const mf::QuantizeError& e) {
+        actual = e.what();
       }
-    });
+      EXPECT_EQ(expected, actual) << name << ", threads " << threads;
+      std::vector<float> out(x.size());
+      EXPECT_THROW(mf::fake_quantize(x.data(), out.data(), shape, s, o), mf::QuantizeError) << name;
+    }
   }
 }
 
 // mf::dequantize of arbitrary codes and scales (NaN/Inf element codes, NaN and extreme scales, any f32 scale).
-TEST(QuantizeSimd, DequantizeArbitraryCodesAndScales) {
+TEST_P(QuantizeSimdTarget, DequantizeArbitraryCodesAndScales) {
   std::mt19937 rng(10000);
   std::vector<std::string> names = mf::scheme_names();
   names.insert(names.end(), kCustom.begin(), kCustom.end());
@@ -578,13 +583,14 @@ TEST(QuantizeSimd, DequantizeArbitraryCodesAndScales) {
         if (s.tensor_scale) q.tensor_scale = bits_with_exponent(rng, 90, 140);
         std::vector<float> ref_out(static_cast<std::size_t>(q.count())), out(ref_out.size());
         mf::ref::dequantize(q, ref_out.data());
-        for_each_target([&](std::int64_t target) {
+        {
+          const std::int64_t target = hwy::SupportedTargets();  // the one this instance pins
           for (const int threads : {1, 2}) {
             mf::dequantize(q, out.data(), threads);
             same_floats(ref_out, out.data(), "mf::dequantize of random codes",
                         label(s, options(layout)) + " " + shape_text(shape) + ", target " + hwy::TargetName(target));
           }
-        });
+        }
       }
     }
   }
@@ -594,7 +600,7 @@ TEST(QuantizeSimd, DequantizeArbitraryCodesAndScales) {
 // of whole blocks, or straight from the decoder when 64-byte aligned; here with random codes and scales, the output
 // 64-byte aligned or 1 to 3 floats past that, rows that
 // are not a multiple of the chunk, and a one-row tensor wider than a chunk many times over.
-TEST(QuantizeSimd, DequantizeLargeOutputsThroughStreamingStores) {
+TEST_P(QuantizeSimdTarget, DequantizeLargeOutputsThroughStreamingStores) {
   std::mt19937 rng(11000);
   for (const char* name : {"mxfp4", "mxfp8", "nvfp4", "fp8-128x128", "mxfp6-e2m3"}) {
     const mf::Scheme s = scheme(name);
@@ -610,13 +616,14 @@ TEST(QuantizeSimd, DequantizeLargeOutputsThroughStreamingStores) {
       mf::ref::dequantize(q, ref_out.data());
       // 64-byte aligned outputs stream straight from the decoder, others through the buffer.
       float* const aligned = out.data() + (64 - reinterpret_cast<std::uintptr_t>(out.data()) % 64) % 64 / 4;
-      for_each_target([&](std::int64_t target) {
+      {
+        const std::int64_t target = hwy::SupportedTargets();  // the one this instance pins
         const std::size_t offset = rng() % 2 ? 0 : rng() % 4;
         mf::dequantize(q, aligned + offset, 2);
         same_floats(ref_out, aligned + offset, "mf::dequantize of a large tensor",
                     label(s, options()) + " " + shape_text(shape) + ", output offset " + std::to_string(offset) +
                         ", target " + hwy::TargetName(target));
-      });
+      }
     }
   }
 }

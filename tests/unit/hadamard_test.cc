@@ -6,6 +6,7 @@
 //   * involution, norm preservation, Inf/NaN propagation, and the argument errors.
 #include <gtest/gtest.h>
 #include <hwy/targets.h>  // target enumeration only: mf::rotate itself is called through the public header
+#include <hwy/tests/hwy_gtest.h>
 
 #include <algorithm>
 #include <bit>
@@ -242,21 +243,16 @@ TEST_P(RotateImpl, RejectsCountNotAMultipleOfNNamingBoth) {
 
 // ---- the fast path against the reference, on every compiled Highway target ----
 
-class RotateTarget : public testing::TestWithParam<std::int64_t> {
+// Highway's fixture: one instance per target, dispatch pinned to it.
+class RotateTarget : public hwy::TestWithParamTarget {
  protected:
-  void SetUp() override { hwy::SetSupportedTargetsForTest(GetParam()); }
-  void TearDown() override { hwy::SetSupportedTargetsForTest(0); }
-
   // mf::rotate on a copy of `in` must give the reference's bits.
   static void expect_same_as_ref(const std::vector<float>& in, int n, const char* what) {
     EXPECT_TRUE(same_bits(rotated(kRef, in, n), rotated(kFast, in, n))) << what << ", n = " << n;
   }
 };
 
-INSTANTIATE_TEST_SUITE_P(Hwy, RotateTarget, testing::ValuesIn(hwy::SupportedAndGeneratedTargets()),
-                         [](const testing::TestParamInfo<std::int64_t>& info) {
-                           return std::string(hwy::TargetName(info.param));
-                         });
+HWY_TARGET_INSTANTIATE_TEST_SUITE_P(RotateTarget);
 
 TEST(RotateTargets, IncludeTheBaselineAndAvx2WhereSupported) {
   const std::vector<std::int64_t> targets = hwy::SupportedAndGeneratedTargets();

@@ -1,0 +1,11 @@
+// Internal: which per-target GEMM path Highway's dispatch runs, for the tests and benchmarks that check a target
+// reaches its own path (the public entry points are in include/minifloat/gemm.h).
+#pragma once
+
+namespace mf::gemm {
+
+// The decode of the e4m3 GEMV (M = 1) on the target dispatch picks now: "gfni" (AVX3_DL and newer: GFNI and
+// AVX512-VBMI, src/cpu/gemv-inl.h), "avx512" (AVX3: fields shifted into place) or "lanes" (narrower targets).
+const char* gemv_e4m3_decode();
+
+}  // namespace mf::gemm
