@@ -59,7 +59,7 @@ template <class Code>
 void Encode(benchmark::State& state, const mf::Format* f, mf::Rounding rounding) {
   const std::span<const float> x = first(state);
   std::vector<Code> codes(x.size());
-  const mf::BulkOptions o{rounding, mf::Overflow::standard, 7, 1};
+  const mf::BulkOptions o{rounding, mf::Overflow::format_default, 7, 1};
   for (auto _ : state) {
     mf::encode_bulk(*f, x, std::span<Code>(codes), o);
     benchmark::ClobberMemory();

@@ -40,7 +40,7 @@ std::vector<const Format*> format_list(std::string_view list) {
 void add_codec_flags(CLI::App& sub, CodecFlags& flags) {
   sub.add_option("--overflow", flags.overflow,
                  "default: what the format does (Inf, NaN or saturate, as ml_dtypes); saturate: clip to +-max")
-      ->check(CLI::IsMember({"default", "standard", "saturate"}))
+      ->check(CLI::IsMember({"default", "saturate"}))
       ->capture_default_str();
   sub.add_option("--rounding", flags.rounding, "nearest_even, toward_zero or stochastic")
       ->check(CLI::IsMember({"nearest_even", "toward_zero", "stochastic"}))
@@ -51,7 +51,7 @@ void add_codec_flags(CLI::App& sub, CodecFlags& flags) {
 
 EncodeOptions encode_options(const CodecFlags& flags) {
   EncodeOptions o;
-  o.overflow = flags.overflow == "saturate" ? Overflow::saturate : Overflow::standard;
+  o.overflow = flags.overflow == "saturate" ? Overflow::saturate : Overflow::format_default;
   o.rounding = flags.rounding == "toward_zero" ? Rounding::toward_zero
                : flags.rounding == "stochastic" ? Rounding::stochastic
                                                 : Rounding::nearest_even;

@@ -29,7 +29,7 @@ const Format& format_named(std::string_view name);
 std::vector<const Format*> format_list(std::string_view list);
 std::string known_format_names();
 
-// --overflow and --rounding values ("default"/"standard", "saturate"; "nearest_even", "toward_zero", "stochastic").
+// --overflow and --rounding values ("default", "saturate"; "nearest_even", "toward_zero", "stochastic").
 struct CodecFlags {
   std::string overflow = "default";
   std::string rounding = "nearest_even";

@@ -32,7 +32,7 @@ namespace mf {
 
 struct BulkOptions {
   Rounding rounding = Rounding::nearest_even;
-  Overflow overflow = Overflow::standard;
+  Overflow overflow = Overflow::format_default;
   std::uint64_t seed = 0;  // stochastic rounding: element i rounds with stochastic_bits(seed, first_index + i)
   int threads = 1;         // 0: one per hardware thread; large arrays only (each thread takes 64 Ki elements or more)
   std::uint64_t first_index = 0;  // the index of x[0] in the whole array, when a caller casts it piece by piece

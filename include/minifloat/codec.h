@@ -28,11 +28,12 @@
 namespace mf {
 
 enum class Rounding : std::uint8_t { nearest_even, toward_zero, stochastic };
-enum class Overflow : std::uint8_t { standard, saturate };  // standard: what the format does (see above)
+// format_default: what the format does (see above), named "default" by the CLI, Python and the page; saturate: +-max.
+enum class Overflow : std::uint8_t { format_default, saturate };
 
 struct EncodeOptions {
   Rounding rounding = Rounding::nearest_even;
-  Overflow overflow = Overflow::standard;
+  Overflow overflow = Overflow::format_default;
   std::uint32_t random_bits = 0;  // used by Rounding::stochastic only
 };
 

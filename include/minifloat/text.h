@@ -44,7 +44,7 @@ std::string shape_text(std::span<const std::int64_t> shape);
 std::string shape_text(std::span<const std::uint64_t> shape);
 
 // The codec options by the names the CLI and the Python package use: "nearest_even", "toward_zero", "stochastic";
-// "default" (or "standard"), "saturate". Anything else throws std::invalid_argument listing the known names.
+// "default" (Overflow::format_default), "saturate". Anything else throws std::invalid_argument listing the known names.
 Rounding rounding_named(std::string_view name);
 Overflow overflow_named(std::string_view name);
 

@@ -41,7 +41,7 @@ void encode_loop(std::size_t n, Out* out, EncodeOptions o, std::uint64_t seed, L
       o.random_bits = stochastic_bits(seed, i);
       out[i] = static_cast<Out>(encode(*F, load(i), o));
     }
-  } else if (o.rounding == Rounding::nearest_even && o.overflow == Overflow::standard) {
+  } else if (o.rounding == Rounding::nearest_even && o.overflow == Overflow::format_default) {
     // The defaults as constants, so the compiler drops the other options' branches.
     for (std::size_t i = 0; i < n; ++i) out[i] = static_cast<Out>(encode(*F, load(i)));
   } else {

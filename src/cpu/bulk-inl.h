@@ -228,8 +228,8 @@ HWY_INLINE bool EncodeFixed(const ElementCodec& k, const EncodeRun& run, const f
   const auto one = [&](auto f) {
     constexpr const Format* F = decltype(f)::value;
     if (!(*k.format == *F)) return false;
-    if (k.options.overflow == Overflow::standard) {
-      EncodeFixedLoop<kPath, F, R, Overflow::standard>(run, x, n, out);
+    if (k.options.overflow == Overflow::format_default) {
+      EncodeFixedLoop<kPath, F, R, Overflow::format_default>(run, x, n, out);
     } else {
       EncodeFixedLoop<kPath, F, R, Overflow::saturate>(run, x, n, out);
     }

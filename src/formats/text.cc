@@ -141,9 +141,9 @@ Rounding rounding_named(std::string_view name) {
 }
 
 Overflow overflow_named(std::string_view name) {
-  if (name == "default" || name == "standard") return Overflow::standard;
+  if (name == "default") return Overflow::format_default;
   if (name == "saturate") return Overflow::saturate;
-  throw std::invalid_argument("unknown overflow '" + std::string(name) + "' (known: default, standard, saturate)");
+  throw std::invalid_argument("unknown overflow '" + std::string(name) + "' (known: default, saturate)");
 }
 
 }  // namespace mf

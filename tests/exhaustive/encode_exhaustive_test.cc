@@ -133,7 +133,7 @@ class Reference {
 template <const Format& F>
 void check_every_f32() {
   const Reference ref(F);
-  constexpr EncodeOptions kToZero{Rounding::toward_zero, Overflow::standard, 0};
+  constexpr EncodeOptions kToZero{Rounding::toward_zero, Overflow::format_default, 0};
   constexpr EncodeOptions kSaturate{Rounding::nearest_even, Overflow::saturate, 0};
   constexpr std::int64_t kChunk = 1 << 20;
   constexpr std::int64_t kChunks = (std::int64_t{1} << 31) / kChunk;  // the magnitudes 0 .. 0x7FFFFFFF
@@ -151,7 +151,7 @@ void check_every_f32() {
       xs[kChunk + k] = std::bit_cast<float>((begin + static_cast<std::uint32_t>(k)) | 0x80000000u);
     }
     std::vector<std::uint8_t> bulk[3];
-    const BulkOptions modes[3] = {{}, {Rounding::toward_zero, Overflow::standard, 0, 1},
+    const BulkOptions modes[3] = {{}, {Rounding::toward_zero, Overflow::format_default, 0, 1},
                                   {Rounding::nearest_even, Overflow::saturate, 0, 1}};
     for (int m = 0; m < 3; ++m) {
       bulk[m].resize(xs.size());

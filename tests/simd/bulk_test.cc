@@ -100,7 +100,7 @@ TEST(BulkEncode, EveryFormatOptionAndTargetMatchesTheScalarCodec) {
       if (f->bits() > 16 || (f->bits() > 8 && f->bits() < 16)) continue;
       const std::vector<float> mixed = inputs(*f, 1), clean = vector_steps_only(mixed);
       for (const auto rounding : {mf::Rounding::nearest_even, mf::Rounding::toward_zero, mf::Rounding::stochastic}) {
-        for (const auto overflow : {mf::Overflow::standard, mf::Overflow::saturate}) {
+        for (const auto overflow : {mf::Overflow::format_default, mf::Overflow::saturate}) {
           const mf::BulkOptions o{rounding, overflow, 42, 1};
           const std::string what = std::string(hwy::TargetName(target)) + " " + std::string(f->name) + " rounding " +
                                    std::to_string(static_cast<int>(rounding)) + " overflow " +
@@ -125,8 +125,8 @@ TEST(BulkEncode, ThreadsGiveTheSameCodes) {
   for (float& v : x) v = n(rng);
   for (const auto rounding : {mf::Rounding::nearest_even, mf::Rounding::stochastic}) {
     std::vector<std::uint8_t> one(x.size()), two(x.size());
-    mf::encode_bulk(mf::e2m1, x, std::span<std::uint8_t>(one), {rounding, mf::Overflow::standard, 9, 1});
-    mf::encode_bulk(mf::e2m1, x, std::span<std::uint8_t>(two), {rounding, mf::Overflow::standard, 9, 2});
+    mf::encode_bulk(mf::e2m1, x, std::span<std::uint8_t>(one), {rounding, mf::Overflow::format_default, 9, 1});
+    mf::encode_bulk(mf::e2m1, x, std::span<std::uint8_t>(two), {rounding, mf::Overflow::format_default, 9, 2});
     EXPECT_EQ(one, two);
   }
 }
@@ -135,7 +135,7 @@ TEST(BulkEncode, ThreadsGiveTheSameCodes) {
 TEST(BulkEncode, PiecesWithFirstIndexEqualTheWhole) {
   std::vector<float> x(1000);
   for (std::size_t i = 0; i < x.size(); ++i) x[i] = 0.1f * static_cast<float>(i % 37) - 1.5f;
-  const mf::BulkOptions o{mf::Rounding::stochastic, mf::Overflow::standard, 5, 1};
+  const mf::BulkOptions o{mf::Rounding::stochastic, mf::Overflow::format_default, 5, 1};
   std::vector<std::uint8_t> whole(x.size()), pieces(x.size());
   mf::encode_bulk(mf::e2m1, x, std::span<std::uint8_t>(whole), o);
   for (std::size_t begin = 0; begin < x.size(); begin += 300) {
@@ -203,7 +203,7 @@ std::string name_of(std::int64_t target, const mf::Format& f, const mf::BulkOpti
 template <class Fn>
 void for_each_option(Fn fn) {
   for (const auto rounding : {mf::Rounding::nearest_even, mf::Rounding::toward_zero, mf::Rounding::stochastic}) {
-    for (const auto overflow : {mf::Overflow::standard, mf::Overflow::saturate}) {
+    for (const auto overflow : {mf::Overflow::format_default, mf::Overflow::saturate}) {
       fn(mf::BulkOptions{rounding, overflow, 42, 1});
     }
   }
@@ -413,7 +413,7 @@ TEST(BulkEncode, ThreadsGiveTheSameCodesForEveryInputType) {
   for (double& v : x) v = n(rng);
   std::vector<float> xf(x.begin(), x.end());
   for (const auto rounding : {mf::Rounding::nearest_even, mf::Rounding::stochastic}) {
-    const mf::BulkOptions one{rounding, mf::Overflow::standard, 9, 1}, two{rounding, mf::Overflow::standard, 9, 2};
+    const mf::BulkOptions one{rounding, mf::Overflow::format_default, 9, 1}, two{rounding, mf::Overflow::format_default, 9, 2};
     std::vector<std::uint8_t> a(x.size()), b(x.size());
     mf::encode_bulk(mf::e4m3, std::span<const double>(x), std::span<std::uint8_t>(a), one);
     mf::encode_bulk(mf::e4m3, std::span<const double>(x), std::span<std::uint8_t>(b), two);
@@ -452,7 +452,7 @@ TEST(BulkEncode, F32SubnormalsUnderEveryDenormalModeOnEveryTarget) {
       for (const mf::Format* f : mf::all_formats) {
         if (f->bits() > 16 || (f->bits() > 8 && f->bits() < 16)) continue;
         for (const auto rounding : {mf::Rounding::nearest_even, mf::Rounding::toward_zero, mf::Rounding::stochastic}) {
-          const mf::BulkOptions o{rounding, mf::Overflow::standard, 5, 1};
+          const mf::BulkOptions o{rounding, mf::Overflow::format_default, 5, 1};
           const std::string what = std::string(hwy::TargetName(target)) + " " + std::string(f->name) + " rounding " +
                                    std::to_string(static_cast<int>(rounding)) + " MXCSR modes " +
                                    std::to_string(modes);

@@ -158,7 +158,7 @@ struct TestEncode {
       }
       const auto mag = [&](auto v) { return hn::And(v, hn::Set(du, 0x7FFFFFFFu)); };
       const auto scalar = ByVectors(du, bits, 0, [&](auto v) { return skip_lanes(cpu::NeedsScalar(du, mag(v))); });
-      for (const Overflow overflow : {Overflow::standard, Overflow::saturate}) {
+      for (const Overflow overflow : {Overflow::format_default, Overflow::saturate}) {
         const mf::cpu::ElementCodec nearest = mf::cpu::element_codec(*f, {Rounding::nearest_even, overflow});
         ExpectEncodes(du, *f, {Rounding::nearest_even, overflow}, bits, random,
                       ByVectors(du, bits, 0, [&](auto v) { return cpu::EncodeNearest(du, nearest, v); }), scalar,
