@@ -10,9 +10,9 @@
 //     ((p0+p8)+(p4+p12)) + ((p2+p10)+(p6+p14)) + (the same over odd i), i.e. halving: q[i] = p[i] + p[i+8],
 //     r[i] = q[i] + q[i+4], s[i] = r[i] + r[i+2], acc = s[0] + s[1].
 //   * C starts at +0 and takes the groups in increasing order: C = C + s * acc (a rounded product, then a rounded
-//     sum), s = sa[m, group] * sb[n, group] (each 1 where absent).
+//     sum), s = act_scale[m, group] * weight_scale[n, group] (each 1 where absent).
 //   * Weights with power-of-two (ue8m0) scales are read as element x 2^e (exact in f32), so their scale is inside
-//     w and sb = 1; f32 weight scales stay outside (sb). The activation's scale is always outside (sa).
+//     w and weight_scale = 1; f32 weight scales stay outside. The activation's scale is always outside.
 // With e4m3 activations every product a*w is exact in f32 (4 x 4 or 4 x 2 significant bits, no underflow, and no
 // overflow while weight scales are at most 2^100), so an fma and a multiply-then-add agree; the within-group sum
 // is still rounded (docs/gemm.md: a 128-term sum of e4m3 products spans up to 43 bits).
