@@ -141,60 +141,89 @@ HWY_NOINLINE void EncodeRest(const ElementCodec& k, const EncodeRun& run, const 
   for (; i < end; ++i) scalar(i);
 }
 
+// Loads a group of G vectors from x into bits; returns the lanes that need the scalar codec (NeedsScalarNearest or
+// NeedsScalar). Where only Inf and NaN do (nearest even, tiny_rounds_to_zero): one test on the group's largest.
+template <Path kPath, std::size_t G>
+HWY_INLINE hn::Mask<DU> LoadGroup(const ElementCodec& k, const float* x, VU (&bits)[G]) {
+  const DU du;
+  const std::size_t N = hn::Lanes(du);
+  const VU abs_mask = hn::Set(du, 0x7FFFFFFFu);
+  if (kPath == Path::nearest && k.tiny_rounds_to_zero) {
+    VU top = hn::And(bits[0] = hn::BitCast(du, hn::LoadU(hn::RebindToFloat<DU>(), x)), abs_mask);
+    for (std::size_t g = 1; g < G; ++g) {
+      bits[g] = hn::BitCast(du, hn::LoadU(hn::RebindToFloat<DU>(), x + g * N));
+      top = hn::Max(top, hn::And(bits[g], abs_mask));
+    }
+    return NeedsScalarNearest(du, k, top);
+  }
+  auto any = hn::FirstN(du, 0);
+  for (std::size_t g = 0; g < G; ++g) {
+    bits[g] = hn::BitCast(du, hn::LoadU(hn::RebindToFloat<DU>(), x + g * N));
+    const VU mag = hn::And(bits[g], abs_mask);
+    any = hn::Or(any, kPath == Path::nearest ? NeedsScalarNearest(du, k, mag) : NeedsScalar(du, mag));
+  }
+  return any;
+}
+
+// Path::stochastic: loads a group of G vectors from x into bits, with each lane's largest magnitude (top) and least
+// magnitude - 1 (least).
+template <std::size_t G>
+HWY_INLINE void LoadGroupRange(const float* x, VU (&bits)[G], VU& least, VU& top) {
+  const DU du;
+  const std::size_t N = hn::Lanes(du);
+  const VU abs_mask = hn::Set(du, 0x7FFFFFFFu);
+  const VU one = hn::Set(du, 1);
+  top = hn::And(bits[0] = hn::BitCast(du, hn::LoadU(hn::RebindToFloat<DU>(), x)), abs_mask);
+  least = hn::Sub(top, one);
+  for (std::size_t g = 1; g < G; ++g) {
+    bits[g] = hn::BitCast(du, hn::LoadU(hn::RebindToFloat<DU>(), x + g * N));
+    const VU mag = hn::And(bits[g], abs_mask);
+    top = hn::Max(top, mag);
+    least = hn::Min(least, hn::Sub(mag, one));
+  }
+}
+
+// Path::stochastic, the group at x[i] with lanes below the smallest normal: EncodeStochastic's subnormal step takes
+// them unless one is an f32 subnormal, Inf or NaN (the scalar codec) or needs a shift of 32 or more (EncodeExact).
+template <std::size_t G, class Out>
+HWY_INLINE void EncodeGroupBelowNormal(const ElementCodec& k, const EncodeRun& run, std::uint64_t mixed_seed,
+                                       const float* x, std::size_t i, const VU (&bits)[G], VU least, VU top,
+                                       Out* out) {
+  const DU du;
+  const std::size_t N = hn::Lanes(du);
+  const std::uint32_t exact_below = k.stochastic_floor_bits > 0x007FFFFFu ? k.stochastic_floor_bits : 0x007FFFFFu;
+  if (k.min_normal_bits != 0 &&
+      hn::AllFalse(du, hn::Or(hn::Gt(top, hn::Set(du, 0x7F7FFFFFu)), hn::Gt(hn::Set(du, exact_below), least)))) {
+    VU c[G];
+    for (std::size_t g = 0; g < G; ++g) {
+      c[g] = EncodeStochastic(du, k, bits[g], RandomBits(du, mixed_seed, run.first_index + i + g * N));
+    }
+    StoreGroup(c, out + i);
+  } else {
+    EncodeRest<Path::stochastic>(k, run, x, i, i + G * N, out);
+  }
+}
+
 // One loop per path, so that each holds only its own constants in registers. `k` is a compile-time constant
 // (kFixedCodec below) or a copy that no store through `out` may alias (EncodeSpan); no closure holds it, so that
-// the compiler sees its values in the loop.
+// the compiler sees its values in the loop (the group helpers above are inlined into it).
 template <Path kPath, class Out>
 HWY_INLINE void EncodeLoop(const ElementCodec& k, const EncodeRun& run, const float* x, std::size_t n, Out* out) {
   const DU du;
   const std::size_t N = hn::Lanes(du);
   const std::uint64_t mixed_seed = splitmix64(run.seed);
-  const VU abs_mask = hn::Set(du, 0x7FFFFFFFu);
   constexpr std::size_t G = kGroup<Out>;
   std::size_t i = 0;
   for (; i + G * N <= n; i += G * N) {
     VU bits[G], c[G];
-    auto any = hn::FirstN(du, 0);
-    if (kPath == Path::nearest && k.tiny_rounds_to_zero) {  // only Inf and NaN: one test on the group's largest
-      VU top = hn::And(bits[0] = hn::BitCast(du, hn::LoadU(hn::RebindToFloat<DU>(), x + i)), abs_mask);
-      for (std::size_t g = 1; g < G; ++g) {
-        bits[g] = hn::BitCast(du, hn::LoadU(hn::RebindToFloat<DU>(), x + i + g * N));
-        top = hn::Max(top, hn::And(bits[g], abs_mask));
-      }
-      any = NeedsScalarNearest(du, k, top);
-    } else if (kPath == Path::stochastic) {  // a group of zeros and normals only: EncodeStochasticNormal
-      const VU one = hn::Set(du, 1);
-      VU top = hn::And(bits[0] = hn::BitCast(du, hn::LoadU(hn::RebindToFloat<DU>(), x + i)), abs_mask);
-      VU least = hn::Sub(top, one);
-      for (std::size_t g = 1; g < G; ++g) {
-        bits[g] = hn::BitCast(du, hn::LoadU(hn::RebindToFloat<DU>(), x + i + g * N));
-        const VU mag = hn::And(bits[g], abs_mask);
-        top = hn::Max(top, mag);
-        least = hn::Min(least, hn::Sub(mag, one));
-      }
+    if constexpr (kPath == Path::stochastic) {  // a group of zeros and normals only: EncodeStochasticNormal
+      VU least, top;
+      LoadGroupRange(x + i, bits, least, top);
       if (HWY_UNLIKELY(!hn::AllFalse(du, NeedsStochasticSubnormal(du, k, least, top)))) {
-        // Lanes below the smallest normal: EncodeStochastic's subnormal step takes them unless one is an f32
-        // subnormal, Inf or NaN (the scalar codec) or needs a shift of 32 or more (EncodeExact).
-        const std::uint32_t exact_below = k.stochastic_floor_bits > 0x007FFFFFu ? k.stochastic_floor_bits : 0x007FFFFFu;
-        if (k.min_normal_bits != 0 &&
-            hn::AllFalse(du, hn::Or(hn::Gt(top, hn::Set(du, 0x7F7FFFFFu)), hn::Gt(hn::Set(du, exact_below), least)))) {
-          for (std::size_t g = 0; g < G; ++g) {
-            c[g] = EncodeStochastic(du, k, bits[g], RandomBits(du, mixed_seed, run.first_index + i + g * N));
-          }
-          StoreGroup(c, out + i);
-        } else {
-          EncodeRest<kPath>(k, run, x, i, i + G * N, out);
-        }
+        EncodeGroupBelowNormal(k, run, mixed_seed, x, i, bits, least, top, out);
         continue;
       }
-    } else {
-      for (std::size_t g = 0; g < G; ++g) {
-        bits[g] = hn::BitCast(du, hn::LoadU(hn::RebindToFloat<DU>(), x + i + g * N));
-        const VU mag = hn::And(bits[g], abs_mask);
-        any = hn::Or(any, kPath == Path::nearest ? NeedsScalarNearest(du, k, mag) : NeedsScalar(du, mag));
-      }
-    }
-    if (HWY_UNLIKELY(!hn::AllFalse(du, any))) {
+    } else if (HWY_UNLIKELY(!hn::AllFalse(du, LoadGroup<kPath>(k, x + i, bits)))) {
       EncodeRest<kPath>(k, run, x, i, i + G * N, out);
       continue;
     }

@@ -58,9 +58,8 @@ struct ElementCodec {
   bool decode_is_shift;          // the code is the f32's top bits (bf16): value bits = code << shift
 };
 
-constexpr ElementCodec element_codec(const Format& f, EncodeOptions o = {}) {
-  o.random_bits = 0;
-  ElementCodec c{};
+// The format's fields, and the codes the scalar codec gives where the vector steps take a constant.
+constexpr void set_format_fields(ElementCodec& c, const Format& f, const EncodeOptions& o) {
   c.format = &f;
   c.options = o;
   c.mantissa_bits = static_cast<std::uint32_t>(f.mantissa_bits);
@@ -76,7 +75,10 @@ constexpr ElementCodec element_codec(const Format& f, EncodeOptions o = {}) {
   c.zero_pos = encode(f, 0.0f, o);
   c.zero_neg = encode(f, -0.0f, o);
   c.negative_code = encode(f, -1.0f, o);
+}
 
+// The encoders' constants (nearest even and stochastic); after set_format_fields.
+constexpr void set_encode_traits(ElementCodec& c, const Format& f) {
   const int m = f.mantissa_bits;
   c.shift = static_cast<std::uint32_t>(23 - m);
   c.normal_add = ((std::uint32_t{1} << (22 - m)) - (m == 0 ? 0 : 1)) - (static_cast<std::uint32_t>(127 - f.bias) << 23);
@@ -91,7 +93,11 @@ constexpr ElementCodec element_codec(const Format& f, EncodeOptions o = {}) {
   c.tiny_rounds_to_zero = c.min_normal_bits != 0 && f.emin() - m - 1 >= -126;
   c.sign_shift = static_cast<std::uint32_t>(31 - f.exponent_bits - m);
   c.unsigned_fixups = !f.is_signed() || !f.has_zero;
+}
 
+// The decoder's constants.
+constexpr void set_decode_traits(ElementCodec& c, const Format& f) {
+  const int m = f.mantissa_bits;
   c.decode_add = static_cast<std::uint32_t>(127 - f.bias) << 23;
   c.decode_subnormals = f.has_zero && f.bias != 127;  // bias 127: subnormals land on f32 subnormals by placement
   c.subnormal_scale = pow2f(f.emin() - m);
@@ -104,6 +110,14 @@ constexpr ElementCodec element_codec(const Format& f, EncodeOptions o = {}) {
   c.zero_code_bits = std::bit_cast<std::uint32_t>(decode(f, 0));
   c.decode_is_shift = f.is_signed() && f.has_zero && f.exponent_bits == 8 && f.bias == 127 &&
                       f.specials == Specials::ieee && c.keep_payload;
+}
+
+constexpr ElementCodec element_codec(const Format& f, EncodeOptions o = {}) {
+  o.random_bits = 0;
+  ElementCodec c{};
+  set_format_fields(c, f, o);
+  set_encode_traits(c, f);
+  set_decode_traits(c, f);
   return c;
 }
 

@@ -1,4 +1,5 @@
-// Bulk casts against the scalar codec (codec.h), bit for bit, on every compiled Highway target: every format of
+// Bulk casts against the scalar codec (codec.h), bit for bit, on every Highway target this CPU supports and the build
+// compiled (Highway's TestWithParamTarget: one instance per target, dispatch pinned to it): every format of
 // 16 bits or fewer, every rounding and overflow option, on random, edge and adversarial inputs (each format's
 // rounding midpoints and their neighbours, overflow boundaries, subnormals of the format and of f32, NaN payloads,
 // +-0, +-Inf, the ue8m0 region below 2^-126), at every offset of a vector (odd lengths, so the scalar tails run too).
@@ -7,19 +8,17 @@
 // runs all 2^32 f32 inputs through encode_bulk. The other value types (f64 with its own ties, every bf16 and f16
 // value; into f64, bf16 and f16) and packed FP4 / FP6 codes the same way, with golden bytes typed by hand.
 #include <gtest/gtest.h>
+#include <hwy/targets.h>  // target enumeration only: the library is called through its public headers
+#include <hwy/tests/hwy_gtest.h>
 
 #include <bit>
 #include <cfenv>
 #include <cmath>
 #include <cstdint>
-#include <functional>
 #include <random>
 #include <string>
 #include <vector>
 
-#include "each_target.h"
-#include "hwy/highway.h"
-#include "hwy/targets.h"
 #include "minifloat/bulk.h"
 #include "minifloat/format.h"
 #include "minifloat/pack.h"
@@ -31,7 +30,13 @@
 
 namespace {
 
-using mf::test::for_each_target;
+// One instance of each per-target test per target, dispatch pinned to it; the scalar codec runs the same in each.
+class BulkEncodeTarget : public hwy::TestWithParamTarget {};
+HWY_TARGET_INSTANTIATE_TEST_SUITE_P(BulkEncodeTarget);
+class BulkDecodeTarget : public hwy::TestWithParamTarget {};
+HWY_TARGET_INSTANTIATE_TEST_SUITE_P(BulkDecodeTarget);
+class BulkPackedTarget : public hwy::TestWithParamTarget {};
+HWY_TARGET_INSTANTIATE_TEST_SUITE_P(BulkPackedTarget);
 
 // Inputs that stress format f: every code's value and the midpoints between neighbours (exact in f32 for formats of
 // 16 bits or fewer) with their f32 neighbours, then random bit patterns, random values near f's range, and specials.
@@ -94,28 +99,27 @@ void check_encode(const mf::Format& f, const mf::BulkOptions& o, const std::vect
   }
 }
 
-TEST(BulkEncode, EveryFormatOptionAndTargetMatchesTheScalarCodec) {
-  for_each_target([](std::int64_t target) {
-    for (const mf::Format* f : mf::all_formats) {
-      if (f->bits() > 16 || (f->bits() > 8 && f->bits() < 16)) continue;
-      const std::vector<float> mixed = inputs(*f, 1), clean = vector_steps_only(mixed);
-      for (const auto rounding : {mf::Rounding::nearest_even, mf::Rounding::toward_zero, mf::Rounding::stochastic}) {
-        for (const auto overflow : {mf::Overflow::format_default, mf::Overflow::saturate}) {
-          const mf::BulkOptions o{rounding, overflow, 42, 1};
-          const std::string what = std::string(hwy::TargetName(target)) + " " + std::string(f->name) + " rounding " +
-                                   std::to_string(static_cast<int>(rounding)) + " overflow " +
-                                   std::to_string(static_cast<int>(overflow));
-          for (const std::vector<float>* x : {&mixed, &clean}) {
-            if (f->bits() <= 8) {
-              check_encode<std::uint8_t>(*f, o, *x, what);
-            } else {
-              check_encode<std::uint16_t>(*f, o, *x, what);
-            }
+TEST_P(BulkEncodeTarget, EveryFormatOptionAndTargetMatchesTheScalarCodec) {
+  const std::int64_t target = GetParam();
+  for (const mf::Format* f : mf::all_formats) {
+    if (f->bits() > 16 || (f->bits() > 8 && f->bits() < 16)) continue;
+    const std::vector<float> mixed = inputs(*f, 1), clean = vector_steps_only(mixed);
+    for (const auto rounding : {mf::Rounding::nearest_even, mf::Rounding::toward_zero, mf::Rounding::stochastic}) {
+      for (const auto overflow : {mf::Overflow::format_default, mf::Overflow::saturate}) {
+        const mf::BulkOptions o{rounding, overflow, 42, 1};
+        const std::string what = std::string(hwy::TargetName(target)) + " " + std::string(f->name) + " rounding " +
+                                 std::to_string(static_cast<int>(rounding)) + " overflow " +
+                                 std::to_string(static_cast<int>(overflow));
+        for (const std::vector<float>* x : {&mixed, &clean}) {
+          if (f->bits() <= 8) {
+            check_encode<std::uint8_t>(*f, o, *x, what);
+          } else {
+            check_encode<std::uint16_t>(*f, o, *x, what);
           }
         }
       }
     }
-  });
+  }
 }
 
 TEST(BulkEncode, ThreadsGiveTheSameCodes) {
@@ -163,32 +167,31 @@ TEST(BulkEncode, NearestEvenHoldsUnderAnotherFloatRoundingMode) {
   }
 }
 
-TEST(BulkDecode, EveryCodeOfEveryFormatOnEveryTarget) {
-  for_each_target([](std::int64_t target) {
-    for (const mf::Format* f : mf::all_formats) {
-      if (f->bits() > 16 || (f->bits() > 8 && f->bits() < 16)) continue;
-      // Every code, then high bits set above the format's (ignored, as decode does), at every vector offset.
-      const std::size_t n = f->code_count() * (f->bits() < 8 ? 2 : 1) + 3;
-      for (const std::size_t offset : {std::size_t{0}, std::size_t{1}, std::size_t{3}}) {
-        std::vector<float> got(n - offset);
-        std::vector<std::uint32_t> codes(n - offset);
-        for (std::size_t i = 0; i < codes.size(); ++i) codes[i] = static_cast<std::uint32_t>((i + offset) * 0x10001u);
-        if (f->bits() <= 8) {
-          std::vector<std::uint8_t> c(codes.begin(), codes.end());
-          mf::decode_bulk(*f, c, got);
-          for (std::size_t i = 0; i < c.size(); ++i) codes[i] = c[i];
-        } else {
-          std::vector<std::uint16_t> c(codes.begin(), codes.end());
-          mf::decode_bulk(*f, c, got);
-          for (std::size_t i = 0; i < c.size(); ++i) codes[i] = c[i];
-        }
-        for (std::size_t i = 0; i < got.size(); ++i) {
-          ASSERT_EQ(std::bit_cast<std::uint32_t>(got[i]), std::bit_cast<std::uint32_t>(mf::decode(*f, codes[i])))
-              << hwy::TargetName(target) << " " << f->name << " code 0x" << std::hex << codes[i];
-        }
+TEST_P(BulkDecodeTarget, EveryCodeOfEveryFormatOnEveryTarget) {
+  const std::int64_t target = GetParam();
+  for (const mf::Format* f : mf::all_formats) {
+    if (f->bits() > 16 || (f->bits() > 8 && f->bits() < 16)) continue;
+    // Every code, then high bits set above the format's (ignored, as decode does), at every vector offset.
+    const std::size_t n = f->code_count() * (f->bits() < 8 ? 2 : 1) + 3;
+    for (const std::size_t offset : {std::size_t{0}, std::size_t{1}, std::size_t{3}}) {
+      std::vector<float> got(n - offset);
+      std::vector<std::uint32_t> codes(n - offset);
+      for (std::size_t i = 0; i < codes.size(); ++i) codes[i] = static_cast<std::uint32_t>((i + offset) * 0x10001u);
+      if (f->bits() <= 8) {
+        std::vector<std::uint8_t> c(codes.begin(), codes.end());
+        mf::decode_bulk(*f, c, got);
+        for (std::size_t i = 0; i < c.size(); ++i) codes[i] = c[i];
+      } else {
+        std::vector<std::uint16_t> c(codes.begin(), codes.end());
+        mf::decode_bulk(*f, c, got);
+        for (std::size_t i = 0; i < c.size(); ++i) codes[i] = c[i];
+      }
+      for (std::size_t i = 0; i < got.size(); ++i) {
+        ASSERT_EQ(std::bit_cast<std::uint32_t>(got[i]), std::bit_cast<std::uint32_t>(mf::decode(*f, codes[i])))
+            << hwy::TargetName(target) << " " << f->name << " code 0x" << std::hex << codes[i];
       }
     }
-  });
+  }
 }
 
 // Formats of bulk.h: 8 bits or fewer, or 16.
@@ -248,22 +251,21 @@ std::vector<double> inputs64(const mf::Format& f) {
   return x;
 }
 
-TEST(BulkEncode, F64RoundsOnceFromTheF64ValueOnEveryTarget) {
-  for_each_target([](std::int64_t target) {
-    for (const mf::Format* f : mf::all_formats) {
-      if (!bulk_format(*f)) continue;
-      const std::vector<double> x = inputs64(*f);
-      for_each_option([&](const mf::BulkOptions& o) {
-        const auto want = [&](std::size_t i, const mf::EncodeOptions& e) { return mf::encode(*f, x[i], e); };
-        const auto run = [&](auto codes) { mf::encode_bulk(*f, std::span<const double>(x), codes, o); };
-        if (f->bits() <= 8) {
-          check_against<std::uint8_t>(o, run, x.size(), want, "f64 " + name_of(target, *f, o));
-        } else {
-          check_against<std::uint16_t>(o, run, x.size(), want, "f64 " + name_of(target, *f, o));
-        }
-      });
-    }
-  });
+TEST_P(BulkEncodeTarget, F64RoundsOnceFromTheF64ValueOnEveryTarget) {
+  const std::int64_t target = GetParam();
+  for (const mf::Format* f : mf::all_formats) {
+    if (!bulk_format(*f)) continue;
+    const std::vector<double> x = inputs64(*f);
+    for_each_option([&](const mf::BulkOptions& o) {
+      const auto want = [&](std::size_t i, const mf::EncodeOptions& e) { return mf::encode(*f, x[i], e); };
+      const auto run = [&](auto codes) { mf::encode_bulk(*f, std::span<const double>(x), codes, o); };
+      if (f->bits() <= 8) {
+        check_against<std::uint8_t>(o, run, x.size(), want, "f64 " + name_of(target, *f, o));
+      } else {
+        check_against<std::uint16_t>(o, run, x.size(), want, "f64 " + name_of(target, *f, o));
+      }
+    });
+  }
 }
 
 // Typed by hand: f64 values just above a tie of e4m3 (1.0625, between 1 and 1.125) and of e2m1 (2.5, between 2 and
@@ -280,30 +282,29 @@ TEST(BulkEncode, F64JustAboveATieRoundsUp) {
   EXPECT_EQ(mf::encode(mf::e4m3, static_cast<float>(x[0])), 0x38u);  // the double rounding this avoids
 }
 
-TEST(BulkEncode, EveryBf16AndF16ValueThroughEveryFormatOnEveryTarget) {
+TEST_P(BulkEncodeTarget, EveryBf16AndF16ValueThroughEveryFormatOnEveryTarget) {
   std::vector<std::uint16_t> all(1 << 16);
   for (std::size_t i = 0; i < all.size(); ++i) all[i] = static_cast<std::uint16_t>(i);
-  for_each_target([&](std::int64_t target) {
-    for (const mf::Format* from : {&mf::bf16, &mf::f16}) {
-      for (const mf::Format* f : mf::all_formats) {
-        if (!bulk_format(*f)) continue;
-        for_each_option([&](const mf::BulkOptions& o) {
-          const auto want = [&](std::size_t i, const mf::EncodeOptions& e) {
-            return mf::encode(*f, mf::decode(*from, all[i]), e);
-          };
-          const auto run = [&](auto codes) {
-            mf::encode_bulk(*f, *from, std::span<const std::uint16_t>(all), codes, o);
-          };
-          const std::string what = std::string(from->name) + " " + name_of(target, *f, o);
-          if (f->bits() <= 8) {
-            check_against<std::uint8_t>(o, run, all.size(), want, what);
-          } else {
-            check_against<std::uint16_t>(o, run, all.size(), want, what);
-          }
-        });
-      }
+  const std::int64_t target = GetParam();
+  for (const mf::Format* from : {&mf::bf16, &mf::f16}) {
+    for (const mf::Format* f : mf::all_formats) {
+      if (!bulk_format(*f)) continue;
+      for_each_option([&](const mf::BulkOptions& o) {
+        const auto want = [&](std::size_t i, const mf::EncodeOptions& e) {
+          return mf::encode(*f, mf::decode(*from, all[i]), e);
+        };
+        const auto run = [&](auto codes) {
+          mf::encode_bulk(*f, *from, std::span<const std::uint16_t>(all), codes, o);
+        };
+        const std::string what = std::string(from->name) + " " + name_of(target, *f, o);
+        if (f->bits() <= 8) {
+          check_against<std::uint8_t>(o, run, all.size(), want, what);
+        } else {
+          check_against<std::uint16_t>(o, run, all.size(), want, what);
+        }
+      });
     }
-  });
+  }
 }
 
 // Every code (and high bits above the format's, ignored) into f64, bf16 and f16, at odd lengths.
@@ -326,46 +327,44 @@ void check_decode_wide(const mf::Format& f, const std::string& what) {
   }
 }
 
-TEST(BulkDecode, IntoF64Bf16AndF16OnEveryTarget) {
-  for_each_target([](std::int64_t target) {
-    for (const mf::Format* f : mf::all_formats) {
-      if (!bulk_format(*f)) continue;
-      const std::string what = std::string(hwy::TargetName(target)) + " " + std::string(f->name);
-      if (f->bits() <= 8) {
-        check_decode_wide<std::uint8_t>(*f, what);
-      } else {
-        check_decode_wide<std::uint16_t>(*f, what);
-      }
+TEST_P(BulkDecodeTarget, IntoF64Bf16AndF16OnEveryTarget) {
+  const std::int64_t target = GetParam();
+  for (const mf::Format* f : mf::all_formats) {
+    if (!bulk_format(*f)) continue;
+    const std::string what = std::string(hwy::TargetName(target)) + " " + std::string(f->name);
+    if (f->bits() <= 8) {
+      check_decode_wide<std::uint8_t>(*f, what);
+    } else {
+      check_decode_wide<std::uint16_t>(*f, what);
     }
-  });
+  }
 }
 
 // Packed against the unpacked codes packed by pack.h, every length up to 70 (odd FP4 lengths, FP6 lengths off a
 // group) and a long one across pieces, every option, every target; decoded back against decode().
-TEST(BulkPacked, EncodeAndDecodeEqualTheUnpackedCodesPacked) {
-  for_each_target([](std::int64_t target) {
-    for (const mf::Format* f : {&mf::e2m1, &mf::e2m3, &mf::e3m2, &mf::e4m3}) {
-      const std::vector<float> all = inputs(*f, 2);
-      for_each_option([&](const mf::BulkOptions& o) {
-        std::vector<std::size_t> lengths{all.size(), 5001};
-        for (std::size_t n = 0; n <= 70; ++n) lengths.push_back(n);
-        for (const std::size_t n : lengths) {
-          const std::span<const float> x(all.data(), n);
-          std::vector<std::uint8_t> codes(n), want(mf::packed_size(n, f->bits())), got(want.size());
-          mf::encode_bulk(*f, x, std::span<std::uint8_t>(codes), o);
-          mf::pack_codes(codes, f->bits(), want);
-          mf::encode_bulk_packed(*f, x, got, o);
-          ASSERT_EQ(got, want) << name_of(target, *f, o) << " n " << n;
-          std::vector<float> back(n);
-          mf::decode_bulk_packed(*f, got, back);
-          for (std::size_t i = 0; i < n; ++i) {
-            ASSERT_EQ(std::bit_cast<std::uint32_t>(back[i]), std::bit_cast<std::uint32_t>(mf::decode(*f, codes[i])))
-                << name_of(target, *f, o) << " n " << n << " element " << i;
-          }
+TEST_P(BulkPackedTarget, EncodeAndDecodeEqualTheUnpackedCodesPacked) {
+  const std::int64_t target = GetParam();
+  for (const mf::Format* f : {&mf::e2m1, &mf::e2m3, &mf::e3m2, &mf::e4m3}) {
+    const std::vector<float> all = inputs(*f, 2);
+    for_each_option([&](const mf::BulkOptions& o) {
+      std::vector<std::size_t> lengths{all.size(), 5001};
+      for (std::size_t n = 0; n <= 70; ++n) lengths.push_back(n);
+      for (const std::size_t n : lengths) {
+        const std::span<const float> x(all.data(), n);
+        std::vector<std::uint8_t> codes(n), want(mf::packed_size(n, f->bits())), got(want.size());
+        mf::encode_bulk(*f, x, std::span<std::uint8_t>(codes), o);
+        mf::pack_codes(codes, f->bits(), want);
+        mf::encode_bulk_packed(*f, x, got, o);
+        ASSERT_EQ(got, want) << name_of(target, *f, o) << " n " << n;
+        std::vector<float> back(n);
+        mf::decode_bulk_packed(*f, got, back);
+        for (std::size_t i = 0; i < n; ++i) {
+          ASSERT_EQ(std::bit_cast<std::uint32_t>(back[i]), std::bit_cast<std::uint32_t>(mf::decode(*f, codes[i])))
+              << name_of(target, *f, o) << " n " << n << " element " << i;
         }
-      });
-    }
-  });
+      }
+    });
+  }
 }
 
 // Typed by hand. e2m1: 1.0 = 0x2, -0.5 = 0x9, 6.0 = 0x7 -> bytes 92 07 (last nibble padded with 0).
@@ -432,7 +431,8 @@ TEST(BulkEncode, ThreadsGiveTheSameCodesForEveryInputType) {
 // f32 subnormals (and zeros and normals beside them, never Inf or NaN, so that the vector steps take them) for every
 // format, option and target, with the CPU's denormals-are-zero and flush-to-zero off and then on (x86 MXCSR): the
 // codes are the scalar codec's, whose integer steps no floating-point setting touches.
-TEST(BulkEncode, F32SubnormalsUnderEveryDenormalModeOnEveryTarget) {
+TEST_P(BulkEncodeTarget, F32SubnormalsUnderEveryDenormalModeOnEveryTarget) {
+  const std::int64_t target = GetParam();
   std::vector<float> x;
   std::mt19937 rng(9);
   for (int i = 0; i < 4000; ++i) {
@@ -448,22 +448,20 @@ TEST(BulkEncode, F32SubnormalsUnderEveryDenormalModeOnEveryTarget) {
 #else
   for (const unsigned modes : {0u}) {
 #endif
-    for_each_target([&](std::int64_t target) {
-      for (const mf::Format* f : mf::all_formats) {
-        if (f->bits() > 16 || (f->bits() > 8 && f->bits() < 16)) continue;
-        for (const auto rounding : {mf::Rounding::nearest_even, mf::Rounding::toward_zero, mf::Rounding::stochastic}) {
-          const mf::BulkOptions o{rounding, mf::Overflow::format_default, 5, 1};
-          const std::string what = std::string(hwy::TargetName(target)) + " " + std::string(f->name) + " rounding " +
-                                   std::to_string(static_cast<int>(rounding)) + " MXCSR modes " +
-                                   std::to_string(modes);
-          if (f->bits() <= 8) {
-            check_encode<std::uint8_t>(*f, o, x, what);
-          } else {
-            check_encode<std::uint16_t>(*f, o, x, what);
-          }
+    for (const mf::Format* f : mf::all_formats) {
+      if (f->bits() > 16 || (f->bits() > 8 && f->bits() < 16)) continue;
+      for (const auto rounding : {mf::Rounding::nearest_even, mf::Rounding::toward_zero, mf::Rounding::stochastic}) {
+        const mf::BulkOptions o{rounding, mf::Overflow::format_default, 5, 1};
+        const std::string what = std::string(hwy::TargetName(target)) + " " + std::string(f->name) + " rounding " +
+                                 std::to_string(static_cast<int>(rounding)) + " MXCSR modes " +
+                                 std::to_string(modes);
+        if (f->bits() <= 8) {
+          check_encode<std::uint8_t>(*f, o, x, what);
+        } else {
+          check_encode<std::uint16_t>(*f, o, x, what);
         }
       }
-    });
+    }
   }
 #if HWY_ARCH_X86
   _mm_setcsr(saved);
