@@ -100,20 +100,26 @@ EXPERTS_ONLY = {"*.experts.gate_up_proj": "mxfp4", "*.experts.down_proj": "mxfp4
                 "*": "keep"}
 
 
+def gpt_oss_blocks(root):
+    """The tiny gpt-oss converted to gpt-oss's own MXFP4 expert blocks in root / "oss", and transformers' load of
+    that checkpoint (its state dict, bf16)."""
+    torch = need("torch")
+    transformers = need("transformers")
+    tiny_gpt_oss(torch, root / "src")
+    r = minifloat("convert", root / "src", root / "oss", "--recipe", "mxfp4", "--format", "gpt-oss")
+    assert r.returncode == 0, r.stderr
+    return transformers.AutoModelForCausalLM.from_pretrained(root / "oss", dtype=torch.bfloat16).state_dict()
+
+
 @pytest.fixture(scope="module")
 def oss(tmp_path_factory):
     """A tiny gpt-oss checkpoint with MXFP4 expert blocks, and each expert's weights as transformers' Mxfp4
     quantizer dequantizes them on load (its gate_up_proj [E, H, 2I] de-interleaved and transposed into gate_proj and
     up_proj [I, H], down_proj [E, I, H] transposed): the reference for every dialect's per-expert weights."""
-    torch = need("torch")
-    transformers = need("transformers")
     root = tmp_path_factory.mktemp("oss")
-    tiny_gpt_oss(torch, root / "src")
-    r = minifloat("convert", root / "src", root / "oss", "--recipe", "mxfp4", "--format", "gpt-oss")
-    assert r.returncode == 0, r.stderr
+    loaded = gpt_oss_blocks(root)
     recipe = root / "experts.json"
     recipe.write_text(json.dumps(EXPERTS_ONLY))
-    loaded = transformers.AutoModelForCausalLM.from_pretrained(root / "oss", dtype=torch.bfloat16).state_dict()
     experts = {}
     for layer in range(2):
         p = f"model.layers.{layer}.mlp.experts."

@@ -12,7 +12,7 @@ import pytest
 
 from checkpoint_util import load, minifloat, same_bits
 from conftest import need
-from test_convert_gpt_oss import EXPERTS, FF, HIDDEN, tiny_gpt_oss
+from test_convert_gpt_oss import EXPERTS, FF, HIDDEN, gpt_oss_blocks
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 LAYERS = 2
@@ -21,14 +21,9 @@ LAYERS = 2
 @pytest.fixture(scope="module")
 def oss(tmp_path_factory):
     """The tiny gpt-oss with MXFP4 experts, its config, its tensors as stored, and transformers' load of it."""
-    torch = need("torch")
-    transformers = need("transformers")
     root = tmp_path_factory.mktemp("oss_gguf")
-    tiny_gpt_oss(torch, root / "src")
-    r = minifloat("convert", root / "src", root / "oss", "--recipe", "mxfp4", "--format", "gpt-oss")
-    assert r.returncode == 0, r.stderr
+    loaded = gpt_oss_blocks(root)
     stored = load(root / "oss")
-    loaded = transformers.AutoModelForCausalLM.from_pretrained(root / "oss", dtype=torch.bfloat16).state_dict()
     config = json.loads((root / "oss" / "config.json").read_text())
     return root, config, stored, loaded
 
