@@ -154,6 +154,12 @@ std::vector<ExpertMove> gather_experts(const SafetensorsFile& f, const std::vect
   for (const QuantizedPair& p : pairs) {
     const std::optional<ExpertWeight> w = expert_weight(p.output);
     if (!w || !is_mxfp4(held_scheme(p)) || p.form == PairForm::blocks || p.shape.size() != 2) continue;
+    // A layer with expert i holds i + 1 experts of up to three tensors each: an index past that many pairs cannot be
+    // a complete layer, and would make the table below as large as the number in its name.
+    if (w->expert >= pairs.size()) {
+      incomplete(f, w->prefix, cat(p.output, " has expert index ", w->expert, ", but the checkpoint holds only ",
+                                   pairs.size(), " quantized tensors"));
+    }
     Layer& layer = layers[w->prefix];
     if (layer.experts.size() <= w->expert) layer.experts.resize(w->expert + 1, {nullptr, nullptr, nullptr});
     layer.experts[w->expert][w->proj] = &p;

@@ -25,8 +25,9 @@ const std::string kPrefix = "model.layers.0.ffn.experts.";
 int code_tag(std::uint64_t e, int proj, std::uint64_t row) { return (static_cast<int>(e) * 3 + proj) * 32 + static_cast<int>(row); }
 int scale_tag(std::uint64_t e, int proj) { return 100 + static_cast<int>(e) * 3 + proj; }
 
-// DeepSeek-V4's experts of one layer, with expert `skip`'s down projection (w2) left out when skip < kExperts.
-void write_v4_experts(const std::filesystem::path& dir, std::uint64_t skip = kExperts) {
+// DeepSeek-V4's experts of one layer, with expert `skip`'s down projection (w2) left out when skip < kExperts, named
+// from expert `first` on.
+void write_v4_experts(const std::filesystem::path& dir, std::uint64_t skip = kExperts, std::uint64_t first = 0) {
   std::vector<std::string> names;
   std::vector<Bytes> data;
   std::vector<TensorView> views;
@@ -38,7 +39,7 @@ void write_v4_experts(const std::filesystem::path& dir, std::uint64_t skip = kEx
         codes.insert(codes.end(), kCols / 2, static_cast<std::byte>(code_tag(e, p, r)));
         scales.push_back(static_cast<std::byte>(scale_tag(e, p)));
       }
-      names.push_back(kPrefix + std::to_string(e) + "." + kNames[p] + ".weight");
+      names.push_back(kPrefix + std::to_string(first + e) + "." + kNames[p] + ".weight");
       data.push_back(std::move(codes));
       names.push_back(names.back() + "_scale_inv");
       data.push_back(std::move(scales));
@@ -127,6 +128,23 @@ TEST(ExpertRelayout, AnIncompleteLayerIsNotGathered) {
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("the MXFP4 experts model.layers.0.ffn.experts.*: model.layers.0.ffn.experts.1."
                                          "down_proj.weight is missing or not MXFP4"),
+              std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir / "oss"));
+}
+
+// An expert index far past the tensors there are (a corrupt or hand-made name) is named, not used to size a table.
+TEST(ExpertRelayout, AnExpertIndexPastTheTensorsIsNamed) {
+  TempDir dir;
+  write_v4_experts(dir / "v4", kExperts, 4000000000);
+  ConvertOptions o;
+  o.format = WriteFormat::gpt_oss;
+  try {
+    convert_checkpoint(dir / "v4", dir / "oss", recipe_named("mxfp4"), o);
+    ADD_FAILURE() << "experts 4000000000 and 4000000001 gathered";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("model.layers.0.ffn.experts.4000000000.w1.weight has expert index "
+                                         "4000000000, but the checkpoint holds only 6 quantized tensors"),
               std::string::npos) << e.what();
   }
   EXPECT_FALSE(std::filesystem::exists(dir / "oss"));
