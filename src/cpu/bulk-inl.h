@@ -294,17 +294,38 @@ HWY_INLINE void Encode(const ElementCodec& k, const EncodeRun& run, const float*
   }
 }
 
-template <class In>
+// f32 values of codes[0, n); kStream: out through streaming (non-temporal) stores from its first vector-aligned
+// element on, the caller fencing after (bulk.cc's large outputs: no read of each line before it is written).
+template <bool kStream, class In>
 HWY_INLINE void DecodeSpan(const ElementCodec k, const In* codes, std::size_t n, float* out) {
   const DU du;
   const hn::RebindToFloat<DU> df;
   const hn::Rebind<In, DU> din;
   const std::size_t N = hn::Lanes(du);
   std::size_t i = 0;
+  if constexpr (kStream) {
+    const std::size_t to_aligned = (0 - reinterpret_cast<std::uintptr_t>(out)) % (N * sizeof(float)) / sizeof(float);
+    for (; i < n && i < to_aligned; ++i) out[i] = decode(*k.format, codes[i]);
+  }
   for (; i + N <= n; i += N) {
-    hn::StoreU(hn::BitCast(df, Decode(du, k, hn::PromoteTo(du, hn::LoadU(din, codes + i)))), df, out + i);
+    const auto v = hn::BitCast(df, Decode(du, k, hn::PromoteTo(du, hn::LoadU(din, codes + i))));
+    if constexpr (kStream) {
+      hn::Stream(v, df, out + i);
+    } else {
+      hn::StoreU(v, df, out + i);
+    }
   }
   for (; i < n; ++i) out[i] = decode(*k.format, codes[i]);
+}
+
+template <class In>
+HWY_INLINE void DecodeAll(const ElementCodec& k, const In* codes, std::size_t n, float* out, bool stream) {
+  // A float* not 4-byte aligned never reaches the aligned stores (its elements are not on float boundaries).
+  if (stream && reinterpret_cast<std::uintptr_t>(out) % sizeof(float) == 0) {
+    DecodeSpan<true>(k, codes, n, out);
+  } else {
+    DecodeSpan<false>(k, codes, n, out);
+  }
 }
 
 void EncodeBytes(const ElementCodec& k, const EncodeRun& run, const float* x, std::size_t n, std::uint8_t* out) {
@@ -313,11 +334,11 @@ void EncodeBytes(const ElementCodec& k, const EncodeRun& run, const float* x, st
 void EncodeWords(const ElementCodec& k, const EncodeRun& run, const float* x, std::size_t n, std::uint16_t* out) {
   Encode(k, run, x, n, out);
 }
-void DecodeBytes(const ElementCodec& k, const std::uint8_t* codes, std::size_t n, float* out) {
-  DecodeSpan(k, codes, n, out);
+void DecodeBytes(const ElementCodec& k, const std::uint8_t* codes, std::size_t n, float* out, bool stream) {
+  DecodeAll(k, codes, n, out, stream);
 }
-void DecodeWords(const ElementCodec& k, const std::uint16_t* codes, std::size_t n, float* out) {
-  DecodeSpan(k, codes, n, out);
+void DecodeWords(const ElementCodec& k, const std::uint16_t* codes, std::size_t n, float* out, bool stream) {
+  DecodeAll(k, codes, n, out, stream);
 }
 
 }  // namespace HWY_NAMESPACE

@@ -4,6 +4,7 @@
 #define HWY_TARGET_INCLUDE "../src/cpu/bulk_dispatch.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
+#include "hwy/cache_control.h"
 #include "bulk-inl.h"
 
 #if HWY_ONCE
@@ -20,11 +21,13 @@ void encode_bytes(const ElementCodec& k, const EncodeRun& run, const float* x, s
 void encode_words(const ElementCodec& k, const EncodeRun& run, const float* x, std::size_t n, std::uint16_t* out) {
   HWY_DYNAMIC_DISPATCH(EncodeWords)(k, run, x, n, out);
 }
-void decode_bytes(const ElementCodec& k, const std::uint8_t* codes, std::size_t n, float* out) {
-  HWY_DYNAMIC_DISPATCH(DecodeBytes)(k, codes, n, out);
+void decode_bytes(const ElementCodec& k, const std::uint8_t* codes, std::size_t n, float* out, bool stream) {
+  HWY_DYNAMIC_DISPATCH(DecodeBytes)(k, codes, n, out, stream);
+  if (stream) hwy::FlushStream();  // the streamed lines visible before the cast returns (or another thread reads)
 }
-void decode_words(const ElementCodec& k, const std::uint16_t* codes, std::size_t n, float* out) {
-  HWY_DYNAMIC_DISPATCH(DecodeWords)(k, codes, n, out);
+void decode_words(const ElementCodec& k, const std::uint16_t* codes, std::size_t n, float* out, bool stream) {
+  HWY_DYNAMIC_DISPATCH(DecodeWords)(k, codes, n, out, stream);
+  if (stream) hwy::FlushStream();  // the streamed lines visible before the cast returns (or another thread reads)
 }
 
 }  // namespace mf::cpu

@@ -21,8 +21,9 @@ struct EncodeRun {
 // codes of x[0, n) with k's format and options: 8-bit codes (formats of 8 bits or fewer) or 16-bit (bf16, f16).
 void encode_bytes(const ElementCodec& k, const EncodeRun& run, const float* x, std::size_t n, std::uint8_t* out);
 void encode_words(const ElementCodec& k, const EncodeRun& run, const float* x, std::size_t n, std::uint16_t* out);
-// f32 values of codes[0, n).
-void decode_bytes(const ElementCodec& k, const std::uint8_t* codes, std::size_t n, float* out);
-void decode_words(const ElementCodec& k, const std::uint16_t* codes, std::size_t n, float* out);
+// f32 values of codes[0, n). stream: write out with streaming (non-temporal) stores where it can, for an output
+// that will not fit in the caches anyway; the same values either way.
+void decode_bytes(const ElementCodec& k, const std::uint8_t* codes, std::size_t n, float* out, bool stream);
+void decode_words(const ElementCodec& k, const std::uint16_t* codes, std::size_t n, float* out, bool stream);
 
 }  // namespace mf::cpu

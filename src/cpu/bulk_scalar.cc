@@ -29,10 +29,10 @@ void encode_bytes(const ElementCodec& k, const EncodeRun& run, const float* x, s
 void encode_words(const ElementCodec& k, const EncodeRun& run, const float* x, std::size_t n, std::uint16_t* out) {
   encode_each(k, run, x, n, out);
 }
-void decode_bytes(const ElementCodec& k, const std::uint8_t* codes, std::size_t n, float* out) {
+void decode_bytes(const ElementCodec& k, const std::uint8_t* codes, std::size_t n, float* out, bool /*stream*/) {
   decode_each(k, codes, n, out);
 }
-void decode_words(const ElementCodec& k, const std::uint16_t* codes, std::size_t n, float* out) {
+void decode_words(const ElementCodec& k, const std::uint16_t* codes, std::size_t n, float* out, bool /*stream*/) {
   decode_each(k, codes, n, out);
 }
 

@@ -11,11 +11,13 @@
 #include <hwy/targets.h>  // target enumeration only: the library is called through its public headers
 #include <hwy/tests/hwy_gtest.h>
 
+#include <algorithm>
 #include <bit>
 #include <cfenv>
 #include <cmath>
 #include <cstdint>
 #include <random>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -189,6 +191,40 @@ TEST_P(BulkDecodeTarget, EveryCodeOfEveryFormatOnEveryTarget) {
       for (std::size_t i = 0; i < got.size(); ++i) {
         ASSERT_EQ(std::bit_cast<std::uint32_t>(got[i]), std::bit_cast<std::uint32_t>(mf::decode(*f, codes[i])))
             << hwy::TargetName(target) << " " << f->name << " code 0x" << std::hex << codes[i];
+      }
+    }
+  }
+}
+
+// Outputs of 4 MiB or more take streaming stores from their first vector-aligned element on (bulk.cc): an output
+// that starts 1 to 3 floats past a 64-byte boundary (scalar head, streamed body, scalar tail), on one thread and on
+// two (each thread's chunk streams and fences on its own), against decode().
+TEST_P(BulkDecodeTarget, LargeOutputsThroughStreamingStoresOnEveryTarget) {
+  const std::int64_t target = GetParam();
+  const std::size_t n = (std::size_t{1} << 20) + 77;  // 4 MiB of f32 and more
+  std::vector<float> storage(n + 16);
+  for (const mf::Format* f : {&mf::bf16, &mf::f16, &mf::e4m3, &mf::e2m1}) {
+    for (const std::size_t offset : {std::size_t{1}, std::size_t{3}}) {
+      for (const int threads : {1, 2}) {
+        std::span<float> got(storage.data() + offset, n);
+        std::fill(storage.begin(), storage.end(), -1.0f);
+        std::vector<std::uint16_t> codes(n);
+        for (std::size_t i = 0; i < n; ++i) codes[i] = static_cast<std::uint16_t>(i * 2654435761u >> 7);
+        if (f->bits() <= 8) {
+          std::vector<std::uint8_t> c(n);
+          for (std::size_t i = 0; i < n; ++i) c[i] = static_cast<std::uint8_t>(codes[i]);
+          mf::decode_bulk(*f, c, got, threads);
+        } else {
+          mf::decode_bulk(*f, codes, got, threads);
+        }
+        for (std::size_t i = 0; i < n; ++i) {
+          const std::uint32_t code = f->bits() <= 8 ? codes[i] & 0xFFu : codes[i];
+          ASSERT_EQ(std::bit_cast<std::uint32_t>(got[i]), std::bit_cast<std::uint32_t>(mf::decode(*f, code)))
+              << hwy::TargetName(target) << " " << f->name << " offset " << offset << " threads " << threads
+              << " element " << i;
+        }
+        EXPECT_EQ(storage[offset - 1], -1.0f);  // nothing written outside the span
+        EXPECT_EQ(storage[offset + n], -1.0f);
       }
     }
   }
