@@ -40,7 +40,7 @@ void ComputeColumns(const Problem& p, const float* a, std::size_t lda, std::int6
   if (p.m == 1) return Columns<1, 16>(p, a, lda, mp, n0, nblocks);
   if (p.m == 2) return Columns<2, 8>(p, a, lda, mp, n0, nblocks);
 #if MF_GEMM_COLUMN_LANES
-  if (p.m >= kColumnLanesFrom) return ColumnLanes<kColumnTileRows>(p, a, lda, mp, n0, nblocks);
+  if (p.m >= kColumnLanesFrom) return ColumnLanes(p, a, lda, mp, n0, nblocks);
 #endif
   Columns<4, 4>(p, a, lda, mp, n0, nblocks);
 }

@@ -52,6 +52,9 @@ constexpr int kColumnTileRows = kL == 16 ? 4 : 2;
 // faster. AVX2, where the 4 x 4 tile's 32 accumulators do not fit in the registers: 0.95-1.9x at M = 8 to 16, at
 // most even at M = 4 (docs/benchmark-history.md).
 constexpr std::int64_t kColumnLanesFrom = kL == 16 ? 16 : 8;
+// Activation rows per pass: all of M = 512 in one, so that each weight panel is fetched from memory and decoded once
+// per call there rather than once per pass; the running C grows to 512 x 128 B per panel, read in sequence.
+constexpr std::int64_t kColumnPass = 512;
 
 #if MF_GEMM_WIDE
 // dst[c * ldd + r] = src[r * lds + c] for r, c < 16: pairs of rows interleaved by 32 then 64 bits, then 128-bit
@@ -201,18 +204,59 @@ HWY_INLINE void ColumnTileGroup(const float* HWY_RESTRICT a, std::size_t lda, co
   }
 }
 
-// C[:, n0, n0 + 16 * nblocks) for every row with the column-lane tile (columns past N are dropped). mp: a's rows, a
-// multiple of MR, and of kMc when larger. Per pass of kMc rows, group by group: a group's panel is decoded once
-// and meets every row of the pass while it sits in L1; the pass's activations for the group (kMc x 128 f32, 128
-// KiB, packed) stay in L2 across the panels. The running C is kept panel by panel (kMc x kPanelColumns each), so
-// that a panel's rows read it in one sequential run.
+// What one thread's column-lane call keeps: the decoded panel, the pass's packed activations, the running C.
+struct ColumnPass {
+  const Problem* p;
+  std::int64_t m0, m1;   // the pass's rows (m1 - m0 <= kColumnPass)
+  const float* pass_a;   // [m1 - m0][p->group]: the pass's activations for the current group
+  const float* panel;    // [len][kPanelColumns]: the current group's decoded panel
+  const float* weight_scales;  // [kPanelColumns]: the panel's weight scales for the group (1 when inside w)
+  float* cs;             // [m1 - m0][kPanelColumns]: the panel's running C for the pass
+};
+
+// Rows [m, m + MR) of the pass for group g: their tree sums, then C + (activation scale * weight scale) * sum, the
+// definition's roundings. The next tile's activations are asked for ahead: the pass's rows stream from L2.
 template <int MR>
+HWY_INLINE void ColumnTileRows(const ColumnPass& w, std::int64_t m, std::int64_t g, std::int64_t len) {
+  const DF df;
+  const Problem& p = *w.p;
+  const float* a = w.pass_a + (m - w.m0) * p.group;
+  if (m + 2 * MR <= w.m1) {
+    for (std::int64_t i = 0; i < MR * p.group; i += 16) hwy::Prefetch(a + MR * p.group + i);
+  }
+  VF sums[MR][2];
+  ColumnTileGroup<MR>(a, static_cast<std::size_t>(p.group), w.panel, len / kLanes, sums);
+  for (int mi = 0; mi < MR; ++mi) {
+    const VF act_scales = hn::Set(df, p.activation_scale(std::min(m + mi, p.m - 1), g));
+    float* c = w.cs + (m - w.m0 + mi) * kPanelColumns;
+    for (int v = 0; v < 2; ++v) {
+      const VF s = hn::Mul(act_scales, hn::Load(df, w.weight_scales + v * kL));
+      hn::Store(hn::Add(hn::Load(df, c + v * kL), hn::Mul(s, sums[mi][v])), df, c + v * kL);
+    }
+  }
+}
+
+// Writes rows [m0, m1) of columns [n0, n0 + cols) from the running C (panel stride `panel_stride`), via `row`.
+HWY_INLINE void FinishColumnRows(const Problem& p, std::int64_t m0, std::int64_t m1, std::int64_t n0,
+                                 std::int64_t cols, std::int64_t panel_stride, const float* cs, float* row) {
+  const std::int64_t panels = (cols + kPanelColumns - 1) / kPanelColumns;
+  for (std::int64_t m = m0; m < std::min(m1, p.m); ++m) {
+    for (std::int64_t pb = 0; pb < panels; ++pb) {
+      std::copy_n(cs + pb * panel_stride + (m - m0) * kPanelColumns, kPanelColumns, row + pb * kPanelColumns);
+    }
+    finish(p, m, n0, cols, row);
+  }
+}
+
+// C[:, n0, n0 + 16 * nblocks) for every row with the column-lane tile (columns past N are dropped). mp: a's rows, a
+// multiple of kColumnTileRows, and of kMc when larger. Per pass of up to kColumnPass rows, group by group: a group's
+// panel is decoded once and meets every row of the pass while it sits in L1; the pass's activations for the group
+// (up to 512 x 128 f32, 256 KiB, packed) stay in L2 across the panels. The running C is kept panel by panel (pass
+// rows x kPanelColumns each), so that a panel's rows read it in one sequential run.
 void ColumnLanes(const Problem& p, const float* a, std::size_t lda, std::int64_t mp, std::int64_t n0,
                  std::int64_t nblocks) {
-  const DF df;
-  const std::int64_t mc = std::min(mp, kMc);
+  const std::int64_t mc = std::min(mp, kColumnPass);
   const std::int64_t panels = (nblocks * kLanes + kPanelColumns - 1) / kPanelColumns;
-  const std::int64_t cols = std::min(p.n - n0, nblocks * kLanes);
   const std::int64_t groups = (p.k + p.group - 1) / p.group;
   const auto group_len = static_cast<std::size_t>(p.group);
   auto rows = hwy::AllocateAligned<float>(kPanelColumns * group_len);
@@ -221,14 +265,15 @@ void ColumnLanes(const Problem& p, const float* a, std::size_t lda, std::int64_t
   auto pass_a = hwy::AllocateAligned<float>(static_cast<std::size_t>(mc) * group_len);
   auto row = hwy::AllocateAligned<float>(static_cast<std::size_t>(panels * kPanelColumns));
   alignas(64) float weight_scales[kPanelColumns];
+  ColumnPass w{&p, 0, 0, pass_a.get(), panel.get(), weight_scales, nullptr};
   for (std::int64_t m0 = 0; m0 < mp; m0 += mc) {
-    const std::int64_t m1 = std::min(mp, m0 + mc);
+    w.m0 = m0, w.m1 = std::min(mp, m0 + mc);
     std::fill(cs.get(), cs.get() + panels * mc * kPanelColumns, 0.0f);
     for (std::int64_t g = 0; g < groups; ++g) {
       const std::int64_t kg = g * p.group, len = (std::min(p.k, kg + p.group) - kg + kLanes - 1) / kLanes * kLanes;
       // The pass's activations for the group, packed: rows lda apart (16 KiB at K = 4096) map onto a few L2 sets
       // and evict each other, so every panel would read them from L3 again.
-      for (std::int64_t m = m0; m < m1; ++m) {
+      for (std::int64_t m = w.m0; m < w.m1; ++m) {
         std::copy_n(a + m * static_cast<std::int64_t>(lda) + kg, len, pass_a.get() + (m - m0) * p.group);
       }
       for (std::int64_t pb = 0; pb < panels; ++pb) {
@@ -242,26 +287,11 @@ void ColumnLanes(const Problem& p, const float* a, std::size_t lda, std::int64_t
         for (std::int64_t j = 0; j < kPanelColumns; ++j) {
           weight_scales[j] = p.weight_group_scale(std::min(col0 + j, p.n - 1), g);
         }
-        for (std::int64_t m = m0; m < m1; m += MR) {
-          VF sums[MR][2];
-          ColumnTileGroup<MR>(pass_a.get() + (m - m0) * p.group, group_len, panel.get(), len / kLanes, sums);
-          for (int mi = 0; mi < MR; ++mi) {
-            const VF act_scales = hn::Set(df, p.activation_scale(std::min(m + mi, p.m - 1), g));
-            float* c = cs.get() + (pb * mc + m - m0 + mi) * kPanelColumns;
-            for (int v = 0; v < 2; ++v) {  // C + (act_scales * weight_scales) * sum: the definition's roundings
-              const VF s = hn::Mul(act_scales, hn::Load(df, weight_scales + v * kL));
-              hn::Store(hn::Add(hn::Load(df, c + v * kL), hn::Mul(s, sums[mi][v])), df, c + v * kL);
-            }
-          }
-        }
+        w.cs = cs.get() + pb * mc * kPanelColumns;
+        for (std::int64_t m = w.m0; m < w.m1; m += kColumnTileRows) ColumnTileRows<kColumnTileRows>(w, m, g, len);
       }
     }
-    for (std::int64_t m = m0; m < std::min(m1, p.m); ++m) {
-      for (std::int64_t pb = 0; pb < panels; ++pb) {
-        std::copy_n(cs.get() + (pb * mc + m - m0) * kPanelColumns, kPanelColumns, row.get() + pb * kPanelColumns);
-      }
-      finish(p, m, n0, cols, row.get());
-    }
+    FinishColumnRows(p, w.m0, w.m1, n0, std::min(p.n - n0, nblocks * kLanes), mc * kPanelColumns, cs.get(), row.get());
   }
 }
 
