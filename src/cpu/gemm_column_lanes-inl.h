@@ -220,15 +220,12 @@ struct ColumnPass {
 };
 
 // Rows [m, m + MR) of the pass for group g: their tree sums, then C + (activation scale * weight scale) * sum, the
-// definition's roundings. The next tile's activations are asked for ahead: the pass's rows stream from L2.
+// definition's roundings.
 template <int MR>
 HWY_INLINE void ColumnTileRows(const ColumnPass& w, std::int64_t m, std::int64_t g, std::int64_t len) {
   const DF df;
   const Problem& p = *w.p;
   const float* a = w.pass_a + (m - w.m0) * p.group;
-  if (m + 2 * MR <= w.m1) {
-    for (std::int64_t i = 0; i < MR * p.group; i += 16) hwy::Prefetch(a + MR * p.group + i);
-  }
   VF sums[MR][kPanelVectors];
   ColumnTileGroup<MR>(a, static_cast<std::size_t>(p.group), w.panel, len / kLanes, sums);
   for (int mi = 0; mi < MR; ++mi) {
