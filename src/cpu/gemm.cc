@@ -101,7 +101,7 @@ void gemv_threads(const Problem& p, const float* a, std::int64_t blocks, int thr
 }
 
 // Columns are independent, so they come from a queue, in about four chunks per thread (each sets up its own panel
-// and running C) of whole column-lane panels (2 blocks).
+// and running C) of an even number of blocks.
 std::int64_t chunk_blocks(std::int64_t blocks, int threads) {
   return std::max<std::int64_t>(2, (blocks + 4 * threads - 1) / (4 * threads) + 1) / 2 * 2;
 }
@@ -124,8 +124,8 @@ void queued_columns(const Problem& p, const float* a, std::size_t lda, std::int6
   take_chunks(p, a, lda, mp, queue);
 }
 
-// Rows [g0, g1) of groups of the column-lane tile's activations, [groups][mp][p.group]: rows past M and columns past
-// K are zeros.
+// Groups [g0, g1) of the column-lane tile's activations, [groups][mp][p.group]: rows past M and columns past K are
+// zeros.
 void pack_groups(const Problem& p, std::int64_t mp, std::int64_t g0, std::int64_t g1, float* out) {
   for (std::int64_t g = g0; g < g1; ++g) {
     const std::int64_t kg = g * p.group, len = std::min<std::int64_t>(p.group, p.k - kg);
