@@ -58,7 +58,7 @@ constexpr int kColumnTileRows = kL == 16 ? 6 : 2;
 // most even at M = 4 (docs/benchmark-history.md).
 constexpr std::int64_t kColumnLanesFrom = kL == 16 ? 16 : 8;
 // Activation rows per pass: all of M = 512 in one, so that each weight panel is fetched from memory and decoded once
-// per call there rather than once per pass; the running C grows to 512 x 128 B per panel, read in sequence.
+// per call there rather than once per pass; the running C grows to 512 x 64 B per panel, read in sequence.
 constexpr std::int64_t kColumnPass = 512;
 
 #if MF_GEMM_WIDE
