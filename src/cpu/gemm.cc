@@ -1,7 +1,8 @@
 // The fast GEMMs: operands checked into a Problem (src/ref/gemm_problem.cc), activations padded where the tiles need
-// it, then OpenMP threads over blocks of 16 weight rows (from a queue up to 256 rows, fixed shares above), each
-// running the per-target kernels of gemm-inl.h. Weights are read once per pass of activation rows (once in all for
-// M <= 256), so decode-shaped calls stream the packed weights once.
+// it (packed group-major for the column-lane tile), then OpenMP threads over blocks of 16 weight rows (from a queue;
+// fixed shares only for the 4 x 4 tile above 256 rows), each running the per-target kernels of gemm-inl.h and
+// gemm_column_lanes-inl.h. Weights are read once per pass of activation rows (once in all for M <= 256, and for M <=
+// 512 with the column-lane tile), so decode-shaped calls stream the packed weights once.
 
 // Highway compiles its AVX3_DL target (AVX-512 with VBMI, GFNI's CPUs) only where asked: here, for the e4m3 GEMV's
 // GFNI decode (gemv-inl.h). Other kernels gain nothing from it, so their files leave it out (compile time).
@@ -15,6 +16,7 @@
 
 #include "../ref/gemm_problem.h"
 #include "column_queue.h"
+#include "hwy/aligned_allocator.h"
 #include "gemm_dispatch.h"
 #include "minifloat/gemm.h"
 
@@ -35,12 +37,22 @@ namespace HWY_NAMESPACE {
 
 void Gemv(const Problem& p, const float* a, ColumnQueue* queue) { GemvColumns(p, a, *queue); }
 
+bool UsesColumnLanes(const Problem& p) {
+#if MF_GEMM_COLUMN_LANES
+  return p.m >= kColumnLanesFrom;
+#else
+  (void)p;
+  return false;
+#endif
+}
+
+// a: [mp][lda] rows, or group-major [groups][mp][p.group] where UsesColumnLanes(p).
 void ComputeColumns(const Problem& p, const float* a, std::size_t lda, std::int64_t mp, std::int64_t n0,
                     std::int64_t nblocks) {
   if (p.m == 1) return Columns<1, 16>(p, a, lda, mp, n0, nblocks);
   if (p.m == 2) return Columns<2, 8>(p, a, lda, mp, n0, nblocks);
 #if MF_GEMM_COLUMN_LANES
-  if (p.m >= kColumnLanesFrom) return ColumnLanes<kColumnTileRows>(p, a, lda, mp, n0, nblocks);
+  if (UsesColumnLanes(p)) return ColumnLanes(p, a, mp, n0, nblocks);
 #endif
   Columns<4, 4>(p, a, lda, mp, n0, nblocks);
 }
@@ -61,6 +73,7 @@ HWY_EXPORT(ComputeColumns);
 HWY_EXPORT(Gemv);
 HWY_EXPORT(NativeFma);
 HWY_EXPORT(UsesGemv);
+HWY_EXPORT(UsesColumnLanes);
 
 HWY_EXPORT(GemvDecode);
 
@@ -87,20 +100,57 @@ void gemv_threads(const Problem& p, const float* a, std::int64_t blocks, int thr
   }
 }
 
-// One pass of activation rows: its columns are independent, so they come from a queue too, in about four chunks per
-// thread (each sets up its own panel and running C) of whole column-lane panels (2 blocks).
+// Columns are independent, so they come from a queue, in about four chunks per thread (each sets up its own panel
+// and running C) of an even number of blocks.
+std::int64_t chunk_blocks(std::int64_t blocks, int threads) {
+  return std::max<std::int64_t>(2, (blocks + 4 * threads - 1) / (4 * threads) + 1) / 2 * 2;
+}
+
+// The calling thread's share of the queue's chunks, until none is left.
+void take_chunks(const Problem& p, const float* a, std::size_t lda, std::int64_t mp, ColumnQueue& queue) {
+  std::int64_t begin, end;
+  while (queue.next(begin, end)) {
+    HWY_DYNAMIC_DISPATCH(ComputeColumns)(p, a, lda, mp, begin * kLanes, end - begin);
+    queue.finished(begin, end);
+  }
+  queue.wait_until_done();
+}
+
+// One pass of activation rows for the 4 x 4 tile: its columns from a queue.
 void queued_columns(const Problem& p, const float* a, std::size_t lda, std::int64_t mp, std::int64_t blocks,
                     int threads) {
-  const std::int64_t chunk = std::max<std::int64_t>(2, (blocks + 4 * threads - 1) / (4 * threads) + 1) / 2 * 2;
-  ColumnQueue queue(blocks, chunk);
+  ColumnQueue queue(blocks, chunk_blocks(blocks, threads));
 #pragma omp parallel num_threads(threads)
-  {
-    std::int64_t begin, end;
-    while (queue.next(begin, end)) {
-      HWY_DYNAMIC_DISPATCH(ComputeColumns)(p, a, lda, mp, begin * kLanes, end - begin);
-      queue.finished(begin, end);
+  take_chunks(p, a, lda, mp, queue);
+}
+
+// Groups [g0, g1) of the column-lane tile's activations, [groups][mp][p.group]: rows past M and columns past K are
+// zeros.
+void pack_groups(const Problem& p, std::int64_t mp, std::int64_t g0, std::int64_t g1, float* out) {
+  for (std::int64_t g = g0; g < g1; ++g) {
+    const std::int64_t kg = g * p.group, len = std::min<std::int64_t>(p.group, p.k - kg);
+    for (std::int64_t m = 0; m < mp; ++m) {
+      float* dst = out + (g * mp + m) * p.group;
+      const std::int64_t n = m < p.m ? len : 0;
+      std::copy_n(p.a.data() + m * p.k + kg, n, dst);
+      std::fill(dst + n, dst + p.group, 0.0f);
     }
-    queue.wait_until_done();
+  }
+}
+
+// The column-lane tile (UsesColumnLanes): the threads pack the activations group-major together, once per call,
+// then take columns from a queue (every pass of rows runs within a chunk, so a chunk needs no state of another: a
+// thread slowed by a neighbour on its core takes fewer chunks instead of holding up the call).
+void column_lane_threads(const Problem& p, std::int64_t mp, std::int64_t blocks, int threads, bool parallel) {
+  const std::int64_t groups = (p.k + p.group - 1) / p.group;
+  auto a = hwy::AllocateAligned<float>(static_cast<std::size_t>(groups * mp * p.group));
+  ColumnQueue queue(blocks, chunk_blocks(blocks, threads));
+#pragma omp parallel num_threads(threads) if (parallel)
+  {
+    const std::int64_t t = omp_get_thread_num(), count = omp_get_num_threads();
+    pack_groups(p, mp, groups * t / count, groups * (t + 1) / count, a.get());
+#pragma omp barrier
+    take_chunks(p, a.get(), 0, mp, queue);
   }
 }
 
@@ -137,16 +187,17 @@ void compute(Problem p) {
   // real fma gives the definition's result.
   if (!HWY_DYNAMIC_DISPATCH(NativeFma)() && !p.products_exact()) return reference(p);
   const std::int64_t mp = padded_rows(p.m);
+  const std::int64_t blocks = (p.n + kLanes - 1) / kLanes;
+  const int threads = thread_count(p, blocks);
+  // Small problems are not worth starting threads for.
+  const bool parallel = threads > 1 && static_cast<double>(p.m) * static_cast<double>(p.n) * p.k > 1 << 20;
+  if (HWY_DYNAMIC_DISPATCH(UsesColumnLanes)(p)) return column_lane_threads(p, mp, blocks, threads, parallel);
   const auto lda = static_cast<std::size_t>((p.k + kLanes - 1) / kLanes * kLanes);
   // The problem's own rows serve when they need no padding (M a whole number of tiles or passes, K of vectors): the
   // copy, made before the threads start, was about 10% of a 2-thread call at M = 2048.
   std::vector<float> padded;
   if (mp != p.m || lda != static_cast<std::size_t>(p.k)) padded = padded_activations(p, mp, lda);
   const float* const a = padded.empty() ? p.a.data() : padded.data();
-  const std::int64_t blocks = (p.n + kLanes - 1) / kLanes;
-  const int threads = thread_count(p, blocks);
-  // Small problems are not worth starting threads for.
-  const bool parallel = threads > 1 && static_cast<double>(p.m) * static_cast<double>(p.n) * p.k > 1 << 20;
   if (gemv) return gemv_threads(p, a, blocks, threads, parallel);
   if (mp <= kPass && parallel) return queued_columns(p, a, lda, mp, blocks, threads);
   fixed_columns(p, a, lda, mp, blocks, threads, parallel);

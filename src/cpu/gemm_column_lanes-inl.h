@@ -1,8 +1,8 @@
 // Per-target SIMD code for the GEMMs with many activation rows (kColumnLanesFrom) on AVX-512 and AVX2: a register
 // tile whose lanes are output columns. It performs exactly the f32 operations of mf::gemm::reference
 // (src/ref/gemm_ref.cc), grouped so that the definition's tree costs vertical adds instead of lane shuffles:
-//   * kPanelColumns weight rows (two vectors: 32 on AVX-512, 16 on AVX2) are decoded (as Problem::weight does) and
-//     transposed into a panel that holds, per k, those columns' weights as two vectors;
+//   * kPanelColumns weight rows (16: one vector on AVX-512, two on AVX2) are decoded (as Problem::weight does) and
+//     transposed into a panel that holds, per k, those columns' weights as kPanelVectors vectors;
 //   * the tile is MR activation rows x kPanelColumns columns; one accumulator vector holds one partial sum p[i]
 //     (k = i mod 16) of a vector of outputs, fed one k at a time by a broadcast activation times a panel vector, in
 //     increasing k: each lane runs the definition's fma sequence for its output;
@@ -43,15 +43,23 @@ namespace hn = hwy::HWY_NAMESPACE;
 
 #if MF_GEMM_COLUMN_LANES
 
-// Two vectors of columns per k. AVX-512: 32 columns x 4 rows, 6 loads per 8 fmas, 16 accumulators of 32
-// registers. AVX2: 16 columns x 2 rows, 8 loads per 8 fmas, 8 accumulators of 16 registers.
-constexpr std::int64_t kPanelColumns = 2 * static_cast<std::int64_t>(kL);
-constexpr int kColumnTileRows = kL == 16 ? 4 : 2;
+// AVX-512: one vector of columns per k (16 columns) x 6 rows, 12 accumulators and 18 pending tree sums of 32
+// registers. Each activation then meets one weight vector, so the compiler folds its broadcast into the fma (an
+// embedded {1to16} memory operand): on Zen 4 a separate broadcast into a register costs a vector-pipe slot, and
+// the 32-column x 4-row tile that shared each broadcast between two fmas ran 15-20% slower in a microbenchmark
+// with everything in L1. AVX2 (no embedded broadcast): two vectors (16 columns) x 2 rows, 8 accumulators of 16
+// registers.
+constexpr int kPanelVectors = kL == 16 ? 1 : 2;
+constexpr std::int64_t kPanelColumns = kPanelVectors * static_cast<std::int64_t>(kL);
+constexpr int kColumnTileRows = kL == 16 ? 6 : 2;
 // From how many activation rows the column-lane tile takes over from the 4 x 4 one. AVX-512: at M = 8 to 20 the two
 // measured within the noise of each other (the panel transpose is then a larger share), from 32 on it is 1.3-2x
 // faster. AVX2, where the 4 x 4 tile's 32 accumulators do not fit in the registers: 0.95-1.9x at M = 8 to 16, at
 // most even at M = 4 (docs/benchmark-history.md).
 constexpr std::int64_t kColumnLanesFrom = kL == 16 ? 16 : 8;
+// Activation rows per pass: all of M = 512 in one, so that each weight panel is fetched from memory and decoded once
+// per call there rather than once per pass; the running C grows to 512 x 64 B per panel, read in sequence.
+constexpr std::int64_t kColumnPass = 512;
 
 #if MF_GEMM_WIDE
 // dst[c * ldd + r] = src[r * lds + c] for r, c < 16: pairs of rows interleaved by 32 then 64 bits, then 128-bit
@@ -153,36 +161,36 @@ HWY_INLINE void PrefetchColumnPanel(const Problem& p, std::int64_t n0, std::int6
 // sums[mi][v] lane j = the group's tree sum for (row mi, column kL v + j).
 template <int MR>
 HWY_INLINE void ColumnTileGroup(const float* HWY_RESTRICT a, std::size_t lda, const float* HWY_RESTRICT panel,
-                                std::int64_t chain, VF (&sums)[MR][2]) {
+                                std::int64_t chain, VF (&sums)[MR][kPanelVectors]) {
   const DF df;
+  constexpr int kV = kPanelVectors;
   // Pairs (p[i], p[i + 8]) -> q[i]; q[0] q[4] -> r[0], q[2] q[6] -> r[2], then r[0] + r[2]; likewise r[1], r[3].
   constexpr int kOrder[8] = {0, 4, 2, 6, 1, 5, 3, 7};
-  VF q_first[MR][2], r_first[MR][2], left[MR][2];  // q[i] awaiting q[i + 4]; r[0] or r[1] awaiting r[2], r[3]
+  VF q_first[MR][kV], r_first[MR][kV], left[MR][kV];  // q[i] awaiting q[i + 4]; r[0] or r[1] awaiting r[2], r[3]
 #pragma GCC unroll 8
   for (int step = 0; step < 8; ++step) {
     const std::int64_t i = kOrder[step];
-    VF x[MR][2], y[MR][2];  // p[i], p[i + 8]
+    VF x[MR][kV], y[MR][kV];  // p[i], p[i + 8]
     for (int mi = 0; mi < MR; ++mi) {
-      x[mi][0] = x[mi][1] = y[mi][0] = y[mi][1] = hn::Zero(df);
+      for (int v = 0; v < kV; ++v) x[mi][v] = y[mi][v] = hn::Zero(df);
     }
     for (std::int64_t j = 0; j < chain; ++j) {
       const std::int64_t k = i + kLanes * j;
-      const float* w = panel + k * kPanelColumns;
-      const float* u = w + 8 * kPanelColumns;
-      const VF w0 = hn::Load(df, w), w1 = hn::Load(df, w + kL);
-      const VF u0 = hn::Load(df, u), u1 = hn::Load(df, u + kL);
+      VF wx[kV], wy[kV];  // the panel at k and k + 8
+      for (int v = 0; v < kV; ++v) {
+        wx[v] = hn::Load(df, panel + k * kPanelColumns + v * kL);
+        wy[v] = hn::Load(df, panel + (k + 8) * kPanelColumns + v * kL);
+      }
 #pragma GCC unroll 8
       for (int mi = 0; mi < MR; ++mi) {
-        const VF ax = hn::Set(df, a[mi * lda + k]);
-        x[mi][0] = hn::MulAdd(ax, w0, x[mi][0]);
-        x[mi][1] = hn::MulAdd(ax, w1, x[mi][1]);
-        const VF ay = hn::Set(df, a[mi * lda + k + 8]);
-        y[mi][0] = hn::MulAdd(ay, u0, y[mi][0]);
-        y[mi][1] = hn::MulAdd(ay, u1, y[mi][1]);
+        for (int v = 0; v < kV; ++v) {
+          x[mi][v] = hn::MulAdd(hn::Set(df, a[mi * lda + k]), wx[v], x[mi][v]);
+          y[mi][v] = hn::MulAdd(hn::Set(df, a[mi * lda + k + 8]), wy[v], y[mi][v]);
+        }
       }
     }
     for (int mi = 0; mi < MR; ++mi) {
-      for (int v = 0; v < 2; ++v) {
+      for (int v = 0; v < kV; ++v) {
         const VF q = hn::Add(x[mi][v], y[mi][v]);  // q[i] = p[i] + p[i + 8]
         if (step % 2 == 0) {
           q_first[mi][v] = q;
@@ -201,36 +209,84 @@ HWY_INLINE void ColumnTileGroup(const float* HWY_RESTRICT a, std::size_t lda, co
   }
 }
 
-// C[:, n0, n0 + 16 * nblocks) for every row with the column-lane tile (columns past N are dropped). mp: a's rows, a
-// multiple of MR, and of kMc when larger. Per pass of kMc rows, group by group: a group's panel is decoded once
-// and meets every row of the pass while it sits in L1; the pass's activations for the group (kMc x 128 f32, 128
-// KiB, packed) stay in L2 across the panels. The running C is kept panel by panel (kMc x kPanelColumns each), so
-// that a panel's rows read it in one sequential run.
+// What one thread's column-lane call keeps: the decoded panel, the pass's packed activations, the running C.
+struct ColumnPass {
+  const Problem* p;
+  std::int64_t m0, m1;   // the pass's rows (m1 - m0 <= kColumnPass)
+  const float* pass_a;   // [m1 - m0][p->group]: the pass's activations for the current group (group-major a)
+  const float* panel;    // [len][kPanelColumns]: the current group's decoded panel
+  const float* weight_scales;  // [kPanelColumns]: the panel's weight scales for the group (1 when inside w)
+  float* cs;             // [m1 - m0][kPanelColumns]: the panel's running C for the pass
+};
+
+// Rows [m, m + MR) of the pass for group g: their tree sums, then C + (activation scale * weight scale) * sum, the
+// definition's roundings.
 template <int MR>
-void ColumnLanes(const Problem& p, const float* a, std::size_t lda, std::int64_t mp, std::int64_t n0,
-                 std::int64_t nblocks) {
+HWY_INLINE void ColumnTileRows(const ColumnPass& w, std::int64_t m, std::int64_t g, std::int64_t len) {
   const DF df;
-  const std::int64_t mc = std::min(mp, kMc);
+  const Problem& p = *w.p;
+  const float* a = w.pass_a + (m - w.m0) * p.group;
+  VF sums[MR][kPanelVectors];
+  ColumnTileGroup<MR>(a, static_cast<std::size_t>(p.group), w.panel, len / kLanes, sums);
+  for (int mi = 0; mi < MR; ++mi) {
+    const VF act_scales = hn::Set(df, p.activation_scale(std::min(m + mi, p.m - 1), g));
+    float* c = w.cs + (m - w.m0 + mi) * kPanelColumns;
+    for (int v = 0; v < kPanelVectors; ++v) {
+      const VF s = hn::Mul(act_scales, hn::Load(df, w.weight_scales + v * kL));
+      hn::Store(hn::Add(hn::Load(df, c + v * kL), hn::Mul(s, sums[mi][v])), df, c + v * kL);
+    }
+  }
+}
+
+// Every row of the pass for group g: tiles of kColumnTileRows, then the rest (a multiple of 2: passes are whole
+// numbers of 4 rows) in smaller ones.
+HWY_INLINE void ColumnPassRows(const ColumnPass& w, std::int64_t g, std::int64_t len) {
+  std::int64_t m = w.m0;
+  for (; m + kColumnTileRows <= w.m1; m += kColumnTileRows) ColumnTileRows<kColumnTileRows>(w, m, g, len);
+  if constexpr (kColumnTileRows > 4) {
+    if (m + 4 <= w.m1) ColumnTileRows<4>(w, m, g, len), m += 4;
+  }
+  if constexpr (kColumnTileRows > 2) {
+    if (m + 2 <= w.m1) ColumnTileRows<2>(w, m, g, len);
+  }
+}
+
+// Writes rows [m0, m1) of columns [n0, n0 + cols) from the running C (panel stride `panel_stride`), via `row`.
+HWY_INLINE void FinishColumnRows(const Problem& p, std::int64_t m0, std::int64_t m1, std::int64_t n0,
+                                 std::int64_t cols, std::int64_t panel_stride, const float* cs, float* row) {
+  const std::int64_t panels = (cols + kPanelColumns - 1) / kPanelColumns;
+  for (std::int64_t m = m0; m < std::min(m1, p.m); ++m) {
+    for (std::int64_t pb = 0; pb < panels; ++pb) {
+      std::copy_n(cs + pb * panel_stride + (m - m0) * kPanelColumns, kPanelColumns, row + pb * kPanelColumns);
+    }
+    finish(p, m, n0, cols, row);
+  }
+}
+
+// C[:, n0, n0 + 16 * nblocks) for every row with the column-lane tile (columns past N are dropped). a: the
+// activations group-major, [groups][mp][p.group] (PackGroups), so that a group's rows are one contiguous run that
+// stays in L2 across the panels (rows K apart would map onto a few L2 sets and evict each other) and is packed once
+// per call rather than once per thread or chunk. mp: a multiple of 4 (2 on AVX2), and of kMc when larger. Per pass
+// of up to kColumnPass rows, group by group: a group's panel is decoded once and meets every row of the pass while it
+// sits in L1. The running C is kept panel by panel (pass rows x kPanelColumns each), so that a panel's rows read it
+// in one sequential run.
+void ColumnLanes(const Problem& p, const float* a, std::int64_t mp, std::int64_t n0, std::int64_t nblocks) {
+  const std::int64_t mc = std::min(mp, kColumnPass);
   const std::int64_t panels = (nblocks * kLanes + kPanelColumns - 1) / kPanelColumns;
-  const std::int64_t cols = std::min(p.n - n0, nblocks * kLanes);
   const std::int64_t groups = (p.k + p.group - 1) / p.group;
   const auto group_len = static_cast<std::size_t>(p.group);
   auto rows = hwy::AllocateAligned<float>(kPanelColumns * group_len);
   auto panel = hwy::AllocateAligned<float>(kPanelColumns * group_len);
   auto cs = hwy::AllocateAligned<float>(static_cast<std::size_t>(panels * mc * kPanelColumns));
-  auto pass_a = hwy::AllocateAligned<float>(static_cast<std::size_t>(mc) * group_len);
   auto row = hwy::AllocateAligned<float>(static_cast<std::size_t>(panels * kPanelColumns));
   alignas(64) float weight_scales[kPanelColumns];
+  ColumnPass w{&p, 0, 0, nullptr, panel.get(), weight_scales, nullptr};
   for (std::int64_t m0 = 0; m0 < mp; m0 += mc) {
-    const std::int64_t m1 = std::min(mp, m0 + mc);
+    w.m0 = m0, w.m1 = std::min(mp, m0 + mc);
     std::fill(cs.get(), cs.get() + panels * mc * kPanelColumns, 0.0f);
     for (std::int64_t g = 0; g < groups; ++g) {
       const std::int64_t kg = g * p.group, len = (std::min(p.k, kg + p.group) - kg + kLanes - 1) / kLanes * kLanes;
-      // The pass's activations for the group, packed: rows lda apart (16 KiB at K = 4096) map onto a few L2 sets
-      // and evict each other, so every panel would read them from L3 again.
-      for (std::int64_t m = m0; m < m1; ++m) {
-        std::copy_n(a + m * static_cast<std::int64_t>(lda) + kg, len, pass_a.get() + (m - m0) * p.group);
-      }
+      w.pass_a = a + (g * mp + m0) * p.group;
       for (std::int64_t pb = 0; pb < panels; ++pb) {
         const std::int64_t col0 = n0 + pb * kPanelColumns;
         DecodeColumnPanel(p, col0, kg, len, rows.get(), panel.get());
@@ -242,26 +298,11 @@ void ColumnLanes(const Problem& p, const float* a, std::size_t lda, std::int64_t
         for (std::int64_t j = 0; j < kPanelColumns; ++j) {
           weight_scales[j] = p.weight_group_scale(std::min(col0 + j, p.n - 1), g);
         }
-        for (std::int64_t m = m0; m < m1; m += MR) {
-          VF sums[MR][2];
-          ColumnTileGroup<MR>(pass_a.get() + (m - m0) * p.group, group_len, panel.get(), len / kLanes, sums);
-          for (int mi = 0; mi < MR; ++mi) {
-            const VF act_scales = hn::Set(df, p.activation_scale(std::min(m + mi, p.m - 1), g));
-            float* c = cs.get() + (pb * mc + m - m0 + mi) * kPanelColumns;
-            for (int v = 0; v < 2; ++v) {  // C + (act_scales * weight_scales) * sum: the definition's roundings
-              const VF s = hn::Mul(act_scales, hn::Load(df, weight_scales + v * kL));
-              hn::Store(hn::Add(hn::Load(df, c + v * kL), hn::Mul(s, sums[mi][v])), df, c + v * kL);
-            }
-          }
-        }
+        w.cs = cs.get() + pb * mc * kPanelColumns;
+        ColumnPassRows(w, g, len);
       }
     }
-    for (std::int64_t m = m0; m < std::min(m1, p.m); ++m) {
-      for (std::int64_t pb = 0; pb < panels; ++pb) {
-        std::copy_n(cs.get() + (pb * mc + m - m0) * kPanelColumns, kPanelColumns, row.get() + pb * kPanelColumns);
-      }
-      finish(p, m, n0, cols, row.get());
-    }
+    FinishColumnRows(p, w.m0, w.m1, n0, std::min(p.n - n0, nblocks * kLanes), mc * kPanelColumns, cs.get(), row.get());
   }
 }
 

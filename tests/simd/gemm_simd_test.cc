@@ -4,8 +4,9 @@
 // AVX3_DL runs the e4m3 GEMV's GFNI decode, AVX3 the plain AVX-512 one), with 1 and 2 threads, f32 and bf16
 // output, with and without accumulate.
 // Shapes cover each register tile (M = 1, 2, 3 and more, and the column-lane tile from 16 on AVX-512 and 8 on AVX2,
-// with M not a multiple of its 4 or 2 rows and N ending inside its 32 or 16 columns), row passes (M > 256), partial
-// weight blocks (N not a multiple of 16) and partial groups (bf16/f32 with K not a multiple of 16 or 128). Inputs:
+// with M not a multiple of its 4 or 2 rows and N ending inside its 32 or 16 columns), row passes (M > 256 for the
+// 4 x 4 tile, M > 512 for the column-lane one), partial weight blocks (N not a multiple of 16) and partial groups
+// (bf16/f32 with K not a multiple of 16 or 128). Inputs:
 // normal, outlier-heavy, and adversarial codes: e4m3 subnormals, -0, NaN codes (0x7F/0xFF), extreme and NaN ue8m0
 // scales.
 // The GEMM library compiles Highway's AVX3_DL target (src/cpu/gemm.cc): list it among this file's targets too.
@@ -136,7 +137,8 @@ struct Dims {
   std::int64_t m, n, k;
 };
 const Dims kShapes[] = {{1, 16, 128}, {1, 50, 384},  {2, 33, 256},
-                        {3, 17, 128}, {5, 64, 512}, {18, 40, 384}, {260, 20, 256}};
+                        {3, 17, 128}, {5, 64, 512}, {18, 40, 384}, {260, 20, 256},
+                        {520, 20, 256}};
 
 std::string dims_text(const Dims& d) {
   return "M=" + std::to_string(d.m) + " N=" + std::to_string(d.n) + " K=" + std::to_string(d.k);
@@ -197,13 +199,15 @@ TEST_P(GemmSimdTarget, Fp4Weights) {
 // of activation rows (M <= 256) take chunks of column blocks from a queue (src/cpu/column_queue.h), larger M a
 // fixed share per thread. N = 1000 (63 blocks) is 16 chunks at M = 1 and 7 at M = 3 (4 x 4 tile), N = 500 is 8 at
 // M = 18 (column-lane tile on AVX-512), the last ending inside a block; M = 256 is one whole pass, read in place (no
-// padded copy; so are M = 1 and any M that needs no padding), M = 300 makes two passes. A chunk skipped,
+// padded copy; so are M = 1 and any M that needs no padding), M = 300 makes two passes of the 4 x 4 tile's 256 rows
+// (one of the column-lane tile's 512), M = 600 two of the column-lane tile's. A chunk skipped,
 // taken twice (accumulate adds twice) or cut short shows up as a mismatch. Best target only: the split is the same
 // on all.
 TEST(GemmSimd, ColumnsSplitBetweenThreads) {
   std::mt19937 rng(10);
   for (const Dims d :
-       {Dims{1, 1000, 1152}, Dims{3, 1000, 384}, Dims{18, 500, 128}, Dims{256, 40, 128}, Dims{300, 40, 128}}) {
+       {Dims{1, 1000, 1152}, Dims{3, 1000, 384}, Dims{18, 500, 128}, Dims{256, 40, 128}, Dims{300, 40, 128},
+        Dims{600, 40, 128}}) {
     ASSERT_GT(d.m * d.n * d.k, std::int64_t{1} << 20);
     const std::vector<float> x = values(d.m * d.k, Kind::normal, rng);
     const mf::QuantizedTensor a = mf::act_quant(x.data(), Shape{d.m, d.k}, mf::ActScale::ue8m0);
