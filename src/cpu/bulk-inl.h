@@ -99,12 +99,13 @@ enum class Path { nearest, stochastic, stochastic_any, exact };
 
 // The codes of one vector of f32 bits, none of whose lanes NeedsScalar; `index` is its first element's.
 template <Path kPath>
-HWY_INLINE VU Codes(const ElementCodec& k, VU bits, std::uint64_t mixed_seed, std::uint64_t index) {
+HWY_INLINE VU Codes(const ElementCodec& k, const EncodeConstants<DU>& c, VU bits, std::uint64_t mixed_seed,
+                    std::uint64_t index) {
   const DU du;
   if constexpr (kPath == Path::nearest) {
-    return EncodeNearest(du, k, bits);
+    return EncodeNearest(du, k, c, bits);
   } else if constexpr (kPath == Path::stochastic) {  // EncodeLoop's groups: zeros and normals only
-    return EncodeStochasticNormal(du, k, bits, RandomBits(du, mixed_seed, index));
+    return EncodeStochasticNormal(du, k, c, bits, RandomBits(du, mixed_seed, index));
   } else if constexpr (kPath == Path::stochastic_any) {
     const VU random = RandomBits(du, mixed_seed, index);
     return HWY_LIKELY(hn::AllFalse(du, NeedsExact(du, k, hn::And(bits, hn::Set(du, 0x7FFFFFFFu)))))
@@ -127,6 +128,7 @@ HWY_NOINLINE void EncodeRest(const ElementCodec& k, const EncodeRun& run, const 
     o.random_bits = kPath == Path::stochastic ? stochastic_bits(run.seed, run.first_index + j) : 0;
     out[j] = static_cast<Out>(encode(*k.format, x[j], o));
   };
+  const EncodeConstants<DU> c(k);
   std::size_t i = begin;
   for (; i + N <= end; i += N) {
     const VU bits = hn::BitCast(du, hn::LoadU(hn::RebindToFloat<DU>(), x + i));
@@ -135,7 +137,7 @@ HWY_NOINLINE void EncodeRest(const ElementCodec& k, const EncodeRun& run, const 
       for (std::size_t e = i; e < i + N; ++e) scalar(e);
     } else {
       constexpr Path kAny = kPath == Path::stochastic ? Path::stochastic_any : kPath;
-      StoreCodes(Codes<kAny>(k, bits, splitmix64(run.seed), run.first_index + i), out + i);
+      StoreCodes(Codes<kAny>(k, c, bits, splitmix64(run.seed), run.first_index + i), out + i);
     }
   }
   for (; i < end; ++i) scalar(i);
@@ -144,10 +146,11 @@ HWY_NOINLINE void EncodeRest(const ElementCodec& k, const EncodeRun& run, const 
 // Loads a group of G vectors from x into bits; returns the lanes that need the scalar codec (NeedsScalarNearest or
 // NeedsScalar). Where only Inf and NaN do (nearest even, tiny_rounds_to_zero): one test on the group's largest.
 template <Path kPath, std::size_t G>
-HWY_INLINE hn::Mask<DU> LoadGroup(const ElementCodec& k, const float* x, VU (&bits)[G]) {
+HWY_INLINE hn::Mask<DU> LoadGroup(const ElementCodec& k, const EncodeConstants<DU>& c, const float* x,
+                                  VU (&bits)[G]) {
   const DU du;
   const std::size_t N = hn::Lanes(du);
-  const VU abs_mask = hn::Set(du, 0x7FFFFFFFu);
+  const VU abs_mask = c.abs_mask;  // the encoder's: the same |x| computed once
   if (kPath == Path::nearest && k.tiny_rounds_to_zero) {
     VU top = hn::And(bits[0] = hn::BitCast(du, hn::LoadU(hn::RebindToFloat<DU>(), x)), abs_mask);
     for (std::size_t g = 1; g < G; ++g) {
@@ -168,11 +171,10 @@ HWY_INLINE hn::Mask<DU> LoadGroup(const ElementCodec& k, const float* x, VU (&bi
 // Path::stochastic: loads a group of G vectors from x into bits, with each lane's largest magnitude (top) and least
 // magnitude - 1 (least).
 template <std::size_t G>
-HWY_INLINE void LoadGroupRange(const float* x, VU (&bits)[G], VU& least, VU& top) {
+HWY_INLINE void LoadGroupRange(const EncodeConstants<DU>& c, const float* x, VU (&bits)[G], VU& least, VU& top) {
   const DU du;
   const std::size_t N = hn::Lanes(du);
-  const VU abs_mask = hn::Set(du, 0x7FFFFFFFu);
-  const VU one = hn::Set(du, 1);
+  const VU abs_mask = c.abs_mask, one = c.one;  // the encoder's: the same |x| computed once
   top = hn::And(bits[0] = hn::BitCast(du, hn::LoadU(hn::RebindToFloat<DU>(), x)), abs_mask);
   least = hn::Sub(top, one);
   for (std::size_t g = 1; g < G; ++g) {
@@ -204,31 +206,52 @@ HWY_INLINE void EncodeGroupBelowNormal(const ElementCodec& k, const EncodeRun& r
   }
 }
 
+// The groups from x[i] on while none needs the rare path (a lane for the scalar codec, or for stochastic rounding
+// one below the smallest normal); returns where it stopped: a group that does, or fewer than a group's elements left.
+// No call in this loop: a call clobbers every vector register, and the compiler would then build the constants again
+// in every iteration rather than keep them across it.
+template <Path kPath, class Out>
+HWY_INLINE std::size_t EncodeGroups(const ElementCodec& k, const EncodeRun& run, std::uint64_t mixed_seed,
+                                    const float* x, std::size_t i, std::size_t n, Out* out) {
+  const DU du;
+  const std::size_t N = hn::Lanes(du);
+  constexpr std::size_t G = kGroup<Out>;
+  const EncodeConstants<DU> consts(k);
+  for (; i + G * N <= n; i += G * N) {
+    VU bits[G], c[G];
+    if constexpr (kPath == Path::stochastic) {  // a group of zeros and normals only: EncodeStochasticNormal
+      VU least, top;
+      LoadGroupRange(consts, x + i, bits, least, top);
+      if (HWY_UNLIKELY(!hn::AllFalse(du, NeedsStochasticSubnormal(du, k, least, top)))) return i;
+    } else if (HWY_UNLIKELY(!hn::AllFalse(du, LoadGroup<kPath>(k, consts, x + i, bits)))) {
+      return i;
+    }
+    for (std::size_t g = 0; g < G; ++g) {
+      c[g] = Codes<kPath>(k, consts, bits[g], mixed_seed, run.first_index + i + g * N);
+    }
+    StoreGroup(c, out + i);
+  }
+  return i;
+}
+
 // One loop per path, so that each holds only its own constants in registers. `k` is a compile-time constant
 // (kFixedCodec below) or a copy that no store through `out` may alias (EncodeSpan); no closure holds it, so that
 // the compiler sees its values in the loop (the group helpers above are inlined into it).
 template <Path kPath, class Out>
 HWY_INLINE void EncodeLoop(const ElementCodec& k, const EncodeRun& run, const float* x, std::size_t n, Out* out) {
-  const DU du;
-  const std::size_t N = hn::Lanes(du);
+  const std::size_t N = hn::Lanes(DU());
   const std::uint64_t mixed_seed = splitmix64(run.seed);
   constexpr std::size_t G = kGroup<Out>;
   std::size_t i = 0;
-  for (; i + G * N <= n; i += G * N) {
-    VU bits[G], c[G];
-    if constexpr (kPath == Path::stochastic) {  // a group of zeros and normals only: EncodeStochasticNormal
-      VU least, top;
-      LoadGroupRange(x + i, bits, least, top);
-      if (HWY_UNLIKELY(!hn::AllFalse(du, NeedsStochasticSubnormal(du, k, least, top)))) {
-        EncodeGroupBelowNormal(k, run, mixed_seed, x, i, bits, least, top, out);
-        continue;
-      }
-    } else if (HWY_UNLIKELY(!hn::AllFalse(du, LoadGroup<kPath>(k, x + i, bits)))) {
+  while ((i = EncodeGroups<kPath>(k, run, mixed_seed, x, i, n, out)) + G * N <= n) {  // the group at i: rare path
+    if constexpr (kPath == Path::stochastic) {
+      VU bits[G], least, top;
+      LoadGroupRange(EncodeConstants<DU>(k), x + i, bits, least, top);
+      EncodeGroupBelowNormal(k, run, mixed_seed, x, i, bits, least, top, out);
+    } else {
       EncodeRest<kPath>(k, run, x, i, i + G * N, out);
-      continue;
     }
-    for (std::size_t g = 0; g < G; ++g) c[g] = Codes<kPath>(k, bits[g], mixed_seed, run.first_index + i + g * N);
-    StoreGroup(c, out + i);
+    i += G * N;
   }
   if (i < n) EncodeRest<kPath>(k, run, x, i, n, out);
 }
