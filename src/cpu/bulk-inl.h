@@ -185,25 +185,14 @@ HWY_INLINE void LoadGroupRange(const EncodeConstants<DU>& c, const float* x, VU 
   }
 }
 
-// Path::stochastic, the group at x[i] with lanes below the smallest normal: EncodeStochastic's subnormal step takes
-// them unless one is an f32 subnormal, Inf or NaN (the scalar codec) or needs a shift of 32 or more (EncodeExact).
-template <std::size_t G, class Out>
-HWY_INLINE void EncodeGroupBelowNormal(const ElementCodec& k, const EncodeRun& run, std::uint64_t mixed_seed,
-                                       const float* x, std::size_t i, const VU (&bits)[G], VU least, VU top,
-                                       Out* out) {
+// Path::stochastic, a group with lanes below the smallest normal, given its least magnitude - 1 and its largest:
+// whether EncodeStochastic's subnormal step takes them all, that is none is an f32 subnormal, Inf or NaN (the scalar
+// codec) or needs a shift of 32 or more (EncodeExact).
+HWY_INLINE bool StochasticSubnormalSteps(const ElementCodec& k, VU least, VU top) {
   const DU du;
-  const std::size_t N = hn::Lanes(du);
   const std::uint32_t exact_below = k.stochastic_floor_bits > 0x007FFFFFu ? k.stochastic_floor_bits : 0x007FFFFFu;
-  if (k.min_normal_bits != 0 &&
-      hn::AllFalse(du, hn::Or(hn::Gt(top, hn::Set(du, 0x7F7FFFFFu)), hn::Gt(hn::Set(du, exact_below), least)))) {
-    VU c[G];
-    for (std::size_t g = 0; g < G; ++g) {
-      c[g] = EncodeStochastic(du, k, bits[g], RandomBits(du, mixed_seed, run.first_index + i + g * N));
-    }
-    StoreGroup(c, out + i);
-  } else {
-    EncodeRest<Path::stochastic>(k, run, x, i, i + G * N, out);
-  }
+  return k.min_normal_bits != 0 &&
+         hn::AllFalse(du, hn::Or(GtMagnitude(top, hn::Set(du, 0x7F7FFFFFu)), hn::Gt(hn::Set(du, exact_below), least)));
 }
 
 // The groups from x[i] on while none needs the rare path (a lane for the scalar codec, or for stochastic rounding
@@ -219,13 +208,21 @@ HWY_INLINE std::size_t EncodeGroups(const ElementCodec& k, const EncodeRun& run,
   const EncodeConstants<DU> consts(k);
   for (; i + G * N <= n; i += G * N) {
     VU bits[G], c[G];
-    if constexpr (kPath == Path::stochastic) {  // a group of zeros and normals only: EncodeStochasticNormal
+    if constexpr (kPath == Path::stochastic) {
       VU least, top;
       LoadGroupRange(consts, x + i, bits, least, top);
-      if (HWY_UNLIKELY(!hn::AllFalse(du, NeedsStochasticSubnormal(du, k, least, top)))) return i;
+      if (HWY_UNLIKELY(!hn::AllFalse(du, NeedsStochasticSubnormal(du, k, least, top)))) {
+        if (!StochasticSubnormalSteps(k, least, top)) return i;
+        for (std::size_t g = 0; g < G; ++g) {
+          c[g] = EncodeStochastic(du, k, consts, bits[g], RandomBits(du, mixed_seed, run.first_index + i + g * N));
+        }
+        StoreGroup(c, out + i);
+        continue;
+      }
     } else if (HWY_UNLIKELY(!hn::AllFalse(du, LoadGroup<kPath>(k, consts, x + i, bits)))) {
       return i;
     }
+    // Stochastic: a group of zeros and normals only (EncodeStochasticNormal).
     for (std::size_t g = 0; g < G; ++g) {
       c[g] = Codes<kPath>(k, consts, bits[g], mixed_seed, run.first_index + i + g * N);
     }
@@ -244,13 +241,7 @@ HWY_INLINE void EncodeLoop(const ElementCodec& k, const EncodeRun& run, const fl
   constexpr std::size_t G = kGroup<Out>;
   std::size_t i = 0;
   while ((i = EncodeGroups<kPath>(k, run, mixed_seed, x, i, n, out)) + G * N <= n) {  // the group at i: rare path
-    if constexpr (kPath == Path::stochastic) {
-      VU bits[G], least, top;
-      LoadGroupRange(EncodeConstants<DU>(k), x + i, bits, least, top);
-      EncodeGroupBelowNormal(k, run, mixed_seed, x, i, bits, least, top, out);
-    } else {
-      EncodeRest<kPath>(k, run, x, i, i + G * N, out);
-    }
+    EncodeRest<kPath>(k, run, x, i, i + G * N, out);
     i += G * N;
   }
   if (i < n) EncodeRest<kPath>(k, run, x, i, n, out);
