@@ -28,6 +28,29 @@ namespace hn = hwy::HWY_NAMESPACE;
 using DU = hn::ScalableTag<std::uint32_t>;
 using VU = hn::Vec<DU>;
 
+#if HWY_ARCH_X86 && HWY_TARGET > HWY_AVX3
+// x * c in 64-bit lanes where x86 has no 64-bit multiply (before AVX-512DQ; Highway's emulation takes three widening
+// multiplies): x_lo * c_lo widened, plus the cross products x_lo * c_hi + x_hi * c_lo mod 2^32 in the high half, both
+// from one 32-bit multiply by c with its halves swapped. With `high_down`, only the product's high half, in the low
+// half of each lane (its high half is garbage).
+template <bool high_down = false, class V>
+HWY_INLINE V MulByConstant(V x, std::uint64_t c) {
+  const hn::DFromV<V> d64;
+  const hn::Repartition<std::uint32_t, decltype(d64)> d32;
+  const V low = hn::MulEven(hn::BitCast(d32, x), hn::BitCast(d32, hn::Set(d64, c & 0xFFFFFFFFu)));
+  const V cross = hn::BitCast(d64, hn::Mul(hn::BitCast(d32, x), hn::BitCast(d32, hn::Set(d64, (c << 32) | (c >> 32)))));
+  const V cross_sum = hn::Add(cross, hn::ShiftRight<32>(cross));  // low half: x_lo * c_hi + x_hi * c_lo
+  if constexpr (high_down) return hn::Add(hn::ShiftRight<32>(low), cross_sum);
+  return hn::Add(low, hn::ShiftLeft<32>(cross_sum));
+}
+#else
+template <bool high_down = false, class V>
+HWY_INLINE V MulByConstant(V x, std::uint64_t c) {
+  const V product = hn::Mul(x, hn::Set(hn::DFromV<V>(), c));
+  return high_down ? hn::ShiftRight<32>(product) : product;
+}
+#endif
+
 // stochastic_bits(seed, index + lane) for each lane: splitmix64(splitmix64(seed) ^ index) >> 32, in 64-bit lanes:
 // even elements' high halves moved down into the even 32-bit lanes, odd elements' left in the odd ones.
 // `mixed_seed` is splitmix64(seed).
@@ -40,14 +63,14 @@ HWY_INLINE hn::Vec<D> RandomBits(D du, std::uint64_t mixed_seed, std::uint64_t i
     const hn::Repartition<std::uint64_t, D> d64;
     // splitmix64 but its last step, z ^ (z >> 31): the high half of that is hi ^ (hi >> 31), hi = z >> 32, done
     // below on the 32-bit lanes once both halves are in place.
-    const auto mix = [&](hn::Vec<decltype(d64)> i) {
+    const auto mix = [&](hn::Vec<decltype(d64)> i, auto high_down) {
       auto z = hn::Add(hn::Xor(hn::Set(d64, mixed_seed), i), hn::Set(d64, 0x9E3779B97F4A7C15ull));
-      z = hn::Mul(hn::Xor(z, hn::ShiftRight<30>(z)), hn::Set(d64, 0xBF58476D1CE4E5B9ull));
-      return hn::Mul(hn::Xor(z, hn::ShiftRight<27>(z)), hn::Set(d64, 0x94D049BB133111EBull));
+      z = MulByConstant(hn::Xor(z, hn::ShiftRight<30>(z)), 0xBF58476D1CE4E5B9ull);
+      return MulByConstant<decltype(high_down)::value>(hn::Xor(z, hn::ShiftRight<27>(z)), 0x94D049BB133111EBull);
     };
     const auto even = hn::Add(hn::ShiftLeft<1>(hn::Iota(d64, 0)), hn::Set(d64, index));
     const auto odd = hn::Add(even, hn::Set(d64, 1));
-    const auto hi = hn::OddEven(hn::BitCast(du, mix(odd)), hn::BitCast(du, hn::ShiftRight<32>(mix(even))));
+    const auto hi = hn::OddEven(hn::BitCast(du, mix(odd, std::false_type())), hn::BitCast(du, mix(even, std::true_type())));
     return hn::Xor(hi, hn::ShiftRight<31>(hi));
   }
 }
