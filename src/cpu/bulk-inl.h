@@ -70,7 +70,8 @@ HWY_INLINE hn::Vec<D> RandomBits(D du, std::uint64_t mixed_seed, std::uint64_t i
     };
     const auto even = hn::Add(hn::ShiftLeft<1>(hn::Iota(d64, 0)), hn::Set(d64, index));
     const auto odd = hn::Add(even, hn::Set(d64, 1));
-    const auto hi = hn::OddEven(hn::BitCast(du, mix(odd, std::false_type())), hn::BitCast(du, mix(even, std::true_type())));
+    const auto hi =
+        hn::OddEven(hn::BitCast(du, mix(odd, std::false_type())), hn::BitCast(du, mix(even, std::true_type())));
     return hn::Xor(hi, hn::ShiftRight<31>(hi));
   }
 }

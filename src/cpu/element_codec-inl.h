@@ -10,6 +10,8 @@
 //     bits): split the sign, find the target's quantum at the value's binade, round the 24-bit significand right by
 //     the shift that quantum asks for, assemble exponent field + rounded significand, replace what overflows.
 //   * Decode: bit placement, with the subnormals, Inf, NaN and a format without zero as their own lanes.
+// EncodeNearest, EncodeStochastic and EncodeStochasticNormal also take their constants as vectors built once
+// (EncodeConstants), for loops that would otherwise build them again per vector.
 // The f32 add in EncodeNearest rounds as the CPU's rounding mode says: callers use it in round-to-nearest only.
 //
 // Included once per Highway target (foreach_target.h); hence the toggle include guard.
