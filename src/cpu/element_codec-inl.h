@@ -73,8 +73,8 @@ HWY_INLINE V InRegister(V v) {
   return v;
 }
 
-// The vectors EncodeNearest and EncodeStochasticNormal read, built once: a loop that builds them before it and
-// passes them in reads them from registers.
+// The vectors EncodeNearest, EncodeStochastic and EncodeStochasticNormal read, built once: a loop that builds them
+// before it and passes them in reads them from registers.
 template <class DU>
 struct EncodeConstants {
   using VU = hn::Vec<DU>;
@@ -130,7 +130,6 @@ HWY_INLINE VU OverflowAndSign(DU du, const ElementCodec& k, const EncodeConstant
 #endif
   return k.unsigned_fixups ? UnsignedFixups(du, c, bits, mag, code) : code;
 }
-
 
 // Round to nearest even, overflow as the traits say; lanes where NeedsScalar are garbage. `c`: EncodeConstants(k).
 template <class DU, class VU = hn::Vec<DU>>
