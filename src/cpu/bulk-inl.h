@@ -28,6 +28,29 @@ namespace hn = hwy::HWY_NAMESPACE;
 using DU = hn::ScalableTag<std::uint32_t>;
 using VU = hn::Vec<DU>;
 
+#if HWY_ARCH_X86 && HWY_TARGET > HWY_AVX3
+// x * c in 64-bit lanes where x86 has no 64-bit multiply (before AVX-512DQ; Highway's emulation takes three widening
+// multiplies): x_lo * c_lo widened, plus the cross products x_lo * c_hi + x_hi * c_lo mod 2^32 in the high half, both
+// from one 32-bit multiply by c with its halves swapped. With `high_down`, only the product's high half, in the low
+// half of each lane (its high half is garbage).
+template <bool high_down = false, class V>
+HWY_INLINE V MulByConstant(V x, std::uint64_t c) {
+  const hn::DFromV<V> d64;
+  const hn::Repartition<std::uint32_t, decltype(d64)> d32;
+  const V low = hn::MulEven(hn::BitCast(d32, x), hn::BitCast(d32, hn::Set(d64, c & 0xFFFFFFFFu)));
+  const V cross = hn::BitCast(d64, hn::Mul(hn::BitCast(d32, x), hn::BitCast(d32, hn::Set(d64, (c << 32) | (c >> 32)))));
+  const V cross_sum = hn::Add(cross, hn::ShiftRight<32>(cross));  // low half: x_lo * c_hi + x_hi * c_lo
+  if constexpr (high_down) return hn::Add(hn::ShiftRight<32>(low), cross_sum);
+  return hn::Add(low, hn::ShiftLeft<32>(cross_sum));
+}
+#else
+template <bool high_down = false, class V>
+HWY_INLINE V MulByConstant(V x, std::uint64_t c) {
+  const V product = hn::Mul(x, hn::Set(hn::DFromV<V>(), c));
+  return high_down ? hn::ShiftRight<32>(product) : product;
+}
+#endif
+
 // stochastic_bits(seed, index + lane) for each lane: splitmix64(splitmix64(seed) ^ index) >> 32, in 64-bit lanes:
 // even elements' high halves moved down into the even 32-bit lanes, odd elements' left in the odd ones.
 // `mixed_seed` is splitmix64(seed).
@@ -40,14 +63,15 @@ HWY_INLINE hn::Vec<D> RandomBits(D du, std::uint64_t mixed_seed, std::uint64_t i
     const hn::Repartition<std::uint64_t, D> d64;
     // splitmix64 but its last step, z ^ (z >> 31): the high half of that is hi ^ (hi >> 31), hi = z >> 32, done
     // below on the 32-bit lanes once both halves are in place.
-    const auto mix = [&](hn::Vec<decltype(d64)> i) {
+    const auto mix = [&](hn::Vec<decltype(d64)> i, auto high_down) {
       auto z = hn::Add(hn::Xor(hn::Set(d64, mixed_seed), i), hn::Set(d64, 0x9E3779B97F4A7C15ull));
-      z = hn::Mul(hn::Xor(z, hn::ShiftRight<30>(z)), hn::Set(d64, 0xBF58476D1CE4E5B9ull));
-      return hn::Mul(hn::Xor(z, hn::ShiftRight<27>(z)), hn::Set(d64, 0x94D049BB133111EBull));
+      z = MulByConstant(hn::Xor(z, hn::ShiftRight<30>(z)), 0xBF58476D1CE4E5B9ull);
+      return MulByConstant<decltype(high_down)::value>(hn::Xor(z, hn::ShiftRight<27>(z)), 0x94D049BB133111EBull);
     };
     const auto even = hn::Add(hn::ShiftLeft<1>(hn::Iota(d64, 0)), hn::Set(d64, index));
     const auto odd = hn::Add(even, hn::Set(d64, 1));
-    const auto hi = hn::OddEven(hn::BitCast(du, mix(odd)), hn::BitCast(du, hn::ShiftRight<32>(mix(even))));
+    const auto hi =
+        hn::OddEven(hn::BitCast(du, mix(odd, std::false_type())), hn::BitCast(du, mix(even, std::true_type())));
     return hn::Xor(hi, hn::ShiftRight<31>(hi));
   }
 }
@@ -99,12 +123,13 @@ enum class Path { nearest, stochastic, stochastic_any, exact };
 
 // The codes of one vector of f32 bits, none of whose lanes NeedsScalar; `index` is its first element's.
 template <Path kPath>
-HWY_INLINE VU Codes(const ElementCodec& k, VU bits, std::uint64_t mixed_seed, std::uint64_t index) {
+HWY_INLINE VU Codes(const ElementCodec& k, const EncodeConstants<DU>& c, VU bits, std::uint64_t mixed_seed,
+                    std::uint64_t index) {
   const DU du;
   if constexpr (kPath == Path::nearest) {
-    return EncodeNearest(du, k, bits);
+    return EncodeNearest(du, k, c, bits);
   } else if constexpr (kPath == Path::stochastic) {  // EncodeLoop's groups: zeros and normals only
-    return EncodeStochasticNormal(du, k, bits, RandomBits(du, mixed_seed, index));
+    return EncodeStochasticNormal(du, k, c, bits, RandomBits(du, mixed_seed, index));
   } else if constexpr (kPath == Path::stochastic_any) {
     const VU random = RandomBits(du, mixed_seed, index);
     return HWY_LIKELY(hn::AllFalse(du, NeedsExact(du, k, hn::And(bits, hn::Set(du, 0x7FFFFFFFu)))))
@@ -127,6 +152,7 @@ HWY_NOINLINE void EncodeRest(const ElementCodec& k, const EncodeRun& run, const 
     o.random_bits = kPath == Path::stochastic ? stochastic_bits(run.seed, run.first_index + j) : 0;
     out[j] = static_cast<Out>(encode(*k.format, x[j], o));
   };
+  const EncodeConstants<DU> c(k);
   std::size_t i = begin;
   for (; i + N <= end; i += N) {
     const VU bits = hn::BitCast(du, hn::LoadU(hn::RebindToFloat<DU>(), x + i));
@@ -135,7 +161,7 @@ HWY_NOINLINE void EncodeRest(const ElementCodec& k, const EncodeRun& run, const 
       for (std::size_t e = i; e < i + N; ++e) scalar(e);
     } else {
       constexpr Path kAny = kPath == Path::stochastic ? Path::stochastic_any : kPath;
-      StoreCodes(Codes<kAny>(k, bits, splitmix64(run.seed), run.first_index + i), out + i);
+      StoreCodes(Codes<kAny>(k, c, bits, splitmix64(run.seed), run.first_index + i), out + i);
     }
   }
   for (; i < end; ++i) scalar(i);
@@ -144,10 +170,11 @@ HWY_NOINLINE void EncodeRest(const ElementCodec& k, const EncodeRun& run, const 
 // Loads a group of G vectors from x into bits; returns the lanes that need the scalar codec (NeedsScalarNearest or
 // NeedsScalar). Where only Inf and NaN do (nearest even, tiny_rounds_to_zero): one test on the group's largest.
 template <Path kPath, std::size_t G>
-HWY_INLINE hn::Mask<DU> LoadGroup(const ElementCodec& k, const float* x, VU (&bits)[G]) {
+HWY_INLINE hn::Mask<DU> LoadGroup(const ElementCodec& k, const EncodeConstants<DU>& c, const float* x,
+                                  VU (&bits)[G]) {
   const DU du;
   const std::size_t N = hn::Lanes(du);
-  const VU abs_mask = hn::Set(du, 0x7FFFFFFFu);
+  const VU abs_mask = c.abs_mask;  // the encoder's: the same |x| computed once
   if (kPath == Path::nearest && k.tiny_rounds_to_zero) {
     VU top = hn::And(bits[0] = hn::BitCast(du, hn::LoadU(hn::RebindToFloat<DU>(), x)), abs_mask);
     for (std::size_t g = 1; g < G; ++g) {
@@ -168,11 +195,10 @@ HWY_INLINE hn::Mask<DU> LoadGroup(const ElementCodec& k, const float* x, VU (&bi
 // Path::stochastic: loads a group of G vectors from x into bits, with each lane's largest magnitude (top) and least
 // magnitude - 1 (least).
 template <std::size_t G>
-HWY_INLINE void LoadGroupRange(const float* x, VU (&bits)[G], VU& least, VU& top) {
+HWY_INLINE void LoadGroupRange(const EncodeConstants<DU>& c, const float* x, VU (&bits)[G], VU& least, VU& top) {
   const DU du;
   const std::size_t N = hn::Lanes(du);
-  const VU abs_mask = hn::Set(du, 0x7FFFFFFFu);
-  const VU one = hn::Set(du, 1);
+  const VU abs_mask = c.abs_mask, one = c.one;  // the encoder's: the same |x| computed once
   top = hn::And(bits[0] = hn::BitCast(du, hn::LoadU(hn::RebindToFloat<DU>(), x)), abs_mask);
   least = hn::Sub(top, one);
   for (std::size_t g = 1; g < G; ++g) {
@@ -183,25 +209,50 @@ HWY_INLINE void LoadGroupRange(const float* x, VU (&bits)[G], VU& least, VU& top
   }
 }
 
-// Path::stochastic, the group at x[i] with lanes below the smallest normal: EncodeStochastic's subnormal step takes
-// them unless one is an f32 subnormal, Inf or NaN (the scalar codec) or needs a shift of 32 or more (EncodeExact).
-template <std::size_t G, class Out>
-HWY_INLINE void EncodeGroupBelowNormal(const ElementCodec& k, const EncodeRun& run, std::uint64_t mixed_seed,
-                                       const float* x, std::size_t i, const VU (&bits)[G], VU least, VU top,
-                                       Out* out) {
+// Path::stochastic, a group with lanes below the smallest normal, given its least magnitude - 1 and its largest:
+// whether EncodeStochastic's subnormal step takes them all, that is none is an f32 subnormal, Inf or NaN (the scalar
+// codec) or needs a shift of 32 or more (EncodeExact).
+HWY_INLINE bool StochasticSubnormalSteps(const ElementCodec& k, VU least, VU top) {
+  const DU du;
+  const std::uint32_t exact_below = k.stochastic_floor_bits > 0x007FFFFFu ? k.stochastic_floor_bits : 0x007FFFFFu;
+  return k.min_normal_bits != 0 &&
+         hn::AllFalse(du, hn::Or(GtMagnitude(top, hn::Set(du, 0x7F7FFFFFu)), hn::Gt(hn::Set(du, exact_below), least)));
+}
+
+// The groups from x[i] on while none needs the rare path (a lane for the scalar codec, or for stochastic rounding
+// one below the smallest normal); returns where it stopped: a group that does, or fewer than a group's elements left.
+// No call in this loop: a call clobbers every vector register, and the compiler would then build the constants again
+// in every iteration rather than keep them across it.
+template <Path kPath, class Out>
+HWY_INLINE std::size_t EncodeGroups(const ElementCodec& k, const EncodeRun& run, std::uint64_t mixed_seed,
+                                    const float* x, std::size_t i, std::size_t n, Out* out) {
   const DU du;
   const std::size_t N = hn::Lanes(du);
-  const std::uint32_t exact_below = k.stochastic_floor_bits > 0x007FFFFFu ? k.stochastic_floor_bits : 0x007FFFFFu;
-  if (k.min_normal_bits != 0 &&
-      hn::AllFalse(du, hn::Or(hn::Gt(top, hn::Set(du, 0x7F7FFFFFu)), hn::Gt(hn::Set(du, exact_below), least)))) {
-    VU c[G];
+  constexpr std::size_t G = kGroup<Out>;
+  const EncodeConstants<DU> consts(k);
+  for (; i + G * N <= n; i += G * N) {
+    VU bits[G], c[G];
+    if constexpr (kPath == Path::stochastic) {
+      VU least, top;
+      LoadGroupRange(consts, x + i, bits, least, top);
+      if (HWY_UNLIKELY(!hn::AllFalse(du, NeedsStochasticSubnormal(du, k, least, top)))) {
+        if (!StochasticSubnormalSteps(k, least, top)) return i;
+        for (std::size_t g = 0; g < G; ++g) {
+          c[g] = EncodeStochastic(du, k, consts, bits[g], RandomBits(du, mixed_seed, run.first_index + i + g * N));
+        }
+        StoreGroup(c, out + i);
+        continue;
+      }
+    } else if (HWY_UNLIKELY(!hn::AllFalse(du, LoadGroup<kPath>(k, consts, x + i, bits)))) {
+      return i;
+    }
+    // Stochastic: a group of zeros and normals only (EncodeStochasticNormal).
     for (std::size_t g = 0; g < G; ++g) {
-      c[g] = EncodeStochastic(du, k, bits[g], RandomBits(du, mixed_seed, run.first_index + i + g * N));
+      c[g] = Codes<kPath>(k, consts, bits[g], mixed_seed, run.first_index + i + g * N);
     }
     StoreGroup(c, out + i);
-  } else {
-    EncodeRest<Path::stochastic>(k, run, x, i, i + G * N, out);
   }
+  return i;
 }
 
 // One loop per path, so that each holds only its own constants in registers. `k` is a compile-time constant
@@ -209,26 +260,13 @@ HWY_INLINE void EncodeGroupBelowNormal(const ElementCodec& k, const EncodeRun& r
 // the compiler sees its values in the loop (the group helpers above are inlined into it).
 template <Path kPath, class Out>
 HWY_INLINE void EncodeLoop(const ElementCodec& k, const EncodeRun& run, const float* x, std::size_t n, Out* out) {
-  const DU du;
-  const std::size_t N = hn::Lanes(du);
+  const std::size_t N = hn::Lanes(DU());
   const std::uint64_t mixed_seed = splitmix64(run.seed);
   constexpr std::size_t G = kGroup<Out>;
   std::size_t i = 0;
-  for (; i + G * N <= n; i += G * N) {
-    VU bits[G], c[G];
-    if constexpr (kPath == Path::stochastic) {  // a group of zeros and normals only: EncodeStochasticNormal
-      VU least, top;
-      LoadGroupRange(x + i, bits, least, top);
-      if (HWY_UNLIKELY(!hn::AllFalse(du, NeedsStochasticSubnormal(du, k, least, top)))) {
-        EncodeGroupBelowNormal(k, run, mixed_seed, x, i, bits, least, top, out);
-        continue;
-      }
-    } else if (HWY_UNLIKELY(!hn::AllFalse(du, LoadGroup<kPath>(k, x + i, bits)))) {
-      EncodeRest<kPath>(k, run, x, i, i + G * N, out);
-      continue;
-    }
-    for (std::size_t g = 0; g < G; ++g) c[g] = Codes<kPath>(k, bits[g], mixed_seed, run.first_index + i + g * N);
-    StoreGroup(c, out + i);
+  while ((i = EncodeGroups<kPath>(k, run, mixed_seed, x, i, n, out)) + G * N <= n) {  // the group at i: rare path
+    EncodeRest<kPath>(k, run, x, i, i + G * N, out);
+    i += G * N;
   }
   if (i < n) EncodeRest<kPath>(k, run, x, i, n, out);
 }

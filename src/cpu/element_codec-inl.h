@@ -10,6 +10,8 @@
 //     bits): split the sign, find the target's quantum at the value's binade, round the 24-bit significand right by
 //     the shift that quantum asks for, assemble exponent field + rounded significand, replace what overflows.
 //   * Decode: bit placement, with the subnormals, Inf, NaN and a format without zero as their own lanes.
+// EncodeNearest, EncodeStochastic and EncodeStochasticNormal also take their constants as vectors built once
+// (EncodeConstants), for loops that would otherwise build them again per vector.
 // The f32 add in EncodeNearest rounds as the CPU's rounding mode says: callers use it in round-to-nearest only.
 //
 // Included once per Highway target (foreach_target.h); hence the toggle include guard.
@@ -37,6 +39,14 @@ HWY_INLINE auto GeU(V a, V b) {
   return hn::Not(hn::Gt(b, a));
 }
 
+// a > b for lanes below 2^31 (magnitudes): the signed compare, which AVX2 has and its unsigned one emulates.
+template <class V>
+HWY_INLINE auto GtMagnitude(V a, V b) {
+  const hn::DFromV<V> du;
+  const hn::RebindToSigned<decltype(du)> di;
+  return hn::RebindMask(du, hn::Gt(hn::BitCast(di, a), hn::BitCast(di, b)));
+}
+
 // Lanes the vector steps leave to the scalar codec: Inf, NaN and f32 subnormals (|x|bits in [1, 2^23) or from Inf's
 // on).
 template <class DU, class VU = hn::Vec<DU>>
@@ -49,46 +59,103 @@ HWY_INLINE hn::Mask<DU> NeedsScalar(DU du, VU mag) {
 // they round to zero in the vector steps.
 template <class DU, class VU = hn::Vec<DU>>
 HWY_INLINE hn::Mask<DU> NeedsScalarNearest(DU du, const ElementCodec& k, VU mag) {
-  return k.tiny_rounds_to_zero ? hn::Gt(mag, hn::Set(du, 0x7F7FFFFFu)) : NeedsScalar(du, mag);
+  return k.tiny_rounds_to_zero ? GtMagnitude(mag, hn::Set(du, 0x7F7FFFFFu)) : NeedsScalar(du, mag);
 }
+
+// A vector the compiler keeps in a register once made: it cannot see the constant inside, so it cannot build it again
+// where it is used (GCC does that in a loop, a move and a broadcast per constant per iteration, whenever the loop
+// holds a call, even one on a branch not taken).
+template <class V>
+HWY_INLINE V InRegister(V v) {
+#if HWY_ARCH_X86 && HWY_TARGET != HWY_SCALAR && defined(__GNUC__)
+  asm("" : "+v"(v.raw));
+#endif
+  return v;
+}
+
+// The vectors EncodeNearest, EncodeStochastic and EncodeStochasticNormal read, built once: a loop that builds them
+// before it and passes them in reads them from registers.
+template <class DU>
+struct EncodeConstants {
+  using VU = hn::Vec<DU>;
+  VU abs_mask, normal_add, one, lsb, min_normal, magic, overflow_pos, max_code, sign_mask, negative_code, zero_pos,
+      zero_neg, dropped_mask, rebias, subnormal_shift_base, max_shift, implicit_bit, mantissa_field;
+  explicit EncodeConstants(const ElementCodec& k)
+      : abs_mask(InRegister(hn::Set(DU(), 0x7FFFFFFFu))),
+        normal_add(InRegister(hn::Set(DU(), k.normal_add))),
+        one(InRegister(hn::Set(DU(), 1))),
+        lsb(InRegister(hn::Set(DU(), 1u << k.shift))),
+        min_normal(InRegister(hn::Set(DU(), k.min_normal_bits))),
+        magic(InRegister(hn::Set(DU(), k.magic_bits))),
+        overflow_pos(InRegister(hn::Set(DU(), k.overflow_pos))),
+        max_code(InRegister(hn::Set(DU(), k.max_code))),
+        sign_mask(InRegister(hn::Set(DU(), k.sign_mask))),
+        negative_code(InRegister(hn::Set(DU(), k.negative_code))),
+        zero_pos(InRegister(hn::Set(DU(), k.zero_pos))),
+        zero_neg(InRegister(hn::Set(DU(), k.zero_neg))),
+        dropped_mask(InRegister(hn::Set(DU(), (1u << k.shift) - 1))),
+        rebias(InRegister(hn::Set(DU(), 0u - k.stochastic_add))),
+        subnormal_shift_base(InRegister(hn::Set(DU(), k.shift + (k.min_normal_bits >> 23)))),
+        max_shift(InRegister(hn::Set(DU(), 31))),
+        implicit_bit(InRegister(hn::Set(DU(), 0x00800000u))),
+        mantissa_field(InRegister(hn::Set(DU(), 0x007FFFFFu))) {}
+};
 
 // Zeros and negatives of an unsigned format or one without zero (ue8m0, ue4m3): their constant codes.
 template <class DU, class VU = hn::Vec<DU>>
-HWY_INLINE VU UnsignedFixups(DU du, const ElementCodec& k, VU bits, VU mag, VU code) {
+HWY_INLINE VU UnsignedFixups(DU du, const EncodeConstants<DU>& c, VU bits, VU mag, VU code) {
   const auto zero = hn::Eq(mag, hn::Zero(du));
   const auto negative = hn::Ne(hn::ShiftRight<31>(bits), hn::Zero(du));
-  code = hn::IfThenElse(hn::AndNot(zero, negative), hn::Set(du, k.negative_code), code);
-  return hn::IfThenElse(zero, hn::IfThenElse(negative, hn::Set(du, k.zero_neg), hn::Set(du, k.zero_pos)), code);
+  code = hn::IfThenElse(hn::AndNot(zero, negative), c.negative_code, code);
+  return hn::IfThenElse(zero, hn::IfThenElse(negative, c.zero_neg, c.zero_pos), code);
+}
+template <class DU, class VU = hn::Vec<DU>>
+HWY_INLINE VU UnsignedFixups(DU du, const ElementCodec& k, VU bits, VU mag, VU code) {
+  return UnsignedFixups(du, EncodeConstants<DU>(k), bits, mag, code);
 }
 
-// Round to nearest even, overflow as the traits say; lanes where NeedsScalar are garbage.
+// Overflow as the traits say, then the f32 sign bit moved down onto the code's (an unsigned format's sign_mask is 0:
+// its fixups follow). Every overflow code is the sign plus overflow_pos (max finite, Inf or the NaN of that sign).
 template <class DU, class VU = hn::Vec<DU>>
-HWY_INLINE VU EncodeNearest(DU du, const ElementCodec& k, VU bits) {
+HWY_INLINE VU OverflowAndSign(DU du, const ElementCodec& k, const EncodeConstants<DU>& c, VU bits, VU mag, VU code) {
+  code = k.overflow_is_min ? hn::Min(code, c.overflow_pos)
+                           : hn::IfThenElse(hn::Gt(code, c.max_code), c.overflow_pos, code);
+#if HWY_ARCH_X86 && HWY_TARGET > HWY_AVX3 && HWY_TARGET <= HWY_SSE4
+  // A blend on the f32 sign bit (blendvps): two steps where shift, and, or take three (AVX-512: one ternlog).
+  const hn::RebindToSigned<DU> di;
+  code = hn::BitCast(du, hn::IfNegativeThenElse(hn::BitCast(di, bits), hn::BitCast(di, hn::Or(code, c.sign_mask)),
+                                                hn::BitCast(di, code)));
+#else
+  code = hn::OrAnd(code, hn::ShiftRightSame(bits, static_cast<int>(k.sign_shift)), c.sign_mask);
+#endif
+  return k.unsigned_fixups ? UnsignedFixups(du, c, bits, mag, code) : code;
+}
+
+// Round to nearest even, overflow as the traits say; lanes where NeedsScalar are garbage. `c`: EncodeConstants(k).
+template <class DU, class VU = hn::Vec<DU>>
+HWY_INLINE VU EncodeNearest(DU du, const ElementCodec& k, const EncodeConstants<DU>& c, VU bits) {
   const hn::RebindToFloat<DU> df;
-  const VU mag = hn::And(bits, hn::Set(du, 0x7FFFFFFFu));
+  const VU mag = hn::And(bits, c.abs_mask);
   const int shift = static_cast<int>(k.shift);  // one count for every lane: the immediate or register form
-  VU code = hn::Add(mag, hn::Set(du, k.normal_add));
+  VU code = hn::Add(mag, c.normal_add);
   if (k.mantissa_bits != 0) {  // + the bit that becomes the significand's last (ties to even)
 #if HWY_TARGET <= HWY_AVX3
     // A test into a mask and a masked add: one step fewer than shift, and, add.
-    code = hn::IfThenElse(hn::TestBit(mag, hn::Set(du, 1u << shift)), hn::Add(code, hn::Set(du, 1)), code);
+    code = hn::IfThenElse(hn::TestBit(mag, c.lsb), hn::Add(code, c.one), code);
 #else
-    code = hn::Add(code, hn::And(hn::ShiftRightSame(mag, shift), hn::Set(du, 1)));
+    code = hn::Add(code, hn::And(hn::ShiftRightSame(mag, shift), c.one));
 #endif
   }
   code = hn::ShiftRightSame(code, shift);
   if (k.min_normal_bits != 0) {
-    const VU magic = hn::Set(du, k.magic_bits);
-    const VU sub = hn::Sub(hn::BitCast(du, hn::Add(hn::BitCast(df, mag), hn::BitCast(df, magic))), magic);
-    code = hn::IfThenElse(hn::Gt(hn::Set(du, k.min_normal_bits), mag), sub, code);
+    const VU sub = hn::Sub(hn::BitCast(du, hn::Add(hn::BitCast(df, mag), hn::BitCast(df, c.magic))), c.magic);
+    code = hn::IfThenElse(GtMagnitude(c.min_normal, mag), sub, code);
   }
-  // Every overflow code is the sign plus overflow_pos (max finite, Inf or the NaN of that sign); an unsigned
-  // format's negatives take their constant code after.
-  code = k.overflow_is_min ? hn::Min(code, hn::Set(du, k.overflow_pos))
-                           : hn::IfThenElse(hn::Gt(code, hn::Set(du, k.max_code)), hn::Set(du, k.overflow_pos), code);
-  // The f32 sign bit moved down onto the code's (an unsigned format's sign_mask is 0: its fixups follow).
-  code = hn::OrAnd(code, hn::ShiftRightSame(bits, static_cast<int>(k.sign_shift)), hn::Set(du, k.sign_mask));
-  return k.unsigned_fixups ? UnsignedFixups(du, k, bits, mag, code) : code;
+  return OverflowAndSign(du, k, c, bits, mag, code);
+}
+template <class DU, class VU = hn::Vec<DU>>
+HWY_INLINE VU EncodeNearest(DU du, const ElementCodec& k, VU bits) {
+  return EncodeNearest(du, k, EncodeConstants<DU>(k), bits);
 }
 
 // Lanes EncodeStochastic leaves to EncodeExact: nonzero and so far below the smallest normal that the shift
@@ -99,41 +166,41 @@ HWY_INLINE hn::Mask<DU> NeedsExact(DU du, const ElementCodec& k, VU mag) {
 }
 
 // Stochastic rounding with 32 random bits per lane; lanes where NeedsScalar or NeedsExact are garbage.
+// `c`: EncodeConstants(k).
 template <class DU, class VU = hn::Vec<DU>>
-HWY_INLINE VU EncodeStochastic(DU du, const ElementCodec& k, VU bits, VU random) {
-  const VU mag = hn::And(bits, hn::Set(du, 0x7FFFFFFFu));
-  const VU shift = hn::Set(du, k.shift);
-  const VU one = hn::Set(du, 1);
-  const VU dropped_mask = hn::Sub(hn::Shl(one, shift), one);
-  VU code = hn::Shr(hn::Add(hn::Add(mag, hn::And(random, dropped_mask)), hn::Set(du, k.stochastic_add)), shift);
+HWY_INLINE VU EncodeStochastic(DU du, const ElementCodec& k, const EncodeConstants<DU>& c, VU bits, VU random) {
+  const VU mag = hn::And(bits, c.abs_mask);
+  const int shift = static_cast<int>(k.shift);
+  VU code = hn::ShiftRightSame(hn::Sub(hn::Add(mag, hn::And(random, c.dropped_mask)), c.rebias), shift);
   if (k.min_normal_bits != 0) {
     // The significand right by shift + the binades below the smallest normal (< 32 here); zero stays zero.
-    const VU field = hn::ShiftRight<23>(mag);
-    const VU sub_shift = hn::Min(hn::Add(shift, hn::Sub(hn::Set(du, k.min_normal_bits >> 23), field)),
-                                 hn::Set(du, 31));
-    const VU sig = hn::Or(hn::And(mag, hn::Set(du, 0x007FFFFFu)), hn::Set(du, 0x00800000u));
-    const VU sub = hn::Shr(hn::Add(sig, hn::And(random, hn::Sub(hn::Shl(one, sub_shift), one))), sub_shift);
-    code = hn::IfThenElse(hn::Gt(hn::Set(du, k.min_normal_bits), mag), sub, code);
+    const VU sub_shift = hn::Min(hn::Sub(c.subnormal_shift_base, hn::ShiftRight<23>(mag)), c.max_shift);
+    const VU sig = hn::OrAnd(c.implicit_bit, mag, c.mantissa_field);
+    const VU sub = hn::Shr(hn::Add(sig, hn::And(random, hn::Sub(hn::Shl(c.one, sub_shift), c.one))), sub_shift);
+    code = hn::IfThenElse(GtMagnitude(c.min_normal, mag), sub, code);
     code = hn::IfThenZeroElse(hn::Eq(mag, hn::Zero(du)), code);
   }
-  code = hn::IfThenElse(hn::Gt(code, hn::Set(du, k.max_code)), hn::Set(du, k.overflow_pos), code);
-  code = hn::Or(code, hn::Shr(hn::And(bits, hn::Set(du, 0x80000000u)), hn::Set(du, k.sign_shift)));
-  return k.unsigned_fixups ? UnsignedFixups(du, k, bits, mag, code) : code;
+  return OverflowAndSign(du, k, c, bits, mag, code);
+}
+template <class DU, class VU = hn::Vec<DU>>
+HWY_INLINE VU EncodeStochastic(DU du, const ElementCodec& k, VU bits, VU random) {
+  return EncodeStochastic(du, k, EncodeConstants<DU>(k), bits, random);
 }
 
 // EncodeStochastic for vectors whose lanes are all zero or normal in the target (no lane below 2^emin but zero, none
-// an f32 subnormal, Inf or NaN; NeedsStochasticSubnormal tells): the subnormal step left out.
+// an f32 subnormal, Inf or NaN; NeedsStochasticSubnormal tells): the subnormal step left out. The rebias is taken
+// off after a Max with it, which leaves a zero's code 0 (its random bits are below 2^shift, the rebias above) and a
+// normal's as it was (|x| is at least 2^emin, past the rebias). `c`: EncodeConstants(k).
+template <class DU, class VU = hn::Vec<DU>>
+HWY_INLINE VU EncodeStochasticNormal(DU du, const ElementCodec& k, const EncodeConstants<DU>& c, VU bits, VU random) {
+  const VU mag = hn::And(bits, c.abs_mask);
+  const VU sum = hn::Add(mag, hn::And(random, c.dropped_mask));
+  const VU code = hn::ShiftRightSame(hn::Sub(hn::Max(sum, c.rebias), c.rebias), static_cast<int>(k.shift));
+  return OverflowAndSign(du, k, c, bits, mag, code);
+}
 template <class DU, class VU = hn::Vec<DU>>
 HWY_INLINE VU EncodeStochasticNormal(DU du, const ElementCodec& k, VU bits, VU random) {
-  const VU mag = hn::And(bits, hn::Set(du, 0x7FFFFFFFu));
-  const int shift = static_cast<int>(k.shift);
-  const VU dropped = hn::And(random, hn::Set(du, (1u << shift) - 1));
-  VU code = hn::ShiftRightSame(hn::Add(hn::Add(mag, dropped), hn::Set(du, k.stochastic_add)), shift);
-  code = hn::IfThenZeroElse(hn::Eq(mag, hn::Zero(du)), code);
-  code = k.overflow_is_min ? hn::Min(code, hn::Set(du, k.overflow_pos))
-                           : hn::IfThenElse(hn::Gt(code, hn::Set(du, k.max_code)), hn::Set(du, k.overflow_pos), code);
-  code = hn::OrAnd(code, hn::ShiftRightSame(bits, static_cast<int>(k.sign_shift)), hn::Set(du, k.sign_mask));
-  return k.unsigned_fixups ? UnsignedFixups(du, k, bits, mag, code) : code;
+  return EncodeStochasticNormal(du, k, EncodeConstants<DU>(k), bits, random);
 }
 
 // Lanes EncodeStochasticNormal leaves out, given the least of the vector's |x|bits - 1 (wrapping: zero is the
