@@ -44,9 +44,11 @@ void encode_bulk(const Format& f, std::span<const float> x, std::span<std::uint8
 void encode_bulk(const Format& f, std::span<const float> x, std::span<std::uint16_t> codes, const BulkOptions& o = {});
 
 // x[i] = decode(f, codes[i]) (only each code's low f.bits() bits are read, as decode does). Throws
-// std::invalid_argument as encode_bulk does. An x of 4 MiB or more is written with streaming (non-temporal) stores,
-// which do not read each cache line before writing it: the same values, a third less memory traffic for an array
-// that would leave the caches anyway.
+// std::invalid_argument as encode_bulk does.
+//
+// f32 casts whose input and output take 4 MiB or more together write their output with streaming (non-temporal)
+// stores, which do not read each cache line before writing it: the same values, less memory traffic for arrays that
+// would leave the caches anyway.
 void decode_bulk(const Format& f, std::span<const std::uint8_t> codes, std::span<float> x, int threads = 1);
 void decode_bulk(const Format& f, std::span<const std::uint16_t> codes, std::span<float> x, int threads = 1);
 

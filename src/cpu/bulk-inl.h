@@ -10,6 +10,7 @@
 #define MINIFLOAT_SRC_CPU_BULK_INL_H_
 #endif
 
+#include <algorithm>
 #include <cstdint>
 #include <type_traits>
 
@@ -87,25 +88,43 @@ HWY_INLINE void StoreCodes(VU c, Out* out) {
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
 template <class Out>
 constexpr std::size_t kGroup = sizeof(Out) == 1 ? 4 : 2;
+// A group's codes fill one vector; `stream`: out is vector-aligned, and the store non-temporal.
+#if HWY_TARGET <= HWY_AVX3
+HWY_INLINE void Store512(__m512i v, void* out, bool stream) {
+  if (stream) {
+    _mm512_stream_si512(static_cast<__m512i*>(out), v);
+  } else {
+    _mm512_storeu_si512(out, v);
+  }
+}
+#else
+HWY_INLINE void Store256(__m256i v, void* out, bool stream) {
+  if (stream) {
+    _mm256_stream_si256(static_cast<__m256i*>(out), v);
+  } else {
+    _mm256_storeu_si256(static_cast<__m256i*>(out), v);
+  }
+}
+#endif
 template <class Out>
-HWY_INLINE void StoreGroup(const VU* c, Out* out) {
+HWY_INLINE void StoreGroup(const VU* c, Out* out, bool stream) {
 #if HWY_TARGET <= HWY_AVX3
   const __m512i ab = _mm512_packus_epi32(c[0].raw, c[1].raw);
   if constexpr (sizeof(Out) == 1) {
     const __m512i bytes = _mm512_packus_epi16(ab, _mm512_packus_epi32(c[2].raw, c[3].raw));
     const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
-    _mm512_storeu_si512(out, _mm512_permutexvar_epi32(order, bytes));
+    Store512(_mm512_permutexvar_epi32(order, bytes), out, stream);
   } else {
-    _mm512_storeu_si512(out, _mm512_permutexvar_epi64(_mm512_setr_epi64(0, 2, 4, 6, 1, 3, 5, 7), ab));
+    Store512(_mm512_permutexvar_epi64(_mm512_setr_epi64(0, 2, 4, 6, 1, 3, 5, 7), ab), out, stream);
   }
 #else
   const __m256i ab = _mm256_packus_epi32(c[0].raw, c[1].raw);
   if constexpr (sizeof(Out) == 1) {
     const __m256i bytes = _mm256_packus_epi16(ab, _mm256_packus_epi32(c[2].raw, c[3].raw));
     const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), _mm256_permutevar8x32_epi32(bytes, order));
+    Store256(_mm256_permutevar8x32_epi32(bytes, order), out, stream);
   } else {
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), _mm256_permute4x64_epi64(ab, 0xD8));
+    Store256(_mm256_permute4x64_epi64(ab, 0xD8), out, stream);
   }
 #endif
 }
@@ -113,7 +132,7 @@ HWY_INLINE void StoreGroup(const VU* c, Out* out) {
 template <class Out>
 constexpr std::size_t kGroup = 1;
 template <class Out>
-HWY_INLINE void StoreGroup(const VU* c, Out* out) {
+HWY_INLINE void StoreGroup(const VU* c, Out* out, bool /*stream: plain stores on these targets*/) {
   StoreCodes(c[0], out);
 }
 #endif
@@ -225,7 +244,7 @@ HWY_INLINE bool StochasticSubnormalSteps(const ElementCodec& k, VU least, VU top
 // in every iteration rather than keep them across it.
 template <Path kPath, class Out>
 HWY_INLINE std::size_t EncodeGroups(const ElementCodec& k, const EncodeRun& run, std::uint64_t mixed_seed,
-                                    const float* x, std::size_t i, std::size_t n, Out* out) {
+                                    const float* x, std::size_t i, std::size_t n, Out* out, bool stream) {
   const DU du;
   const std::size_t N = hn::Lanes(du);
   constexpr std::size_t G = kGroup<Out>;
@@ -240,7 +259,7 @@ HWY_INLINE std::size_t EncodeGroups(const ElementCodec& k, const EncodeRun& run,
         for (std::size_t g = 0; g < G; ++g) {
           c[g] = EncodeStochastic(du, k, consts, bits[g], RandomBits(du, mixed_seed, run.first_index + i + g * N));
         }
-        StoreGroup(c, out + i);
+        StoreGroup(c, out + i, stream);
         continue;
       }
     } else if (HWY_UNLIKELY(!hn::AllFalse(du, LoadGroup<kPath>(k, consts, x + i, bits)))) {
@@ -250,7 +269,7 @@ HWY_INLINE std::size_t EncodeGroups(const ElementCodec& k, const EncodeRun& run,
     for (std::size_t g = 0; g < G; ++g) {
       c[g] = Codes<kPath>(k, consts, bits[g], mixed_seed, run.first_index + i + g * N);
     }
-    StoreGroup(c, out + i);
+    StoreGroup(c, out + i, stream);
   }
   return i;
 }
@@ -264,7 +283,13 @@ HWY_INLINE void EncodeLoop(const ElementCodec& k, const EncodeRun& run, const fl
   const std::uint64_t mixed_seed = splitmix64(run.seed);
   constexpr std::size_t G = kGroup<Out>;
   std::size_t i = 0;
-  while ((i = EncodeGroups<kPath>(k, run, mixed_seed, x, i, n, out)) + G * N <= n) {  // the group at i: rare path
+  // Streaming: the elements before the first 64-byte-aligned code through EncodeRest, then every group is aligned.
+  const bool stream = run.stream_out && G > 1 && reinterpret_cast<std::uintptr_t>(out) % sizeof(Out) == 0;
+  if (stream) {
+    i = std::min(n, (0 - reinterpret_cast<std::uintptr_t>(out)) % 64 / sizeof(Out));
+    if (i > 0) EncodeRest<kPath>(k, run, x, 0, i, out);
+  }
+  while ((i = EncodeGroups<kPath>(k, run, mixed_seed, x, i, n, out, stream)) + G * N <= n) {  // the rare path
     EncodeRest<kPath>(k, run, x, i, i + G * N, out);
     i += G * N;
   }

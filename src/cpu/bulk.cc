@@ -23,9 +23,14 @@ constexpr std::size_t kChunk = std::size_t{1} << 16;  // elements per thread's p
 // Elements staged at a time through a buffer that stays in L1 (widened inputs, unpacked codes): a multiple of 4, so
 // that every piece but the last starts on a packed byte (FP4) or 3-byte group (FP6).
 constexpr std::size_t kPiece = 2048;
-// f32 outputs of this many bytes or more (past a core's L2) are written with streaming stores: a plain store reads
-// each line before writing it, a third of the traffic of a widening decode, and the array evicts itself anyway.
+// A cast whose input and output take this many bytes or more together (past any core's L2) writes its output with
+// streaming stores: a plain store reads each line before writing it (a third of a widening decode's traffic, a sixth
+// of a narrowing encode's), and an array that large leaves the caches anyway.
 constexpr std::size_t kStreamBytes = std::size_t{4} << 20;
+template <class In, class Out>
+bool streams(std::span<In> in, std::span<Out> out) {
+  return in.size_bytes() + out.size_bytes() >= kStreamBytes;
+}
 
 int thread_count(int requested, std::size_t n) {
   if (n < 2 * kChunk) return 1;
@@ -107,21 +112,23 @@ struct Encoder {
   cpu::ElementCodec codec;
   BulkOptions o;
   bool nearest;  // the CPU rounds f32 arithmetic to nearest
-  Encoder(const Format& f, const BulkOptions& options)
+  bool stream;   // streaming stores into the codes (nothing reads them back within the cast)
+  Encoder(const Format& f, const BulkOptions& options, bool stream_out = false)
       : codec(cpu::element_codec(f, {options.rounding, options.overflow, 0})),
         o(options),
-        nearest(std::fegetround() == FE_TONEAREST) {}
+        nearest(std::fegetround() == FE_TONEAREST),
+        stream(stream_out) {}
   // codes of x[0, n), elements begin .. begin + n of the whole array.
   template <class Out>
   void operator()(const float* x, std::size_t begin, std::size_t n, Out* codes) const {
-    encode_kernel<Out>()(codec, cpu::EncodeRun{o.seed, o.first_index + begin, nearest}, x, n, codes);
+    encode_kernel<Out>()(codec, cpu::EncodeRun{o.seed, o.first_index + begin, nearest, stream}, x, n, codes);
   }
 };
 
 template <class Out>
 void encode_f32(const Format& f, std::span<const float> x, std::span<Out> codes, const BulkOptions& o) {
   check(f, x.size(), codes.size(), 8 * sizeof(Out), "encode_bulk");
-  const Encoder enc(f, o);
+  const Encoder enc(f, o, streams(x, codes));
   parallel_chunks(x.size(), o.threads,
                   [&](std::size_t b, std::size_t n) { enc(x.data() + b, b, n, codes.data() + b); });
 }
@@ -177,7 +184,7 @@ void decode_f32(const Format& f, std::span<const In> codes, std::span<float> x, 
   check(f, x.size(), codes.size(), 8 * sizeof(In), "decode_bulk");
   const cpu::ElementCodec codec = cpu::element_codec(f);
   const auto kernel = decode_kernel<In>();
-  const bool stream = x.size_bytes() >= kStreamBytes;
+  const bool stream = streams(codes, x);
   parallel_chunks(x.size(), threads,
                   [&](std::size_t b, std::size_t n) { kernel(codec, codes.data() + b, n, x.data() + b, stream); });
 }

@@ -17,9 +17,11 @@ HWY_EXPORT(DecodeWords);
 
 void encode_bytes(const ElementCodec& k, const EncodeRun& run, const float* x, std::size_t n, std::uint8_t* out) {
   HWY_DYNAMIC_DISPATCH(EncodeBytes)(k, run, x, n, out);
+  if (run.stream_out) hwy::FlushStream();
 }
 void encode_words(const ElementCodec& k, const EncodeRun& run, const float* x, std::size_t n, std::uint16_t* out) {
   HWY_DYNAMIC_DISPATCH(EncodeWords)(k, run, x, n, out);
+  if (run.stream_out) hwy::FlushStream();
 }
 void decode_bytes(const ElementCodec& k, const std::uint8_t* codes, std::size_t n, float* out, bool stream) {
   HWY_DYNAMIC_DISPATCH(DecodeBytes)(k, codes, n, out, stream);

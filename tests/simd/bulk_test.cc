@@ -196,9 +196,9 @@ TEST_P(BulkDecodeTarget, EveryCodeOfEveryFormatOnEveryTarget) {
   }
 }
 
-// Outputs of 4 MiB or more take streaming stores from their first vector-aligned element on (bulk.cc): an output
-// that starts 1 to 3 floats past a 64-byte boundary (scalar head, streamed body, scalar tail), on one thread and on
-// two (each thread's chunk streams and fences on its own), against decode().
+// Casts of 4 MiB or more (input and output together) take streaming stores from their output's first vector-aligned
+// element on (bulk.cc): an output that starts 1 to 3 elements past a 64-byte boundary (head, streamed body, tail),
+// on one thread and on two (each thread's chunk streams and fences on its own), against decode().
 TEST_P(BulkDecodeTarget, LargeOutputsThroughStreamingStoresOnEveryTarget) {
   const std::int64_t target = GetParam();
   const std::size_t n = (std::size_t{1} << 20) + 77;  // 4 MiB of f32 and more
@@ -228,6 +228,38 @@ TEST_P(BulkDecodeTarget, LargeOutputsThroughStreamingStoresOnEveryTarget) {
       }
     }
   }
+}
+
+// The same for encode: codes from 1 to 3 elements past a 64-byte boundary, nearest-even and stochastic, against
+// encode() with each element's stochastic bits.
+template <class Code>
+void check_streamed_encode(std::int64_t target, const mf::Format& f, const std::vector<float>& x) {
+  std::vector<Code> storage(x.size() + 80);
+  for (const auto rounding : {mf::Rounding::nearest_even, mf::Rounding::stochastic}) {
+    for (const auto& [offset, threads] : {std::pair{1, 1}, std::pair{3, 2}}) {
+      const mf::BulkOptions o{rounding, mf::Overflow::format_default, 11, threads};
+      std::fill(storage.begin(), storage.end(), Code{0x5A});
+      const std::span<Code> got(storage.data() + offset, x.size());
+      mf::encode_bulk(f, std::span<const float>(x), got, o);
+      for (std::size_t i = 0; i < x.size(); ++i) {
+        const mf::EncodeOptions e{o.rounding, o.overflow, mf::stochastic_bits(o.seed, i)};
+        ASSERT_EQ(got[i], mf::encode(f, x[i], e)) << hwy::TargetName(target) << " " << f.name << " offset " << offset
+                                                  << " threads " << threads << " x = " << x[i];
+      }
+      EXPECT_EQ(storage[offset - 1], Code{0x5A});  // nothing written outside the span
+      EXPECT_EQ(storage[offset + x.size()], Code{0x5A});
+    }
+  }
+}
+
+TEST_P(BulkEncodeTarget, LargeCastsThroughStreamingStoresOnEveryTarget) {
+  std::mt19937 rng(5);
+  std::normal_distribution<float> normal(0.0f, 4.0f);
+  std::vector<float> x((std::size_t{1} << 20) + 77);  // 4 MiB of f32 and more
+  for (float& v : x) v = normal(rng);
+  x[1000] = NAN, x[2000] = -INFINITY, x[3000] = 0x1p-140f, x[4000] = -0.0f;  // groups through the rare path
+  check_streamed_encode<std::uint8_t>(GetParam(), mf::e4m3, x);
+  check_streamed_encode<std::uint16_t>(GetParam(), mf::bf16, x);
 }
 
 // Formats of bulk.h: 8 bits or fewer, or 16.
