@@ -104,9 +104,10 @@ struct EncodeConstants {
 // Zeros and negatives of an unsigned format or one without zero (ue8m0, ue4m3): their constant codes.
 template <class DU, class VU = hn::Vec<DU>>
 HWY_INLINE VU UnsignedFixups(DU du, const EncodeConstants<DU>& c, VU bits, VU mag, VU code) {
+  const hn::RebindToSigned<DU> di;
   const auto zero = hn::Eq(mag, hn::Zero(du));
-  const auto negative = hn::Ne(hn::ShiftRight<31>(bits), hn::Zero(du));
-  code = hn::IfThenElse(hn::AndNot(zero, negative), c.negative_code, code);
+  const auto negative = hn::RebindMask(du, hn::Lt(hn::BitCast(di, bits), hn::Zero(di)));  // -0 too: zeros follow
+  code = hn::IfThenElse(negative, c.negative_code, code);
   return hn::IfThenElse(zero, hn::IfThenElse(negative, c.zero_neg, c.zero_pos), code);
 }
 template <class DU, class VU = hn::Vec<DU>>
