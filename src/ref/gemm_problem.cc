@@ -91,7 +91,7 @@ Problem quantized_problem(const char* op, const QuantizedTensor& a, const Quanti
   p.group = p.weight_scales_inside ? kActBlock : std::min(kActBlock, p.bc);
   if (scales_as_codes) {
     p.weight_scale_codes = w.scales.data();
-    for (std::uint32_t c = 0; c < 256; ++c) p.weight_scale_table[c] = scale_divisor(w.scheme, c, w.tensor_scale);
+    detail::divisor_table(w.scheme, w.tensor_scale, p.weight_scale_table);
   } else {
     p.weight_scales = detail::load_divisors(w);
   }
