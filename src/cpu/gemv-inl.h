@@ -293,6 +293,13 @@ void GemvBlock(const Problem& p, const float* HWY_RESTRICT a, std::int64_t n0, f
   alignas(64) float red[kLanes], s[kLanes];
   const std::int64_t groups = (p.k + p.group - 1) / p.group;
   const bool one_block_row = n0 / p.br == std::min(n0 + kLanes - 1, p.n - 1) / p.br;
+  // Problem::group_scale(0, n0, g) without its calls (each spilled the accumulators): the activation's scale times
+  // the weight's when applied per group (e4m3 with f32 scales; e2m1 keeps its codes inside w).
+  const float* act_scales = p.act_scales.empty() ? nullptr : p.act_scales.data();
+  const float* weight_scales =
+      p.weight_scales.empty() || p.weight_scales_inside ? nullptr
+                                                        : p.weight_scales.data() + n0 / p.br * p.weight_scale_cols;
+  const bool codes_outside = p.weight_scales.empty() && p.weight_scale_codes && !p.weight_scales_inside;  // none yet
 #if MF_GEMV_GFNI
   const bool gfni = K == WeightKind::e4m3 && codec::CpuHasGfni();
 #else
@@ -312,7 +319,11 @@ void GemvBlock(const Problem& p, const float* HWY_RESTRICT a, std::int64_t n0, f
     // One factor for the whole row: act_scales[0, group] (or 1); or for the whole tile, when its 16 rows share a
     // weight scale block (f32 scales in 128x128 blocks).
     if (p.weight_scales.empty() || p.weight_scales_inside || one_block_row) {
-      std::fill(s, s + kLanes, p.group_scale(0, n0, g));
+      const float act = act_scales ? act_scales[g * p.group / kActBlock] : 1.0f;
+      const float weight = weight_scales ? weight_scales[g * p.group / p.bc]
+                           : codes_outside ? p.weight_group_scale(n0, g)
+                                           : 1.0f;
+      std::fill(s, s + kLanes, act * weight);
     } else {
       FillScales<1, kLanes>(p, 0, n0, g, s);
     }
