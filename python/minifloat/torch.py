@@ -82,7 +82,7 @@ class Linear(torch.nn.Module):
     Each call returns a new tensor. With reuse_output=True the output is instead a buffer the module keeps per input
     shape and reuses (no allocation per call, for decode loops): it is then valid only until the module's next call
     with an input of that shape, so a model that calls one Linear twice and keeps both results must not use it.
-    pad: K not a multiple of 128 is zero-padded (weight once, activation per call into a kept buffer),
+    pad: K not a multiple of 128 is zero-padded (weight once, activation per call by the core, in a buffer it keeps),
     which gives the same blocks as partial edge blocks would."""
 
     def __init__(self, weight, bias=None, scheme: str = "fp8-128x128", *, profile: str | None = None,
@@ -117,7 +117,7 @@ class Linear(torch.nn.Module):
                 raise ValueError(f"{name}: bias shape {list(b.shape)} is not [{self.out_features}]")
             bias = b.to(out_dtype).contiguous()
         self.register_buffer("bias", bias)
-        self._buffers_by_lead = OrderedDict()  # leading shape -> buffers (_buffers_for)
+        self._buffers_by_lead = OrderedDict()  # input shape -> buffers (_buffers_for)
 
     @classmethod
     def from_linear(cls, linear: torch.nn.Linear, scheme: str, **kw) -> "Linear":
@@ -132,33 +132,32 @@ class Linear(torch.nn.Module):
         return (f"in_features={self.in_features}, out_features={self.out_features}, scheme={self.scheme}, "
                 f"bias={self.bias is not None}, out_dtype={self.out_dtype}")
 
-    def _buffers_for(self, lead: tuple, need_x: bool):
-        """(x buffers or None, raw out, torch out, raw bias) for inputs [*lead, K], made on first use: the output
-        already has the caller's shape, so a call runs no torch operation on an f32 input."""
-        bufs = self._buffers_by_lead.get(lead)
-        if bufs is None or (need_x and bufs[0] is None):
-            # x: the kept f32 input [*lead, K padded], a numpy and a torch view of its first K columns (the padding
-            # stays zero)
-            x = None
-            if need_x:
-                xa = np.zeros(lead + (self.k_padded,), np.float32)
-                x = (xa, xa[..., :self.in_features], torch.from_numpy(xa)[..., :self.in_features])
-            if self.out_dtype == torch.float32:
-                raw = np.empty(lead + (self.out_features,), np.float32)
-                out = torch.from_numpy(raw)
-            else:
-                raw = np.empty(lead + (self.out_features,), np.uint16)
-                out = torch.from_numpy(raw.view(np.int16)).view(torch.bfloat16)
+    def _new_output(self, lead: tuple):
+        """(raw out, torch out, its address) [*lead, out_features] in out_dtype (bf16 as uint16 bits in raw)."""
+        if self.out_dtype == torch.float32:
+            raw = np.empty(lead + (self.out_features,), np.float32)
+            out = torch.from_numpy(raw)
+        else:
+            raw = np.empty(lead + (self.out_features,), np.uint16)
+            out = torch.from_numpy(raw.view(np.int16)).view(torch.bfloat16)
+        return raw, out, out.data_ptr()
+
+    def _buffers_for(self, shape: torch.Size):
+        """(raw out, torch out, out address, rows, raw bias) for inputs of `shape` [*lead, K], made on first use and
+        keyed by the input's shape itself (no tuple built per call): the output already has the caller's shape."""
+        bufs = self._buffers_by_lead.get(shape)
+        if bufs is None:
+            lead = tuple(shape[:-1])
             bias_raw = None
             if self.bias is not None:
                 bias_raw = (self.bias.numpy() if self.out_dtype == torch.float32
                             else self.bias.view(torch.int16).numpy().view(np.uint16))
-            bufs = (x, raw, out, bias_raw)
-            self._buffers_by_lead[lead] = bufs
+            bufs = self._new_output(lead) + (math.prod(lead), bias_raw)
+            self._buffers_by_lead[shape] = bufs
             while len(self._buffers_by_lead) > _BUFFERS_KEPT:
                 self._buffers_by_lead.popitem(last=False)
         else:
-            self._buffers_by_lead.move_to_end(lead)
+            self._buffers_by_lead.move_to_end(shape)
         return bufs
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -167,28 +166,27 @@ class Linear(torch.nn.Module):
                 raise RuntimeError(f"{self.name}: minifloat.torch.Linear is inference only (no gradients): run the "
                                    "model under torch.inference_mode() or torch.no_grad()")
             x = x.detach()
-        if x.shape[-1] != self.in_features:
-            raise ValueError(f"{self.name}: input [..., {x.shape[-1]}] does not fit in_features {self.in_features}")
-        if x.device.type != "cpu":
+        shape = x.shape
+        if not shape:
+            raise ValueError(f"{self.name}: input is a scalar; [..., {self.in_features}] is expected")
+        if shape[-1] != self.in_features:
+            raise ValueError(f"{self.name}: input [..., {shape[-1]}] does not fit in_features {self.in_features}")
+        if not x.is_cpu:
             raise TypeError(f"{self.name}: minifloat runs on the CPU; the input is on {x.device}")
-        f32 = x.dtype == torch.float32
-        direct = f32 and self.k_padded == self.in_features and x.is_contiguous()
-        xbuf, raw, out, bias_raw = self._buffers_for(tuple(x.shape[:-1]), not direct)
-        if direct:
-            xa = x.numpy()
-        else:  # K zero-padded, or bf16 / f16 widened exactly: into the kept buffer
-            xa, xnp, xt = xbuf
-            if f32:
-                xnp[...] = x.numpy()
-            else:
-                xt.copy_(x)
+        # f32 as it is, bf16 as its bits: the core widens them and zero-pads K to k_padded, reading x at its address
+        # (a numpy view would cost more than the rest of the call's Python); other dtypes (f16) widened by torch.
+        bf16 = x.dtype is torch.bfloat16
+        if not bf16 and x.dtype is not torch.float32:
+            x = x.to(torch.float32)
+        if not x.is_contiguous():
+            x = x.contiguous()
+        raw, out, out_ptr, rows, bias_raw = self._buffers_for(shape)
         if not self.reuse_output:  # a new output per call, so that a result the caller keeps is never overwritten
-            raw = np.empty_like(raw)
-            out = (torch.from_numpy(raw) if self.out_dtype == torch.float32
-                   else torch.from_numpy(raw.view(np.int16)).view(torch.bfloat16))
+            raw, out, out_ptr = self._new_output(tuple(shape[:-1]))
         if bias_raw is not None:
             raw[...] = bias_raw  # the GEMM adds the product to it: bias added after, in one rounding
-        _core.linear_quantized(xa, self._w, raw, bias_raw is not None, self.threads)
+        _core.linear_quantized_raw(x.data_ptr(), rows, self.in_features, bf16, self._w, out_ptr,
+                                   self.out_dtype is torch.bfloat16, bias_raw is not None, self.threads)
         return out
 
 

@@ -7,6 +7,9 @@
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
+#include <algorithm>
+#include <array>
+#include <bit>
 #include <cstdint>
 #include <cstring>
 #include <span>
@@ -89,6 +92,48 @@ void bind_gemm(nb::module_& m) {
     nb::gil_scoped_release release;
     linear(p, shape, weight, o, gemm_options(accumulate, threads));
   }, nb::arg("x"), nb::arg("w"), nb::arg("out"), nb::arg("accumulate"), nb::arg("threads"));
+
+  // linear_quantized for minifloat.torch.Linear's forward, on raw addresses: the module holds both tensors (CPU,
+  // contiguous) for the call, and reading a torch tensor's address costs a fraction of a numpy or DLPack view, which
+  // is most of a decode step's Python time per Linear. x [rows, K'] holds float32 values or bfloat16 bits (widened
+  // exactly), with K' the weight's K or short of it by less than one activation block, the missing columns being
+  // zeros (in_features zero-padded to whole 1x128 blocks); widening and padding go into a buffer of this thread.
+  // out [rows, N]: float32, or bfloat16 bits.
+  m.def("linear_quantized_raw", [](std::uintptr_t x, std::int64_t rows, std::int64_t k, bool x_bf16,
+                                   const QuantizedTensor& w, std::uintptr_t out, bool out_bf16, bool accumulate,
+                                   int threads) {
+    const std::int64_t kw = w.cols();
+    if (rows < 0 || k < 1 || k > kw || kw - k >= 128) {
+      throw std::invalid_argument("x: [" + std::to_string(rows) + ", " + std::to_string(k) + "] does not fit weight K " +
+                                  std::to_string(kw));
+    }
+    Weight weight;
+    weight.quantized = &w;
+    const GemmOut o = out_bf16 ? GemmOut{nullptr, reinterpret_cast<std::uint16_t*>(out)}
+                               : GemmOut{reinterpret_cast<float*>(out), nullptr};
+    nb::gil_scoped_release release;
+    const float* p = reinterpret_cast<const float*>(x);
+    if (x_bf16 || k != kw) {
+      thread_local std::vector<float> wide;
+      wide.resize(static_cast<std::size_t>(rows * kw));
+      const auto* x16 = reinterpret_cast<const std::uint16_t*>(x);
+      for (std::int64_t r = 0; r < rows; ++r) {
+        float* dst = wide.data() + r * kw;
+        if (x_bf16) {
+          for (std::int64_t i = 0; i < k; ++i) {
+            dst[i] = std::bit_cast<float>(static_cast<std::uint32_t>(x16[r * k + i]) << 16);
+          }
+        } else {
+          std::memcpy(dst, p + r * k, static_cast<std::size_t>(k) * sizeof(float));
+        }
+        std::fill(dst + k, dst + kw, 0.0f);
+      }
+      p = wide.data();
+    }
+    const std::array<std::int64_t, 2> shape{rows, kw};
+    linear(p, shape, weight, o, gemm_options(accumulate, threads));
+  }, nb::arg("x"), nb::arg("rows"), nb::arg("k"), nb::arg("x_bf16"), nb::arg("w"), nb::arg("out"),
+     nb::arg("out_bf16"), nb::arg("accumulate"), nb::arg("threads"));
 
   // w [N, K] as float32 values or uint16 bfloat16 bits.
   m.def("linear_plain", [](const Array& x, const Array& w, Array out, bool accumulate, int threads) {

@@ -109,6 +109,38 @@ def test_linear_pads_k():
     assert_same(bits_of(y), np.asarray(expected(x, w.numpy(), bias, "fp8-128x128", torch.float32, 640)).view(np.int32))
 
 
+@pytest.mark.parametrize("scheme", ["fp8-128x128", "e4m3-128x128-f32", "fp8-1x128", "mxfp4"])
+def test_linear_pads_k_in_the_core(scheme):
+    """K zero-padded per call by the core (f32 and bf16 inputs, no copy in Python) gives the bits of minifloat.linear
+    on the activation padded by hand, with the same quantized weight: random weights, outliers, e4m3 subnormal codes
+    (tiny weights) and NaN codes put into the weight's codes, inside K and in its zero padding."""
+    g = torch.Generator().manual_seed(3)
+    for n, k in [(192, 576), (50, 40), (33, 500)]:
+        w = torch.randn(n, k, generator=g) * 0.05
+        w[0, : k // 2] *= 1e-6  # tiny: e4m3 subnormal codes
+        w[1, 3] = 40.0  # an outlier
+        for out_dtype in (torch.float32, torch.bfloat16):
+            lin = Linear(w, None, scheme, pad=True, out_dtype=out_dtype)
+            kp = lin.k_padded
+            if scheme != "mxfp4":  # NaN codes (e4m3 0x7F, 0xFF): in K, and past it where x is zero (0 x NaN = NaN)
+                codes = lin.weight_q.codes.reshape(n, kp)
+                codes[2, k // 3] = 0x7F
+                if kp > k:
+                    codes[min(3, n - 1), kp - 1] = 0xFF
+            for rows in ((1,), (3,), (2, 2)):
+                x = torch.randn(*rows, k, generator=g) * 3
+                for xin in (x, x.to(torch.bfloat16)):
+                    with torch.inference_mode():
+                        y = lin(xin)
+                    xa = np.pad(xin.float().numpy(), [(0, 0)] * len(rows) + [(0, kp - k)])
+                    out_dt = np.float32 if out_dtype == torch.float32 else minifloat._arrays.ml_dtype("bf16")
+                    want = minifloat.linear(xa, lin.weight_q, dtype=out_dt)
+                    what = f"{scheme} [{n}, {k}] x {rows} {xin.dtype} -> {out_dtype}"
+                    assert_same(bits_of(y), np.asarray(want).view(bits_of(y).dtype), what=what)
+                    if scheme != "mxfp4":
+                        assert torch.isnan(y[..., 2]).all() and (kp == k or torch.isnan(y[..., min(3, n - 1)]).all())
+
+
 def test_linear_errors(tmp_path):
     w = torch.randn(64, 128)
     lin = Linear(w, None, "mxfp4")

@@ -220,11 +220,22 @@ void load_codes(const QuantizedTensor& q, std::span<std::uint8_t> codes) {
   }
 }
 
+void divisor_table(const Scheme& s, float tensor_scale, std::array<float, 256>& out) {
+  if (*s.scale_format == ue8m0 && !s.tensor_scale) {
+    static const std::array<float, 256> plain = [&] {
+      std::array<float, 256> t{};
+      for (std::uint32_t c = 0; c < 256; ++c) t[c] = scale_divisor(s, c, 1.0f);
+      return t;
+    }();
+    out = plain;
+    return;
+  }
+  for (std::uint32_t c = 0; c < 256; ++c) out[c] = scale_divisor(s, c, tensor_scale);
+}
+
 RowDivisors::RowDivisors(const QuantizedTensor& q)
     : q_(q), g_(geometry_of(q)), by_table_(q.layout != Layout::ggml && !(*q.scheme.scale_format == f32)) {
-  if (by_table_) {
-    for (std::uint32_t c = 0; c < 256; ++c) table_[c] = scale_divisor(q.scheme, c, q.tensor_scale);
-  }
+  if (by_table_) divisor_table(q.scheme, q.tensor_scale, table_);
 }
 
 void RowDivisors::operator()(std::int64_t block_row, float* out) const {

@@ -43,6 +43,9 @@ void store_scales(QuantizedTensor& q, std::span<const std::uint32_t> scale_codes
 // The inverse: one code per byte, and one divisor per block.
 void load_codes(const QuantizedTensor& q, std::span<std::uint8_t> codes);
 std::vector<float> load_divisors(const QuantizedTensor& q);
+// out[c] = scale_divisor(s, c, tensor_scale) for every one-byte scale code c. ue8m0 without a tensor scale (MX and
+// DeepSeek scales: every GEMM call reads a weight's and an activation's) is copied from a table built once.
+void divisor_table(const Scheme& s, float tensor_scale, std::array<float, 256>& out);
 
 // The divisors of one block row at a time (what load_divisors returns, without a tensor-sized array): one-byte scale
 // codes through a table of their 256 divisors built once.

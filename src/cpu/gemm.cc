@@ -93,6 +93,7 @@ std::vector<float> padded_activations(const Problem& p, std::int64_t mp, std::si
 // One activation row: chunks of 4 blocks (64 columns, tens of microseconds each) from a queue.
 void gemv_threads(const Problem& p, const float* a, std::int64_t blocks, int threads, bool parallel) {
   ColumnQueue queue(blocks, 4);
+  if (!parallel) return HWY_DYNAMIC_DISPATCH(Gemv)(p, a, &queue);  // no OpenMP region: a decode step's small calls
 #pragma omp parallel num_threads(threads) if (parallel)
   {
     HWY_DYNAMIC_DISPATCH(Gemv)(p, a, &queue);

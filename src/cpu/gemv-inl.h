@@ -153,10 +153,13 @@ HWY_INLINE bool GroupProductsOptimistic(const WeightRow (&rows)[kLanes], const f
 // Highway's AVX3_DL target and newer (Ice Lake and Zen 4 on) where CpuHasGfni(). The same bits in the same fmas, so
 // the same sums. Rows go 8 at a time, so that their pointers stay in registers. (end - k0) % 32 == 0. The target
 // attribute adds GFNI to AVX3_DL's (CpuHasGfni says why).
+// `live` (a multiple of 32): a[k] is ±0 for every k >= live (a K zero-padded to whole activation blocks), so the
+// fmas stop there: a product ±0 leaves a partial sum as it is (it is never -0: it starts at +0), unless the weight
+// is NaN, and NaN codes are still looked for over the whole group, which then goes to the checked loop.
 template <bool kPerGroup>
 HWY_NOINLINE __attribute__((target(HWY_TARGET_STR ",gfni"))) bool GroupProductsGfni(
-    const WeightRow (&rows)[kLanes], const float* HWY_RESTRICT a, std::int64_t k0, std::int64_t end, int shift,
-    VF (&acc)[kLanes][kV]) {
+    const WeightRow (&rows)[kLanes], const float* HWY_RESTRICT a, std::int64_t k0, std::int64_t end,
+    std::int64_t live, int shift, VF (&acc)[kLanes][kV]) {
   const DF df;
   auto seen = hn::Set(D8(), std::uint8_t{0x7F});
   const auto weights = [&](VF w, std::int64_t k, int i) {
@@ -181,7 +184,8 @@ HWY_NOINLINE __attribute__((target(HWY_TARGET_STR ",gfni"))) bool GroupProductsG
         _mm_prefetch(reinterpret_cast<const char*>(reinterpret_cast<std::uintptr_t>(codes[i]) + line + 512),
                      _MM_HINT_T1);
       }
-      for (std::int64_t k = line; k < stop; k += 32) {
+      const std::int64_t products = std::min(stop, live);
+      for (std::int64_t k = line; k < products; k += 32) {
         const VF a0 = hn::LoadU(df, a + k), a1 = hn::LoadU(df, a + k + 16);
 #pragma GCC unroll 8
         for (int i = 0; i < 8; ++i) {
@@ -224,10 +228,11 @@ HWY_INLINE void GroupSumsE2m1Strided(const WeightRow (&rows)[kLanes], const floa
 
 // One group's 16 sums into red (lane bitrev4(i) for row i). e4m3 on 16-lane targets goes optimistically first (GFNI
 // where `gfni`, else shifted fields) and again with the checked loop when the group holds a NaN code.
+// live: GroupProductsGfni's.
 template <WeightKind K, bool kPerGroup>
 HWY_INLINE void GroupSums(const WeightRow (&rows)[kLanes], const float* HWY_RESTRICT a, std::int64_t k0,
-                          std::int64_t end, int shift, bool gfni, float* HWY_RESTRICT red) {
-  (void)gfni;  // read where the GFNI decode is compiled
+                          std::int64_t end, std::int64_t live, int shift, bool gfni, float* HWY_RESTRICT red) {
+  (void)gfni, (void)live;  // read where the GFNI decode is compiled
   const DF df;
   VF acc[kLanes][kV];
   for (auto& o : acc) {
@@ -238,7 +243,7 @@ HWY_INLINE void GroupSums(const WeightRow (&rows)[kLanes], const float* HWY_REST
   if constexpr (K == WeightKind::e4m3) {
 #if MF_GEMV_GFNI
     if (gfni && (end - k0) % 32 == 0) {  // always, for weights with 32- or 128-wide blocks
-      done = GroupProductsGfni<kPerGroup>(rows, a, k0, end, shift, acc);
+      done = GroupProductsGfni<kPerGroup>(rows, a, k0, end, live, shift, acc);
     } else  // NOLINT(readability/braces)
 #endif
     {
@@ -278,8 +283,8 @@ HWY_INLINE void ApplyRowFactors(const WeightRow (&rows)[kLanes], std::int64_t co
 // scale code, the 16 e2m1 values times its scale.
 template <WeightKind K, bool kPerGroup = false>
 void GemvBlock(const Problem& p, const float* HWY_RESTRICT a, std::int64_t n0, float* HWY_RESTRICT c,
-               const float* HWY_RESTRICT e2m1_tables = nullptr) {
-  (void)e2m1_tables;  // read only where e2m1 rows are decoded (16-lane targets)
+               std::int64_t live, const float* HWY_RESTRICT e2m1_tables = nullptr) {
+  (void)e2m1_tables, (void)live;  // read only where e2m1 rows are decoded (16-lane targets); by GroupSums
   // k >> shift is the scale column (GemvFits: a power-of-two block width); 62 keeps one factor for f32 scales.
   const int shift =
       K == WeightKind::e4m3 && !p.weight_scales_inside ? 62 : std::countr_zero(static_cast<unsigned>(p.bc));
@@ -287,6 +292,14 @@ void GemvBlock(const Problem& p, const float* HWY_RESTRICT a, std::int64_t n0, f
   for (int i = 0; i < kLanes; ++i) rows[i] = RowOf<K>(p, std::min(n0 + i, p.n - 1));  // rows past N: dropped
   alignas(64) float red[kLanes], s[kLanes];
   const std::int64_t groups = (p.k + p.group - 1) / p.group;
+  const bool one_block_row = n0 / p.br == std::min(n0 + kLanes - 1, p.n - 1) / p.br;
+  // Problem::group_scale(0, n0, g) without its calls (each spilled the accumulators): the activation's scale times
+  // the weight's when applied per group (e4m3 with f32 scales; e2m1 keeps its codes inside w).
+  const float* act_scales = p.act_scales.empty() ? nullptr : p.act_scales.data();
+  const float* weight_scales =
+      p.weight_scales.empty() || p.weight_scales_inside ? nullptr
+                                                        : p.weight_scales.data() + n0 / p.br * p.weight_scale_cols;
+  const bool codes_outside = p.weight_scales.empty() && p.weight_scale_codes && !p.weight_scales_inside;  // none yet
 #if MF_GEMV_GFNI
   const bool gfni = K == WeightKind::e4m3 && codec::CpuHasGfni();
 #else
@@ -300,12 +313,17 @@ void GemvBlock(const Problem& p, const float* HWY_RESTRICT a, std::int64_t n0, f
     } else  // NOLINT(readability/braces)
 #endif
     {
-      GroupSums<K, kPerGroup>(rows, a, k0, end, shift, gfni, red);
+      GroupSums<K, kPerGroup>(rows, a, k0, end, live, shift, gfni, red);
     }
     if constexpr (kPerGroup) ApplyRowFactors(rows, k0 >> shift, red);
-    // One factor for the whole row: act_scales[0, group] (or 1).
-    if (p.weight_scales.empty() || p.weight_scales_inside) {
-      std::fill(s, s + kLanes, p.group_scale(0, n0, g));
+    // One factor for the whole row: act_scales[0, group] (or 1); or for the whole tile, when its 16 rows share a
+    // weight scale block (f32 scales in 128x128 blocks).
+    if (p.weight_scales.empty() || p.weight_scales_inside || one_block_row) {
+      const float act = act_scales ? act_scales[g * p.group / kActBlock] : 1.0f;
+      const float weight = weight_scales ? weight_scales[g * p.group / p.bc]
+                           : codes_outside ? p.weight_group_scale(n0, g)
+                                           : 1.0f;
+      std::fill(s, s + kLanes, act * weight);
     } else {
       FillScales<1, kLanes>(p, 0, n0, g, s);
     }
@@ -356,6 +374,7 @@ HWY_INLINE StridedE2m1 PrepareStridedE2m1(const Problem& p, const float* a) {
 // The activations as each weight kind's GemvBlock reads them.
 struct GemvInputs {
   const float* a;
+  std::int64_t live;  // a multiple of 32 with a[k] == ±0 from there on (GroupProductsGfni)
   std::vector<float> scaled;  // a x 2^119 (exact: |a| <= 448), for the e4m3 GEMV's per-group factors
 #if MF_GEMM_WIDE
   StridedE2m1 strided;
@@ -367,17 +386,17 @@ HWY_INLINE void GemvBlockOf(const Problem& p, const GemvInputs& in, std::int64_t
   std::fill(c, c + kLanes, 0.0f);
   switch (p.kind) {
     case WeightKind::e4m3:
-      if (p.e4m3_per_group) return GemvBlock<WeightKind::e4m3, true>(p, in.scaled.data(), col0, c);
-      return GemvBlock<WeightKind::e4m3>(p, in.a, col0, c);
+      if (p.e4m3_per_group) return GemvBlock<WeightKind::e4m3, true>(p, in.scaled.data(), col0, c, in.live);
+      return GemvBlock<WeightKind::e4m3>(p, in.a, col0, c, in.live);
     case WeightKind::e2m1:
 #if MF_GEMM_WIDE
-      return GemvBlock<WeightKind::e2m1>(p, in.strided.a.get(), col0, c, in.strided.tables.get());
+      return GemvBlock<WeightKind::e2m1>(p, in.strided.a.get(), col0, c, in.live, in.strided.tables.get());
 #elif HWY_TARGET != HWY_SCALAR
-      return GemvBlock<WeightKind::e2m1>(p, in.a, col0, c);
+      return GemvBlock<WeightKind::e2m1>(p, in.a, col0, c, in.live);
 #else
       return;  // GemvFits: not on this target
 #endif
-    case WeightKind::bf16: return GemvBlock<WeightKind::bf16>(p, in.a, col0, c);
+    case WeightKind::bf16: return GemvBlock<WeightKind::bf16>(p, in.a, col0, c, in.live);
     case WeightKind::f32: return;  // GemvFits: never
   }
 }
@@ -387,6 +406,10 @@ HWY_INLINE void GemvColumns(const Problem& p, const float* a, ColumnQueue& queue
   const bool wide_e2m1 = MF_GEMM_WIDE && p.kind == WeightKind::e2m1;  // GemvBlock's lane order
   GemvInputs in;
   in.a = a;
+  // A K zero-padded to whole activation blocks (a Linear whose in_features is not a multiple of 128) ends in zeros.
+  in.live = p.k;
+  while (in.live > 0 && a[in.live - 1] == 0.0f) --in.live;
+  in.live = (in.live + 31) / 32 * 32;
   if (p.kind == WeightKind::e4m3 && p.e4m3_per_group) {
     in.scaled.resize(static_cast<std::size_t>(p.k));
     for (std::int64_t k = 0; k < p.k; ++k) in.scaled[static_cast<std::size_t>(k)] = a[k] * 0x1p119f;

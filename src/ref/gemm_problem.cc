@@ -64,8 +64,11 @@ void check_scales(const char* op, const char* which, const QuantizedTensor& q, c
 
 // Activation codes decoded to f32 (unscaled) and the activation scales.
 void load_activation(Problem& p, const QuantizedTensor& a) {
-  std::array<float, 256> table{};
-  for (std::uint32_t c = 0; c < 256; ++c) table[c] = decode(e4m3, c);
+  static const std::array<float, 256> table = [] {  // built once: a decode step calls this per layer
+    std::array<float, 256> t{};
+    for (std::uint32_t c = 0; c < 256; ++c) t[c] = decode(e4m3, c);
+    return t;
+  }();
   p.a.resize(a.codes.size());
   for (std::size_t i = 0; i < a.codes.size(); ++i) p.a[i] = table[a.codes[i]];
   p.act_scales = detail::load_divisors(a);
@@ -91,7 +94,7 @@ Problem quantized_problem(const char* op, const QuantizedTensor& a, const Quanti
   p.group = p.weight_scales_inside ? kActBlock : std::min(kActBlock, p.bc);
   if (scales_as_codes) {
     p.weight_scale_codes = w.scales.data();
-    for (std::uint32_t c = 0; c < 256; ++c) p.weight_scale_table[c] = scale_divisor(w.scheme, c, w.tensor_scale);
+    detail::divisor_table(w.scheme, w.tensor_scale, p.weight_scale_table);
   } else {
     p.weight_scales = detail::load_divisors(w);
   }

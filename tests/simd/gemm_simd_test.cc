@@ -195,6 +195,61 @@ TEST_P(GemmSimdTarget, Fp4Weights) {
   }
 }
 
+// M = 1 with the activation's last columns zero (a Linear whose in_features, 40 or 576 or 500, is zero-padded to
+// whole activation blocks; or an all-zero row): the e4m3 GEMV stops its fmas at the last nonzero activation, which
+// must change no bit. The zeros are +0 and -0 codes, and NaN weight codes sit inside that zero tail too: 0 x NaN is
+// NaN, so those rows must still come out NaN. Weights: random, outliers, e4m3 subnormals, -0 and NaN codes.
+TEST_P(GemmSimdTarget, GemvActivationWithZeroTail) {
+  std::mt19937 rng(11);
+  const struct {
+    const char* scheme;
+    mf::ActScale act_scale;
+  } cases[] = {{"fp8-128x128", mf::ActScale::ue8m0}, {"e4m3-128x128-f32", mf::ActScale::f32},
+               {"fp8-1x128", mf::ActScale::ue8m0},   {"fp8-32x32", mf::ActScale::ue8m0},
+               {"e4m3-32x32-f32", mf::ActScale::f32}, {"mxfp4", mf::ActScale::ue8m0}};
+  const struct {
+    std::int64_t n, k, live;
+  } shapes[] = {{192, 640, 576}, {50, 128, 40}, {40, 512, 500}, {33, 1536, 1536}, {16, 256, 0}, {24, 384, 257}};
+  for (const auto& c : cases) {
+    const bool fp4 = std::string(c.scheme) == "mxfp4";
+    for (const auto& d : shapes) {
+      for (const Kind kind : {Kind::normal, Kind::outliers, Kind::adversarial}) {
+        std::vector<float> x = values(d.k, kind, rng);
+        for (std::int64_t i = d.live; i < d.k; ++i) x[static_cast<std::size_t>(i)] = (i % 3 == 0) ? -0.0f : 0.0f;
+        const mf::QuantizedTensor a = mf::act_quant(x.data(), Shape{1, d.k}, c.act_scale);
+        std::vector<float> wv = values(d.n * d.k, kind, rng);
+        for (std::int64_t r = 0; r < d.n; ++r) {  // the weight zero-padded as the activation is
+          for (std::int64_t i = d.live; i < d.k; ++i) wv[static_cast<std::size_t>(r * d.k + i)] = 0.0f;
+        }
+        mf::QuantizeOptions qo;
+        qo.pad = true;
+        mf::QuantizedTensor w = mf::quantize(wv.data(), Shape{d.n, d.k}, mf::scheme_named(c.scheme), qo);
+        if (kind == Kind::adversarial) spoil(w, rng, false);
+        if (!fp4 && d.live < d.k) {  // NaN codes in the zero tail of rows 3 and 17
+          w.codes[static_cast<std::size_t>(3 * d.k + d.k - 1)] = 0x7F;
+          if (d.n > 17) w.codes[static_cast<std::size_t>(17 * d.k + d.live)] = 0xFF;
+        }
+        expect_fast_matches_ref(
+            [&](bool fast, mf::GemmOut out, const mf::GemmOptions& o) {
+              if (fp4) {
+                fast ? mf::fp4_gemm(a, w, out, o) : mf::ref::fp4_gemm(a, w, out, o);
+              } else {
+                fast ? mf::fp8_gemm(a, w, out, o) : mf::ref::fp8_gemm(a, w, out, o);
+              }
+            },
+            1, d.n,
+            std::string(c.scheme) + " N=" + std::to_string(d.n) + " K=" + std::to_string(d.k) + " zero from " +
+                std::to_string(d.live) + " kind " + std::to_string(static_cast<int>(kind)));
+        if (!fp4 && d.live < d.k) {  // the NaN codes reached the output (not only matched the reference)
+          std::vector<float> y(static_cast<std::size_t>(d.n));
+          mf::fp8_gemm(a, w, mf::GemmOut{y.data(), nullptr}, {});
+          EXPECT_TRUE(std::isnan(y[3])) << c.scheme << " K=" << d.k;
+        }
+      }
+    }
+  }
+}
+
 // Calls large enough for two threads (M x N x K > 2^20) split their columns between them: M = 1 and single passes
 // of activation rows (M <= 256) take chunks of column blocks from a queue (src/cpu/column_queue.h), larger M a
 // fixed share per thread. N = 1000 (63 blocks) is 16 chunks at M = 1 and 7 at M = 3 (4 x 4 tile), N = 500 is 8 at
