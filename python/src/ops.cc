@@ -9,7 +9,6 @@
 
 #include <algorithm>
 #include <array>
-#include <bit>
 #include <cstdint>
 #include <cstring>
 #include <span>
@@ -19,6 +18,7 @@
 #include <vector>
 
 #include "bindings.h"
+#include "minifloat/bulk.h"
 #include "minifloat/gemm.h"
 #include "minifloat/kv.h"
 #include "minifloat/scale_layout.h"
@@ -62,6 +62,48 @@ std::int64_t leading(const std::vector<std::int64_t>& shape) {
   return rows;
 }
 
+// x [rows, k] (float32 values or bfloat16 bits) as float32 [rows, kw] in a buffer of this thread: bf16 widened
+// (exactly, by the bulk decode), columns k .. kw zero.
+const float* widened_rows(std::uintptr_t x, std::int64_t rows, std::int64_t k, bool x_bf16, std::int64_t kw) {
+  thread_local std::vector<float> wide;
+  wide.resize(static_cast<std::size_t>(rows * kw));
+  const auto n = static_cast<std::size_t>(k);
+  for (std::int64_t r = 0; r < rows; ++r) {
+    float* dst = wide.data() + r * kw;
+    if (x_bf16) {
+      decode_bulk(bf16, std::span<const std::uint16_t>(reinterpret_cast<const std::uint16_t*>(x) + r * k, n),
+                  std::span<float>(dst, n));
+    } else {
+      std::memcpy(dst, reinterpret_cast<const float*>(x) + r * k, n * sizeof(float));
+    }
+    std::fill(dst + k, dst + kw, 0.0f);
+  }
+  return wide.data();
+}
+
+// linear_quantized for minifloat.torch.Linear's forward, on raw addresses: the module holds both tensors (CPU,
+// contiguous) for the call, and reading a torch tensor's address costs a fraction of a numpy or DLPack view, which
+// is most of a decode step's Python time per Linear. x [rows, K'] holds float32 values or bfloat16 bits (widened
+// exactly), with K' the weight's K or short of it by less than one activation block, the missing columns being
+// zeros (in_features zero-padded to whole 1x128 blocks); widening and padding go into a buffer of this thread.
+// out [rows, N]: float32, or bfloat16 bits.
+void linear_raw(std::uintptr_t x, std::int64_t rows, std::int64_t k, bool x_bf16, const QuantizedTensor& w,
+                std::uintptr_t out, bool out_bf16, bool accumulate, int threads) {
+  const std::int64_t kw = w.cols();
+  if (rows < 0 || k < 1 || k > kw || kw - k >= 128) {
+    throw std::invalid_argument("x: [" + std::to_string(rows) + ", " + std::to_string(k) + "] does not fit weight K " +
+                                std::to_string(kw));
+  }
+  Weight weight;
+  weight.quantized = &w;
+  const GemmOut o = out_bf16 ? GemmOut{nullptr, reinterpret_cast<std::uint16_t*>(out)}
+                             : GemmOut{reinterpret_cast<float*>(out), nullptr};
+  nb::gil_scoped_release release;
+  const float* p = x_bf16 || k != kw ? widened_rows(x, rows, k, x_bf16, kw) : reinterpret_cast<const float*>(x);
+  const std::array<std::int64_t, 2> shape{rows, kw};
+  linear(p, shape, weight, o, gemm_options(accumulate, threads));
+}
+
 void bind_gemm(nb::module_& m) {
   m.def("act_quant", [](const Array& x, const std::string& scale, int threads) {
     if (scale != "ue8m0" && scale != "f32") throw std::invalid_argument("scale: 'ue8m0' or 'f32', not '" + scale + "'");
@@ -93,47 +135,9 @@ void bind_gemm(nb::module_& m) {
     linear(p, shape, weight, o, gemm_options(accumulate, threads));
   }, nb::arg("x"), nb::arg("w"), nb::arg("out"), nb::arg("accumulate"), nb::arg("threads"));
 
-  // linear_quantized for minifloat.torch.Linear's forward, on raw addresses: the module holds both tensors (CPU,
-  // contiguous) for the call, and reading a torch tensor's address costs a fraction of a numpy or DLPack view, which
-  // is most of a decode step's Python time per Linear. x [rows, K'] holds float32 values or bfloat16 bits (widened
-  // exactly), with K' the weight's K or short of it by less than one activation block, the missing columns being
-  // zeros (in_features zero-padded to whole 1x128 blocks); widening and padding go into a buffer of this thread.
-  // out [rows, N]: float32, or bfloat16 bits.
-  m.def("linear_quantized_raw", [](std::uintptr_t x, std::int64_t rows, std::int64_t k, bool x_bf16,
-                                   const QuantizedTensor& w, std::uintptr_t out, bool out_bf16, bool accumulate,
-                                   int threads) {
-    const std::int64_t kw = w.cols();
-    if (rows < 0 || k < 1 || k > kw || kw - k >= 128) {
-      throw std::invalid_argument("x: [" + std::to_string(rows) + ", " + std::to_string(k) + "] does not fit weight K " +
-                                  std::to_string(kw));
-    }
-    Weight weight;
-    weight.quantized = &w;
-    const GemmOut o = out_bf16 ? GemmOut{nullptr, reinterpret_cast<std::uint16_t*>(out)}
-                               : GemmOut{reinterpret_cast<float*>(out), nullptr};
-    nb::gil_scoped_release release;
-    const float* p = reinterpret_cast<const float*>(x);
-    if (x_bf16 || k != kw) {
-      thread_local std::vector<float> wide;
-      wide.resize(static_cast<std::size_t>(rows * kw));
-      const auto* x16 = reinterpret_cast<const std::uint16_t*>(x);
-      for (std::int64_t r = 0; r < rows; ++r) {
-        float* dst = wide.data() + r * kw;
-        if (x_bf16) {
-          for (std::int64_t i = 0; i < k; ++i) {
-            dst[i] = std::bit_cast<float>(static_cast<std::uint32_t>(x16[r * k + i]) << 16);
-          }
-        } else {
-          std::memcpy(dst, p + r * k, static_cast<std::size_t>(k) * sizeof(float));
-        }
-        std::fill(dst + k, dst + kw, 0.0f);
-      }
-      p = wide.data();
-    }
-    const std::array<std::int64_t, 2> shape{rows, kw};
-    linear(p, shape, weight, o, gemm_options(accumulate, threads));
-  }, nb::arg("x"), nb::arg("rows"), nb::arg("k"), nb::arg("x_bf16"), nb::arg("w"), nb::arg("out"),
-     nb::arg("out_bf16"), nb::arg("accumulate"), nb::arg("threads"));
+  // linear_quantized for minifloat.torch.Linear's forward, on raw addresses (linear_raw above).
+  m.def("linear_quantized_raw", &linear_raw, nb::arg("x"), nb::arg("rows"), nb::arg("k"), nb::arg("x_bf16"),
+        nb::arg("w"), nb::arg("out"), nb::arg("out_bf16"), nb::arg("accumulate"), nb::arg("threads"));
 
   // w [N, K] as float32 values or uint16 bfloat16 bits.
   m.def("linear_plain", [](const Array& x, const Array& w, Array out, bool accumulate, int threads) {
