@@ -186,8 +186,26 @@ HWY_NOINLINE void EncodeRest(const ElementCodec& k, const EncodeRun& run, const 
   for (; i < end; ++i) scalar(i);
 }
 
-// Loads a group of G vectors from x into bits; returns the lanes that need the scalar codec (NeedsScalarNearest or
-// NeedsScalar). Where only Inf and NaN do (nearest even, tiny_rounds_to_zero): one test on the group's largest.
+// Loads a group of G vectors from x into bits, with each lane's largest magnitude (top) and least magnitude - 1
+// (least: zero wraps to the largest).
+template <std::size_t G>
+HWY_INLINE void LoadGroupRange(const EncodeConstants<DU>& c, const float* x, VU (&bits)[G], VU& least, VU& top) {
+  const DU du;
+  const std::size_t N = hn::Lanes(du);
+  const VU abs_mask = c.abs_mask, one = c.one;  // the encoder's: the same |x| computed once
+  top = hn::And(bits[0] = hn::BitCast(du, hn::LoadU(hn::RebindToFloat<DU>(), x)), abs_mask);
+  least = hn::Sub(top, one);
+  for (std::size_t g = 1; g < G; ++g) {
+    bits[g] = hn::BitCast(du, hn::LoadU(hn::RebindToFloat<DU>(), x + g * N));
+    const VU mag = hn::And(bits[g], abs_mask);
+    top = hn::Max(top, mag);
+    least = hn::Min(least, hn::Sub(mag, one));
+  }
+}
+
+// Loads a group of G vectors from x into bits; whether a lane needs the scalar codec (NeedsScalarNearest or
+// NeedsScalar) is tested on the group's largest magnitude where only Inf and NaN do (nearest even,
+// tiny_rounds_to_zero), on its range otherwise. The mask's lanes say nothing more than "some lane of the group".
 template <Path kPath, std::size_t G>
 HWY_INLINE hn::Mask<DU> LoadGroup(const ElementCodec& k, const EncodeConstants<DU>& c, const float* x,
                                   VU (&bits)[G]) {
@@ -202,30 +220,10 @@ HWY_INLINE hn::Mask<DU> LoadGroup(const ElementCodec& k, const EncodeConstants<D
     }
     return NeedsScalarNearest(du, k, top);
   }
-  auto any = hn::FirstN(du, 0);
-  for (std::size_t g = 0; g < G; ++g) {
-    bits[g] = hn::BitCast(du, hn::LoadU(hn::RebindToFloat<DU>(), x + g * N));
-    const VU mag = hn::And(bits[g], abs_mask);
-    any = hn::Or(any, kPath == Path::nearest ? NeedsScalarNearest(du, k, mag) : NeedsScalar(du, mag));
-  }
-  return any;
-}
-
-// Path::stochastic: loads a group of G vectors from x into bits, with each lane's largest magnitude (top) and least
-// magnitude - 1 (least).
-template <std::size_t G>
-HWY_INLINE void LoadGroupRange(const EncodeConstants<DU>& c, const float* x, VU (&bits)[G], VU& least, VU& top) {
-  const DU du;
-  const std::size_t N = hn::Lanes(du);
-  const VU abs_mask = c.abs_mask, one = c.one;  // the encoder's: the same |x| computed once
-  top = hn::And(bits[0] = hn::BitCast(du, hn::LoadU(hn::RebindToFloat<DU>(), x)), abs_mask);
-  least = hn::Sub(top, one);
-  for (std::size_t g = 1; g < G; ++g) {
-    bits[g] = hn::BitCast(du, hn::LoadU(hn::RebindToFloat<DU>(), x + g * N));
-    const VU mag = hn::And(bits[g], abs_mask);
-    top = hn::Max(top, mag);
-    least = hn::Min(least, hn::Sub(mag, one));
-  }
+  // NeedsScalar on the group's range: a Max and a Min per vector where the test takes two compares and an Or.
+  VU least, top;
+  LoadGroupRange(c, x, bits, least, top);
+  return hn::Or(hn::Gt(top, hn::Set(du, 0x7F7FFFFFu)), hn::Gt(c.mantissa_field, least));
 }
 
 // Path::stochastic, a group with lanes below the smallest normal, given its least magnitude - 1 and its largest:
