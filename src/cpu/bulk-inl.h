@@ -152,7 +152,7 @@ HWY_INLINE VU Codes(const ElementCodec& k, const EncodeConstants<DU>& c, VU bits
   } else if constexpr (kPath == Path::stochastic_any) {
     const VU random = RandomBits(du, mixed_seed, index);
     return HWY_LIKELY(hn::AllFalse(du, NeedsExact(du, k, hn::And(bits, hn::Set(du, 0x7FFFFFFFu)))))
-               ? EncodeStochastic(du, k, bits, random)
+               ? EncodeStochastic(du, k, c, bits, random)
                : EncodeExact(du, k, bits, random);
   } else {
     return EncodeExact(du, k, bits, hn::Zero(du));

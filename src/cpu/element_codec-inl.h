@@ -10,8 +10,8 @@
 //     bits): split the sign, find the target's quantum at the value's binade, round the 24-bit significand right by
 //     the shift that quantum asks for, assemble exponent field + rounded significand, replace what overflows.
 //   * Decode: bit placement, with the subnormals, Inf, NaN and a format without zero as their own lanes.
-// EncodeNearest, EncodeStochastic and EncodeStochasticNormal also take their constants as vectors built once
-// (EncodeConstants), for loops that would otherwise build them again per vector.
+// EncodeNearest and EncodeStochastic also take their constants as vectors built once (EncodeConstants), for loops
+// that would otherwise build them again per vector; EncodeStochasticNormal takes them so only.
 // The f32 add in EncodeNearest rounds as the CPU's rounding mode says: callers use it in round-to-nearest only.
 //
 // Included once per Highway target (foreach_target.h); hence the toggle include guard.
@@ -110,10 +110,6 @@ HWY_INLINE VU UnsignedFixups(DU du, const EncodeConstants<DU>& c, VU bits, VU ma
   code = hn::IfThenElse(negative, c.negative_code, code);
   return hn::IfThenElse(zero, hn::IfThenElse(negative, c.zero_neg, c.zero_pos), code);
 }
-template <class DU, class VU = hn::Vec<DU>>
-HWY_INLINE VU UnsignedFixups(DU du, const ElementCodec& k, VU bits, VU mag, VU code) {
-  return UnsignedFixups(du, EncodeConstants<DU>(k), bits, mag, code);
-}
 
 // Overflow as the traits say, then the f32 sign bit moved down onto the code's (an unsigned format's sign_mask is 0:
 // its fixups follow). Every overflow code is the sign plus overflow_pos (max finite, Inf or the NaN of that sign).
@@ -198,10 +194,6 @@ HWY_INLINE VU EncodeStochasticNormal(DU du, const ElementCodec& k, const EncodeC
   const VU sum = hn::Add(mag, hn::And(random, c.dropped_mask));
   const VU code = hn::ShiftRightSame(hn::Sub(hn::Max(sum, c.rebias), c.rebias), static_cast<int>(k.shift));
   return OverflowAndSign(du, k, c, bits, mag, code);
-}
-template <class DU, class VU = hn::Vec<DU>>
-HWY_INLINE VU EncodeStochasticNormal(DU du, const ElementCodec& k, VU bits, VU random) {
-  return EncodeStochasticNormal(du, k, EncodeConstants<DU>(k), bits, random);
 }
 
 // Lanes EncodeStochasticNormal leaves out, given the least of the vector's |x|bits - 1 (wrapping: zero is the
