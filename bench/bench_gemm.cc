@@ -5,6 +5,9 @@
 // GemmStreamed/...: M = 1 and 8 again, each call on another copy of the weight, so that the weights come from memory.
 // GemmIndependent/...: M = 1 as one single-thread call per thread at once: the threaded call's ceiling.
 // GemmOutliers/...: the fp8 GEMV on weights with one outlier per 128 x 128 block (e4m3 subnormal codes).
+// MF_GEMV_BF16_DOT=0 turns the e4m3 GEMV's bf16 dot product off (src/cpu/gemm_dispatch.h), to compare the loops.
+// GemvSmall/...: M = 1 on one thread on about the Linear shapes of a small LLM (SmolLM2-135M: hidden 576, 640 here:
+// whole 128 x 128 blocks; MLP 1536), weights in L2: where a decode step's per-call costs show.
 // bench/gemm_report.py runs this with repetitions and prints medians and ratios (BENCHMARKS.md).
 // The GEMM library compiles Highway's AVX3_DL target (src/cpu/gemm.cc): make it a name MF_BENCH_TARGET takes.
 #define HWY_WANT_AVX3_DL
@@ -19,6 +22,7 @@
 #include <vector>
 
 #include "bench_target.h"
+#include "cpu/gemm_dispatch.h"
 #include "gemm_cases.h"
 
 namespace {
@@ -163,6 +167,12 @@ int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   if (!mf::bench::restrict_target("bench_gemm")) return 2;  // MF_BENCH_TARGET=AVX2: as an AVX2 CPU would
   if (mf::bench::have_blas()) benchmark::AddCustomContext("openblas_core", mf::bench::blas_core());
+  // MF_GEMV_BF16_DOT=0: the e4m3 GEMV's GFNI loop on a CPU where the bf16 dot product would run (to compare them).
+  if (const char* dot = std::getenv("MF_GEMV_BF16_DOT"); dot != nullptr && std::string(dot) == "0") {
+    mf::gemm::allow_gemv_e4m3_bf16_dot(false);
+  }
+  benchmark::AddCustomContext("e4m3_gemv", std::string(mf::gemm::gemv_e4m3_decode()) +
+                                               (mf::gemm::gemv_e4m3_bf16_dot() ? " + bf16 dot" : ""));
   const int threads = omp_get_max_threads();
   benchmark::RegisterBenchmark("FmaPeak", BM_FmaPeak)->Arg(threads)->Iterations(1)->UseRealTime();
   benchmark::RegisterBenchmark("ReadBandwidth", BM_ReadBandwidth)->Arg(threads)->Iterations(1)->UseRealTime();
@@ -204,6 +214,16 @@ int main(int argc, char** argv) {
                                "xK" + std::to_string(k) + "/threads:" + std::to_string(threads);
       benchmark::RegisterBenchmark(name.c_str(), BM_GemmIndependent, w, n, k, threads)
           ->Arg(1)->UseRealTime()->MinTime(0.2)->Unit(benchmark::kMillisecond);
+    }
+  }
+  const std::pair<std::int64_t, std::int64_t> small[] = {{640, 640}, {1536, 640}, {640, 1536}};
+  for (const auto& [n, k] : small) {
+    for (const Way w : {Way::mf_bf16, Way::mf_fp8, Way::mf_mxfp4, Way::blas_f32}) {
+      if (!mf::bench::have_blas() && w == Way::blas_f32) continue;
+      const std::string name = std::string("GemvSmall/") + mf::bench::way_name(w) + "/N" + std::to_string(n) + "xK" +
+                               std::to_string(k) + "/threads:1";
+      benchmark::RegisterBenchmark(name.c_str(), BM_Gemm, w, n, k, 1)
+          ->Arg(1)->UseRealTime()->MinTime(0.2)->Unit(benchmark::kMicrosecond);
     }
   }
   for (const int t : {1, threads}) {

@@ -22,6 +22,7 @@
 #define MINIFLOAT_SRC_CPU_ELEMENT_CODEC_INL_H_
 #endif
 
+#include <bit>
 #include <cstdint>
 #include <cstring>
 
@@ -547,6 +548,49 @@ HWY_INLINE __attribute__((target(HWY_TARGET_STR ",gfni"))) void DecodeE4m3x32Gfn
   };
   w0 = permute(0);
   w1 = permute(1);
+}
+
+// DecodeE4m3x64Bf16Pairs' tables: byte 1 without the sign (`high`) and byte 0 (`low`) of the bf16 bits of each
+// non-negative e4m3 code's value, from the scalar codec (every e4m3 value is a bf16: 4 significant bits, 2^-9 to
+// 448; the NaN code gives the quiet NaN), and `order`, the byte permute that puts 64 codes where the two unpacks
+// below make pairs of them.
+struct E4m3Bf16Tables {
+  alignas(64) std::uint8_t high[128] = {}, low[128] = {}, order[64] = {};
+  constexpr E4m3Bf16Tables() {
+    for (std::uint32_t c = 0; c < 128; ++c) {
+      const std::uint32_t bits = std::bit_cast<std::uint32_t>(mf::decode(mf::e4m3, c));
+      if ((bits & 0xFFFF) != 0) throw "an e4m3 value that is not a bf16";  // not a constant expression: no build
+      high[c] = static_cast<std::uint8_t>(bits >> 24);
+      low[c] = static_cast<std::uint8_t>(bits >> 16);
+    }
+    // Unpacking (low, high) bytes makes word 8b + j of the first result from byte 16b + j (j < 8) and of the second
+    // from byte 16b + 8 + j, b the 128-bit block. Word 2i + 1 of the first result (i = 4b + j / 2) is to hold code i
+    // and word 2i code 16 + i; of the second, codes 32 + i and 48 + i.
+    for (int b = 0; b < 4; ++b) {
+      for (int j = 0; j < 8; ++j) {
+        const int i = 4 * b + j / 2;
+        order[16 * b + j] = static_cast<std::uint8_t>(j % 2 ? i : 16 + i);
+        order[16 * b + 8 + j] = static_cast<std::uint8_t>(j % 2 ? 32 + i : 48 + i);
+      }
+    }
+  }
+};
+inline constexpr E4m3Bf16Tables kE4m3Bf16{};
+
+// 64 e4m3 codes -> their values as bf16 (NaN codes a NaN), paired for AVX512-BF16's dot product (vdpbf16ps, which
+// adds to f32 lane i the product of words 2i + 1, then that of words 2i): lane i of w0 holds codes i (word 2i + 1)
+// and 16 + i (word 2i), of w1 codes 32 + i and 48 + i. So lane i of a dot product along K meets k = i mod 16 in
+// increasing k, as a 16-lane fma loop does. Six operations per 64 codes: the byte permute, two 128-entry table
+// lookups (the sign put back by one bitwise op) and two byte unpacks. Only where CpuHasGfni() (AVX512-VBMI).
+HWY_INLINE void DecodeE4m3x64Bf16Pairs(const std::uint8_t* codes, __m512i& w0, __m512i& w1) {
+  const __m512i c = _mm512_permutexvar_epi8(_mm512_load_si512(kE4m3Bf16.order), _mm512_loadu_si512(codes));
+  const __m512i high = _mm512_permutex2var_epi8(_mm512_load_si512(kE4m3Bf16.high), c,
+                                                _mm512_load_si512(kE4m3Bf16.high + 64));
+  const __m512i low = _mm512_permutex2var_epi8(_mm512_load_si512(kE4m3Bf16.low), c,
+                                               _mm512_load_si512(kE4m3Bf16.low + 64));
+  const __m512i signed_high = _mm512_ternarylogic_epi32(high, c, _mm512_set1_epi8(static_cast<char>(0x80)), 0xF8);
+  w0 = _mm512_unpacklo_epi8(low, signed_high);
+  w1 = _mm512_unpackhi_epi8(low, signed_high);
 }
 #endif  // HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3_DL
 

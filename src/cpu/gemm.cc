@@ -59,6 +59,13 @@ void ComputeColumns(const Problem& p, const float* a, std::size_t lda, std::int6
 
 bool NativeFma() { return HWY_NATIVE_FMA != 0; }
 const char* GemvDecode() { return GemvE4m3Decode(); }
+bool GemvDotBf16() {
+#if MF_GEMM_WIDE && MF_GEMV_GFNI
+  return gemv_e4m3_bf16_dot_allowed() && CpuDotBf16RoundsTwice();
+#else
+  return false;
+#endif
+}
 bool UsesGemv(const Problem& p) { return p.m == 1 && GemvFits(p); }
 
 }  // namespace HWY_NAMESPACE
@@ -77,7 +84,16 @@ HWY_EXPORT(UsesColumnLanes);
 
 HWY_EXPORT(GemvDecode);
 
+HWY_EXPORT(GemvDotBf16);
+
 const char* gemv_e4m3_decode() { return HWY_DYNAMIC_DISPATCH(GemvDecode)(); }
+bool gemv_e4m3_bf16_dot() { return HWY_DYNAMIC_DISPATCH(GemvDotBf16)(); }
+
+namespace {
+std::atomic<bool> bf16_dot_allowed{true};
+}  // namespace
+bool gemv_e4m3_bf16_dot_allowed() { return bf16_dot_allowed.load(std::memory_order_relaxed); }
+void allow_gemv_e4m3_bf16_dot(bool allow) { bf16_dot_allowed.store(allow, std::memory_order_relaxed); }
 
 namespace {
 

@@ -13,12 +13,14 @@
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <vector>
 
 #include "../ref/gemm_problem.h"
 #include "column_queue.h"
+#include "gemm_dispatch.h"
 #include "hwy/aligned_allocator.h"
 #include "hwy/highway.h"
 
@@ -199,6 +201,113 @@ HWY_NOINLINE __attribute__((target(HWY_TARGET_STR ",gfni"))) bool GroupProductsG
   }
   return SawNoNan(seen);
 }
+
+
+// AVX512-BF16's dot product (vdpbf16ps) adds to f32 lane i the product of bf16 words 2i + 1, rounded, then that of
+// words 2i, rounded: two fmas, as Intel's manual writes it, with denormal inputs and outputs read and written as zero.
+// A CPU may round the two products' sum once instead; this checks, once, on 4096 lanes of random normal inputs
+// whose sums round differently in the two ways, that this one rounds twice in that order (Zen 4 does), and the
+// e4m3 GEMV uses the instruction only then (and only while tests and benchmarks allow it: gemm_dispatch.h).
+HWY_NOINLINE __attribute__((target(HWY_TARGET_STR ",avx512bf16"))) bool DotBf16ProbeMatches() {
+  std::uint32_t state = 12345;
+  const auto next = [&state] { return state = state * 1664525u + 1013904223u; };
+  const auto bf16 = [&] {  // sign, exponent in [2^-17, 2^12], 7 random mantissa bits
+    const std::uint32_t r = next();
+    return static_cast<std::uint16_t>((r >> 31) << 15 | (110 + (r >> 8) % 30) << 7 | (r & 0x7F));
+  };
+  const auto widen = [](std::uint16_t b) { return std::bit_cast<float>(static_cast<std::uint32_t>(b) << 16); };
+  for (int round = 0; round < 256; ++round) {
+    alignas(64) std::uint16_t x[32], y[32];
+    alignas(64) float acc[16], out[16];
+    for (int i = 0; i < 32; ++i) x[i] = bf16(), y[i] = bf16();
+    for (float& v : acc) v = std::ldexp(static_cast<float>(next() >> 8), -static_cast<int>(next() % 40));
+    _mm512_store_ps(out, _mm512_dpbf16_ps(_mm512_load_ps(acc), (__m512bh)_mm512_load_si512(x),
+                                          (__m512bh)_mm512_load_si512(y)));
+    for (int i = 0; i < 16; ++i) {
+      const float twice = std::fma(widen(x[2 * i]), widen(y[2 * i]),
+                                   std::fma(widen(x[2 * i + 1]), widen(y[2 * i + 1]), acc[i]));
+      if (std::bit_cast<std::uint32_t>(out[i]) != std::bit_cast<std::uint32_t>(twice)) return false;
+    }
+  }
+  return true;
+}
+HWY_INLINE bool CpuDotBf16RoundsTwice() {
+  static const bool has = [] {
+    __builtin_cpu_init();
+    return codec::CpuHasGfni() && __builtin_cpu_supports("avx512bf16") && DotBf16ProbeMatches();
+  }();
+  return has;
+}
+
+// The sums of every group of a 16-row block (GemvBlock), multiplied with AVX512-BF16's dot product where
+// CpuDotBf16RoundsTwice(), for e4m3 weights with per-group factors: the codes become their exact values as bf16
+// (DecodeE4m3x64Bf16Pairs), `pairs` holds the activations times 2^-1 as bf16 in the same pairs (DotBf16Pairs), and
+// each dot product adds, to lane i, the products of k and then k + 16 (k = i mod 16), each rounded: the fmas of the
+// definition in its order. Every input is a normal bf16 (|a| / 2 and |value| in [2^-10, 448]) and every product and
+// sum a multiple of 2^-19 below 2^24, so the instruction's flush of denormals never acts, and each group's tree sum
+// is GroupSums' (a x 2^119 times value x 2^-120) bit for bit. 32 products per instruction where the fma makes 16,
+// and 8 operations per 64 weights where GFNI takes 10; the tree runs in registers, group after group, with no call
+// in between. NaN codes decode to NaN and reach the sums as in the definition; only lines wholly past `live` (zero
+// activations) are skipped and looked through for NaN codes: redo[g] = 1 where one was seen (the caller redoes the
+// group with the checked loop). sums[16 g + bitrev4(i)]: group g of row i. group % 64 == 0, k % group == 0.
+HWY_NOINLINE __attribute__((target(HWY_TARGET_STR ",gfni,avx512bf16"))) void BlockSumsDotBf16(
+    const WeightRow (&rows)[kLanes], const std::uint16_t* HWY_RESTRICT pairs, std::int64_t k, std::int64_t group,
+    std::int64_t live, float* HWY_RESTRICT sums, std::uint8_t* HWY_RESTRICT redo) {
+  const DF df;
+  const auto whole = LineCodes(0, 64);
+  for (std::int64_t k0 = 0, g = 0; k0 < k; k0 += group, ++g) {
+    auto seen = hn::Set(D8(), std::uint8_t{0x7F});
+    VF acc[kLanes][kV];
+    for (int half = 0; half < kLanes; half += 8) {
+      const std::uint8_t* codes[8];
+      for (int i = 0; i < 8; ++i) codes[i] = rows[half + i].codes;
+      __m512 dots[8];
+      for (__m512& d : dots) d = _mm512_setzero_ps();
+      for (std::int64_t line = k0; line < k0 + group; line += 64) {
+        if (line >= live) {
+          for (int i = 0; i < 8; ++i) SeeCodes(codes[i] + line, whole, seen);
+          continue;
+        }
+        const __m512bh a0 = (__m512bh)_mm512_loadu_si512(pairs + line);
+        const __m512bh a1 = (__m512bh)_mm512_loadu_si512(pairs + line + 32);
+#pragma GCC unroll 8
+        for (int i = 0; i < 8; ++i) {
+          _mm_prefetch(reinterpret_cast<const char*>(reinterpret_cast<std::uintptr_t>(codes[i]) + line + 512),
+                       _MM_HINT_T1);  // as GroupProductsGfni
+          __m512i w0, w1;
+          codec::DecodeE4m3x64Bf16Pairs(codes[i] + line, w0, w1);
+          dots[i] = _mm512_dpbf16_ps(_mm512_dpbf16_ps(dots[i], (__m512bh)w0, a0), (__m512bh)w1, a1);
+        }
+      }
+      for (int i = 0; i < 8; ++i) acc[half + i][0] = VF{dots[i]};
+    }
+    hn::Store(ReduceTile(df, acc), df, sums + kLanes * g);
+    redo[g] = !SawNoNan(seen);
+  }
+}
+
+// The activation row as BlockSumsDotBf16 reads it: for each 32 values from c, word c + 2i holds a[c + 16 + i] / 2
+// and word c + 2i + 1 holds a[c + i] / 2, as bf16 (NaN: a quiet NaN). Empty where that path does not run: no such
+// CPU, not allowed, other weights, groups not whole lines, or an activation that is no e4m3 value (never from act_quant).
+HWY_INLINE hwy::AlignedFreeUniquePtr<std::uint16_t[]> DotBf16Pairs(const Problem& p, const float* a) {
+  if (p.kind != WeightKind::e4m3 || !p.e4m3_per_group || p.group % 64 != 0 || p.k % p.group != 0 || !gemv_e4m3_bf16_dot_allowed() ||
+      !CpuDotBf16RoundsTwice()) {
+    return nullptr;
+  }
+  auto pairs = hwy::AllocateAligned<std::uint16_t>(static_cast<std::size_t>(p.k));
+  for (std::int64_t c = 0; c < p.k; c += 32) {
+    for (std::int64_t i = 0; i < 32; ++i) {
+      const float half = a[c + i] * 0.5f;
+      const std::uint32_t bits = std::bit_cast<std::uint32_t>(half);
+      if (!std::isnan(half) && ((bits & 0xFFFF) != 0 || (half != 0.0f && std::fabs(half) < 0x1p-10f))) {
+        return nullptr;
+      }
+      const auto word = static_cast<std::uint16_t>(std::isnan(half) ? 0x7FC0 : bits >> 16);
+      pairs[static_cast<std::size_t>(c + (i < 16 ? 2 * i + 1 : 2 * (i - 16)))] = word;
+    }
+  }
+  return pairs;
+}
 #endif  // MF_GEMV_GFNI
 #endif  // MF_GEMM_WIDE
 
@@ -271,6 +380,14 @@ HWY_INLINE void ApplyRowFactors(const WeightRow (&rows)[kLanes], std::int64_t co
   }
 }
 
+// BlockSumsDotBf16's inputs and outputs for GemvBlock: the paired activations (DotBf16Pairs), and room for a
+// block's group sums and NaN flags.
+struct DotBf16Block {
+  const std::uint16_t* pairs;
+  float* sums;         // [groups][16]
+  std::uint8_t* redo;  // [groups]
+};
+
 // C[0, n0 .. n0 + 16) into c (lane order of the 1 x 16 tile: column n0 + i in lane bitrev4(i); e2m1 on 16-lane
 // targets: in lane StridedTreeLane(i)).
 // kPerGroup (e4m3, Problem::e4m3_per_group): `a` is the activation row times 2^119 and each row's factor
@@ -283,8 +400,8 @@ HWY_INLINE void ApplyRowFactors(const WeightRow (&rows)[kLanes], std::int64_t co
 // scale code, the 16 e2m1 values times its scale.
 template <WeightKind K, bool kPerGroup = false>
 void GemvBlock(const Problem& p, const float* HWY_RESTRICT a, std::int64_t n0, float* HWY_RESTRICT c,
-               std::int64_t live, const float* HWY_RESTRICT e2m1_tables = nullptr) {
-  (void)e2m1_tables, (void)live;  // read only where e2m1 rows are decoded (16-lane targets); by GroupSums
+               std::int64_t live, const float* HWY_RESTRICT e2m1_tables = nullptr, DotBf16Block* dot = nullptr) {
+  (void)e2m1_tables, (void)live, (void)dot;  // read only where e2m1 rows are decoded (16-lane targets); by GroupSums
   // k >> shift is the scale column (GemvFits: a power-of-two block width); 62 keeps one factor for f32 scales.
   const int shift =
       K == WeightKind::e4m3 && !p.weight_scales_inside ? 62 : std::countr_zero(static_cast<unsigned>(p.bc));
@@ -305,6 +422,9 @@ void GemvBlock(const Problem& p, const float* HWY_RESTRICT a, std::int64_t n0, f
 #else
   const bool gfni = false;
 #endif
+#if MF_GEMM_WIDE && MF_GEMV_GFNI
+  if (kPerGroup && dot != nullptr) BlockSumsDotBf16(rows, dot->pairs, p.k, p.group, live, dot->sums, dot->redo);
+#endif
   for (std::int64_t g = 0; g < groups; ++g) {
     const std::int64_t k0 = g * p.group, end = std::min(p.k, k0 + p.group);
 #if MF_GEMM_WIDE
@@ -312,7 +432,9 @@ void GemvBlock(const Problem& p, const float* HWY_RESTRICT a, std::int64_t n0, f
       GroupSumsE2m1Strided(rows, a, k0, end, shift, e2m1_tables, red);
     } else  // NOLINT(readability/braces)
 #endif
-    {
+    if (kPerGroup && dot != nullptr && !dot->redo[g]) {
+      std::copy(dot->sums + kLanes * g, dot->sums + kLanes * (g + 1), red);
+    } else {
       GroupSums<K, kPerGroup>(rows, a, k0, end, live, shift, gfni, red);
     }
     if constexpr (kPerGroup) ApplyRowFactors(rows, k0 >> shift, red);
@@ -376,17 +498,24 @@ struct GemvInputs {
   const float* a;
   std::int64_t live;  // a multiple of 32 with a[k] == ±0 from there on (GroupProductsGfni)
   std::vector<float> scaled;  // a x 2^119 (exact: |a| <= 448), for the e4m3 GEMV's per-group factors
+  hwy::AlignedFreeUniquePtr<std::uint16_t[]> pairs;  // DotBf16Pairs (AVX3_DL and newer), or empty
+  hwy::AlignedFreeUniquePtr<float[]> dot_sums;        // where pairs: BlockSumsDotBf16's
+  std::vector<std::uint8_t> dot_redo;
 #if MF_GEMM_WIDE
   StridedE2m1 strided;
 #endif
 };
 
 // C[0, col0 .. col0 + 16) into c in GemvBlock's lane order.
-HWY_INLINE void GemvBlockOf(const Problem& p, const GemvInputs& in, std::int64_t col0, float* HWY_RESTRICT c) {
+HWY_INLINE void GemvBlockOf(const Problem& p, GemvInputs& in, std::int64_t col0, float* HWY_RESTRICT c) {
   std::fill(c, c + kLanes, 0.0f);
   switch (p.kind) {
     case WeightKind::e4m3:
-      if (p.e4m3_per_group) return GemvBlock<WeightKind::e4m3, true>(p, in.scaled.data(), col0, c, in.live);
+      if (p.e4m3_per_group) {
+        DotBf16Block dot{in.pairs.get(), in.dot_sums.get(), in.dot_redo.data()};
+        return GemvBlock<WeightKind::e4m3, true>(p, in.scaled.data(), col0, c, in.live, nullptr,
+                                                 in.pairs ? &dot : nullptr);
+      }
       return GemvBlock<WeightKind::e4m3>(p, in.a, col0, c, in.live);
     case WeightKind::e2m1:
 #if MF_GEMM_WIDE
@@ -416,6 +545,14 @@ HWY_INLINE void GemvColumns(const Problem& p, const float* a, ColumnQueue& queue
   }
 #if MF_GEMM_WIDE
   if (p.kind == WeightKind::e2m1) in.strided = PrepareStridedE2m1(p, a);
+#endif
+#if MF_GEMM_WIDE && MF_GEMV_GFNI
+  in.pairs = DotBf16Pairs(p, a);
+  if (in.pairs) {
+    const auto groups = static_cast<std::size_t>(p.k / p.group);
+    in.dot_sums = hwy::AllocateAligned<float>(groups * kLanes);
+    in.dot_redo.resize(groups);
+  }
 #endif
   alignas(64) float c[kLanes];
   float row[kLanes];

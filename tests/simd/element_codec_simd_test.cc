@@ -279,10 +279,40 @@ HWY_NOINLINE __attribute__((target(HWY_TARGET_STR ",gfni"))) void CheckGfni() {
     }
   }
 }
+
+// DecodeE4m3x64Bf16Pairs gives every code's value as bf16 (the scalar codec's f32 bits, whose low half is zero; a NaN
+// for the NaN codes), in the pairs the GEMV's dot product takes: lane i of w0 holds codes i (word 2i + 1) and 16 + i
+// (word 2i), of w1 codes 32 + i and 48 + i. Every code at every position: four rotations of 0..255.
+HWY_NOINLINE void CheckBf16Pairs() {
+  std::vector<std::uint8_t> codes(256 + 64);
+  for (std::size_t c = 0; c < codes.size(); ++c) codes[c] = static_cast<std::uint8_t>(c * 7 + 3);
+  alignas(64) std::uint16_t words[64];
+  for (std::size_t at = 0; at < 256; at += 16) {
+    __m512i w0, w1;
+    cpu::DecodeE4m3x64Bf16Pairs(codes.data() + at, w0, w1);
+    _mm512_store_si512(words, w0);
+    _mm512_store_si512(words + 32, w1);
+    for (std::uint32_t lane = 0; lane < 32; ++lane) {
+      const std::uint32_t chunk = lane / 16, i = lane % 16;
+      for (const std::uint32_t second : {0u, 1u}) {  // the product added second: k + 16
+        const std::uint32_t code = codes[at + 32 * chunk + 16 * second + i];
+        const std::uint16_t got = words[32 * chunk + 2 * i + (second ? 0 : 1)];
+        const float value = decode(e4m3, code);
+        const auto want = static_cast<std::uint16_t>(std::bit_cast<std::uint32_t>(value) >> 16);
+        if (std::isnan(value)) {
+          EXPECT_TRUE((got & 0x7FFF) > 0x7F80) << "code " << hex(code) << " gives " << hex(got);
+        } else {
+          EXPECT_EQ(std::bit_cast<std::uint32_t>(value) & 0xFFFF, 0u) << "code " << hex(code) << ": not a bf16";
+          EXPECT_EQ(got, want) << "code " << hex(code) << " at " << at << " lane " << lane;
+        }
+      }
+    }
+  }
+}
 #endif
 
 // The full-vector decodes of AVX-512 (e2m1 by lane permute, plain and in the GEMV's strided order) and of AVX3_DL
-// (e4m3 by GFNI, where the CPU has it), on every byte of codes.
+// (e4m3 by GFNI and to bf16 pairs, where the CPU has GFNI and VBMI), on every byte of codes.
 void TestWideDecodes() {
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
   const cpu::DF16 df;
@@ -311,7 +341,10 @@ void TestWideDecodes() {
   }
 #endif
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3_DL
-  if (cpu::CpuHasGfni()) CheckGfni();
+  if (cpu::CpuHasGfni()) {
+    CheckGfni();
+    CheckBf16Pairs();
+  }
 #endif
 }
 

@@ -1,7 +1,8 @@
 // The fast GEMMs (mf::fp8_gemm, fp4_gemm, bf16_gemm, f32_gemm: Highway SIMD + OpenMP) against the scalar
 // definitions (mf::ref::), bit for bit (every NaN counts as equal to every NaN), on every Highway target this CPU
 // supports and the build compiled (Highway's TestWithParamTarget: one instance per target, dispatch pinned to it;
-// AVX3_DL runs the e4m3 GEMV's GFNI decode, AVX3 the plain AVX-512 one), with 1 and 2 threads, f32 and bf16
+// AVX3_DL runs the e4m3 GEMV's GFNI decode, and its bf16 dot product where the CPU has one that rounds as two fmas,
+// AVX3 the plain AVX-512 one), with 1 and 2 threads, f32 and bf16
 // output, with and without accumulate.
 // Shapes cover each register tile (M = 1, 2, 3 and more, and the column-lane tile from 16 on AVX-512 and 8 on AVX2,
 // with M not a multiple of its 4 or 2 rows and N ending inside its 32 or 16 columns), row passes (M > 256 for the
@@ -166,28 +167,46 @@ void check_quantized(const std::string& scheme, mf::ActScale act_scale, Kind kin
   }
 }
 
+// Runs `body` once per loop the e4m3 GEMV has on this target: with AVX512-BF16's dot product where it runs
+// (AVX3_DL on a CPU whose dot product rounds as two fmas), and again with it turned off (the GFNI loop).
+void each_e4m3_gemv_loop(const std::function<void()>& body) {
+  body();
+  if (!mf::gemm::gemv_e4m3_bf16_dot()) return;
+  mf::gemm::allow_gemv_e4m3_bf16_dot(false);
+  body();
+  mf::gemm::allow_gemv_e4m3_bf16_dot(true);
+}
+
 TEST_P(GemmSimdTarget, Fp8Weights128x128) {
-  for (const Kind k : {Kind::normal, Kind::outliers, Kind::adversarial, Kind::extreme, Kind::weight_codes}) {
-    check_quantized("fp8-128x128", mf::ActScale::ue8m0, k, 1);
-  }
+  each_e4m3_gemv_loop([] {
+    for (const Kind k : {Kind::normal, Kind::outliers, Kind::adversarial, Kind::extreme, Kind::weight_codes}) {
+      check_quantized("fp8-128x128", mf::ActScale::ue8m0, k, 1);
+    }
+  });
 }
 TEST_P(GemmSimdTarget, Fp8Weights32x32) {
-  for (const Kind k : {Kind::normal, Kind::adversarial, Kind::extreme, Kind::weight_codes}) {
-    check_quantized("fp8-32x32", mf::ActScale::ue8m0, k, 2);
-  }
+  each_e4m3_gemv_loop([] {
+    for (const Kind k : {Kind::normal, Kind::adversarial, Kind::extreme, Kind::weight_codes}) {
+      check_quantized("fp8-32x32", mf::ActScale::ue8m0, k, 2);
+    }
+  });
 }
 TEST_P(GemmSimdTarget, Fp8Weights1x128) {  // a ue8m0 scale per weight row: the GEMV's 16 rows have 16 factors
-  for (const Kind k : {Kind::normal, Kind::adversarial, Kind::weight_codes}) {
-    check_quantized("fp8-1x128", mf::ActScale::ue8m0, k, 7);
-  }
+  each_e4m3_gemv_loop([] {
+    for (const Kind k : {Kind::normal, Kind::adversarial, Kind::weight_codes}) {
+      check_quantized("fp8-1x128", mf::ActScale::ue8m0, k, 7);
+    }
+  });
 }
 TEST_P(GemmSimdTarget, Fp8WeightsWithF32Scales) {
   // f32 weight scales stay outside the products: groups of 128, or 32 for 32-wide blocks.
-  for (const Kind k : {Kind::normal, Kind::outliers, Kind::adversarial, Kind::weight_codes}) {
-    check_quantized("e4m3-128x128-f32", mf::ActScale::f32, k, 3);
-    check_quantized("e4m3-32x32-f32", mf::ActScale::f32, k, 4);
-    check_quantized("e4m3-1x128-f32", mf::ActScale::ue8m0, k, 5);
-  }
+  each_e4m3_gemv_loop([] {
+    for (const Kind k : {Kind::normal, Kind::outliers, Kind::adversarial, Kind::weight_codes}) {
+      check_quantized("e4m3-128x128-f32", mf::ActScale::f32, k, 3);
+      check_quantized("e4m3-32x32-f32", mf::ActScale::f32, k, 4);
+      check_quantized("e4m3-1x128-f32", mf::ActScale::ue8m0, k, 5);
+    }
+  });
 }
 TEST_P(GemmSimdTarget, Fp4Weights) {
   for (const Kind k : {Kind::normal, Kind::outliers, Kind::adversarial, Kind::extreme, Kind::weight_codes}) {
@@ -199,7 +218,7 @@ TEST_P(GemmSimdTarget, Fp4Weights) {
 // whole activation blocks; or an all-zero row): the e4m3 GEMV stops its fmas at the last nonzero activation, which
 // must change no bit. The zeros are +0 and -0 codes, and NaN weight codes sit inside that zero tail too: 0 x NaN is
 // NaN, so those rows must still come out NaN. Weights: random, outliers, e4m3 subnormals, -0 and NaN codes.
-TEST_P(GemmSimdTarget, GemvActivationWithZeroTail) {
+void check_zero_tail() {
   std::mt19937 rng(11);
   const struct {
     const char* scheme;
@@ -249,6 +268,7 @@ TEST_P(GemmSimdTarget, GemvActivationWithZeroTail) {
     }
   }
 }
+TEST_P(GemmSimdTarget, GemvActivationWithZeroTail) { each_e4m3_gemv_loop(check_zero_tail); }
 
 // Calls large enough for two threads (M x N x K > 2^20) split their columns between them: M = 1 and single passes
 // of activation rows (M <= 256) take chunks of column blocks from a queue (src/cpu/column_queue.h), larger M a
@@ -418,6 +438,23 @@ TEST_P(GemmSimdTarget, E4m3GemvDecodeFollowsTheTarget) {
   }
 #endif
   EXPECT_EQ(mf::gemm::gemv_e4m3_decode(), expected) << hwy::TargetName(target);
+  // AVX512-BF16's dot product only on AVX3_DL and newer, and only while allowed.
+  const bool dot = mf::gemm::gemv_e4m3_bf16_dot();
+  std::printf("%s: e4m3 GEMV decode %s%s\n", hwy::TargetName(target), mf::gemm::gemv_e4m3_decode(),
+              dot ? ", bf16 dot product" : "");
+  if (expected != "gfni") {
+    EXPECT_FALSE(dot);
+  }
+#if HWY_ARCH_X86
+  if (expected == "gfni" && __builtin_cpu_supports("avx512bf16")) {
+    // Zen 4 rounds as two fmas (measured); a CPU that does not keeps the GFNI loop, and says so here.
+    if (!dot) std::printf("this CPU's vdpbf16ps does not round as two fmas: the GFNI loop runs\n");
+  }
+#endif
+  mf::gemm::allow_gemv_e4m3_bf16_dot(false);
+  EXPECT_FALSE(mf::gemm::gemv_e4m3_bf16_dot());
+  mf::gemm::allow_gemv_e4m3_bf16_dot(true);
+  EXPECT_EQ(mf::gemm::gemv_e4m3_bf16_dot(), dot);
 }
 
 TEST(GemmSimd, TargetsCompiled) {
