@@ -281,7 +281,7 @@ HWY_NOINLINE __attribute__((target(HWY_TARGET_STR ",gfni,avx512bf16"))) void Blo
       }
       for (int i = 0; i < 8; ++i) acc[half + i][0] = VF{dots[i]};
     }
-    hn::Store(ReduceTile(df, acc), df, sums + kLanes * g);
+    hn::StoreU(ReduceTile(df, acc), df, sums + kLanes * g);
     redo[g] = !SawNoNan(seen);
   }
 }
@@ -289,24 +289,24 @@ HWY_NOINLINE __attribute__((target(HWY_TARGET_STR ",gfni,avx512bf16"))) void Blo
 // The activation row as BlockSumsDotBf16 reads it: for each 32 values from c, word c + 2i holds a[c + 16 + i] / 2
 // and word c + 2i + 1 holds a[c + i] / 2, as bf16 (NaN: a quiet NaN). Empty where that path does not run: no such
 // CPU, not allowed, other weights, groups not whole lines, or an activation that is no e4m3 value (never from act_quant).
-HWY_INLINE hwy::AlignedFreeUniquePtr<std::uint16_t[]> DotBf16Pairs(const Problem& p, const float* a) {
-  if (p.kind != WeightKind::e4m3 || !p.e4m3_per_group || p.group % 64 != 0 || p.k % p.group != 0 || !gemv_e4m3_bf16_dot_allowed() ||
-      !CpuDotBf16RoundsTwice()) {
-    return nullptr;
+HWY_INLINE bool DotBf16Pairs(const Problem& p, const float* a, std::vector<std::uint16_t>& pairs) {
+  if (p.kind != WeightKind::e4m3 || !p.e4m3_per_group || p.group % 64 != 0 || p.k % p.group != 0 ||
+      !gemv_e4m3_bf16_dot_allowed() || !CpuDotBf16RoundsTwice()) {
+    return false;
   }
-  auto pairs = hwy::AllocateAligned<std::uint16_t>(static_cast<std::size_t>(p.k));
+  pairs.resize(static_cast<std::size_t>(p.k));
   for (std::int64_t c = 0; c < p.k; c += 32) {
     for (std::int64_t i = 0; i < 32; ++i) {
       const float half = a[c + i] * 0.5f;
       const std::uint32_t bits = std::bit_cast<std::uint32_t>(half);
       if (!std::isnan(half) && ((bits & 0xFFFF) != 0 || (half != 0.0f && std::fabs(half) < 0x1p-10f))) {
-        return nullptr;
+        return false;
       }
       const auto word = static_cast<std::uint16_t>(std::isnan(half) ? 0x7FC0 : bits >> 16);
       pairs[static_cast<std::size_t>(c + (i < 16 ? 2 * i + 1 : 2 * (i - 16)))] = word;
     }
   }
-  return pairs;
+  return true;
 }
 #endif  // MF_GEMV_GFNI
 #endif  // MF_GEMM_WIDE
@@ -493,14 +493,25 @@ HWY_INLINE StridedE2m1 PrepareStridedE2m1(const Problem& p, const float* a) {
 }
 #endif
 
+// What a GEMV call makes from its activation row, kept per thread from call to call (a decode step makes hundreds of
+// calls; no allocation once they have grown to the largest K).
+struct GemvBuffers {
+  std::vector<float> scaled;           // a x 2^119 (exact: |a| <= 448), for the e4m3 GEMV's per-group factors
+  std::vector<std::uint16_t> pairs;    // DotBf16Pairs (AVX3_DL and newer)
+  std::vector<float> dot_sums;         // BlockSumsDotBf16's [groups][16]
+  std::vector<std::uint8_t> dot_redo;  // and [groups]
+};
+HWY_INLINE GemvBuffers& ThreadGemvBuffers() {
+  static thread_local GemvBuffers buffers;
+  return buffers;
+}
+
 // The activations as each weight kind's GemvBlock reads them.
 struct GemvInputs {
   const float* a;
   std::int64_t live;  // a multiple of 32 with a[k] == ±0 from there on (GroupProductsGfni)
-  std::vector<float> scaled;  // a x 2^119 (exact: |a| <= 448), for the e4m3 GEMV's per-group factors
-  hwy::AlignedFreeUniquePtr<std::uint16_t[]> pairs;  // DotBf16Pairs (AVX3_DL and newer), or empty
-  hwy::AlignedFreeUniquePtr<float[]> dot_sums;        // where pairs: BlockSumsDotBf16's
-  std::vector<std::uint8_t> dot_redo;
+  const float* scaled = nullptr;  // GemvBuffers::scaled
+  DotBf16Block dot{};             // pairs == nullptr: the bf16 dot product does not run
 #if MF_GEMM_WIDE
   StridedE2m1 strided;
 #endif
@@ -512,9 +523,8 @@ HWY_INLINE void GemvBlockOf(const Problem& p, GemvInputs& in, std::int64_t col0,
   switch (p.kind) {
     case WeightKind::e4m3:
       if (p.e4m3_per_group) {
-        DotBf16Block dot{in.pairs.get(), in.dot_sums.get(), in.dot_redo.data()};
-        return GemvBlock<WeightKind::e4m3, true>(p, in.scaled.data(), col0, c, in.live, nullptr,
-                                                 in.pairs ? &dot : nullptr);
+        return GemvBlock<WeightKind::e4m3, true>(p, in.scaled, col0, c, in.live, nullptr,
+                                                 in.dot.pairs != nullptr ? &in.dot : nullptr);
       }
       return GemvBlock<WeightKind::e4m3>(p, in.a, col0, c, in.live);
     case WeightKind::e2m1:
@@ -539,19 +549,21 @@ HWY_INLINE void GemvColumns(const Problem& p, const float* a, ColumnQueue& queue
   in.live = p.k;
   while (in.live > 0 && a[in.live - 1] == 0.0f) --in.live;
   in.live = (in.live + 31) / 32 * 32;
+  GemvBuffers& buffers = ThreadGemvBuffers();
   if (p.kind == WeightKind::e4m3 && p.e4m3_per_group) {
-    in.scaled.resize(static_cast<std::size_t>(p.k));
-    for (std::int64_t k = 0; k < p.k; ++k) in.scaled[static_cast<std::size_t>(k)] = a[k] * 0x1p119f;
+    buffers.scaled.resize(static_cast<std::size_t>(p.k));
+    for (std::int64_t k = 0; k < p.k; ++k) buffers.scaled[static_cast<std::size_t>(k)] = a[k] * 0x1p119f;
+    in.scaled = buffers.scaled.data();
   }
 #if MF_GEMM_WIDE
   if (p.kind == WeightKind::e2m1) in.strided = PrepareStridedE2m1(p, a);
 #endif
 #if MF_GEMM_WIDE && MF_GEMV_GFNI
-  in.pairs = DotBf16Pairs(p, a);
-  if (in.pairs) {
+  if (DotBf16Pairs(p, a, buffers.pairs)) {
     const auto groups = static_cast<std::size_t>(p.k / p.group);
-    in.dot_sums = hwy::AllocateAligned<float>(groups * kLanes);
-    in.dot_redo.resize(groups);
+    buffers.dot_sums.resize(groups * kLanes);
+    buffers.dot_redo.resize(groups);
+    in.dot = {buffers.pairs.data(), buffers.dot_sums.data(), buffers.dot_redo.data()};
   }
 #endif
   alignas(64) float c[kLanes];
