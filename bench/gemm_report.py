@@ -9,7 +9,8 @@ decode shapes (M = 1, 8) with the weights streamed from memory (bench_gemm's Gem
 of the weight, twice the last-level cache in all), as a decode step over a model larger than the cache reads them.
 A third has M = 1 as independent single-thread calls, one per thread at once (GemmIndependent): the ceiling of the
 threaded call on this machine, and the threaded calls' share of it. A last one has the fp8 GEMV on weights with one
-outlier per 128 x 128 block (GemmOutliers), whose e4m3 subnormal codes slow it down.
+outlier per 128 x 128 block (GemmOutliers), whose e4m3 subnormal codes slow it down; and one has M = 1 on one
+thread on a small LLM's Linear shapes with the weights in L2 (GemvSmall), where a decode step's per-call costs show.
 
 The OpenBLAS kernels in use are printed: bench_gemm runs itself again with OPENBLAS_CORETYPE set when OpenBLAS fell
 back to its generic SSE3 kernels on a CPU that has AVX-512 or AVX2 (bench/gemm_cases.h; BENCHMARKS.md).
@@ -46,7 +47,8 @@ def main():
             parts = name.split("/")
             way, shape, threads, m = parts[1], parts[2], parts[3], int(parts[4])
             cells.setdefault(parts[0], {})[(shape, m, way)] = (b["GFLOPs"], b["wGBs"])
-            machine["threads"] = threads.split(":")[1]
+            if parts[0] != "GemvSmall":  # one thread by definition
+                machine["threads"] = threads.split(":")[1]
     print(f"threads: {machine.get('threads')} (minifloat and OpenBLAS); median of {reps}; "
           f"load average at the end: {os.getloadavg()[0]:.1f}")
     print(f"FMA peak {machine.get('fma', 0):.1f} GFLOP/s, memory read bandwidth {machine.get('read', 0):.1f} GB/s; "
@@ -80,6 +82,18 @@ def main():
                 share.append(f"{gemm[0] / lin[0]:.2f}" if lin and gemm and lin[0] else "-")
             print(f"| {shape[1:].replace('xK', 'x')} | {m} | " + " | ".join(share) + " |")
         print()
+    if "GemvSmall" in cells:
+        print("M = 1 on one thread, on a small LLM's Linear shapes (weights in L2), GFLOP/s:\n")
+        print("| N x K | bf16 | fp8 | mxfp4 | OpenBLAS f32 | fp8 / OpenBLAS | mxfp4 / OpenBLAS | fp8 / bf16 |")
+        print("|---|---|---|---|---|---|---|---|")
+        small = cells["GemvSmall"]
+        for shape in sorted({k[0] for k in small}, key=lambda s: [int(x) for x in s[1:].split("xK")]):
+            g = {w: small.get((shape, 1, w), (0, 0))[0] for w in WAYS}
+            over = lambda a, b: f"{g[a] / g[b]:.2f}" if g[b] else "-"
+            print(f"| {shape[1:].replace('xK', 'x')} | {g['bf16']:.1f} | {g['fp8']:.1f} | {g['mxfp4']:.1f} | "
+                  f"{g['openblas-f32']:.1f} | {over('fp8', 'openblas-f32')} | {over('mxfp4', 'openblas-f32')} | "
+                  f"{over('fp8', 'bf16')} |")
+        print()
     if outliers:
         print("fp8 GEMV (M = 1, 4096 x 4096, fp8-128x128) with one outlier per 128 x 128 block, GFLOP/s "
               "(e4m3 subnormal codes, % of all):\n")
@@ -95,7 +109,7 @@ def main():
 def table(title, cells, machine):
     print(f"{title}:\n")
     print("| N x K | M | bf16 | fp8 | mxfp4 | OpenBLAS f32 | dequant+OpenBLAS | fp8 / OpenBLAS | mxfp4 / OpenBLAS "
-          "| fp8 / peak | fp8 weight GB/s | mxfp4 weight GB/s |")
+          "| fp8 / peak | fp8 weight GB/s (of read) | mxfp4 weight GB/s (of read) |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for shape in sorted({k[0] for k in cells}, key=lambda s: s != "N4096xK4096"):
         for m in sorted({k[1] for k in cells if k[0] == shape}):
@@ -104,8 +118,10 @@ def table(title, cells, machine):
             ratio = lambda w: f"{g[w][0] / blas:.2f}" if blas else "-"
             peak = f"{g['fp8'][0] / machine['fma']:.0%}" if machine.get("fma") else "-"
             cell = lambda w: f"{g[w][0]:.1f}" if g[w][0] else "-"
+            read = lambda w: f"{g[w][1]:.1f} ({g[w][1] / machine['read']:.0%})" if machine.get("read") else \
+                f"{g[w][1]:.1f}"
             print(f"| {shape[1:].replace('xK', 'x')} | {m} | " + " | ".join(cell(w) for w in WAYS) +
-                  f" | {ratio('fp8')} | {ratio('mxfp4')} | {peak} | {g['fp8'][1]:.1f} | {g['mxfp4'][1]:.1f} |")
+                  f" | {ratio('fp8')} | {ratio('mxfp4')} | {peak} | {read('fp8')} | {read('mxfp4')} |")
     print()
 
 if __name__ == "__main__":
