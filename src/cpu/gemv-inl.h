@@ -91,10 +91,10 @@ HWY_INLINE VF LoadWeights(const WeightRow& r, std::int64_t k, int shift) {
   }
 }
 
-// One group's products for the 16 rows: acc[i][v] += a x w over [k0, end), lane-strided.
+// Rows [first, first + count) of GroupProducts.
 template <WeightKind K, bool kPerGroup>
-HWY_INLINE void GroupProducts(const WeightRow (&rows)[kLanes], const float* HWY_RESTRICT a, std::int64_t k0,
-                              std::int64_t end, int shift, VF (&acc)[kLanes][kV]) {
+HWY_INLINE void RowProducts(const WeightRow (&rows)[kLanes], const float* HWY_RESTRICT a, std::int64_t k0,
+                            std::int64_t end, int shift, int first, int count, VF (&acc)[kLanes][kV]) {
   const DF df;
   for (std::int64_t k = k0; k < end; k += kLanes) {
 #pragma GCC unroll 16
@@ -102,9 +102,36 @@ HWY_INLINE void GroupProducts(const WeightRow (&rows)[kLanes], const float* HWY_
       const std::int64_t at = k + static_cast<std::int64_t>(v * kL);
       const VF av = hn::LoadU(df, a + at);
 #pragma GCC unroll 16
-      for (int i = 0; i < kLanes; ++i) {
+      for (int i = first; i < first + count; ++i) {
         acc[i][v] = hn::MulAdd(av, LoadWeights<K, kPerGroup>(rows[i], at, shift), acc[i][v]);
       }
+    }
+  }
+}
+
+// One group's products for the 16 rows: acc[i][v] += a x w over [k0, end), lane-strided.
+// On 8-lane targets the e4m3 and bf16 rows go 8 at a time, each row's group asked into L2 512 bytes ahead: rows
+// whose length is a multiple of 4 KiB (K = 4096 e4m3, 2048 bf16) start in the same L1 set, and 16 lines of one set
+// do not fit an 8-way L1 (on AVX2 the fp8 GEMV ran at half speed at K = 4096 beside K = 2048: BENCHMARKS.md); the
+// prefetch brings back what visiting the rows in two halves costs the hardware prefetchers with the weights in
+// memory. On 16-lane targets, where this loop serves bf16 weights and the checked e4m3 loop, and for e2m1 on AVX2,
+// the halves measured no faster or slower.
+template <WeightKind K, bool kPerGroup>
+HWY_INLINE void GroupProducts(const WeightRow (&rows)[kLanes], const float* HWY_RESTRICT a, std::int64_t k0,
+                              std::int64_t end, int shift, VF (&acc)[kLanes][kV]) {
+  if constexpr (MF_GEMM_WIDE || K == WeightKind::e2m1) {
+    RowProducts<K, kPerGroup>(rows, a, k0, end, shift, 0, kLanes, acc);
+  } else {
+    for (int half = 0; half < kLanes; half += 8) {
+#if HWY_ARCH_X86
+      for (int i = half; i < half + 8; ++i) {
+        const char* row = K == WeightKind::bf16 ? reinterpret_cast<const char*>(rows[i].bf16 + k0)
+                                                : reinterpret_cast<const char*>(rows[i].codes + k0);
+        const std::int64_t bytes = K == WeightKind::bf16 ? 2 * (end - k0) : end - k0;
+        for (std::int64_t b = 0; b < bytes; b += 64) _mm_prefetch(row + b + 512, _MM_HINT_T1);
+      }
+#endif
+      RowProducts<K, kPerGroup>(rows, a, k0, end, shift, half, 8, acc);
     }
   }
 }
