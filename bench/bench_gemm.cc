@@ -160,6 +160,71 @@ void BM_ReadBandwidth(benchmark::State& state) {
   state.counters["GBs"] = g;
 }
 
+// "Family/way/NnxKk/threads:t", the names gemm_report.py parses.
+std::string case_name(const char* family, Way w, std::int64_t n, std::int64_t k, int threads) {
+  return std::string(family) + "/" + mf::bench::way_name(w) + "/N" + std::to_string(n) + "xK" + std::to_string(k) +
+         "/threads:" + std::to_string(threads);
+}
+bool available(Way w) { return mf::bench::have_blas() || (w != Way::blas_f32 && w != Way::deq_fp8_blas); }
+
+// Gemm, GemmStreamed, Linear and GemmIndependent at the two large shapes.
+void register_large_shapes(int threads) {
+  const std::pair<std::int64_t, std::int64_t> shapes[] = {{4096, 4096}, {7168, 2048}};
+  const Way all[] = {Way::mf_bf16, Way::mf_fp8, Way::mf_mxfp4, Way::blas_f32, Way::deq_fp8_blas};
+  const Way direct[] = {Way::mf_bf16, Way::mf_fp8, Way::mf_mxfp4, Way::blas_f32};
+  for (const auto& [n, k] : shapes) {
+    for (const std::int64_t m : {1, 8, 32, 128, 512, 2048}) {
+      for (const Way w : all) {
+        if (!available(w)) continue;
+        benchmark::RegisterBenchmark(case_name("Gemm", w, n, k, threads).c_str(), BM_Gemm, w, n, k, threads)
+            ->Arg(m)->UseRealTime()->MinTime(0.2)->Unit(benchmark::kMillisecond);
+      }
+    }
+  }
+  for (const auto& [n, k] : shapes) {
+    for (const std::int64_t m : {1, 8}) {
+      for (const Way w : direct) {
+        if (!available(w)) continue;
+        benchmark::RegisterBenchmark(case_name("GemmStreamed", w, n, k, threads).c_str(), BM_GemmStreamed, w, n, k,
+                                     threads)
+            ->Arg(m)->UseRealTime()->MinTime(0.2)->Unit(benchmark::kMillisecond);
+      }
+    }
+  }
+  for (const auto& [n, k] : shapes) {
+    for (const Way w : {Way::mf_fp8, Way::mf_mxfp4}) {
+      benchmark::RegisterBenchmark(case_name("Linear", w, n, k, threads).c_str(), BM_Linear, w, n, k, threads)
+          ->Arg(1)->Arg(8)->UseRealTime()->MinTime(0.2)->Unit(benchmark::kMillisecond);
+    }
+  }
+  for (const auto& [n, k] : shapes) {
+    for (const Way w : direct) {
+      if (!available(w)) continue;
+      benchmark::RegisterBenchmark(case_name("GemmIndependent", w, n, k, threads).c_str(), BM_GemmIndependent, w, n,
+                                   k, threads)
+          ->Arg(1)->UseRealTime()->MinTime(0.2)->Unit(benchmark::kMillisecond);
+    }
+  }
+}
+
+// GemvSmall (one thread, a small LLM's shapes) and GemmOutliers.
+void register_decode_cases(int threads) {
+  const std::pair<std::int64_t, std::int64_t> small[] = {{640, 640}, {1536, 640}, {640, 1536}};
+  for (const auto& [n, k] : small) {
+    for (const Way w : {Way::mf_bf16, Way::mf_fp8, Way::mf_mxfp4, Way::blas_f32}) {
+      if (!available(w)) continue;
+      benchmark::RegisterBenchmark(case_name("GemvSmall", w, n, k, 1).c_str(), BM_Gemm, w, n, k, 1)
+          ->Arg(1)->UseRealTime()->MinTime(0.2)->Unit(benchmark::kMicrosecond);
+    }
+  }
+  for (const int t : {1, threads}) {
+    const std::string name = "GemmOutliers/fp8/N4096xK4096/threads:" + std::to_string(t);
+    benchmark::RegisterBenchmark(name.c_str(), BM_GemmOutliers, t)
+        ->Arg(0)->Arg(10)->Arg(30)->Arg(100)->UseRealTime()->MinTime(0.2)->Unit(benchmark::kMillisecond);
+    if (threads == 1) break;
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -176,62 +241,8 @@ int main(int argc, char** argv) {
   const int threads = omp_get_max_threads();
   benchmark::RegisterBenchmark("FmaPeak", BM_FmaPeak)->Arg(threads)->Iterations(1)->UseRealTime();
   benchmark::RegisterBenchmark("ReadBandwidth", BM_ReadBandwidth)->Arg(threads)->Iterations(1)->UseRealTime();
-  const std::pair<std::int64_t, std::int64_t> shapes[] = {{4096, 4096}, {7168, 2048}};
-  for (const auto& [n, k] : shapes) {
-    for (const std::int64_t m : {1, 8, 32, 128, 512, 2048}) {
-      for (const Way w : {Way::mf_bf16, Way::mf_fp8, Way::mf_mxfp4, Way::blas_f32, Way::deq_fp8_blas}) {
-        if (!mf::bench::have_blas() && (w == Way::blas_f32 || w == Way::deq_fp8_blas)) continue;
-        const std::string name = std::string("Gemm/") + mf::bench::way_name(w) + "/N" + std::to_string(n) + "xK" +
-                                 std::to_string(k) + "/threads:" + std::to_string(threads);
-        benchmark::RegisterBenchmark(name.c_str(), BM_Gemm, w, n, k, threads)
-            ->Arg(m)->UseRealTime()->MinTime(0.2)->Unit(benchmark::kMillisecond);
-      }
-    }
-  }
-  for (const auto& [n, k] : shapes) {
-    for (const std::int64_t m : {1, 8}) {
-      for (const Way w : {Way::mf_bf16, Way::mf_fp8, Way::mf_mxfp4, Way::blas_f32}) {
-        if (!mf::bench::have_blas() && w == Way::blas_f32) continue;
-        const std::string name = std::string("GemmStreamed/") + mf::bench::way_name(w) + "/N" + std::to_string(n) +
-                                 "xK" + std::to_string(k) + "/threads:" + std::to_string(threads);
-        benchmark::RegisterBenchmark(name.c_str(), BM_GemmStreamed, w, n, k, threads)
-            ->Arg(m)->UseRealTime()->MinTime(0.2)->Unit(benchmark::kMillisecond);
-      }
-    }
-  }
-  for (const auto& [n, k] : shapes) {
-    for (const Way w : {Way::mf_fp8, Way::mf_mxfp4}) {
-      const std::string name = std::string("Linear/") + mf::bench::way_name(w) + "/N" + std::to_string(n) + "xK" +
-                               std::to_string(k) + "/threads:" + std::to_string(threads);
-      benchmark::RegisterBenchmark(name.c_str(), BM_Linear, w, n, k, threads)
-          ->Arg(1)->Arg(8)->UseRealTime()->MinTime(0.2)->Unit(benchmark::kMillisecond);
-    }
-  }
-  for (const auto& [n, k] : shapes) {
-    for (const Way w : {Way::mf_bf16, Way::mf_fp8, Way::mf_mxfp4, Way::blas_f32}) {
-      if (!mf::bench::have_blas() && w == Way::blas_f32) continue;
-      const std::string name = std::string("GemmIndependent/") + mf::bench::way_name(w) + "/N" + std::to_string(n) +
-                               "xK" + std::to_string(k) + "/threads:" + std::to_string(threads);
-      benchmark::RegisterBenchmark(name.c_str(), BM_GemmIndependent, w, n, k, threads)
-          ->Arg(1)->UseRealTime()->MinTime(0.2)->Unit(benchmark::kMillisecond);
-    }
-  }
-  const std::pair<std::int64_t, std::int64_t> small[] = {{640, 640}, {1536, 640}, {640, 1536}};
-  for (const auto& [n, k] : small) {
-    for (const Way w : {Way::mf_bf16, Way::mf_fp8, Way::mf_mxfp4, Way::blas_f32}) {
-      if (!mf::bench::have_blas() && w == Way::blas_f32) continue;
-      const std::string name = std::string("GemvSmall/") + mf::bench::way_name(w) + "/N" + std::to_string(n) + "xK" +
-                               std::to_string(k) + "/threads:1";
-      benchmark::RegisterBenchmark(name.c_str(), BM_Gemm, w, n, k, 1)
-          ->Arg(1)->UseRealTime()->MinTime(0.2)->Unit(benchmark::kMicrosecond);
-    }
-  }
-  for (const int t : {1, threads}) {
-    const std::string name = "GemmOutliers/fp8/N4096xK4096/threads:" + std::to_string(t);
-    benchmark::RegisterBenchmark(name.c_str(), BM_GemmOutliers, t)
-        ->Arg(0)->Arg(10)->Arg(30)->Arg(100)->UseRealTime()->MinTime(0.2)->Unit(benchmark::kMillisecond);
-    if (threads == 1) break;
-  }
+  register_large_shapes(threads);
+  register_decode_cases(threads);
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
 }
