@@ -12,9 +12,11 @@
 #endif
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -499,27 +501,6 @@ HWY_INLINE bool GemvFits(const Problem& p) {
   return false;
 }
 
-#if MF_GEMM_WIDE
-// The e2m1 GEMV's inputs on 16-lane targets: the activations in the strided lane order (GroupSumsE2m1Strided), and
-// each scale code's table (256 x 16 values, 16 KiB: L1).
-struct StridedE2m1 {
-  hwy::AlignedFreeUniquePtr<float[]> a, tables;
-};
-HWY_INLINE StridedE2m1 PrepareStridedE2m1(const Problem& p, const float* a) {
-  StridedE2m1 out{hwy::AllocateAligned<float>(static_cast<std::size_t>(p.k)), hwy::AllocateAligned<float>(256 * 16)};
-  for (std::int64_t k = 0; k < p.k; k += kLanes) {
-    for (int q = 0; q < 8; ++q) {
-      out.a[static_cast<std::size_t>(k + 2 * q)] = a[k + q];
-      out.a[static_cast<std::size_t>(k + 2 * q + 1)] = a[k + 8 + q];
-    }
-  }
-  for (std::size_t code = 0; code < 256; ++code) {
-    for (std::size_t j = 0; j < 16; ++j) out.tables[code * 16 + j] = codec::kE2m1Values[j] * p.weight_scale_table[code];
-  }
-  return out;
-}
-#endif
-
 // What a GEMV call makes from its activation row, kept per thread from call to call (a decode step makes hundreds of
 // calls; no allocation once they have grown to the largest K).
 struct GemvBuffers {
@@ -527,11 +508,43 @@ struct GemvBuffers {
   std::vector<std::uint16_t> pairs;    // DotBf16Pairs (AVX3_DL and newer)
   std::vector<float> dot_sums;         // BlockSumsDotBf16's [groups][16]
   std::vector<std::uint8_t> dot_redo;  // and [groups]
+  std::vector<float> strided;          // e2m1 on 16-lane targets: a in the strided lane order
+  // and per scale code the 16 e2m1 values times its scale, made again only when the scale table differs
+  hwy::AlignedFreeUniquePtr<float[]> e2m1_tables;
+  std::array<float, 256> e2m1_tables_of{};
 };
 HWY_INLINE GemvBuffers& ThreadGemvBuffers() {
   static thread_local GemvBuffers buffers;
   return buffers;
 }
+
+#if MF_GEMM_WIDE
+// The e2m1 GEMV's inputs on 16-lane targets: the activations in the strided lane order (GroupSumsE2m1Strided), and
+// each scale code's table (256 x 16 values, 16 KiB: L1), in the thread's GemvBuffers.
+struct StridedE2m1 {
+  const float* a;
+  const float* tables;
+};
+HWY_INLINE StridedE2m1 PrepareStridedE2m1(const Problem& p, const float* a, GemvBuffers& b) {
+  b.strided.resize(static_cast<std::size_t>(p.k));
+  for (std::int64_t k = 0; k < p.k; k += kLanes) {
+    for (int q = 0; q < 8; ++q) {
+      b.strided[static_cast<std::size_t>(k + 2 * q)] = a[k + q];
+      b.strided[static_cast<std::size_t>(k + 2 * q + 1)] = a[k + 8 + q];
+    }
+  }
+  if (!b.e2m1_tables || std::memcmp(b.e2m1_tables_of.data(), p.weight_scale_table.data(), sizeof(float) * 256) != 0) {
+    if (!b.e2m1_tables) b.e2m1_tables = hwy::AllocateAligned<float>(256 * 16);
+    for (std::size_t code = 0; code < 256; ++code) {
+      for (std::size_t j = 0; j < 16; ++j) {
+        b.e2m1_tables[code * 16 + j] = codec::kE2m1Values[j] * p.weight_scale_table[code];
+      }
+    }
+    b.e2m1_tables_of = p.weight_scale_table;
+  }
+  return {b.strided.data(), b.e2m1_tables.get()};
+}
+#endif
 
 // The activations as each weight kind's GemvBlock reads them.
 struct GemvInputs {
@@ -556,7 +569,7 @@ HWY_INLINE void GemvBlockOf(const Problem& p, GemvInputs& in, std::int64_t col0,
       return GemvBlock<WeightKind::e4m3>(p, in.a, col0, c, in.live);
     case WeightKind::e2m1:
 #if MF_GEMM_WIDE
-      return GemvBlock<WeightKind::e2m1>(p, in.strided.a.get(), col0, c, in.live, in.strided.tables.get());
+      return GemvBlock<WeightKind::e2m1>(p, in.strided.a, col0, c, in.live, in.strided.tables);
 #elif HWY_TARGET != HWY_SCALAR
       return GemvBlock<WeightKind::e2m1>(p, in.a, col0, c, in.live);
 #else
@@ -583,7 +596,7 @@ HWY_INLINE void GemvColumns(const Problem& p, const float* a, ColumnQueue& queue
     in.scaled = buffers.scaled.data();
   }
 #if MF_GEMM_WIDE
-  if (p.kind == WeightKind::e2m1) in.strided = PrepareStridedE2m1(p, a);
+  if (p.kind == WeightKind::e2m1) in.strided = PrepareStridedE2m1(p, a, buffers);
 #endif
 #if MF_GEMM_WIDE && MF_GEMV_GFNI
   if (DotBf16Pairs(p, a, buffers.pairs)) {
