@@ -83,7 +83,6 @@ HWY_EXPORT(UsesGemv);
 HWY_EXPORT(UsesColumnLanes);
 
 HWY_EXPORT(GemvDecode);
-
 HWY_EXPORT(GemvDotBf16);
 
 const char* gemv_e4m3_decode() { return HWY_DYNAMIC_DISPATCH(GemvDecode)(); }

@@ -231,7 +231,6 @@ HWY_NOINLINE __attribute__((target(HWY_TARGET_STR ",gfni"))) bool GroupProductsG
   return SawNoNan(seen);
 }
 
-
 // AVX512-BF16's dot product (vdpbf16ps) adds to f32 lane i the product of bf16 words 2i + 1, rounded, then that of
 // words 2i, rounded: two fmas, as Intel's manual writes it, with denormal inputs and outputs read and written as zero.
 // A CPU may round the two products' sum once instead; this checks, once, on 4096 lanes of random normal inputs
@@ -316,8 +315,9 @@ HWY_NOINLINE __attribute__((target(HWY_TARGET_STR ",gfni,avx512bf16"))) void Blo
 }
 
 // The activation row as BlockSumsDotBf16 reads it: for each 32 values from c, word c + 2i holds a[c + 16 + i] / 2
-// and word c + 2i + 1 holds a[c + i] / 2, as bf16 (NaN: a quiet NaN). Empty where that path does not run: no such
-// CPU, not allowed, other weights, groups not whole lines, or an activation that is no e4m3 value (never from act_quant).
+// and word c + 2i + 1 holds a[c + i] / 2, as bf16 (NaN: a quiet NaN). False where that path does not run: no such
+// CPU, not allowed, other weights, groups not whole lines, or an activation that is no e4m3 value (never from
+// act_quant).
 HWY_INLINE bool DotBf16Pairs(const Problem& p, const float* a, std::vector<std::uint16_t>& pairs) {
   if (p.kind != WeightKind::e4m3 || !p.e4m3_per_group || p.group % 64 != 0 || p.k % p.group != 0 ||
       !gemv_e4m3_bf16_dot_allowed() || !CpuDotBf16RoundsTwice()) {
