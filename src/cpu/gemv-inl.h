@@ -38,6 +38,21 @@ namespace hn = hwy::HWY_NAMESPACE;
 #define MF_GEMV_GFNI 0
 #endif
 
+#if HWY_ARCH_X86
+// Asks for the line `ahead` bytes past `row` into L2: a block's 16 row streams are slow (a group's bytes per row at
+// a time) and short (one row), and the hardware prefetchers follow them late when the weights come from memory
+// (docs/benchmark-history.md). An address past the weights is never read, and its prefetch does not fault (hence
+// the integer arithmetic). Raw: hwy::Prefetch asks for L1 only.
+HWY_INLINE void PrefetchAhead(const void* row, std::int64_t ahead) {
+  const auto at = reinterpret_cast<std::uintptr_t>(row) + static_cast<std::uintptr_t>(ahead);
+  _mm_prefetch(reinterpret_cast<const char*>(at), _MM_HINT_T1);
+}
+// How far ahead: 512 bytes for the 8-lane and GFNI loops (Zen 4: docs/benchmark-history.md); 256 for the AVX512-BF16
+// dot product and the e2m1 loop, which take 64 and 32 weights per row a step: with the weights streamed on the
+// Sapphire Rapids-class Xeon, 256 beat 128, 512, 1024 and 2048 by 12-21% (fp8) and 2-12% (mxfp4) (BENCHMARKS.md).
+constexpr std::int64_t kPrefetchAhead = 512, kPrefetchAheadWide = 256;
+#endif
+
 // One weight row as the GEMV reads it: its codes (or bf16 bits) and its scales.
 struct WeightRow {
   const std::uint8_t* codes;
@@ -130,7 +145,7 @@ HWY_INLINE void GroupProducts(const WeightRow (&rows)[kLanes], const float* HWY_
         const char* row = K == WeightKind::bf16 ? reinterpret_cast<const char*>(rows[i].bf16 + k0)
                                                 : reinterpret_cast<const char*>(rows[i].codes + k0);
         const std::int64_t bytes = K == WeightKind::bf16 ? 2 * (end - k0) : end - k0;
-        for (std::int64_t b = 0; b < bytes; b += 64) _mm_prefetch(row + b + 512, _MM_HINT_T1);
+        for (std::int64_t b = 0; b < bytes; b += 64) PrefetchAhead(row + b, kPrefetchAhead);
       }
 #endif
       RowProducts<K, kPerGroup>(rows, a, k0, end, shift, half, 8, acc);
@@ -208,12 +223,7 @@ HWY_NOINLINE __attribute__((target(HWY_TARGET_STR ",gfni"))) bool GroupProductsG
 #pragma GCC unroll 8
       for (int i = 0; i < 8; ++i) {
         SeeCodes(codes[i] + line, in, seen);
-        // The row 512 bytes on, into L2: the 16 row streams of a block are slow (128 bytes per group) and short (K
-        // bytes), which the hardware prefetchers follow late when the weights come from memory
-        // (docs/benchmark-history.md). An address past the weights is never read, and its prefetch does not fault.
-        // Raw: hwy::Prefetch asks for L1 only.
-        _mm_prefetch(reinterpret_cast<const char*>(reinterpret_cast<std::uintptr_t>(codes[i]) + line + 512),
-                     _MM_HINT_T1);
+        PrefetchAhead(codes[i] + line, kPrefetchAhead);
       }
       const std::int64_t products = std::min(stop, live);
       for (std::int64_t k = line; k < products; k += 32) {
@@ -300,8 +310,7 @@ HWY_NOINLINE __attribute__((target(HWY_TARGET_STR ",gfni,avx512bf16"))) void Blo
         const __m512bh a1 = (__m512bh)_mm512_loadu_si512(pairs + line + 32);
 #pragma GCC unroll 8
         for (int i = 0; i < 8; ++i) {
-          _mm_prefetch(reinterpret_cast<const char*>(reinterpret_cast<std::uintptr_t>(codes[i]) + line + 512),
-                       _MM_HINT_T1);  // as GroupProductsGfni
+          PrefetchAhead(codes[i] + line, kPrefetchAheadWide);
           __m512i w0, w1;
           codec::DecodeE4m3x64Bf16Pairs(codes[i] + line, w0, w1);
           dots[i] = _mm512_dpbf16_ps(_mm512_dpbf16_ps(dots[i], (__m512bh)w0, a0), (__m512bh)w1, a1);
@@ -353,8 +362,10 @@ HWY_INLINE void GroupSumsE2m1Strided(const WeightRow (&rows)[kLanes], const floa
   for (auto& o : acc) o[0] = hn::Zero(df);
   for (std::int64_t k = k0; k < end; k += 32) {
     const VF a0 = hn::LoadU(df, a + k), a1 = hn::LoadU(df, a + k + kLanes);
+    const bool line = k % 128 == 0;  // a new line of codes every fourth step
 #pragma GCC unroll 16
     for (int i = 0; i < kLanes; ++i) {
+      if (line) PrefetchAhead(rows[i].codes + k / 2, kPrefetchAheadWide);
       VF w0, w1;
       codec::DecodeE2m1x32Strided(rows[i].codes + k / 2, e2m1_tables + 16 * rows[i].scale_codes[k >> shift], w0, w1);
       acc[i][0] = hn::MulAdd(a1, w1, hn::MulAdd(a0, w0, acc[i][0]));
