@@ -47,10 +47,11 @@ HWY_INLINE void PrefetchAhead(const void* row, std::int64_t ahead) {
   const auto at = reinterpret_cast<std::uintptr_t>(row) + static_cast<std::uintptr_t>(ahead);
   _mm_prefetch(reinterpret_cast<const char*>(at), _MM_HINT_T1);
 }
-// How far ahead: 512 bytes for the 8-lane and GFNI loops (Zen 4: docs/benchmark-history.md); 256 for the AVX512-BF16
-// dot product and the e2m1 loop, which take 64 and 32 weights per row a step: with the weights streamed on the
-// Sapphire Rapids-class Xeon, 256 beat 128, 512, 1024 and 2048 by 12-21% (fp8) and 2-12% (mxfp4) (BENCHMARKS.md).
-constexpr std::int64_t kPrefetchAhead = 512, kPrefetchAheadWide = 256;
+// How far ahead: 512 bytes for the 8-lane loops (measured on Zen 4: docs/benchmark-history.md); 256 for the 16-lane
+// e4m3 loops (GFNI and AVX512-BF16) and the e2m1 loop: with the weights streamed on the Sapphire Rapids-class Xeon,
+// 256 beat 128, 512, 1024 and 2048, by 12-21% over 512 for the dot product, 5-10% for GFNI, and 2-12% over no
+// prefetch for e2m1 (BENCHMARKS.md).
+constexpr std::int64_t kPrefetchAhead8 = 512, kPrefetchAhead16 = 256;
 #endif
 
 // One weight row as the GEMV reads it: its codes (or bf16 bits) and its scales.
@@ -145,7 +146,7 @@ HWY_INLINE void GroupProducts(const WeightRow (&rows)[kLanes], const float* HWY_
         const char* row = K == WeightKind::bf16 ? reinterpret_cast<const char*>(rows[i].bf16 + k0)
                                                 : reinterpret_cast<const char*>(rows[i].codes + k0);
         const std::int64_t bytes = K == WeightKind::bf16 ? 2 * (end - k0) : end - k0;
-        for (std::int64_t b = 0; b < bytes; b += 64) PrefetchAhead(row + b, kPrefetchAhead);
+        for (std::int64_t b = 0; b < bytes; b += 64) PrefetchAhead(row + b, kPrefetchAhead8);
       }
 #endif
       RowProducts<K, kPerGroup>(rows, a, k0, end, shift, half, 8, acc);
@@ -223,7 +224,7 @@ HWY_NOINLINE __attribute__((target(HWY_TARGET_STR ",gfni"))) bool GroupProductsG
 #pragma GCC unroll 8
       for (int i = 0; i < 8; ++i) {
         SeeCodes(codes[i] + line, in, seen);
-        PrefetchAhead(codes[i] + line, kPrefetchAhead);
+        PrefetchAhead(codes[i] + line, kPrefetchAhead16);
       }
       const std::int64_t products = std::min(stop, live);
       for (std::int64_t k = line; k < products; k += 32) {
@@ -310,7 +311,7 @@ HWY_NOINLINE __attribute__((target(HWY_TARGET_STR ",gfni,avx512bf16"))) void Blo
         const __m512bh a1 = (__m512bh)_mm512_loadu_si512(pairs + line + 32);
 #pragma GCC unroll 8
         for (int i = 0; i < 8; ++i) {
-          PrefetchAhead(codes[i] + line, kPrefetchAheadWide);
+          PrefetchAhead(codes[i] + line, kPrefetchAhead16);
           __m512i w0, w1;
           codec::DecodeE4m3x64Bf16Pairs(codes[i] + line, w0, w1);
           dots[i] = _mm512_dpbf16_ps(_mm512_dpbf16_ps(dots[i], (__m512bh)w0, a0), (__m512bh)w1, a1);
@@ -365,7 +366,7 @@ HWY_INLINE void GroupSumsE2m1Strided(const WeightRow (&rows)[kLanes], const floa
     const bool line = k % 128 == 0;  // a new line of codes every fourth step
 #pragma GCC unroll 16
     for (int i = 0; i < kLanes; ++i) {
-      if (line) PrefetchAhead(rows[i].codes + k / 2, kPrefetchAheadWide);
+      if (line) PrefetchAhead(rows[i].codes + k / 2, kPrefetchAhead16);
       VF w0, w1;
       codec::DecodeE2m1x32Strided(rows[i].codes + k / 2, e2m1_tables + 16 * rows[i].scale_codes[k >> shift], w0, w1);
       acc[i][0] = hn::MulAdd(a1, w1, hn::MulAdd(a0, w0, acc[i][0]));
