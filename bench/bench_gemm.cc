@@ -5,7 +5,8 @@
 // GemmStreamed/...: M = 1 and 8 again, each call on another copy of the weight, so that the weights come from memory.
 // GemmIndependent/...: M = 1 as one single-thread call per thread at once: the threaded call's ceiling.
 // GemmOutliers/...: the fp8 GEMV on weights with one outlier per 128 x 128 block (e4m3 subnormal codes).
-// MF_GEMV_BF16_DOT=0 turns the e4m3 GEMV's bf16 dot product off (src/cpu/gemm_dispatch.h), to compare the loops.
+// MF_GEMV_BF16_DOT=0 / 1 turns the e4m3 GEMV's bf16 dot product off / on where the CPU can run it (by default the
+// loop faster on the CPU's maker runs: src/cpu/gemm_dispatch.h), to compare the loops.
 // GemvSmall/...: M = 1 on one thread on about the Linear shapes of a small LLM (SmolLM2-135M: hidden 576, 640 here:
 // whole 128 x 128 blocks; MLP 1536), weights in L2: where a decode step's per-call costs show.
 // bench/gemm_report.py runs this with repetitions and prints medians and ratios (BENCHMARKS.md).
@@ -232,9 +233,11 @@ int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   if (!mf::bench::restrict_target("bench_gemm")) return 2;  // MF_BENCH_TARGET=AVX2: as an AVX2 CPU would
   if (mf::bench::have_blas()) benchmark::AddCustomContext("openblas_core", mf::bench::blas_core());
-  // MF_GEMV_BF16_DOT=0: the e4m3 GEMV's GFNI loop on a CPU where the bf16 dot product would run (to compare them).
+  // MF_GEMV_BF16_DOT=0 / 1: the e4m3 GEMV's GFNI loop / bf16 dot product on a CPU that can run both.
   if (const char* dot = std::getenv("MF_GEMV_BF16_DOT"); dot != nullptr && std::string(dot) == "0") {
-    mf::gemm::allow_gemv_e4m3_bf16_dot(false);
+    mf::gemm::choose_gemv_e4m3_bf16_dot(mf::gemm::GemvBf16Dot::never);
+  } else if (dot != nullptr && std::string(dot) == "1") {
+    mf::gemm::choose_gemv_e4m3_bf16_dot(mf::gemm::GemvBf16Dot::always);
   }
   benchmark::AddCustomContext("e4m3_gemv", std::string(mf::gemm::gemv_e4m3_decode()) +
                                                (mf::gemm::gemv_e4m3_bf16_dot() ? " + bf16 dot" : ""));

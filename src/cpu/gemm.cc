@@ -61,7 +61,7 @@ bool NativeFma() { return HWY_NATIVE_FMA != 0; }
 const char* GemvDecode() { return GemvE4m3Decode(); }
 bool GemvDotBf16() {
 #if MF_GEMM_WIDE && MF_GEMV_GFNI
-  return gemv_e4m3_bf16_dot_allowed() && CpuDotBf16RoundsTwice();
+  return CpuDotBf16RoundsTwice();
 #else
   return false;
 #endif
@@ -86,13 +86,29 @@ HWY_EXPORT(GemvDecode);
 HWY_EXPORT(GemvDotBf16);
 
 const char* gemv_e4m3_decode() { return HWY_DYNAMIC_DISPATCH(GemvDecode)(); }
-bool gemv_e4m3_bf16_dot() { return HWY_DYNAMIC_DISPATCH(GemvDotBf16)(); }
+bool gemv_e4m3_bf16_dot_available() { return HWY_DYNAMIC_DISPATCH(GemvDotBf16)(); }
+bool gemv_e4m3_bf16_dot() { return gemv_e4m3_bf16_dot_available() && gemv_e4m3_bf16_dot_chosen(); }
 
 namespace {
-std::atomic<bool> bf16_dot_allowed{true};
+std::atomic<GemvBf16Dot> bf16_dot_choice{GemvBf16Dot::faster};
 }  // namespace
-bool gemv_e4m3_bf16_dot_allowed() { return bf16_dot_allowed.load(std::memory_order_relaxed); }
-void allow_gemv_e4m3_bf16_dot(bool allow) { bf16_dot_allowed.store(allow, std::memory_order_relaxed); }
+void choose_gemv_e4m3_bf16_dot(GemvBf16Dot choice) { bf16_dot_choice.store(choice, std::memory_order_relaxed); }
+bool gemv_e4m3_bf16_dot_chosen() {
+  switch (bf16_dot_choice.load(std::memory_order_relaxed)) {
+    case GemvBf16Dot::always: return true;
+    case GemvBf16Dot::never: return false;
+    case GemvBf16Dot::faster: break;
+  }
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+  static const bool amd = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_is("amd");
+  }();
+  return amd;
+#else
+  return false;
+#endif
+}
 
 namespace {
 

@@ -8,11 +8,19 @@ namespace mf::gemm {
 // AVX512-VBMI, src/cpu/gemv-inl.h), "avx512" (AVX3: fields shifted into place) or "lanes" (narrower targets).
 const char* gemv_e4m3_decode();
 
-// Whether the e4m3 GEMV may multiply with AVX512-BF16's dot product where the CPU's rounds as two fmas (weights with
-// per-group factors; gemv-inl.h): true unless a test or benchmark turned it off, to run the GFNI loop on such a CPU.
-bool gemv_e4m3_bf16_dot_allowed();
-void allow_gemv_e4m3_bf16_dot(bool allow);
-// Whether it does on the target dispatch picks now (and is allowed).
+// Where the CPU's AVX512-BF16 dot product rounds as two fmas (gemv-inl.h), the e4m3 GEMV with per-group factors has
+// two loops that give the same bits: the dot product and the GFNI decode. `faster` (the default) runs the one
+// measured faster on the CPU's maker: the dot product on AMD's (Zen 4: 1.1-2x the GFNI loop), the GFNI loop on
+// Intel's (a Sapphire Rapids-class Xeon: the dot product took 1.0-1.2x its time; BENCHMARKS.md). Tests and
+// benchmarks pin either.
+enum class GemvBf16Dot { faster, always, never };
+void choose_gemv_e4m3_bf16_dot(GemvBf16Dot choice);
+// Whether the choice lets the dot product run on this CPU (before its capability checks).
+bool gemv_e4m3_bf16_dot_chosen();
+// Whether the dot product can run on the target dispatch picks now (AVX3_DL or newer, a dot product that rounds as
+// two fmas), whatever the choice.
+bool gemv_e4m3_bf16_dot_available();
+// Whether it runs there: available and chosen.
 bool gemv_e4m3_bf16_dot();
 
 }  // namespace mf::gemm

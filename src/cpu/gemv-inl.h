@@ -330,7 +330,7 @@ HWY_NOINLINE __attribute__((target(HWY_TARGET_STR ",gfni,avx512bf16"))) void Blo
 // act_quant).
 HWY_INLINE bool DotBf16Pairs(const Problem& p, const float* a, std::vector<std::uint16_t>& pairs) {
   if (p.kind != WeightKind::e4m3 || !p.e4m3_per_group || p.group % 64 != 0 || p.k % p.group != 0 ||
-      !gemv_e4m3_bf16_dot_allowed() || !CpuDotBf16RoundsTwice()) {
+      !gemv_e4m3_bf16_dot_chosen() || !CpuDotBf16RoundsTwice()) {
     return false;
   }
   pairs.resize(static_cast<std::size_t>(p.k));

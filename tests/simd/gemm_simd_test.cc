@@ -167,14 +167,19 @@ void check_quantized(const std::string& scheme, mf::ActScale act_scale, Kind kin
   }
 }
 
-// Runs `body` once per loop the e4m3 GEMV has on this target: with AVX512-BF16's dot product where it runs
-// (AVX3_DL on a CPU whose dot product rounds as two fmas), and again with it turned off (the GFNI loop).
+// Runs `body` once per loop the e4m3 GEMV has on this target: with AVX512-BF16's dot product where it can run
+// (AVX3_DL on a CPU whose dot product rounds as two fmas), and again without it (the GFNI loop), whichever of the
+// two this CPU runs by default.
 void each_e4m3_gemv_loop(const std::function<void()>& body) {
-  body();
-  if (!mf::gemm::gemv_e4m3_bf16_dot()) return;
-  mf::gemm::allow_gemv_e4m3_bf16_dot(false);
-  body();
-  mf::gemm::allow_gemv_e4m3_bf16_dot(true);
+  if (!mf::gemm::gemv_e4m3_bf16_dot_available()) {
+    body();
+    return;
+  }
+  for (const auto choice : {mf::gemm::GemvBf16Dot::always, mf::gemm::GemvBf16Dot::never}) {
+    mf::gemm::choose_gemv_e4m3_bf16_dot(choice);
+    body();
+  }
+  mf::gemm::choose_gemv_e4m3_bf16_dot(mf::gemm::GemvBf16Dot::faster);
 }
 
 TEST_P(GemmSimdTarget, Fp8Weights128x128) {
@@ -438,23 +443,26 @@ TEST_P(GemmSimdTarget, E4m3GemvDecodeFollowsTheTarget) {
   }
 #endif
   EXPECT_EQ(mf::gemm::gemv_e4m3_decode(), expected) << hwy::TargetName(target);
-  // AVX512-BF16's dot product only on AVX3_DL and newer, and only while allowed.
-  const bool dot = mf::gemm::gemv_e4m3_bf16_dot();
+  // AVX512-BF16's dot product can run only on AVX3_DL and newer.
+  const bool dot = mf::gemm::gemv_e4m3_bf16_dot_available();
   std::printf("%s: e4m3 GEMV decode %s%s\n", hwy::TargetName(target), mf::gemm::gemv_e4m3_decode(),
-              dot ? ", bf16 dot product" : "");
+              dot ? (mf::gemm::gemv_e4m3_bf16_dot() ? ", bf16 dot product" : ", bf16 dot product available") : "");
   if (expected != "gfni") {
     EXPECT_FALSE(dot);
   }
 #if HWY_ARCH_X86
   if (expected == "gfni" && __builtin_cpu_supports("avx512bf16")) {
-    // Zen 4 rounds as two fmas (measured); a CPU that does not keeps the GFNI loop, and says so here.
+    // Zen 4 and the Sapphire Rapids-class Xeon round as two fmas (measured); a CPU that does not keeps the GFNI
+    // loop, and says so here.
     if (!dot) std::printf("this CPU's vdpbf16ps does not round as two fmas: the GFNI loop runs\n");
   }
 #endif
-  mf::gemm::allow_gemv_e4m3_bf16_dot(false);
+  mf::gemm::choose_gemv_e4m3_bf16_dot(mf::gemm::GemvBf16Dot::never);
   EXPECT_FALSE(mf::gemm::gemv_e4m3_bf16_dot());
-  mf::gemm::allow_gemv_e4m3_bf16_dot(true);
+  mf::gemm::choose_gemv_e4m3_bf16_dot(mf::gemm::GemvBf16Dot::always);
   EXPECT_EQ(mf::gemm::gemv_e4m3_bf16_dot(), dot);
+  mf::gemm::choose_gemv_e4m3_bf16_dot(mf::gemm::GemvBf16Dot::faster);
+  EXPECT_EQ(mf::gemm::gemv_e4m3_bf16_dot(), dot && mf::gemm::gemv_e4m3_bf16_dot_chosen());
 }
 
 TEST(GemmSimd, TargetsCompiled) {
