@@ -458,6 +458,26 @@ HWY_INLINE hn::Vec<DF> DecodeE2m1Lanes(DF df, const std::uint8_t* bytes) {
 }
 #endif  // HWY_TARGET != HWY_SCALAR
 
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2 && HWY_TARGET > HWY_AVX3  // AVX2: 8 f32 lanes, an 8-entry lane permute
+// Eight e2m1 codes (four bytes, low nibble first) -> their values from `table`, the 16 e2m1 values times one scale in
+// kE2m1Values' order (0-7 positive, 8-15 negative): one broadcast, shifted right by 4j in lane j, leaves code j in
+// the lane's low bits; the permute reads only bits 2:0 of each index (the magnitude), once from each half of the
+// table, and a blend on bit 3 (the sign, shifted up to bit 31) picks the half. Six operations where
+// DecodeE2m1Lanes and a product by the scale take twelve; the table's entries are those products, so the bits are
+// theirs (a NaN scale gives NaN).
+// Raw intrinsics: Highway 1.0.3's TableLookupLanes asks for indices below 8 (a mask more), and its IfThenElse for a
+// mask rather than a sign bit.
+HWY_INLINE hn::Vec<hn::Full256<float>> DecodeE2m1x8Table(const std::uint8_t* bytes, const float* table) {
+  std::uint32_t word;
+  std::memcpy(&word, bytes, 4);
+  const __m256i codes = _mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int>(word)),
+                                          _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28));
+  const __m256 positive = _mm256_permutevar8x32_ps(_mm256_loadu_ps(table), codes);
+  const __m256 negative = _mm256_permutevar8x32_ps(_mm256_loadu_ps(table + 8), codes);
+  return {_mm256_blendv_ps(positive, negative, _mm256_castsi256_ps(_mm256_slli_epi32(codes, 28)))};
+}
+#endif
+
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3  // AVX-512 or newer: 16 f32 lanes and a 16-entry lane permute
 using DF16 = hn::Full512<float>;
 

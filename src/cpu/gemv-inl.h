@@ -62,6 +62,7 @@ struct WeightRow {
   // e2m1: the row's ue8m0 codes (Problem::weight_scale_codes, read through weight_scale_table)
   const std::uint8_t* scale_codes;
   const float* weight_scale_table;            // e2m1: Problem::weight_scale_table
+  const float* e2m1_tables = nullptr;  // e2m1 on AVX2: per scale code, the 16 e2m1 values times it (E2m1Tables)
 };
 
 template <WeightKind K>
@@ -99,7 +100,9 @@ HWY_INLINE VF LoadWeights(const WeightRow& r, std::int64_t k, int shift) {
   } else {
     // e2m1 on targets narrower than 16 lanes (16-lane ones decode 32 at a time in GemvBlock): value x scale.
     static_assert(K == WeightKind::e2m1);
-#if !MF_GEMM_WIDE && HWY_TARGET != HWY_SCALAR
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2 && !MF_GEMM_WIDE
+    return codec::DecodeE2m1x8Table(r.codes + k / 2, r.e2m1_tables + 16 * r.scale_codes[k >> shift]);
+#elif !MF_GEMM_WIDE && HWY_TARGET != HWY_SCALAR
     const float scale = r.weight_scale_table[r.scale_codes[k >> shift]];
     return hn::Mul(codec::DecodeE2m1Lanes(df, r.codes + k / 2), hn::Set(df, scale));
 #else
@@ -114,6 +117,22 @@ template <WeightKind K, bool kPerGroup>
 HWY_INLINE void RowProducts(const WeightRow (&rows)[kLanes], const float* HWY_RESTRICT a, std::int64_t k0,
                             std::int64_t end, int shift, int first, int count, VF (&acc)[kLanes][kV]) {
   const DF df;
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2 && !MF_GEMM_WIDE
+  if constexpr (K == WeightKind::e2m1) {  // each row's table read once per 16 weights, not per 8 (kV == 2)
+    for (std::int64_t k = k0; k < end; k += kLanes) {
+      const VF a0 = hn::LoadU(df, a + k), a1 = hn::LoadU(df, a + k + 8);
+#pragma GCC unroll 16
+      for (int i = first; i < first + count; ++i) {
+        const WeightRow& r = rows[i];
+        const float* t0 = r.e2m1_tables + 16 * r.scale_codes[k >> shift];
+        const float* t1 = shift >= 4 ? t0 : r.e2m1_tables + 16 * r.scale_codes[(k + 8) >> shift];  // blocks of 8
+        acc[i][0] = hn::MulAdd(a0, codec::DecodeE2m1x8Table(r.codes + k / 2, t0), acc[i][0]);
+        acc[i][1] = hn::MulAdd(a1, codec::DecodeE2m1x8Table(r.codes + k / 2 + 4, t1), acc[i][1]);
+      }
+    }
+    return;
+  }
+#endif
   for (std::int64_t k = k0; k < end; k += kLanes) {
 #pragma GCC unroll 16
     for (std::size_t v = 0; v < kV; ++v) {
@@ -442,12 +461,15 @@ struct DotBf16Block {
 template <WeightKind K, bool kPerGroup = false>
 void GemvBlock(const Problem& p, const float* HWY_RESTRICT a, std::int64_t n0, float* HWY_RESTRICT c,
                std::int64_t live, const float* HWY_RESTRICT e2m1_tables = nullptr, DotBf16Block* dot = nullptr) {
-  (void)e2m1_tables, (void)live, (void)dot;  // read only where e2m1 rows are decoded (16-lane targets); by GroupSums
+  (void)e2m1_tables, (void)live, (void)dot;  // read only where e2m1 rows are decoded by table; by GroupSums
   // k >> shift is the scale column (GemvFits: a power-of-two block width); 62 keeps one factor for f32 scales.
   const int shift =
       K == WeightKind::e4m3 && !p.weight_scales_inside ? 62 : std::countr_zero(static_cast<unsigned>(p.bc));
   WeightRow rows[kLanes];
-  for (int i = 0; i < kLanes; ++i) rows[i] = RowOf<K>(p, std::min(n0 + i, p.n - 1));  // rows past N: dropped
+  for (int i = 0; i < kLanes; ++i) {
+    rows[i] = RowOf<K>(p, std::min(n0 + i, p.n - 1));  // rows past N: dropped
+    rows[i].e2m1_tables = e2m1_tables;
+  }
   alignas(64) float red[kLanes], s[kLanes];
   const std::int64_t groups = (p.k + p.group - 1) / p.group;
   const bool one_block_row = n0 / p.br == std::min(n0 + kLanes - 1, p.n - 1) / p.br;
@@ -521,7 +543,7 @@ struct GemvBuffers {
   std::vector<float> dot_sums;         // BlockSumsDotBf16's [groups][16]
   std::vector<std::uint8_t> dot_redo;  // and [groups]
   std::vector<float> strided;          // e2m1 on 16-lane targets: a in the strided lane order
-  // and per scale code the 16 e2m1 values times its scale, made again only when the scale table differs
+  // e2m1 (16-lane targets and AVX2): per scale code the 16 e2m1 values times its scale, and the scales they are of
   hwy::AlignedFreeUniquePtr<float[]> e2m1_tables;
   std::array<float, 256> e2m1_tables_of{};
 };
@@ -530,21 +552,9 @@ HWY_INLINE GemvBuffers& ThreadGemvBuffers() {
   return buffers;
 }
 
-#if MF_GEMM_WIDE
-// The e2m1 GEMV's inputs on 16-lane targets: the activations in the strided lane order (GroupSumsE2m1Strided), and
-// each scale code's table (256 x 16 values, 16 KiB: L1), in the thread's GemvBuffers.
-struct StridedE2m1 {
-  const float* a;
-  const float* tables;
-};
-HWY_INLINE StridedE2m1 PrepareStridedE2m1(const Problem& p, const float* a, GemvBuffers& b) {
-  b.strided.resize(static_cast<std::size_t>(p.k));
-  for (std::int64_t k = 0; k < p.k; k += kLanes) {
-    for (int q = 0; q < 8; ++q) {
-      b.strided[static_cast<std::size_t>(k + 2 * q)] = a[k + q];
-      b.strided[static_cast<std::size_t>(k + 2 * q + 1)] = a[k + 8 + q];
-    }
-  }
+// Each scale code's table for the e2m1 GEMV's table decodes (16-lane targets and AVX2): the 16 e2m1 values times
+// its scale (256 x 16 values, 16 KiB: L1), in the thread's GemvBuffers, made again only when the scales differ.
+HWY_INLINE const float* E2m1Tables(const Problem& p, GemvBuffers& b) {
   if (!b.e2m1_tables || std::memcmp(b.e2m1_tables_of.data(), p.weight_scale_table.data(), sizeof(float) * 256) != 0) {
     if (!b.e2m1_tables) b.e2m1_tables = hwy::AllocateAligned<float>(256 * 16);
     for (std::size_t code = 0; code < 256; ++code) {
@@ -554,7 +564,20 @@ HWY_INLINE StridedE2m1 PrepareStridedE2m1(const Problem& p, const float* a, Gemv
     }
     b.e2m1_tables_of = p.weight_scale_table;
   }
-  return {b.strided.data(), b.e2m1_tables.get()};
+  return b.e2m1_tables.get();
+}
+
+#if MF_GEMM_WIDE
+// The e2m1 GEMV's activations on 16-lane targets, in the strided lane order (GroupSumsE2m1Strided).
+HWY_INLINE const float* StridedActivations(const Problem& p, const float* a, GemvBuffers& b) {
+  b.strided.resize(static_cast<std::size_t>(p.k));
+  for (std::int64_t k = 0; k < p.k; k += kLanes) {
+    for (int q = 0; q < 8; ++q) {
+      b.strided[static_cast<std::size_t>(k + 2 * q)] = a[k + q];
+      b.strided[static_cast<std::size_t>(k + 2 * q + 1)] = a[k + 8 + q];
+    }
+  }
+  return b.strided.data();
 }
 #endif
 
@@ -564,9 +587,8 @@ struct GemvInputs {
   std::int64_t live;  // a multiple of 32 with a[k] == ±0 from there on (GroupProductsGfni)
   const float* scaled = nullptr;  // GemvBuffers::scaled
   DotBf16Block dot{};             // pairs == nullptr: the bf16 dot product does not run
-#if MF_GEMM_WIDE
-  StridedE2m1 strided;
-#endif
+  const float* strided = nullptr;  // e2m1 on 16-lane targets: StridedActivations
+  const float* e2m1_tables = nullptr;  // e2m1 on 16-lane targets and AVX2: E2m1Tables
 };
 
 // C[0, col0 .. col0 + 16) into c in GemvBlock's lane order.
@@ -581,9 +603,9 @@ HWY_INLINE void GemvBlockOf(const Problem& p, GemvInputs& in, std::int64_t col0,
       return GemvBlock<WeightKind::e4m3>(p, in.a, col0, c, in.live);
     case WeightKind::e2m1:
 #if MF_GEMM_WIDE
-      return GemvBlock<WeightKind::e2m1>(p, in.strided.a, col0, c, in.live, in.strided.tables);
+      return GemvBlock<WeightKind::e2m1>(p, in.strided, col0, c, in.live, in.e2m1_tables);
 #elif HWY_TARGET != HWY_SCALAR
-      return GemvBlock<WeightKind::e2m1>(p, in.a, col0, c, in.live);
+      return GemvBlock<WeightKind::e2m1>(p, in.a, col0, c, in.live, in.e2m1_tables);
 #else
       return;  // GemvFits: not on this target
 #endif
@@ -608,7 +630,10 @@ HWY_INLINE void GemvColumns(const Problem& p, const float* a, ColumnQueue& queue
     in.scaled = buffers.scaled.data();
   }
 #if MF_GEMM_WIDE
-  if (p.kind == WeightKind::e2m1) in.strided = PrepareStridedE2m1(p, a, buffers);
+  if (p.kind == WeightKind::e2m1) in.strided = StridedActivations(p, a, buffers);
+#endif
+#if MF_GEMM_WIDE || (HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2)
+  if (p.kind == WeightKind::e2m1) in.e2m1_tables = E2m1Tables(p, buffers);
 #endif
 #if MF_GEMM_WIDE && MF_GEMV_GFNI
   if (DotBf16Pairs(p, a, buffers.pairs)) {

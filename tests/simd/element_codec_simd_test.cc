@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -312,8 +313,32 @@ HWY_NOINLINE void CheckBf16Pairs() {
 #endif
 
 // The full-vector decodes of AVX-512 (e2m1 by lane permute, plain and in the GEMV's strided order) and of AVX3_DL
-// (e4m3 by GFNI and to bf16 pairs, where the CPU has GFNI and VBMI), on every byte of codes.
+// (e4m3 by GFNI and to bf16 pairs, where the CPU has GFNI and VBMI), and AVX2's e2m1 decode through a scaled table,
+// on every byte of codes.
 void TestWideDecodes() {
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2 && HWY_TARGET > HWY_AVX3
+  {
+    std::vector<std::uint8_t> bytes(256 + 3);
+    for (std::size_t b = 0; b < bytes.size(); ++b) bytes[b] = static_cast<std::uint8_t>((b * 37 + 11) % 256);
+    // A plain scale, one whose products are f32 subnormals, one that overflows, and a NaN scale (ue8m0 0xFF).
+    for (const float given : {0.25f, 0x1p-127f, 0x1p127f, std::numeric_limits<float>::quiet_NaN()}) {
+      volatile float opaque = given;  // the products made at run time, as the GEMV makes its tables
+      const float scale = opaque;
+      alignas(32) float table[16], got[8];
+      for (int j = 0; j < 16; ++j) table[j] = cpu::kE2m1Values[j] * scale;
+      for (std::size_t at = 0; at < 256; ++at) {
+        hn::StoreU(cpu::DecodeE2m1x8Table(bytes.data() + at, table), hn::Full256<float>(), got);
+        for (std::uint32_t i = 0; i < 8; ++i) {
+          const std::uint32_t code = (bytes[at + i / 2] >> (4 * (i % 2))) & 0xF;
+          const float want = decode(e2m1, code) * scale;  // a NaN's sign is the compiler's (as in the GEMM tests)
+          EXPECT_TRUE(std::isnan(want) ? std::isnan(got[i])
+                                       : std::bit_cast<std::uint32_t>(got[i]) == std::bit_cast<std::uint32_t>(want))
+              << "lane " << i << " of byte " << at << ", scale " << scale << ": " << got[i] << " for " << want;
+        }
+      }
+    }
+  }
+#endif
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
   const cpu::DF16 df;
   std::vector<std::uint8_t> bytes(256);
