@@ -113,7 +113,7 @@ HWY_INLINE VF LoadWeights(const WeightRow& r, std::int64_t k, int shift) {
 }
 
 // Rows [first, first + count) of GroupProducts.
-template <WeightKind K, bool kPerGroup>
+template <WeightKind K, bool kPerGroup, bool kNanCheck = true>
 HWY_INLINE void RowProducts(const WeightRow (&rows)[kLanes], const float* HWY_RESTRICT a, std::int64_t k0,
                             std::int64_t end, int shift, int first, int count, VF (&acc)[kLanes][kV]) {
   const DF df;
@@ -140,7 +140,7 @@ HWY_INLINE void RowProducts(const WeightRow (&rows)[kLanes], const float* HWY_RE
       const VF av = hn::LoadU(df, a + at);
 #pragma GCC unroll 16
       for (int i = first; i < first + count; ++i) {
-        acc[i][v] = hn::MulAdd(av, LoadWeights<K, kPerGroup>(rows[i], at, shift), acc[i][v]);
+        acc[i][v] = hn::MulAdd(av, LoadWeights<K, kPerGroup, kNanCheck>(rows[i], at, shift), acc[i][v]);
       }
     }
   }
@@ -153,12 +153,20 @@ HWY_INLINE void RowProducts(const WeightRow (&rows)[kLanes], const float* HWY_RE
 // prefetch brings back what visiting the rows in two halves costs the hardware prefetchers with the weights in
 // memory. On 16-lane targets, where this loop serves bf16 weights and the checked e4m3 loop, and for e2m1 on AVX2,
 // the halves measured no faster or slower.
-template <WeightKind K, bool kPerGroup>
-HWY_INLINE void GroupProducts(const WeightRow (&rows)[kLanes], const float* HWY_RESTRICT a, std::int64_t k0,
+// kNanCheck = false (e4m3 on 8-lane targets, (end - k0) % 32 == 0): NaN codes decode as finite values, and the
+// group's codes are looked through on the side (a running byte minimum of ~code & 0x7F, which is 0 only for a NaN
+// code: one operation per 32 codes where the per-vector check takes three per 8); returns false if one was seen,
+// and the caller redoes the group with the check, so the bits are the same either way.
+template <WeightKind K, bool kPerGroup, bool kNanCheck = true>
+HWY_INLINE bool GroupProducts(const WeightRow (&rows)[kLanes], const float* HWY_RESTRICT a, std::int64_t k0,
                               std::int64_t end, int shift, VF (&acc)[kLanes][kV]) {
   if constexpr (MF_GEMM_WIDE || K == WeightKind::e2m1) {
     RowProducts<K, kPerGroup>(rows, a, k0, end, shift, 0, kLanes, acc);
+    return true;
   } else {
+    const hn::CappedTag<std::uint8_t, 32> d8;  // up to 32 codes at a time
+    const std::int64_t piece = static_cast<std::int64_t>(hn::Lanes(d8));
+    auto seen = hn::Set(d8, std::uint8_t{0x7F});
     for (int half = 0; half < kLanes; half += 8) {
 #if HWY_ARCH_X86
       for (int i = half; i < half + 8; ++i) {
@@ -168,8 +176,16 @@ HWY_INLINE void GroupProducts(const WeightRow (&rows)[kLanes], const float* HWY_
         for (std::int64_t b = 0; b < bytes; b += 64) PrefetchAhead(row + b, kPrefetchAhead8);
       }
 #endif
-      RowProducts<K, kPerGroup>(rows, a, k0, end, shift, half, 8, acc);
+      if constexpr (!kNanCheck) {
+        for (int i = half; i < half + 8; ++i) {
+          for (std::int64_t b = k0; b < end; b += piece) {
+            seen = hn::Min(seen, hn::AndNot(hn::LoadU(d8, rows[i].codes + b), hn::Set(d8, std::uint8_t{0x7F})));
+          }
+        }
+      }
+      RowProducts<K, kPerGroup, kNanCheck>(rows, a, k0, end, shift, half, 8, acc);
     }
+    return kNanCheck || hn::AllFalse(d8, hn::Eq(seen, hn::Zero(d8)));
   }
 }
 
@@ -395,8 +411,9 @@ HWY_INLINE void GroupSumsE2m1Strided(const WeightRow (&rows)[kLanes], const floa
 }
 #endif
 
-// One group's 16 sums into red (lane bitrev4(i) for row i). e4m3 on 16-lane targets goes optimistically first (GFNI
-// where `gfni`, else shifted fields) and again with the checked loop when the group holds a NaN code.
+// One group's 16 sums into red (lane bitrev4(i) for row i). e4m3 goes optimistically first (16-lane targets: GFNI
+// where `gfni`, else shifted fields; narrower ones: GroupProducts without the check) and again with the checked loop
+// when the group holds a NaN code.
 // live: GroupProductsGfni's.
 template <WeightKind K, bool kPerGroup>
 HWY_INLINE void GroupSums(const WeightRow (&rows)[kLanes], const float* HWY_RESTRICT a, std::int64_t k0,
@@ -408,6 +425,11 @@ HWY_INLINE void GroupSums(const WeightRow (&rows)[kLanes], const float* HWY_REST
     for (auto& v : o) v = hn::Zero(df);
   }
   bool done = false;
+#if !MF_GEMM_WIDE && HWY_TARGET != HWY_SCALAR
+  if constexpr (K == WeightKind::e4m3) {
+    if ((end - k0) % 32 == 0) done = GroupProducts<K, kPerGroup, false>(rows, a, k0, end, shift, acc);
+  }
+#endif
 #if MF_GEMM_WIDE
   if constexpr (K == WeightKind::e4m3) {
 #if MF_GEMV_GFNI
