@@ -395,7 +395,8 @@ TEST(GemmSimd, ProductsExactUntilAScaleExceeds2To100) {
         mf::QuantizedTensor w = w0;
         w.scales[at] = static_cast<std::uint8_t>(code);
         const mf::GemmOut o{out.data(), nullptr};
-        const mf::gemm::Problem p = fp4 ? mf::gemm::fp4_problem(a, w, o, {}) : mf::gemm::fp8_problem("fp8_gemm", a, w, o, {});
+        const mf::gemm::Problem p =
+            fp4 ? mf::gemm::fp4_problem(a, w, o, {}) : mf::gemm::fp8_problem("fp8_gemm", a, w, o, {});
         EXPECT_EQ(p.products_exact(), code < 228 || code == 255) << scheme << " code " << code << " at " << at;
       }
     }
@@ -410,8 +411,9 @@ TEST_P(GemmSimdTarget, PlainBf16AndF32) {
     for (const Kind kind : {Kind::normal, Kind::outliers, Kind::adversarial}) {
       const std::vector<float> a = values(d.m * d.k, kind, rng), w = values(d.n * d.k, kind, rng);
       std::vector<std::uint16_t> a16(a.size()), w16(w.size());
-      for (std::size_t i = 0; i < a.size(); ++i) a16[i] = static_cast<std::uint16_t>(std::bit_cast<std::uint32_t>(a[i]) >> 16);
-      for (std::size_t i = 0; i < w.size(); ++i) w16[i] = static_cast<std::uint16_t>(std::bit_cast<std::uint32_t>(w[i]) >> 16);
+      const auto high_half = [](float x) { return static_cast<std::uint16_t>(std::bit_cast<std::uint32_t>(x) >> 16); };
+      for (std::size_t i = 0; i < a.size(); ++i) a16[i] = high_half(a[i]);
+      for (std::size_t i = 0; i < w.size(); ++i) w16[i] = high_half(w[i]);
       expect_fast_matches_ref(
           [&](bool fast, mf::GemmOut out, const mf::GemmOptions& o) {
             fast ? mf::bf16_gemm(a16.data(), w16.data(), d.m, d.n, d.k, out, o)
@@ -466,7 +468,9 @@ TEST_P(GemmSimdTarget, E4m3GemvDecodeFollowsTheTarget) {
 }
 
 TEST(GemmSimd, TargetsCompiled) {
-  for (const std::int64_t t : hwy::SupportedAndGeneratedTargets()) std::printf("compiled and supported: %s\n", hwy::TargetName(t));
+  for (const std::int64_t t : hwy::SupportedAndGeneratedTargets()) {
+    std::printf("compiled and supported: %s\n", hwy::TargetName(t));
+  }
   EXPECT_FALSE(hwy::SupportedAndGeneratedTargets().empty());
 #if HWY_ARCH_X86
   // A CPU with AVX3_DL runs it (this file asks for it as gemm.cc does).
