@@ -98,11 +98,10 @@ HWY_INLINE VF LoadWeights(const WeightRow& r, std::int64_t k, int shift) {
     const auto nan = hn::RebindMask(df, codec::E4m3IsNan(di, c));
     return hn::IfThenElse(nan, hn::Set(df, std::numeric_limits<float>::quiet_NaN()), v);
   } else {
-    // e2m1 on targets narrower than 16 lanes (16-lane ones decode 32 at a time in GemvBlock): value x scale.
+    // e2m1 on SSE4 and SSSE3 (16-lane targets decode 32 at a time in GemvBlock, AVX2 by table in RowProducts):
+    // value x scale.
     static_assert(K == WeightKind::e2m1);
-#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2 && !MF_GEMM_WIDE
-    return codec::DecodeE2m1x8Table(r.codes + k / 2, r.e2m1_tables + 16 * r.scale_codes[k >> shift]);
-#elif !MF_GEMM_WIDE && HWY_TARGET != HWY_SCALAR
+#if !MF_GEMM_WIDE && HWY_TARGET != HWY_SCALAR
     const float scale = r.weight_scale_table[r.scale_codes[k >> shift]];
     return hn::Mul(codec::DecodeE2m1Lanes(df, r.codes + k / 2), hn::Set(df, scale));
 #else
@@ -118,29 +117,31 @@ HWY_INLINE void RowProducts(const WeightRow (&rows)[kLanes], const float* HWY_RE
                             std::int64_t end, int shift, int first, int count, VF (&acc)[kLanes][kV]) {
   const DF df;
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2 && !MF_GEMM_WIDE
-  if constexpr (K == WeightKind::e2m1) {  // each row's table read once per 16 weights, not per 8 (kV == 2)
+  // e2m1 on AVX2 (kV == 2): each row's table (E2m1Tables) read once per 16 weights, which share one scale
+  // (fp4_problem takes 1x32 blocks only).
+  if constexpr (K == WeightKind::e2m1) {
     for (std::int64_t k = k0; k < end; k += kLanes) {
       const VF a0 = hn::LoadU(df, a + k), a1 = hn::LoadU(df, a + k + 8);
 #pragma GCC unroll 16
       for (int i = first; i < first + count; ++i) {
         const WeightRow& r = rows[i];
-        const float* t0 = r.e2m1_tables + 16 * r.scale_codes[k >> shift];
-        const float* t1 = shift >= 4 ? t0 : r.e2m1_tables + 16 * r.scale_codes[(k + 8) >> shift];  // blocks of 8
-        acc[i][0] = hn::MulAdd(a0, codec::DecodeE2m1x8Table(r.codes + k / 2, t0), acc[i][0]);
-        acc[i][1] = hn::MulAdd(a1, codec::DecodeE2m1x8Table(r.codes + k / 2 + 4, t1), acc[i][1]);
+        const float* table = r.e2m1_tables + 16 * r.scale_codes[k >> shift];
+        acc[i][0] = hn::MulAdd(a0, codec::DecodeE2m1x8Table(r.codes + k / 2, table), acc[i][0]);
+        acc[i][1] = hn::MulAdd(a1, codec::DecodeE2m1x8Table(r.codes + k / 2 + 4, table), acc[i][1]);
       }
     }
-    return;
-  }
+  } else  // NOLINT(readability/braces)
 #endif
-  for (std::int64_t k = k0; k < end; k += kLanes) {
+  {
+    for (std::int64_t k = k0; k < end; k += kLanes) {
 #pragma GCC unroll 16
-    for (std::size_t v = 0; v < kV; ++v) {
-      const std::int64_t at = k + static_cast<std::int64_t>(v * kL);
-      const VF av = hn::LoadU(df, a + at);
+      for (std::size_t v = 0; v < kV; ++v) {
+        const std::int64_t at = k + static_cast<std::int64_t>(v * kL);
+        const VF av = hn::LoadU(df, a + at);
 #pragma GCC unroll 16
-      for (int i = first; i < first + count; ++i) {
-        acc[i][v] = hn::MulAdd(av, LoadWeights<K, kPerGroup, kNanCheck>(rows[i], at, shift), acc[i][v]);
+        for (int i = first; i < first + count; ++i) {
+          acc[i][v] = hn::MulAdd(av, LoadWeights<K, kPerGroup, kNanCheck>(rows[i], at, shift), acc[i][v]);
+        }
       }
     }
   }
