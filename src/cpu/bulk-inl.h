@@ -33,48 +33,37 @@ using VU = hn::Vec<DU>;
 #if HWY_ARCH_X86 && HWY_TARGET > HWY_AVX3
 // x * c in 64-bit lanes where x86 has no 64-bit multiply (before AVX-512DQ; Highway's emulation takes three widening
 // multiplies): x_lo * c_lo widened, plus the cross products x_lo * c_hi + x_hi * c_lo mod 2^32 in the high half, both
-// from one 32-bit multiply by c with its halves swapped. With `high_down`, only the product's high half, in the low
-// half of each lane (its high half is garbage).
-template <bool high_down = false, class V>
+// from one 32-bit multiply by c with its halves swapped.
+template <class V>
 HWY_INLINE V MulByConstant(V x, std::uint64_t c) {
   const hn::DFromV<V> d64;
   const hn::Repartition<std::uint32_t, decltype(d64)> d32;
   const V low = hn::MulEven(hn::BitCast(d32, x), hn::BitCast(d32, hn::Set(d64, c & 0xFFFFFFFFu)));
   const V cross = hn::BitCast(d64, hn::Mul(hn::BitCast(d32, x), hn::BitCast(d32, hn::Set(d64, (c << 32) | (c >> 32)))));
-  const V cross_sum = hn::Add(cross, hn::ShiftRight<32>(cross));  // low half: x_lo * c_hi + x_hi * c_lo
-  if constexpr (high_down) return hn::Add(hn::ShiftRight<32>(low), cross_sum);
-  return hn::Add(low, hn::ShiftLeft<32>(cross_sum));
+  return hn::Add(low, hn::ShiftLeft<32>(hn::Add(cross, hn::ShiftRight<32>(cross))));
 }
 #else
-template <bool high_down = false, class V>
+template <class V>
 HWY_INLINE V MulByConstant(V x, std::uint64_t c) {
-  const V product = hn::Mul(x, hn::Set(hn::DFromV<V>(), c));
-  return high_down ? hn::ShiftRight<32>(product) : product;
+  return hn::Mul(x, hn::Set(hn::DFromV<V>(), c));
 }
 #endif
 
-// stochastic_bits(seed, index + lane) for each lane: splitmix64(splitmix64(seed) ^ index) >> 32, in 64-bit lanes:
-// even elements' high halves moved down into the even 32-bit lanes, odd elements' left in the odd ones.
-// `mixed_seed` is splitmix64(seed).
+// stochastic_bits(seed, index + lane) for each lane, `index` even: one splitmix64(splitmix64(seed) ^ (index / 2 + j))
+// per 64-bit lane j, whose low and high halves are the bits of elements index + 2j and index + 2j + 1 (x86 and
+// WebAssembly are little-endian). `mixed_seed` is splitmix64(seed).
 template <class D>
 HWY_INLINE hn::Vec<D> RandomBits(D du, std::uint64_t mixed_seed, std::uint64_t index) {
   if constexpr (hn::MaxLanes(D()) == 1) {
     (void)du;
-    return hn::Set(D(), static_cast<std::uint32_t>(splitmix64(mixed_seed ^ index) >> 32));
+    return hn::Set(D(), static_cast<std::uint32_t>(splitmix64(mixed_seed ^ (index >> 1)) >> (index & 1) * 32));
   } else {
     const hn::Repartition<std::uint64_t, D> d64;
-    // splitmix64 but its last step, z ^ (z >> 31): the high half of that is hi ^ (hi >> 31), hi = z >> 32, done
-    // below on the 32-bit lanes once both halves are in place.
-    const auto mix = [&](hn::Vec<decltype(d64)> i, auto high_down) {
-      auto z = hn::Add(hn::Xor(hn::Set(d64, mixed_seed), i), hn::Set(d64, 0x9E3779B97F4A7C15ull));
-      z = MulByConstant(hn::Xor(z, hn::ShiftRight<30>(z)), 0xBF58476D1CE4E5B9ull);
-      return MulByConstant<decltype(high_down)::value>(hn::Xor(z, hn::ShiftRight<27>(z)), 0x94D049BB133111EBull);
-    };
-    const auto even = hn::Add(hn::ShiftLeft<1>(hn::Iota(d64, 0)), hn::Set(d64, index));
-    const auto odd = hn::Add(even, hn::Set(d64, 1));
-    const auto hi =
-        hn::OddEven(hn::BitCast(du, mix(odd, std::false_type())), hn::BitCast(du, mix(even, std::true_type())));
-    return hn::Xor(hi, hn::ShiftRight<31>(hi));
+    auto z = hn::Xor(hn::Set(d64, mixed_seed), hn::Add(hn::Iota(d64, 0), hn::Set(d64, index >> 1)));
+    z = hn::Add(z, hn::Set(d64, 0x9E3779B97F4A7C15ull));
+    z = MulByConstant(hn::Xor(z, hn::ShiftRight<30>(z)), 0xBF58476D1CE4E5B9ull);
+    z = MulByConstant(hn::Xor(z, hn::ShiftRight<27>(z)), 0x94D049BB133111EBull);
+    return hn::BitCast(du, hn::Xor(z, hn::ShiftRight<31>(z)));
   }
 }
 
@@ -174,6 +163,7 @@ HWY_NOINLINE void EncodeRest(const ElementCodec& k, const EncodeRun& run, const 
   };
   const EncodeConstants<DU> c(k);
   std::size_t i = begin;
+  if (kPath == Path::stochastic && (run.first_index + i) % 2 != 0 && i < end) scalar(i++);  // RandomBits' even index
   for (; i + N <= end; i += N) {
     const VU bits = hn::BitCast(du, hn::LoadU(hn::RebindToFloat<DU>(), x + i));
     const VU mag = hn::And(bits, hn::Set(du, 0x7FFFFFFFu));
@@ -293,11 +283,14 @@ HWY_INLINE void EncodeLoop(const ElementCodec& k, const EncodeRun& run, const fl
   constexpr std::size_t G = kGroup<Out>;
   std::size_t i = 0;
   // Streaming: the elements before the first 64-byte-aligned code through EncodeRest, then every group is aligned.
-  const bool stream = run.stream_out && G > 1 && reinterpret_cast<std::uintptr_t>(out) % sizeof(Out) == 0;
-  if (stream) {
-    i = std::min(n, (0 - reinterpret_cast<std::uintptr_t>(out)) % 64 / sizeof(Out));
-    if (i > 0) EncodeRest<kPath>(k, run, x, 0, i, out);
+  // Stochastic groups start at an even index (RandomBits); where that and the alignment disagree, plain stores.
+  bool stream = run.stream_out && G > 1 && reinterpret_cast<std::uintptr_t>(out) % sizeof(Out) == 0;
+  if (stream) i = std::min(n, (0 - reinterpret_cast<std::uintptr_t>(out)) % 64 / sizeof(Out));
+  if (kPath == Path::stochastic && (run.first_index + i) % 2 != 0) {
+    stream = false;
+    i = std::min<std::size_t>(n, run.first_index % 2);
   }
+  if (i > 0) EncodeRest<kPath>(k, run, x, 0, i, out);
   while ((i = EncodeGroups<kPath>(k, run, mixed_seed, x, i, n, out, stream)) + G * N <= n) {  // the rare path
     EncodeRest<kPath>(k, run, x, i, i + G * N, out);
     i += G * N;

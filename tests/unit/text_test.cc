@@ -260,8 +260,11 @@ TEST(StochasticBits, ReferenceValues) {
     std::uint64_t seed, index;
     std::uint32_t bits;
   };
-  const Case cases[] = {{0, 0, 0xa706dd2f},  {0, 1, 0x08b4fda8},     {42, 0, 0x57e1faba},
-                        {42, 1, 0xf34fe924}, {42, 1000, 0xaa2ae9b7}, {~0ull, 1ull << 63, 0xf7f1454e}};
+  // stochastic_bits(seed, i): the low (i even) or high (i odd) half of splitmix64(splitmix64(seed) ^ (i / 2)).
+  const Case cases[] = {{0, 0, 0x4d197e6f},      {0, 1, 0xa706dd2f},
+                        {42, 0, 0x65107204},     {42, 1, 0x57e1faba},
+                        {42, 1000, 0xb6d742e6},  {42, 1001, 0x72d321c8},
+                        {~0ull, 1ull << 63, 0xf741e389}, {~0ull, ~0ull, 0xb2981084}};
   for (const Case& c : cases) {
     EXPECT_EQ(stochastic_bits(c.seed, c.index), c.bits)
         << "stochastic_bits(" << hex(c.seed) << ", " << hex(c.index) << "): expected " << hex(c.bits) << " got "
