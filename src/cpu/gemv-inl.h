@@ -390,22 +390,26 @@ HWY_INLINE bool DotBf16Pairs(const Problem& p, const float* a, std::vector<std::
 // One group's 16 sums of the e2m1 GEMV on 16-lane targets into red (lane StridedTreeLane(i) for row i): one 1x32
 // block per step, two 8-byte loads and the block's scaled table per row, in the strided lane order (`a` is permuted
 // to match), so that accumulator lane 2q sums k = q mod 16 and lane 2q + 1 k = 8 + q mod 16, each in increasing k:
-// the definition's sequences, summed by the tree in that order.
+// the definition's sequences, summed by the tree in that order. A group is 128 weights (K is a multiple of the
+// activation block) and goes row by row: each row's pointers read once per group rather than once per 32 weights
+// (16 rows' pointers do not fit in the integer registers), the group's activations held in 8 vectors.
 HWY_INLINE void GroupSumsE2m1Strided(const WeightRow (&rows)[kLanes], const float* HWY_RESTRICT a, std::int64_t k0,
-                                     std::int64_t end, int shift, const float* HWY_RESTRICT e2m1_tables,
-                                     float* HWY_RESTRICT red) {
+                                     int shift, const float* HWY_RESTRICT e2m1_tables, float* HWY_RESTRICT red) {
   const DF df;
-  VF acc[kLanes][kV];
-  for (auto& o : acc) o[0] = hn::Zero(df);
-  for (std::int64_t k = k0; k < end; k += 32) {
-    const VF a0 = hn::LoadU(df, a + k), a1 = hn::LoadU(df, a + k + kLanes);
-    const bool line = k % 128 == 0;  // a new line of codes every fourth step
+  VF av[8], acc[kLanes][kV];
+  for (int j = 0; j < 8; ++j) av[j] = hn::LoadU(df, a + k0 + j * kLanes);
 #pragma GCC unroll 16
-    for (int i = 0; i < kLanes; ++i) {
-      if (line) PrefetchAhead(rows[i].codes + k / 2, kPrefetchAhead16);
+  for (int i = 0; i < kLanes; ++i) {
+    const std::uint8_t* codes = rows[i].codes + k0 / 2;
+    const std::uint8_t* scale_codes = rows[i].scale_codes;
+    PrefetchAhead(codes, kPrefetchAhead16);  // the row's next line of codes is 4 groups on
+    acc[i][0] = hn::Zero(df);
+#pragma GCC unroll 4
+    for (int step = 0; step < 4; ++step) {
       VF w0, w1;
-      codec::DecodeE2m1x32Strided(rows[i].codes + k / 2, e2m1_tables + 16 * rows[i].scale_codes[k >> shift], w0, w1);
-      acc[i][0] = hn::MulAdd(a1, w1, hn::MulAdd(a0, w0, acc[i][0]));
+      codec::DecodeE2m1x32Strided(codes + 16 * step, e2m1_tables + 16 * scale_codes[(k0 + 32 * step) >> shift], w0,
+                                  w1);
+      acc[i][0] = hn::MulAdd(av[2 * step + 1], w1, hn::MulAdd(av[2 * step], w0, acc[i][0]));
     }
   }
   hn::StoreU(ReduceTileStrided(df, acc), df, red);
@@ -515,7 +519,7 @@ void GemvBlock(const Problem& p, const float* HWY_RESTRICT a, std::int64_t n0, f
     const std::int64_t k0 = g * p.group, end = std::min(p.k, k0 + p.group);
 #if MF_GEMM_WIDE
     if constexpr (K == WeightKind::e2m1) {
-      GroupSumsE2m1Strided(rows, a, k0, end, shift, e2m1_tables, red);
+      GroupSumsE2m1Strided(rows, a, k0, shift, e2m1_tables, red);
     } else  // NOLINT(readability/braces)
 #endif
     if (kPerGroup && dot != nullptr && !dot->redo[g]) {
@@ -547,11 +551,14 @@ HWY_INLINE const char* GemvE4m3Decode() {
   return MF_GEMM_WIDE ? "avx512" : "lanes";
 }
 
-// Whether GemvBlock<kind> runs on this target for p: e2m1 needs its scale codes, bf16 whole vectors along K.
+// Whether GemvBlock<kind> runs on this target for p: e2m1 needs its scale codes and whole groups of 128 (as
+// fp4_problem's activations always have), bf16 whole vectors along K.
 HWY_INLINE bool GemvFits(const Problem& p) {
   switch (p.kind) {
     case WeightKind::e4m3: return !p.e4m3_factor.empty() && std::has_single_bit(static_cast<unsigned>(p.bc));
-    case WeightKind::e2m1: return HWY_TARGET != HWY_SCALAR && p.weight_scale_codes != nullptr;
+    case WeightKind::e2m1:
+      return HWY_TARGET != HWY_SCALAR && p.weight_scale_codes != nullptr && p.group == kActBlock &&
+             p.k % kActBlock == 0;
     case WeightKind::bf16: return p.k % kLanes == 0;
     case WeightKind::f32: return false;
   }
