@@ -121,4 +121,17 @@ constexpr ElementCodec element_codec(const Format& f, EncodeOptions o = {}) {
   return c;
 }
 
+// EncodeStochastic on x86 lets a zero's subnormal shift count, shift + the f32 exponent field of 2^emin, run past 31
+// so that the variable shifts clear its code: that holds for every format with a subnormal step.
+constexpr bool zero_shift_clears(const Format& f) {
+  const ElementCodec c = element_codec(f);
+  return c.min_normal_bits == 0 || c.shift + (c.min_normal_bits >> 23) >= 32;
+}
+static_assert([] {
+  for (const Format* f : all_formats) {
+    if (f->bits() <= 16 && !zero_shift_clears(*f)) return false;
+  }
+  return true;
+}());
+
 }  // namespace mf::cpu
