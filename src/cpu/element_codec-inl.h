@@ -177,15 +177,15 @@ HWY_INLINE VU EncodeStochastic(DU du, const ElementCodec& k, const EncodeConstan
     // x86's variable shifts give 0 for counts of 32 or more. Only a zero's count gets there (shift + the exponent
     // field of 2^emin, at least 32: element_codec.h's zero_shift_clears), so its code comes out 0 with no Min and
     // no fixup: two operations fewer, 5-8% of a stochastic encode whose groups hold subnormals (BENCHMARKS.md).
+    constexpr bool kZeroShiftClears = true;
     const VU sub_shift = hn::Sub(c.subnormal_shift_base, hn::ShiftRight<23>(mag));
-    const VU sub = hn::Shr(hn::Add(sig, hn::And(random, hn::Sub(hn::Shl(c.one, sub_shift), c.one))), sub_shift);
-    code = hn::IfThenElse(GtMagnitude(c.min_normal, mag), sub, code);
 #else
+    constexpr bool kZeroShiftClears = false;
     const VU sub_shift = hn::Min(hn::Sub(c.subnormal_shift_base, hn::ShiftRight<23>(mag)), c.max_shift);
+#endif
     const VU sub = hn::Shr(hn::Add(sig, hn::And(random, hn::Sub(hn::Shl(c.one, sub_shift), c.one))), sub_shift);
     code = hn::IfThenElse(GtMagnitude(c.min_normal, mag), sub, code);
-    code = hn::IfThenZeroElse(hn::Eq(mag, hn::Zero(du)), code);
-#endif
+    if constexpr (!kZeroShiftClears) code = hn::IfThenZeroElse(hn::Eq(mag, hn::Zero(du)), code);
   }
   return OverflowAndSign(du, k, c, bits, mag, code);
 }
