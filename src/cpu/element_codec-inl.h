@@ -107,9 +107,18 @@ template <class DU, class VU = hn::Vec<DU>>
 HWY_INLINE VU UnsignedFixups(DU du, const EncodeConstants<DU>& c, VU bits, VU mag, VU code) {
   const hn::RebindToSigned<DU> di;
   const auto zero = hn::Eq(mag, hn::Zero(du));
+#if HWY_ARCH_X86 && HWY_TARGET > HWY_AVX3 && HWY_TARGET <= HWY_SSE4
+  // Blends on the f32 sign bit (blendvps), where a compare into a mask vector first would cost one more step each.
+  const auto on_sign = [&](VU yes, VU no) {
+    return hn::BitCast(du, hn::IfNegativeThenElse(hn::BitCast(di, bits), hn::BitCast(di, yes), hn::BitCast(di, no)));
+  };
+  code = on_sign(c.negative_code, code);  // -0 too: zeros follow
+  return hn::IfThenElse(zero, on_sign(c.zero_neg, c.zero_pos), code);
+#else
   const auto negative = hn::RebindMask(du, hn::Lt(hn::BitCast(di, bits), hn::Zero(di)));  // -0 too: zeros follow
   code = hn::IfThenElse(negative, c.negative_code, code);
   return hn::IfThenElse(zero, hn::IfThenElse(negative, c.zero_neg, c.zero_pos), code);
+#endif
 }
 
 // Overflow as the traits say, then the f32 sign bit moved down onto the code's (an unsigned format's sign_mask is 0:
@@ -119,10 +128,13 @@ HWY_INLINE VU OverflowAndSign(DU du, const ElementCodec& k, const EncodeConstant
   code = k.overflow_is_min ? hn::Min(code, c.overflow_pos)
                            : hn::IfThenElse(hn::Gt(code, c.max_code), c.overflow_pos, code);
 #if HWY_ARCH_X86 && HWY_TARGET > HWY_AVX3 && HWY_TARGET <= HWY_SSE4
-  // A blend on the f32 sign bit (blendvps): two steps where shift, and, or take three (AVX-512: one ternlog).
-  const hn::RebindToSigned<DU> di;
-  code = hn::BitCast(du, hn::IfNegativeThenElse(hn::BitCast(di, bits), hn::BitCast(di, hn::Or(code, c.sign_mask)),
-                                                hn::BitCast(di, code)));
+  // A blend on the f32 sign bit (blendvps): two steps where shift, and, or take three (AVX-512: one ternlog). An
+  // unsigned format has no sign bit (sign_mask 0: the blend would change nothing; its fixups follow).
+  if (k.is_signed) {
+    const hn::RebindToSigned<DU> di;
+    code = hn::BitCast(du, hn::IfNegativeThenElse(hn::BitCast(di, bits), hn::BitCast(di, hn::Or(code, c.sign_mask)),
+                                                  hn::BitCast(di, code)));
+  }
 #else
   code = hn::OrAnd(code, hn::ShiftRightSame(bits, static_cast<int>(k.sign_shift)), c.sign_mask);
 #endif
