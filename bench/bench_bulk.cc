@@ -1,10 +1,12 @@
 // Bulk casts (minifloat/bulk.h) beside the machine's own limits, in one run: single-thread memcpy (bytes read plus
-// written per second) and a read-only loop (bytes read per second) over the same 16 MiB of f32 (4 Mi values, past
+// written per second), a read-only loop (bytes read per second) and a write-only loop over the same 16 MiB of f32 (4 Mi values, past
 // the L2 of every machine here), and over 16 Ki values (64 KiB, in L2: the kernels' own speed, memory aside).
 // Counter: bytes/s of input read plus output written (the read-only loop: bytes read). BENCHMARKS.md has the
 // command and the figures.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <random>
 #include <span>
@@ -13,6 +15,10 @@
 #include "bench_target.h"
 #include "minifloat/bulk.h"
 #include "minifloat/pack.h"
+
+#if defined(__x86_64__)
+#include <xmmintrin.h>  // _mm_stream_ps: the write-only loop's streaming stores
+#endif
 
 namespace {
 
@@ -53,6 +59,27 @@ void ReadOnly(benchmark::State& state) {
     benchmark::DoNotOptimize(s0 ^ s1 ^ s2 ^ s3);
   }
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * x.size() * 4));
+}
+
+// A write-only loop (bytes written per second): the floor of any cast whose output is as large, such as a decode into
+// f32, on one thread. On x86 with streaming stores, as the bulk casts write large outputs (no read for ownership).
+void WriteOnly(benchmark::State& state) {
+  std::vector<float> y(static_cast<std::size_t>(state.range(0)) + 4);
+  float* out = y.data() + (0 - reinterpret_cast<std::uintptr_t>(y.data())) % 16 / 4;  // 16-byte aligned
+  const std::size_t n = static_cast<std::size_t>(state.range(0));
+  float v = 1.0f;
+  for (auto _ : state) {
+#if defined(__x86_64__)
+    const __m128 value = _mm_set1_ps(v);
+    for (std::size_t i = 0; i + 4 <= n; i += 4) _mm_stream_ps(out + i, value);
+    _mm_sfence();
+#else
+    std::fill(out, out + n, v);
+#endif
+    v += 1.0f;
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * n * 4));
 }
 
 template <class Code>
@@ -157,6 +184,7 @@ constexpr std::int64_t kInCache = std::int64_t{1} << 14;
 #define MF_SIZES ->Arg(static_cast<std::int64_t>(kN))->Arg(kInCache)->Unit(benchmark::kMicrosecond)
 BENCHMARK(Memcpy) MF_SIZES;
 BENCHMARK(ReadOnly) MF_SIZES;
+BENCHMARK(WriteOnly) MF_SIZES;
 #define MF_BULK(fmt, Width)                                                                            \
   BENCHMARK_CAPTURE(Encode##Width, fmt, &mf::fmt, mf::Rounding::nearest_even) MF_SIZES;              \
   BENCHMARK_CAPTURE(Encode##Width, fmt##_stochastic, &mf::fmt, mf::Rounding::stochastic) MF_SIZES;   \

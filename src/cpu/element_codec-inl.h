@@ -186,18 +186,19 @@ HWY_INLINE VU EncodeStochastic(DU du, const ElementCodec& k, const EncodeConstan
     // The significand right by shift + the binades below the smallest normal (< 32 here); zero stays zero.
     const VU sig = hn::OrAnd(c.implicit_bit, mag, c.mantissa_field);
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
-    // x86's variable shifts give 0 for counts of 32 or more. Only a zero's count gets there (shift + the exponent
-    // field of 2^emin, at least 32: element_codec.h's zero_shift_clears), so its code comes out 0 with no Min and
-    // no fixup: two operations fewer, 5-8% of a stochastic encode whose groups hold subnormals (BENCHMARKS.md).
-    constexpr bool kZeroShiftClears = true;
+    // x86's variable shifts give 0 for counts of 32 or more, which only a zero's count can reach here (the other
+    // lanes' counts are below 32): no Min, and where the zero's count is 32 or more (zero_shift_clears: every format
+    // of all_formats) no zero fixup either. Two operations fewer, 5-8% of a stochastic encode whose groups hold
+    // subnormals (BENCHMARKS.md).
+    const bool zero_fixup = !k.zero_shift_clears;
     const VU sub_shift = hn::Sub(c.subnormal_shift_base, hn::ShiftRight<23>(mag));
 #else
-    constexpr bool kZeroShiftClears = false;
+    constexpr bool zero_fixup = true;
     const VU sub_shift = hn::Min(hn::Sub(c.subnormal_shift_base, hn::ShiftRight<23>(mag)), c.max_shift);
 #endif
     const VU sub = hn::Shr(hn::Add(sig, hn::And(random, hn::Sub(hn::Shl(c.one, sub_shift), c.one))), sub_shift);
     code = hn::IfThenElse(GtMagnitude(c.min_normal, mag), sub, code);
-    if constexpr (!kZeroShiftClears) code = hn::IfThenZeroElse(hn::Eq(mag, hn::Zero(du)), code);
+    if (zero_fixup) code = hn::IfThenZeroElse(hn::Eq(mag, hn::Zero(du)), code);
   }
   return OverflowAndSign(du, k, c, bits, mag, code);
 }

@@ -124,6 +124,7 @@ HWY_INLINE void RowProducts(const WeightRow (&rows)[kLanes], const float* HWY_RE
   // BENCHMARKS.md). Each accumulator still takes its k in increasing order. e2m1: each row's table (E2m1Tables) read
   // once per 16 weights, which share one scale (fp4_problem takes 1x32 blocks only).
   constexpr int kRows = 4;
+  HWY_DASSERT(count % kRows == 0);
   for (int i0 = first; i0 < first + count; i0 += kRows) {
     VF s[kRows][2];
     for (int j = 0; j < kRows; ++j) s[j][0] = acc[i0 + j][0], s[j][1] = acc[i0 + j][1];
