@@ -49,9 +49,21 @@ HWY_INLINE V MulByConstant(V x, std::uint64_t c) {
 }
 #endif
 
+// SplitMix64's output function on each 64-bit lane of `keyed` (splitmix64(seed) ^ the lane's pair index), as 32-bit
+// lanes: the low and high halves are the bits of the pair's even and odd element (x86 and WebAssembly are
+// little-endian).
+template <class D, class V64>
+HWY_INLINE hn::Vec<D> RandomBitsOfKeyed(D du, V64 z) {
+  const hn::DFromV<V64> d64;
+  z = hn::Add(z, hn::Set(d64, 0x9E3779B97F4A7C15ull));
+  z = MulByConstant(hn::Xor(z, hn::ShiftRight<30>(z)), 0xBF58476D1CE4E5B9ull);
+  z = MulByConstant(hn::Xor(z, hn::ShiftRight<27>(z)), 0x94D049BB133111EBull);
+  return hn::BitCast(du, hn::Xor(z, hn::ShiftRight<31>(z)));
+}
+
 // stochastic_bits(seed, index + lane) for each lane, `index` even: one splitmix64(splitmix64(seed) ^ (index / 2 + j))
-// per 64-bit lane j, whose low and high halves are the bits of elements index + 2j and index + 2j + 1 (x86 and
-// WebAssembly are little-endian). `mixed_seed` is splitmix64(seed).
+// per 64-bit lane j, whose halves are the bits of elements index + 2j and index + 2j + 1. `mixed_seed` is
+// splitmix64(seed).
 template <class D>
 HWY_INLINE hn::Vec<D> RandomBits(D du, std::uint64_t mixed_seed, std::uint64_t index) {
   if constexpr (hn::MaxLanes(D()) == 1) {
@@ -59,11 +71,7 @@ HWY_INLINE hn::Vec<D> RandomBits(D du, std::uint64_t mixed_seed, std::uint64_t i
     return hn::Set(D(), static_cast<std::uint32_t>(splitmix64(mixed_seed ^ (index >> 1)) >> (index & 1) * 32));
   } else {
     const hn::Repartition<std::uint64_t, D> d64;
-    auto z = hn::Xor(hn::Set(d64, mixed_seed), hn::Add(hn::Iota(d64, 0), hn::Set(d64, index >> 1)));
-    z = hn::Add(z, hn::Set(d64, 0x9E3779B97F4A7C15ull));
-    z = MulByConstant(hn::Xor(z, hn::ShiftRight<30>(z)), 0xBF58476D1CE4E5B9ull);
-    z = MulByConstant(hn::Xor(z, hn::ShiftRight<27>(z)), 0x94D049BB133111EBull);
-    return hn::BitCast(du, hn::Xor(z, hn::ShiftRight<31>(z)));
+    return RandomBitsOfKeyed(du, hn::Xor(hn::Set(d64, mixed_seed), hn::Add(hn::Iota(d64, 0), hn::Set(d64, index >> 1))));
   }
 }
 
@@ -243,7 +251,11 @@ HWY_INLINE std::size_t EncodeGroups(const ElementCodec& k, const EncodeRun& run,
   const std::size_t N = hn::Lanes(du);
   constexpr std::size_t G = kGroup<Out>;
   const EncodeConstants<DU> consts(k);
-  for (; i + G * N <= n; i += G * N) {
+  // Stochastic: the lanes' pair indices (first_index + i) / 2 + j, counted along rather than broadcast per vector.
+  const hn::Repartition<std::uint64_t, DU> d64;
+  const auto seed64 = hn::Set(d64, mixed_seed);
+  auto pairs = hn::Add(hn::Iota(d64, 0), hn::Set(d64, (run.first_index + i) >> 1));
+  for (; i + G * N <= n; i += G * N, pairs = hn::Add(pairs, hn::Set(d64, G * N / 2))) {
     if constexpr (G > 1) {  // x86: a group is 256 or 512 bytes of input
       for (std::size_t line = 0; line < G * N * sizeof(float); line += 64) {
         hwy::Prefetch(reinterpret_cast<const float*>(reinterpret_cast<std::uintptr_t>(x + i) + kReadAhead + line));
@@ -251,16 +263,23 @@ HWY_INLINE std::size_t EncodeGroups(const ElementCodec& k, const EncodeRun& run,
     }
     VU bits[G], c[G];
     if constexpr (kPath == Path::stochastic) {
-      VU least, top;
+      VU least, top, random[G];
       LoadGroupRange(consts, x + i, bits, least, top);
-      if (HWY_UNLIKELY(!hn::AllFalse(du, NeedsStochasticSubnormal(du, k, least, top)))) {
-        if (!StochasticSubnormalSteps(k, least, top)) return i;
-        for (std::size_t g = 0; g < G; ++g) {
-          c[g] = EncodeStochastic(du, k, consts, bits[g], RandomBits(du, mixed_seed, run.first_index + i + g * N));
+      for (std::size_t g = 0; g < G; ++g) {  // RandomBits(du, mixed_seed, run.first_index + i + g * N)
+        if constexpr (hn::MaxLanes(DU()) > 1) {
+          random[g] = RandomBitsOfKeyed(du, hn::Xor(seed64, hn::Add(pairs, hn::Set(d64, g * N / 2))));
+        } else {
+          random[g] = RandomBits(du, mixed_seed, run.first_index + i + g * N);
         }
-        StoreGroup(c, out + i, stream);
-        continue;
       }
+      const bool subnormals = !hn::AllFalse(du, NeedsStochasticSubnormal(du, k, least, top));
+      if (HWY_UNLIKELY(subnormals) && !StochasticSubnormalSteps(k, least, top)) return i;
+      for (std::size_t g = 0; g < G; ++g) {
+        c[g] = subnormals ? EncodeStochastic(du, k, consts, bits[g], random[g])
+                          : EncodeStochasticNormal(du, k, consts, bits[g], random[g]);
+      }
+      StoreGroup(c, out + i, stream);
+      continue;
     } else if (HWY_UNLIKELY(!hn::AllFalse(du, LoadGroup<kPath>(k, consts, x + i, bits)))) {
       return i;
     }

@@ -80,7 +80,8 @@ template <class DU>
 struct EncodeConstants {
   using VU = hn::Vec<DU>;
   VU abs_mask, normal_add, one, lsb, min_normal, magic, overflow_pos, max_code, sign_mask, negative_code, zero_pos,
-      zero_neg, dropped_mask, rebias, subnormal_shift_base, max_shift, implicit_bit, mantissa_field;
+      zero_neg, dropped_mask, rebias, subnormal_shift_base, max_shift, implicit_bit, mantissa_field, shift;
+  VU low_bits[2];  // LowBitsMask's table on AVX-512: (1 << j) - 1 for j in [0, 32); unset elsewhere
   explicit EncodeConstants(const ElementCodec& k)
       : abs_mask(InRegister(hn::Set(DU(), 0x7FFFFFFFu))),
         normal_add(InRegister(hn::Set(DU(), k.normal_add))),
@@ -99,7 +100,16 @@ struct EncodeConstants {
         subnormal_shift_base(InRegister(hn::Set(DU(), k.shift + (k.min_normal_bits >> 23)))),
         max_shift(InRegister(hn::Set(DU(), 31))),
         implicit_bit(InRegister(hn::Set(DU(), 0x00800000u))),
-        mantissa_field(InRegister(hn::Set(DU(), 0x007FFFFFu))) {}
+        mantissa_field(InRegister(hn::Set(DU(), 0x007FFFFFu))),
+        shift(InRegister(hn::Set(DU(), k.shift))) {
+#if HWY_TARGET <= HWY_AVX3 && HWY_TARGET != HWY_SCALAR && HWY_ARCH_X86
+    const DU du;
+    for (int t = 0; t < 2; ++t) {
+      const VU j = hn::Add(hn::Iota(du, 0), hn::Set(du, static_cast<std::uint32_t>(t * hn::Lanes(du))));
+      low_bits[t] = InRegister(hn::Sub(hn::Shl(one, j), one));
+    }
+#endif
+  }
 };
 
 // Zeros and negatives of an unsigned format or one without zero (ue8m0, ue4m3): their constant codes.
@@ -175,31 +185,46 @@ HWY_INLINE hn::Mask<DU> NeedsExact(DU du, const ElementCodec& k, VU mag) {
   return hn::Gt(hn::Set(du, k.stochastic_floor_bits), hn::Sub(mag, hn::Set(du, 1)));
 }
 
+// (1 << s) - 1 for shift counts s in [1, 32) (a lane with s >= 32 gets some other value: x86's shifts give 0 for it
+// whatever is added). AVX-512: one two-table lookup, off the shift port that the random bits' multiplies and shifts
+// keep busy; elsewhere a shift and a subtraction.
+template <class DU, class VU = hn::Vec<DU>>
+HWY_INLINE VU LowBitsMask(const EncodeConstants<DU>& c, VU s) {
+#if HWY_TARGET <= HWY_AVX3 && HWY_TARGET != HWY_SCALAR && HWY_ARCH_X86
+  if constexpr (hn::MaxLanes(DU()) == 16) {
+    return VU{_mm512_permutex2var_epi32(c.low_bits[0].raw, s.raw, c.low_bits[1].raw)};
+  }
+#endif
+  return hn::Sub(hn::Shl(c.one, s), c.one);
+}
+
 // Stochastic rounding with 32 random bits per lane; lanes where NeedsScalar or NeedsExact are garbage.
 // `c`: EncodeConstants(k).
+// A normal lane's code is (|x|bits - rebias + its random bits below 2^shift) >> shift; one below the smallest normal
+// takes the significand and shift + the binades below it instead (< 32 here; zero stays zero), in the same steps:
+// the two differ only in what is shifted and by how much.
 template <class DU, class VU = hn::Vec<DU>>
 HWY_INLINE VU EncodeStochastic(DU du, const ElementCodec& k, const EncodeConstants<DU>& c, VU bits, VU random) {
   const VU mag = hn::And(bits, c.abs_mask);
   const int shift = static_cast<int>(k.shift);
-  VU code = hn::ShiftRightSame(hn::Sub(hn::Add(mag, hn::And(random, c.dropped_mask)), c.rebias), shift);
-  if (k.min_normal_bits != 0) {
-    // The significand right by shift + the binades below the smallest normal (< 32 here); zero stays zero.
-    const VU sig = hn::OrAnd(c.implicit_bit, mag, c.mantissa_field);
-#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
-    // x86's variable shifts give 0 for counts of 32 or more, which only a zero's count can reach here (the other
-    // lanes' counts are below 32): no Min, and where the zero's count is 32 or more (zero_shift_clears: every format
-    // of all_formats) no zero fixup either. Two operations fewer, 5-8% of a stochastic encode whose groups hold
-    // subnormals (BENCHMARKS.md).
-    const bool zero_fixup = !k.zero_shift_clears;
-    const VU sub_shift = hn::Sub(c.subnormal_shift_base, hn::ShiftRight<23>(mag));
-#else
-    constexpr bool zero_fixup = true;
-    const VU sub_shift = hn::Min(hn::Sub(c.subnormal_shift_base, hn::ShiftRight<23>(mag)), c.max_shift);
-#endif
-    const VU sub = hn::Shr(hn::Add(sig, hn::And(random, hn::Sub(hn::Shl(c.one, sub_shift), c.one))), sub_shift);
-    code = hn::IfThenElse(GtMagnitude(c.min_normal, mag), sub, code);
-    if (zero_fixup) code = hn::IfThenZeroElse(hn::Eq(mag, hn::Zero(du)), code);
+  if (k.min_normal_bits == 0) {
+    const VU code = hn::ShiftRightSame(hn::Sub(hn::Add(mag, hn::And(random, c.dropped_mask)), c.rebias), shift);
+    return OverflowAndSign(du, k, c, bits, mag, code);
   }
+  const auto below = GtMagnitude(c.min_normal, mag);
+  const VU v = hn::IfThenElse(below, hn::OrAnd(c.implicit_bit, mag, c.mantissa_field), hn::Sub(mag, c.rebias));
+  VU s = hn::IfThenElse(below, hn::Sub(c.subnormal_shift_base, hn::ShiftRight<23>(mag)), c.shift);
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
+  // x86's variable shifts give 0 for counts of 32 or more, which only a zero's count can reach here (the other
+  // lanes' counts are below 32): no Min, and where the zero's count is 32 or more (zero_shift_clears: every format
+  // of all_formats) no zero fixup either (BENCHMARKS.md).
+  const bool zero_fixup = !k.zero_shift_clears;
+#else
+  constexpr bool zero_fixup = true;
+  s = hn::Min(s, c.max_shift);
+#endif
+  VU code = hn::Shr(hn::Add(v, hn::And(random, LowBitsMask(c, s))), s);
+  if (zero_fixup) code = hn::IfThenZeroElse(hn::Eq(mag, hn::Zero(du)), code);
   return OverflowAndSign(du, k, c, bits, mag, code);
 }
 template <class DU, class VU = hn::Vec<DU>>
