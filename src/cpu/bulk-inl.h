@@ -49,13 +49,13 @@ HWY_INLINE V MulByConstant(V x, std::uint64_t c) {
 }
 #endif
 
-// SplitMix64's output function on each 64-bit lane of `keyed` (splitmix64(seed) ^ the lane's pair index), as 32-bit
-// lanes: the low and high halves are the bits of the pair's even and odd element (x86 and WebAssembly are
-// little-endian).
+constexpr std::uint64_t kGoldenGamma = 0x9E3779B97F4A7C15ull;  // SplitMix64's increment
+
+// SplitMix64's output function on each 64-bit lane of `z` (splitmix64(seed) ^ the lane's pair index, plus
+// kGoldenGamma), as 32-bit lanes: the low and high halves are the bits of the pair's even and odd element (x86 and
+// WebAssembly are little-endian).
 template <class D, class V64>
-HWY_INLINE hn::Vec<D> RandomBitsOfKeyed(D du, V64 z) {
-  const hn::DFromV<V64> d64;
-  z = hn::Add(z, hn::Set(d64, 0x9E3779B97F4A7C15ull));
+HWY_INLINE hn::Vec<D> RandomBitsOfState(D du, V64 z) {
   z = MulByConstant(hn::Xor(z, hn::ShiftRight<30>(z)), 0xBF58476D1CE4E5B9ull);
   z = MulByConstant(hn::Xor(z, hn::ShiftRight<27>(z)), 0x94D049BB133111EBull);
   return hn::BitCast(du, hn::Xor(z, hn::ShiftRight<31>(z)));
@@ -71,7 +71,8 @@ HWY_INLINE hn::Vec<D> RandomBits(D du, std::uint64_t mixed_seed, std::uint64_t i
     return hn::Set(D(), static_cast<std::uint32_t>(splitmix64(mixed_seed ^ (index >> 1)) >> (index & 1) * 32));
   } else {
     const hn::Repartition<std::uint64_t, D> d64;
-    return RandomBitsOfKeyed(du, hn::Xor(hn::Set(d64, mixed_seed), hn::Add(hn::Iota(d64, 0), hn::Set(d64, index >> 1))));
+    const auto keyed = hn::Xor(hn::Set(d64, mixed_seed), hn::Add(hn::Iota(d64, 0), hn::Set(d64, index >> 1)));
+    return RandomBitsOfState(du, hn::Add(keyed, hn::Set(d64, kGoldenGamma)));
   }
 }
 
@@ -251,11 +252,15 @@ HWY_INLINE std::size_t EncodeGroups(const ElementCodec& k, const EncodeRun& run,
   const std::size_t N = hn::Lanes(du);
   constexpr std::size_t G = kGroup<Out>;
   const EncodeConstants<DU> consts(k);
-  // Stochastic: the lanes' pair indices (first_index + i) / 2 + j, counted along rather than broadcast per vector.
+  // Stochastic: every vector starts at an element index e that is a multiple of N (EncodeLoop), so its pair
+  // indices e / 2 + j, j < N / 2, only fill in the low bits of e / 2, and
+  // mixed_seed ^ (e / 2 + j) = ((mixed_seed & ~(N / 2 - 1)) ^ e / 2) + ((mixed_seed ^ j) & (N / 2 - 1)):
+  // one number per vector added to constant lanes (which carry SplitMix64's increment too).
   const hn::Repartition<std::uint64_t, DU> d64;
-  const auto seed64 = hn::Set(d64, mixed_seed);
-  auto pairs = hn::Add(hn::Iota(d64, 0), hn::Set(d64, (run.first_index + i) >> 1));
-  for (; i + G * N <= n; i += G * N, pairs = hn::Add(pairs, hn::Set(d64, G * N / 2))) {
+  const std::uint64_t low = N / 2 - 1;
+  const auto lane_keys = hn::Add(hn::And(hn::Xor(hn::Set(d64, mixed_seed), hn::Iota(d64, 0)), hn::Set(d64, low)),
+                                 hn::Set(d64, kGoldenGamma));
+  for (; i + G * N <= n; i += G * N) {
     if constexpr (G > 1) {  // x86: a group is 256 or 512 bytes of input
       for (std::size_t line = 0; line < G * N * sizeof(float); line += 64) {
         hwy::Prefetch(reinterpret_cast<const float*>(reinterpret_cast<std::uintptr_t>(x + i) + kReadAhead + line));
@@ -267,7 +272,8 @@ HWY_INLINE std::size_t EncodeGroups(const ElementCodec& k, const EncodeRun& run,
       LoadGroupRange(consts, x + i, bits, least, top);
       for (std::size_t g = 0; g < G; ++g) {  // RandomBits(du, mixed_seed, run.first_index + i + g * N)
         if constexpr (hn::MaxLanes(DU()) > 1) {
-          random[g] = RandomBitsOfKeyed(du, hn::Xor(seed64, hn::Add(pairs, hn::Set(d64, g * N / 2))));
+          const std::uint64_t vector_key = (mixed_seed & ~low) ^ ((run.first_index + i + g * N) >> 1);
+          random[g] = RandomBitsOfState(du, hn::Add(lane_keys, hn::Set(d64, vector_key)));
         } else {
           random[g] = RandomBits(du, mixed_seed, run.first_index + i + g * N);
         }
@@ -302,12 +308,13 @@ HWY_INLINE void EncodeLoop(const ElementCodec& k, const EncodeRun& run, const fl
   constexpr std::size_t G = kGroup<Out>;
   std::size_t i = 0;
   // Streaming: the elements before the first 64-byte-aligned code through EncodeRest, then every group is aligned.
-  // Stochastic groups start at an even index (RandomBits); where that and the alignment disagree, plain stores.
+  // Stochastic vectors start at an element index that is a multiple of N (EncodeGroups' random bits); where that
+  // and the alignment disagree, plain stores.
   bool stream = run.stream_out && G > 1 && reinterpret_cast<std::uintptr_t>(out) % sizeof(Out) == 0;
   if (stream) i = std::min(n, (0 - reinterpret_cast<std::uintptr_t>(out)) % 64 / sizeof(Out));
-  if (kPath == Path::stochastic && (run.first_index + i) % 2 != 0) {
+  if (kPath == Path::stochastic && (run.first_index + i) % N != 0) {
     stream = false;
-    i = std::min<std::size_t>(n, run.first_index % 2);
+    i = std::min<std::size_t>(n, (N - run.first_index % N) % N);
   }
   if (i > 0) EncodeRest<kPath>(k, run, x, 0, i, out);
   while ((i = EncodeGroups<kPath>(k, run, mixed_seed, x, i, n, out, stream)) + G * N <= n) {  // the rare path
