@@ -155,6 +155,21 @@ void BM_FmaPeak(benchmark::State& state) {
   state.counters["GFLOPs"] = g;
 }
 
+void BM_DotBf16Peak(benchmark::State& state) {
+  double g = 0;
+  for (auto _ : state) g = mf::bench::dot_bf16_peak_gflops(static_cast<int>(state.range(0)));
+  state.counters["GFLOPs"] = g;
+}
+
+// ReadRows/<threads>/<row bytes>: 16 rows side by side (mf::bench::read_rows_gbs).
+void BM_ReadRows(benchmark::State& state) {
+  double g = 0;
+  for (auto _ : state) {
+    g = mf::bench::read_rows_gbs(static_cast<int>(state.range(0)), 16, static_cast<std::size_t>(state.range(1)));
+  }
+  state.counters["GBs"] = g;
+}
+
 void BM_ReadBandwidth(benchmark::State& state) {
   double g = 0;
   for (auto _ : state) g = mf::bench::read_bandwidth_gbs(static_cast<int>(state.range(0)));
@@ -244,6 +259,10 @@ int main(int argc, char** argv) {
   const int threads = omp_get_max_threads();
   benchmark::RegisterBenchmark("FmaPeak", BM_FmaPeak)->Arg(threads)->Iterations(1)->UseRealTime();
   benchmark::RegisterBenchmark("ReadBandwidth", BM_ReadBandwidth)->Arg(threads)->Iterations(1)->UseRealTime();
+  benchmark::RegisterBenchmark("DotBf16Peak", BM_DotBf16Peak)->Arg(threads)->Iterations(1)->UseRealTime();
+  for (const std::int64_t row_bytes : {1024, 2048, 4096}) {  // mxfp4 at K = 2048 and 4096, fp8 at K = 4096
+    benchmark::RegisterBenchmark("ReadRows", BM_ReadRows)->Args({threads, row_bytes})->Iterations(1)->UseRealTime();
+  }
   register_large_shapes(threads);
   register_decode_cases(threads);
   benchmark::RunSpecifiedBenchmarks();

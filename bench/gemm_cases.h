@@ -286,6 +286,47 @@ inline double fma_peak_gflops(int threads, std::int64_t iters = 20'000'000) {
 }
 
 #if defined(__x86_64__)
+// Twelve independent chains of `vdpbf16ps` (AVX512-BF16): 32 bf16 products a step each, as the e4m3 GEMV's dot
+// product loop issues them.
+__attribute__((target("avx512f,avx512bf16"))) inline float dot_bf16_loop_512(std::int64_t iters) {
+  __m512 acc[12];
+  for (int i = 0; i < 12; ++i) acc[i] = _mm512_set1_ps(static_cast<float>(i));
+  const __m512bh a = _mm512_cvtne2ps_pbh(_mm512_set1_ps(1e-3f), _mm512_set1_ps(1e-3f));
+  for (std::int64_t it = 0; it < iters; ++it) {
+    for (auto& v : acc) v = _mm512_dpbf16_ps(v, a, a);
+  }
+  __m512 s = acc[0];
+  for (int i = 1; i < 12; ++i) s = _mm512_add_ps(s, acc[i]);
+  float out[16];
+  _mm512_storeu_ps(out, s);
+  return out[0];
+}
+#endif
+
+// The bf16 dot product's peak in GFLOP/s (2 flops per product, 32 products per instruction) over `threads` threads,
+// one timed run; 0 without AVX512-BF16. Beside fma_peak_gflops it says what a bf16 product costs against an f32 fma
+// on this CPU (the e4m3 GEMV chooses between two loops: docs/gemm.md).
+inline double dot_bf16_peak_gflops(int threads, std::int64_t iters = 10'000'000) {
+#if defined(__x86_64__)
+  if (!__builtin_cpu_supports("avx512bf16")) return 0;
+  volatile float sink = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+#pragma omp parallel num_threads(threads)
+  {
+    const float r = dot_bf16_loop_512(iters);
+    if (r == 12345.0f) sink = r;
+  }
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  (void)sink;
+  return 2.0 * 32 * 12 * static_cast<double>(iters) * threads / s / 1e9;
+#else
+  (void)threads;
+  (void)iters;
+  return 0;
+#endif
+}
+
+#if defined(__x86_64__)
 // XOR of data[0, n) (n a multiple of 32 words) with four 512-bit (or 256-bit) loads per step: a read loop that the
 // memory, not the core, limits (a compiler's baseline SSE2 loop reached 60-70% of it here).
 __attribute__((target("avx512f"))) inline std::uint64_t xor_512(const std::uint64_t* data, std::size_t n) {
@@ -324,11 +365,50 @@ inline std::uint64_t xor_words(const std::uint64_t* data, std::size_t n) {
   return x;
 }
 
+// The array read_bandwidth_gbs and read_rows_gbs read: twice the last-level cache, at least 256 MiB, touched once
+// here (no page faults in the timed loops).
+inline std::vector<std::uint64_t>& bandwidth_array() {
+  static std::vector<std::uint64_t> data(
+      static_cast<std::size_t>(std::max(256.0 * (1 << 20), 2 * llc_bytes()) / sizeof(std::uint64_t)) / 256 * 256, 1);
+  return data;
+}
+
+// XOR of one word of every 64-byte line in blocks of `rows` rows of row_words words, each row's next line in turn:
+// the order in which the M = 1 GEMV reads its weights (16 rows at a time), without its arithmetic. A load per line
+// fetches the line; more would fill the out-of-order window with loads of a few lines and measure that window
+// rather than the memory.
+inline std::uint64_t xor_rows(const std::uint64_t* data, std::size_t n, std::size_t rows, std::size_t row_words) {
+  std::uint64_t x = 0;
+  for (std::size_t block = 0; block + rows * row_words <= n; block += rows * row_words) {
+    for (std::size_t w = 0; w < row_words; w += 8) {
+      for (std::size_t r = 0; r < rows; ++r) x ^= data[block + r * row_words + w];
+    }
+  }
+  return x;
+}
+
+// Memory read bandwidth in GB/s over `threads` threads reading the GEMV's way: blocks of `rows` rows of row_bytes
+// bytes, side by side (read_bandwidth_gbs reads the same array in sequence).
+inline double read_rows_gbs(int threads, std::size_t rows, std::size_t row_bytes) {
+  std::vector<std::uint64_t>& data = bandwidth_array();
+  const std::size_t block = rows * row_bytes / sizeof(std::uint64_t), blocks = data.size() / block;
+  std::uint64_t x = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+#pragma omp parallel num_threads(threads) reduction(^ : x)
+  {
+    const std::size_t t = omp_get_thread_num(), count = omp_get_num_threads();
+    const std::size_t begin = blocks * t / count * block, end = blocks * (t + 1) / count * block;
+    x ^= xor_rows(data.data() + begin, end - begin, rows, row_bytes / sizeof(std::uint64_t));
+  }
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (x == 42) data[0] = 2;  // keeps the loop
+  return static_cast<double>(blocks * block * sizeof(std::uint64_t)) / s / 1e9;
+}
+
 // Memory read bandwidth in GB/s: `threads` threads reading an array of twice the last-level cache (at least 256
 // MiB) with wide loads, one timed run.
 inline double read_bandwidth_gbs(int threads) {
-  static std::vector<std::uint64_t> data(  // touched once here: no page faults below
-      static_cast<std::size_t>(std::max(256.0 * (1 << 20), 2 * llc_bytes()) / sizeof(std::uint64_t)) / 256 * 256, 1);
+  std::vector<std::uint64_t>& data = bandwidth_array();
   std::uint64_t x = 0;
   const auto t0 = std::chrono::steady_clock::now();
 #pragma omp parallel num_threads(threads) reduction(^ : x)
