@@ -191,10 +191,12 @@ struct QuantizeRowFn {
     if (flat) {
       const int shift = std::countr_zero(static_cast<std::uint64_t>(vectors_per_block));
       const float* xs = x + c0;
+      const std::int64_t group_bytes = n * static_cast<std::int64_t>(sizeof(float));
       // n is a multiple of 4N (16 blocks of a multiple of N): four vectors a step, stored together.
       if (exact) {
         const auto encode = [&](std::int64_t c) HWY_ATTR __attribute__((always_inline)) {
           PrefetchAhead(xs + c);
+          PrefetchNextGroup(xs + c, group_bytes);
           return e(hn::Mul(hn::LoadU(df, xs + c), hn::Set(df, reciprocals[(c / N) >> shift])));
         };
         for (std::int64_t c = 0; c < n; c += 4 * N) {
@@ -205,6 +207,7 @@ struct QuantizeRowFn {
       if constexpr (Encoder::kFindsTies) {
         const auto encode = [&](std::int64_t c) HWY_ATTR __attribute__((always_inline)) {
           PrefetchAhead(xs + c);
+          PrefetchNextGroup(xs + c, group_bytes);
           const std::int64_t i = (c / N) >> shift;
           const auto v = hn::LoadU(df, xs + c);
           hn::Mask<DF> near;
