@@ -398,24 +398,90 @@ HWY_INLINE void DecodeSpan(const ElementCodec k, const In* codes, std::size_t n,
     const std::size_t to_aligned = (0 - reinterpret_cast<std::uintptr_t>(out)) % (N * sizeof(float)) / sizeof(float);
     for (; i < n && i < to_aligned; ++i) out[i] = decode(*k.format, codes[i]);
   }
-  for (; i + N <= n; i += N) {
-    const auto v = hn::BitCast(df, Decode(du, k, hn::PromoteTo(du, hn::LoadU(din, codes + i))));
+  const auto store = [&](hn::Vec<decltype(df)> v, std::size_t at) HWY_ATTR __attribute__((always_inline)) {
     if constexpr (kStream) {
-      hn::Stream(v, df, out + i);
+      hn::Stream(v, df, out + at);
     } else {
-      hn::StoreU(v, df, out + i);
+      hn::StoreU(v, df, out + at);
+    }
+  };
+#if HWY_ARCH_X86 && HWY_TARGET == HWY_AVX2  // F16C: the halves' widening, 8 a step
+  if constexpr (sizeof(In) == 1) {
+    // 16 codes a step through halves (DecodeX16ViaHalf): e4m3 and e5m2, whose halves take a few shifts.
+    const bool e4 = *k.format == e4m3;
+    if (e4 || *k.format == e5m2) {
+      for (; i + 2 * N <= n; i += 2 * N) {
+        hn::Vec<decltype(df)> lo, hi;
+        if (e4) {
+          DecodeX16ViaHalf(codes + i, E4m3Halves, 256.0f, lo, hi);
+        } else {
+          DecodeX16ViaHalf(codes + i, E5m2Halves, 1.0f, lo, hi);
+        }
+        store(lo, i);
+        store(hi, i + N);
+      }
+    }
+  } else {
+    // f16: 16 halves a step widened by F16C, exact; a step holding a NaN through Decode, which keeps a signaling
+    // NaN's payload as it is (F16C would quiet it).
+    if (*k.format == f16) {
+      for (; i + 2 * N <= n; i += 2 * N) {
+        const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes + i));
+        const __m256i nan =
+            _mm256_cmpgt_epi16(_mm256_and_si256(h, _mm256_set1_epi16(0x7FFF)), _mm256_set1_epi16(0x7C00));
+        if (HWY_UNLIKELY(!_mm256_testz_si256(nan, nan))) {
+          for (std::size_t j = i; j < i + 2 * N; j += N) {
+            store(hn::BitCast(df, Decode(du, k, hn::PromoteTo(du, hn::LoadU(din, codes + j)))), j);
+          }
+          continue;
+        }
+        store(hn::Vec<decltype(df)>{_mm256_cvtph_ps(_mm256_castsi256_si128(h))}, i);
+        store(hn::Vec<decltype(df)>{_mm256_cvtph_ps(_mm256_extracti128_si256(h, 1))}, i + N);
+      }
     }
   }
+#endif
+  for (; i + N <= n; i += N) store(hn::BitCast(df, Decode(du, k, hn::PromoteTo(du, hn::LoadU(din, codes + i)))), i);
   for (; i < n; ++i) out[i] = decode(*k.format, codes[i]);
+}
+
+// DecodeSpan on one format's constant traits (kFixedCodec; decoding reads no option): a function of its own, as
+// EncodeFixedLoop, so that the traits' branches and constants fold away.
+template <bool kStream, const Format* F, class In>
+HWY_NOINLINE void DecodeFixedSpan(const In* codes, std::size_t n, float* out) {
+  DecodeSpan<kStream>(kFixedCodec<F, Rounding::nearest_even, Overflow::format_default>, codes, n, out);
+}
+
+// DecodeFixedSpan when k is one of Fs' traits; false when it is none of them.
+template <bool kStream, const Format*... Fs, class In>
+HWY_INLINE bool DecodeFixed(const ElementCodec& k, const In* codes, std::size_t n, float* out) {
+  const auto one = [&](auto f) {
+    constexpr const Format* F = decltype(f)::value;
+    if (!(*k.format == *F)) return false;
+    DecodeFixedSpan<kStream, F>(codes, n, out);
+    return true;
+  };
+  return (one(std::integral_constant<const Format*, Fs>()) || ...);
+}
+
+template <bool kStream, class In>
+HWY_INLINE void DecodeAny(const ElementCodec& k, const In* codes, std::size_t n, float* out) {
+  bool fixed;
+  if constexpr (sizeof(In) == 1) {
+    fixed = DecodeFixed<kStream, &e4m3, &e5m2, &e3m2, &e2m3, &e2m1, &ue8m0>(k, codes, n, out);
+  } else {
+    fixed = DecodeFixed<kStream, &bf16, &f16>(k, codes, n, out);
+  }
+  if (!fixed) DecodeSpan<kStream>(k, codes, n, out);
 }
 
 template <class In>
 HWY_INLINE void DecodeAll(const ElementCodec& k, const In* codes, std::size_t n, float* out, bool stream) {
   // A float* not 4-byte aligned never reaches the aligned stores (its elements are not on float boundaries).
   if (stream && reinterpret_cast<std::uintptr_t>(out) % sizeof(float) == 0) {
-    DecodeSpan<true>(k, codes, n, out);
+    DecodeAny<true>(k, codes, n, out);
   } else {
-    DecodeSpan<false>(k, codes, n, out);
+    DecodeAny<false>(k, codes, n, out);
   }
 }
 
