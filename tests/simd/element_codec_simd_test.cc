@@ -313,10 +313,32 @@ HWY_NOINLINE void CheckBf16Pairs() {
 #endif
 
 // The full-vector decodes of AVX-512 (e2m1 by lane permute, plain and in the GEMV's strided order) and of AVX3_DL
-// (e4m3 by GFNI and to bf16 pairs, where the CPU has GFNI and VBMI), and AVX2's e2m1 decode through a scaled table,
-// on every byte of codes.
+// (e4m3 by GFNI and to bf16 pairs, where the CPU has GFNI and VBMI), and AVX2's e2m1 decode through a scaled table
+// and its e4m3 and e5m2 decodes through halves, on every byte of codes.
 void TestWideDecodes() {
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2 && HWY_TARGET > HWY_AVX3
+  {
+    std::vector<std::uint8_t> codes(256 + 15);
+    for (std::size_t b = 0; b < codes.size(); ++b) codes[b] = static_cast<std::uint8_t>((b * 37 + 11) % 256);
+    alignas(32) float got[16];
+    for (std::size_t at = 0; at < 256; ++at) {  // every code in every lane position
+      for (const bool e4 : {true, false}) {
+        hn::Vec<hn::Full256<float>> lo, hi;
+        if (e4) {
+          cpu::DecodeX16ViaHalf(codes.data() + at, cpu::E4m3Halves, 256.0f, lo, hi);
+        } else {
+          cpu::DecodeX16ViaHalf(codes.data() + at, cpu::E5m2Halves, 1.0f, lo, hi);
+        }
+        hn::Store(lo, hn::Full256<float>(), got);
+        hn::Store(hi, hn::Full256<float>(), got + 8);
+        for (std::uint32_t i = 0; i < 16; ++i) {
+          const std::uint32_t code = codes[at + i];
+          EXPECT_EQ(std::bit_cast<std::uint32_t>(got[i]), std::bit_cast<std::uint32_t>(decode(e4 ? e4m3 : e5m2, code)))
+              << (e4 ? "e4m3" : "e5m2") << " code " << hex(code) << " in lane " << i;
+        }
+      }
+    }
+  }
   {
     std::vector<std::uint8_t> bytes(256 + 3);
     for (std::size_t b = 0; b < bytes.size(); ++b) bytes[b] = static_cast<std::uint8_t>((b * 37 + 11) % 256);
