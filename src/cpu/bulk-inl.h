@@ -407,16 +407,10 @@ HWY_INLINE void DecodeSpan(const ElementCodec k, const In* codes, std::size_t n,
   };
 #if HWY_ARCH_X86 && HWY_TARGET == HWY_AVX2  // F16C: the halves' widening, 8 a step
   if constexpr (sizeof(In) == 1) {
-    // 16 codes a step through halves (DecodeX16ViaHalf): e4m3 and e5m2, whose halves take a few shifts.
-    const bool e4 = *k.format == e4m3;
-    if (e4 || *k.format == e5m2) {
+    if (DecodesViaHalf(k)) {  // 16 codes a step through halves: e4m3, e5m2, e3m2, e2m3, e2m1
       for (; i + 2 * N <= n; i += 2 * N) {
         hn::Vec<decltype(df)> lo, hi;
-        if (e4) {
-          DecodeX16ViaHalf(codes + i, E4m3Halves, 256.0f, lo, hi);
-        } else {
-          DecodeX16ViaHalf(codes + i, E5m2Halves, 1.0f, lo, hi);
-        }
+        DecodeX16ViaHalf(k, codes + i, lo, hi);
         store(lo, i);
         store(hi, i + N);
       }

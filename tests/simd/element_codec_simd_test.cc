@@ -321,23 +321,23 @@ void TestWideDecodes() {
     std::vector<std::uint8_t> codes(256 + 15);
     for (std::size_t b = 0; b < codes.size(); ++b) codes[b] = static_cast<std::uint8_t>((b * 37 + 11) % 256);
     alignas(32) float got[16];
-    for (std::size_t at = 0; at < 256; ++at) {  // every code in every lane position
-      for (const bool e4 : {true, false}) {
+    for (const Format* f : {&e4m3, &e5m2, &e3m2, &e2m3, &e2m1}) {
+      const mf::cpu::ElementCodec k = mf::cpu::element_codec(*f);
+      ASSERT_TRUE(cpu::DecodesViaHalf(k)) << f->name;
+      for (std::size_t at = 0; at < 256; ++at) {  // every code in every lane position
+        std::vector<std::uint8_t> in(16);
+        for (std::uint32_t i = 0; i < 16; ++i) in[i] = static_cast<std::uint8_t>(codes[at + i] & k.code_mask);
         hn::Vec<hn::Full256<float>> lo, hi;
-        if (e4) {
-          cpu::DecodeX16ViaHalf(codes.data() + at, cpu::E4m3Halves, 256.0f, lo, hi);
-        } else {
-          cpu::DecodeX16ViaHalf(codes.data() + at, cpu::E5m2Halves, 1.0f, lo, hi);
-        }
+        cpu::DecodeX16ViaHalf(k, in.data(), lo, hi);
         hn::Store(lo, hn::Full256<float>(), got);
         hn::Store(hi, hn::Full256<float>(), got + 8);
         for (std::uint32_t i = 0; i < 16; ++i) {
-          const std::uint32_t code = codes[at + i];
-          EXPECT_EQ(std::bit_cast<std::uint32_t>(got[i]), std::bit_cast<std::uint32_t>(decode(e4 ? e4m3 : e5m2, code)))
-              << (e4 ? "e4m3" : "e5m2") << " code " << hex(code) << " in lane " << i;
+          EXPECT_EQ(std::bit_cast<std::uint32_t>(got[i]), std::bit_cast<std::uint32_t>(decode(*f, in[i])))
+              << f->name << " code " << hex(in[i]) << " in lane " << i;
         }
       }
     }
+    for (const Format* f : {&ue8m0, &bf16, &f16, &f32}) EXPECT_FALSE(cpu::DecodesViaHalf(mf::cpu::element_codec(*f)));
   }
   {
     std::vector<std::uint8_t> bytes(256 + 3);
