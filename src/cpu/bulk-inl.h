@@ -405,32 +405,41 @@ HWY_INLINE void DecodeSpan(const ElementCodec k, const In* codes, std::size_t n,
       hn::StoreU(v, df, out + at);
     }
   };
-#if HWY_ARCH_X86 && HWY_TARGET == HWY_AVX2  // F16C: the halves' widening, 8 a step
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2  // F16C: halves widened 8 a step (256-bit on AVX-512 too)
+  // Eight f32 lanes of a 16-element step to out + at; streamed, out + at is 32-byte aligned (the prefix above aligns
+  // out + i to a whole vector and steps are 16 elements).
+  const auto store8 = [&](__m256 v, std::size_t at) HWY_ATTR __attribute__((always_inline)) {
+    if constexpr (kStream) {
+      _mm256_stream_ps(out + at, v);
+    } else {
+      _mm256_storeu_ps(out + at, v);
+    }
+  };
   if constexpr (sizeof(In) == 1) {
     if (DecodesViaHalf(k)) {  // 16 codes a step through halves: e4m3, e5m2, e3m2, e2m3, e2m1
-      for (; i + 2 * N <= n; i += 2 * N) {
-        hn::Vec<decltype(df)> lo, hi;
+      for (; i + 16 <= n; i += 16) {
+        __m256 lo, hi;
         DecodeX16ViaHalf(k, codes + i, lo, hi);
-        store(lo, i);
-        store(hi, i + N);
+        store8(lo, i);
+        store8(hi, i + 8);
       }
     }
   } else {
     // f16: 16 halves a step widened by F16C, exact; a step holding a NaN through Decode, which keeps a signaling
     // NaN's payload as it is (F16C would quiet it).
     if (*k.format == f16) {
-      for (; i + 2 * N <= n; i += 2 * N) {
+      for (; i + 16 <= n; i += 16) {
         const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes + i));
         const __m256i nan =
             _mm256_cmpgt_epi16(_mm256_and_si256(h, _mm256_set1_epi16(0x7FFF)), _mm256_set1_epi16(0x7C00));
         if (HWY_UNLIKELY(!_mm256_testz_si256(nan, nan))) {
-          for (std::size_t j = i; j < i + 2 * N; j += N) {
+          for (std::size_t j = i; j < i + 16; j += N) {
             store(hn::BitCast(df, Decode(du, k, hn::PromoteTo(du, hn::LoadU(din, codes + j)))), j);
           }
           continue;
         }
-        store(hn::Vec<decltype(df)>{_mm256_cvtph_ps(_mm256_castsi256_si128(h))}, i);
-        store(hn::Vec<decltype(df)>{_mm256_cvtph_ps(_mm256_extracti128_si256(h, 1))}, i + N);
+        store8(_mm256_cvtph_ps(_mm256_castsi256_si128(h)), i);
+        store8(_mm256_cvtph_ps(_mm256_extracti128_si256(h, 1)), i + 8);
       }
     }
   }

@@ -505,32 +505,15 @@ HWY_INLINE hn::Vec<DF> DecodeE2m1Lanes(DF df, const std::uint8_t* bytes) {
 }
 #endif  // HWY_TARGET != HWY_SCALAR
 
-#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2 && HWY_TARGET > HWY_AVX3  // AVX2: 8 f32 lanes, an 8-entry lane permute
-// Eight e2m1 codes (four bytes, low nibble first) -> their values from `table`, the 16 e2m1 values times one scale in
-// kE2m1Values' order (0-7 positive, 8-15 negative): one broadcast, shifted right by 4j in lane j, leaves code j in
-// the lane's low bits; the permute reads only bits 2:0 of each index (the magnitude), once from each half of the
-// table, and a blend on bit 3 (the sign, shifted up to bit 31) picks the half. Six operations where
-// DecodeE2m1Lanes and a product by the scale take twelve; the table's entries are those products, so the bits are
-// theirs (a NaN scale gives NaN).
-// Raw intrinsics: Highway 1.0.3's TableLookupLanes asks for indices below 8 (a mask more), and its IfThenElse for a
-// mask rather than a sign bit.
-HWY_INLINE hn::Vec<hn::Full256<float>> DecodeE2m1x8Table(const std::uint8_t* bytes, const float* table) {
-  std::uint32_t word;
-  std::memcpy(&word, bytes, 4);
-  const __m256i codes = _mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int>(word)),
-                                          _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28));
-  const __m256 positive = _mm256_permutevar8x32_ps(_mm256_loadu_ps(table), codes);
-  const __m256 negative = _mm256_permutevar8x32_ps(_mm256_loadu_ps(table + 8), codes);
-  return {_mm256_blendv_ps(positive, negative, _mm256_castsi256_ps(_mm256_slli_epi32(codes, 28)))};
-}
-
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2  // AVX2 and AVX-512: F16C, 256-bit integer operations
 // Codes of at most 8 bits -> f32 through halves (F16C, which every AVX2 CPU has). In a 16-bit lane a code's
 // magnitude bits shifted left by 10 - m fill a half's exponent and mantissa: the format's layout with its own bias
 // where the half's is 15, so the half is the value times 2^(bias - 15), the format's subnormals landing on the half's
 // own; widened (exact) and times 2^(15 - bias) (exact). The sign goes to the half's bit 15; NaN codes become the half
 // 0x7E00 of their sign, which widens to the scalar codec's quiet NaN. Formats of up to 4 exponent bits without Inf
 // (e4m3, e3m2, e2m3, e2m1: the half's exponent is never all ones) and those with the half's own exponent and specials
-// (e5m2) qualify (DecodesViaHalf). On AVX2, 16 codes in 9 to 13 operations where Decode takes about 14 per 8.
+// (e5m2) qualify (DecodesViaHalf). 16 codes in 9 to 13 operations of 256 bits, where Decode takes about 14 per vector
+// (AVX-512 too: its 512-bit Decode of these formats ran 1.4-1.9x slower in L2).
 HWY_INLINE constexpr bool DecodesViaHalf(const ElementCodec& k) {
   const Format& f = *k.format;
   const bool specials = f.exponent_bits < 5 ? f.specials != Specials::ieee
@@ -565,18 +548,38 @@ HWY_INLINE __m256i Halves(const ElementCodec& k, __m256i w) {
 
 // Sixteen codes of a format that DecodesViaHalf -> their f32 values (Halves widened, times 2^(15 - bias)), into lo
 // (codes 0-7) and hi (8-15).
-HWY_INLINE void DecodeX16ViaHalf(const ElementCodec& k, const std::uint8_t* codes, hn::Vec<hn::Full256<float>>& lo,
-                                 hn::Vec<hn::Full256<float>>& hi) {
+HWY_INLINE void DecodeX16ViaHalf(const ElementCodec& k, const std::uint8_t* codes, __m256& lo, __m256& hi) {
   const __m256i half = Halves(k, _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(codes))));
-  lo = {_mm256_cvtph_ps(_mm256_castsi256_si128(half))};
-  hi = {_mm256_cvtph_ps(_mm256_extracti128_si256(half, 1))};
+  lo = _mm256_cvtph_ps(_mm256_castsi256_si128(half));
+  hi = _mm256_cvtph_ps(_mm256_extracti128_si256(half, 1));
   if (k.bias != 15) {
     const __m256 scale = _mm256_set1_ps(pow2f(15 - static_cast<int>(k.bias)));
-    lo = {_mm256_mul_ps(lo.raw, scale)};
-    hi = {_mm256_mul_ps(hi.raw, scale)};
+    lo = _mm256_mul_ps(lo, scale);
+    hi = _mm256_mul_ps(hi, scale);
   }
 }
 #endif
+
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2 && HWY_TARGET > HWY_AVX3  // AVX2: 8 f32 lanes, an 8-entry lane permute
+// Eight e2m1 codes (four bytes, low nibble first) -> their values from `table`, the 16 e2m1 values times one scale in
+// kE2m1Values' order (0-7 positive, 8-15 negative): one broadcast, shifted right by 4j in lane j, leaves code j in
+// the lane's low bits; the permute reads only bits 2:0 of each index (the magnitude), once from each half of the
+// table, and a blend on bit 3 (the sign, shifted up to bit 31) picks the half. Six operations where
+// DecodeE2m1Lanes and a product by the scale take twelve; the table's entries are those products, so the bits are
+// theirs (a NaN scale gives NaN).
+// Raw intrinsics: Highway 1.0.3's TableLookupLanes asks for indices below 8 (a mask more), and its IfThenElse for a
+// mask rather than a sign bit.
+HWY_INLINE hn::Vec<hn::Full256<float>> DecodeE2m1x8Table(const std::uint8_t* bytes, const float* table) {
+  std::uint32_t word;
+  std::memcpy(&word, bytes, 4);
+  const __m256i codes = _mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int>(word)),
+                                          _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28));
+  const __m256 positive = _mm256_permutevar8x32_ps(_mm256_loadu_ps(table), codes);
+  const __m256 negative = _mm256_permutevar8x32_ps(_mm256_loadu_ps(table + 8), codes);
+  return {_mm256_blendv_ps(positive, negative, _mm256_castsi256_ps(_mm256_slli_epi32(codes, 28)))};
+}
+#endif
+
 
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3  // AVX-512 or newer: 16 f32 lanes and a 16-entry lane permute
 using DF16 = hn::Full512<float>;

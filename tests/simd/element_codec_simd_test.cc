@@ -313,10 +313,10 @@ HWY_NOINLINE void CheckBf16Pairs() {
 #endif
 
 // The full-vector decodes of AVX-512 (e2m1 by lane permute, plain and in the GEMV's strided order) and of AVX3_DL
-// (e4m3 by GFNI and to bf16 pairs, where the CPU has GFNI and VBMI), and AVX2's e2m1 decode through a scaled table
-// and its e4m3 and e5m2 decodes through halves, on every byte of codes.
+// (e4m3 by GFNI and to bf16 pairs, where the CPU has GFNI and VBMI), AVX2's e2m1 decode through a scaled table, and
+// the decodes through halves of AVX2 and AVX-512 (e4m3, e5m2, e3m2, e2m3, e2m1), on every byte of codes.
 void TestWideDecodes() {
-#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2 && HWY_TARGET > HWY_AVX3
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
   {
     std::vector<std::uint8_t> codes(256 + 15);
     for (std::size_t b = 0; b < codes.size(); ++b) codes[b] = static_cast<std::uint8_t>((b * 37 + 11) % 256);
@@ -327,10 +327,10 @@ void TestWideDecodes() {
       for (std::size_t at = 0; at < 256; ++at) {  // every code in every lane position
         std::vector<std::uint8_t> in(16);
         for (std::uint32_t i = 0; i < 16; ++i) in[i] = static_cast<std::uint8_t>(codes[at + i] & k.code_mask);
-        hn::Vec<hn::Full256<float>> lo, hi;
+        __m256 lo, hi;
         cpu::DecodeX16ViaHalf(k, in.data(), lo, hi);
-        hn::Store(lo, hn::Full256<float>(), got);
-        hn::Store(hi, hn::Full256<float>(), got + 8);
+        _mm256_store_ps(got, lo);
+        _mm256_store_ps(got + 8, hi);
         for (std::uint32_t i = 0; i < 16; ++i) {
           EXPECT_EQ(std::bit_cast<std::uint32_t>(got[i]), std::bit_cast<std::uint32_t>(decode(*f, in[i])))
               << f->name << " code " << hex(in[i]) << " in lane " << i;
@@ -339,6 +339,8 @@ void TestWideDecodes() {
     }
     for (const Format* f : {&ue8m0, &bf16, &f16, &f32}) EXPECT_FALSE(cpu::DecodesViaHalf(mf::cpu::element_codec(*f)));
   }
+#endif
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2 && HWY_TARGET > HWY_AVX3
   {
     std::vector<std::uint8_t> bytes(256 + 3);
     for (std::size_t b = 0; b < bytes.size(); ++b) bytes[b] = static_cast<std::uint8_t>((b * 37 + 11) % 256);
