@@ -342,31 +342,40 @@ HWY_NOINLINE void EncodeFixedLoop(const EncodeRun& run, const float* x, std::siz
   EncodeLoop<kPath>(kFixedCodec<F, R, O>, run, x, n, out);
 }
 
-// EncodeFixedLoop when k is one of Fs' traits (any overflow option); false when it is none of them.
-template <Path kPath, Rounding R, const Format*... Fs, class Out>
-HWY_INLINE bool EncodeFixed(const ElementCodec& k, const EncodeRun& run, const float* x, std::size_t n, Out* out) {
+// fn(std::integral_constant<const Format*, F>()) for the F among Fs whose format k has; false when none is.
+template <const Format*... Fs, class Fn>
+HWY_INLINE bool WithFixedFormat(const ElementCodec& k, const Fn& fn) {
   const auto one = [&](auto f) {
-    constexpr const Format* F = decltype(f)::value;
-    if (!(*k.format == *F)) return false;
-    if (k.options.overflow == Overflow::format_default) {
-      EncodeFixedLoop<kPath, F, R, Overflow::format_default>(run, x, n, out);
-    } else {
-      EncodeFixedLoop<kPath, F, R, Overflow::saturate>(run, x, n, out);
-    }
+    if (!(*k.format == *decltype(f)::value)) return false;
+    fn(f);
     return true;
   };
   return (one(std::integral_constant<const Format*, Fs>()) || ...);
 }
 
-// The formats whose loops are compiled with their traits folded in (the others take the traits at run time).
+// The formats whose encode and decode loops are compiled with their traits folded in (the others take the traits at
+// run time), by the width of their codes in bytes.
+template <std::size_t kCodeBytes, class Fn>
+HWY_INLINE bool WithBuiltInFormat(const ElementCodec& k, const Fn& fn) {
+  if constexpr (kCodeBytes == 1) {
+    return WithFixedFormat<&e4m3, &e5m2, &e3m2, &e2m3, &e2m1, &ue8m0>(k, fn);
+  } else {
+    return WithFixedFormat<&bf16, &f16>(k, fn);
+  }
+}
+
+// EncodeFixedLoop when k is one of the built-in formats' traits (any overflow option); false otherwise.
 template <Path kPath, Rounding R, class Out>
 HWY_INLINE bool EncodeFixedFormats(const ElementCodec& k, const EncodeRun& run, const float* x, std::size_t n,
                                    Out* out) {
-  if constexpr (sizeof(Out) == 1) {
-    return EncodeFixed<kPath, R, &e4m3, &e5m2, &e3m2, &e2m3, &e2m1, &ue8m0>(k, run, x, n, out);
-  } else {
-    return EncodeFixed<kPath, R, &bf16, &f16>(k, run, x, n, out);
-  }
+  return WithBuiltInFormat<sizeof(Out)>(k, [&](auto f) {
+    constexpr const Format* F = decltype(f)::value;
+    if (k.options.overflow == Overflow::format_default) {
+      EncodeFixedLoop<kPath, F, R, Overflow::format_default>(run, x, n, out);
+    } else {
+      EncodeFixedLoop<kPath, F, R, Overflow::saturate>(run, x, n, out);
+    }
+  });
 }
 
 // EncodeNearest's f32 step needs the CPU to round f32 arithmetic to nearest.
@@ -455,26 +464,11 @@ HWY_NOINLINE void DecodeFixedSpan(const In* codes, std::size_t n, float* out) {
   DecodeSpan<kStream>(kFixedCodec<F, Rounding::nearest_even, Overflow::format_default>, codes, n, out);
 }
 
-// DecodeFixedSpan when k is one of Fs' traits; false when it is none of them.
-template <bool kStream, const Format*... Fs, class In>
-HWY_INLINE bool DecodeFixed(const ElementCodec& k, const In* codes, std::size_t n, float* out) {
-  const auto one = [&](auto f) {
-    constexpr const Format* F = decltype(f)::value;
-    if (!(*k.format == *F)) return false;
-    DecodeFixedSpan<kStream, F>(codes, n, out);
-    return true;
-  };
-  return (one(std::integral_constant<const Format*, Fs>()) || ...);
-}
-
+// DecodeFixedSpan for the built-in formats, DecodeSpan on run-time traits for the others.
 template <bool kStream, class In>
 HWY_INLINE void DecodeAny(const ElementCodec& k, const In* codes, std::size_t n, float* out) {
-  bool fixed;
-  if constexpr (sizeof(In) == 1) {
-    fixed = DecodeFixed<kStream, &e4m3, &e5m2, &e3m2, &e2m3, &e2m1, &ue8m0>(k, codes, n, out);
-  } else {
-    fixed = DecodeFixed<kStream, &bf16, &f16>(k, codes, n, out);
-  }
+  const bool fixed = WithBuiltInFormat<sizeof(In)>(
+      k, [&](auto f) { DecodeFixedSpan<kStream, decltype(f)::value>(codes, n, out); });
   if (!fixed) DecodeSpan<kStream>(k, codes, n, out);
 }
 

@@ -580,7 +580,6 @@ HWY_INLINE hn::Vec<hn::Full256<float>> DecodeE2m1x8Table(const std::uint8_t* byt
 }
 #endif
 
-
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3  // AVX-512 or newer: 16 f32 lanes and a 16-entry lane permute
 using DF16 = hn::Full512<float>;
 
