@@ -1,5 +1,5 @@
 // Per-target span loops of the bulk casts: the element codec (element_codec-inl.h) over whole vectors, each
-// element's stochastic bits computed in the vector (SplitMix64 in 64-bit lanes, random.h's stochastic_bits), and the
+// element's stochastic bits computed in the vector (random.h's stochastic_bits in 32-bit lanes), and the
 // scalar codec for the tails and for any vector holding a lane the vector steps do not cover (NaN, f32 subnormals).
 //
 // Included once per Highway target by bulk_dispatch.cc through foreach_target.h; hence the toggle include guard.
@@ -30,50 +30,28 @@ namespace hn = hwy::HWY_NAMESPACE;
 using DU = hn::ScalableTag<std::uint32_t>;
 using VU = hn::Vec<DU>;
 
-#if HWY_ARCH_X86 && HWY_TARGET > HWY_AVX3
-// x * c in 64-bit lanes where x86 has no 64-bit multiply (before AVX-512DQ; Highway's emulation takes three widening
-// multiplies): x_lo * c_lo widened, plus the cross products x_lo * c_hi + x_hi * c_lo mod 2^32 in the high half, both
-// from one 32-bit multiply by c with its halves swapped.
-template <class V>
-HWY_INLINE V MulByConstant(V x, std::uint64_t c) {
-  const hn::DFromV<V> d64;
-  const hn::Repartition<std::uint32_t, decltype(d64)> d32;
-  const V low = hn::MulEven(hn::BitCast(d32, x), hn::BitCast(d32, hn::Set(d64, c & 0xFFFFFFFFu)));
-  const V cross = hn::BitCast(d64, hn::Mul(hn::BitCast(d32, x), hn::BitCast(d32, hn::Set(d64, (c << 32) | (c >> 32)))));
-  return hn::Add(low, hn::ShiftLeft<32>(hn::Add(cross, hn::ShiftRight<32>(cross))));
-}
-#else
-template <class V>
-HWY_INLINE V MulByConstant(V x, std::uint64_t c) {
-  return hn::Mul(x, hn::Set(hn::DFromV<V>(), c));
-}
-#endif
-
-constexpr std::uint64_t kGoldenGamma = 0x9E3779B97F4A7C15ull;  // SplitMix64's increment
-
-// SplitMix64's output function on each 64-bit lane of `z` (splitmix64(seed) ^ the lane's pair index, plus
-// kGoldenGamma), as 32-bit lanes: the low and high halves are the bits of the pair's even and odd element (x86 and
-// WebAssembly are little-endian).
-template <class D, class V64>
-HWY_INLINE hn::Vec<D> RandomBitsOfState(D du, V64 z) {
-  z = MulByConstant(hn::Xor(z, hn::ShiftRight<30>(z)), 0xBF58476D1CE4E5B9ull);
-  z = MulByConstant(hn::Xor(z, hn::ShiftRight<27>(z)), 0x94D049BB133111EBull);
-  return hn::BitCast(du, hn::Xor(z, hn::ShiftRight<31>(z)));
+// stochastic_hash (random.h) on each lane: two 32-bit multiply-xorshift rounds, `middle` mixed in between.
+HWY_INLINE VU StochasticHash(VU x, VU middle) {
+  const DU du;
+  x = hn::Mul(hn::Xor(x, hn::ShiftRight<16>(x)), hn::Set(du, 0x7FEB352Du));
+  x = hn::Xor(x, middle);
+  x = hn::Mul(hn::Xor(x, hn::ShiftRight<15>(x)), hn::Set(du, 0x846CA68Bu));
+  return hn::Xor(x, hn::ShiftRight<16>(x));
 }
 
-// stochastic_bits(seed, index + lane) for each lane, `index` even: one splitmix64(splitmix64(seed) ^ (index / 2 + j))
-// per 64-bit lane j, whose halves are the bits of elements index + 2j and index + 2j + 1. `mixed_seed` is
-// splitmix64(seed).
-template <class D>
-HWY_INLINE hn::Vec<D> RandomBits(D du, std::uint64_t mixed_seed, std::uint64_t index) {
-  if constexpr (hn::MaxLanes(D()) == 1) {
-    (void)du;
-    return hn::Set(D(), static_cast<std::uint32_t>(splitmix64(mixed_seed ^ (index >> 1)) >> (index & 1) * 32));
-  } else {
-    const hn::Repartition<std::uint64_t, D> d64;
-    const auto keyed = hn::Xor(hn::Set(d64, mixed_seed), hn::Add(hn::Iota(d64, 0), hn::Set(d64, index >> 1)));
-    return RandomBitsOfState(du, hn::Add(keyed, hn::Set(d64, kGoldenGamma)));
+// stochastic_bits(seed, index + lane) for each lane; `key` is stochastic_key(seed). Lanes on both sides of a
+// multiple of 2^32 (their middles differ) are computed one by one.
+HWY_INLINE VU RandomBits(std::uint64_t key, std::uint64_t index) {
+  const DU du;
+  const std::size_t N = hn::Lanes(du);
+  const auto high = static_cast<std::uint32_t>(index >> 32);
+  if (HWY_UNLIKELY(static_cast<std::uint32_t>((index + N - 1) >> 32) != high)) {
+    HWY_ALIGN std::uint32_t lanes[hn::MaxLanes(DU())];
+    for (std::size_t j = 0; j < N; ++j) lanes[j] = stochastic_bits_keyed(key, index + j);
+    return hn::Load(du, lanes);
   }
+  const auto low = static_cast<std::uint32_t>(index) + static_cast<std::uint32_t>(key);
+  return StochasticHash(hn::Add(hn::Set(du, low), hn::Iota(du, 0)), hn::Set(du, stochastic_middle(key, high)));
 }
 
 template <class Out>
@@ -141,15 +119,15 @@ enum class Path { nearest, stochastic, stochastic_any, exact };
 
 // The codes of one vector of f32 bits, none of whose lanes NeedsScalar; `index` is its first element's.
 template <Path kPath>
-HWY_INLINE VU Codes(const ElementCodec& k, const EncodeConstants<DU>& c, VU bits, std::uint64_t mixed_seed,
+HWY_INLINE VU Codes(const ElementCodec& k, const EncodeConstants<DU>& c, VU bits, std::uint64_t key,
                     std::uint64_t index) {
   const DU du;
   if constexpr (kPath == Path::nearest) {
     return EncodeNearest(du, k, c, bits);
   } else if constexpr (kPath == Path::stochastic) {  // EncodeLoop's groups: zeros and normals only
-    return EncodeStochasticNormal(du, k, c, bits, RandomBits(du, mixed_seed, index));
+    return EncodeStochasticNormal(du, k, c, bits, RandomBits(key, index));
   } else if constexpr (kPath == Path::stochastic_any) {
-    const VU random = RandomBits(du, mixed_seed, index);
+    const VU random = RandomBits(key, index);
     return HWY_LIKELY(hn::AllFalse(du, NeedsExact(du, k, hn::And(bits, hn::Set(du, 0x7FFFFFFFu)))))
                ? EncodeStochastic(du, k, c, bits, random)
                : EncodeExact(du, k, bits, random);
@@ -172,7 +150,6 @@ HWY_NOINLINE void EncodeRest(const ElementCodec& k, const EncodeRun& run, const 
   };
   const EncodeConstants<DU> c(k);
   std::size_t i = begin;
-  if (kPath == Path::stochastic && (run.first_index + i) % 2 != 0 && i < end) scalar(i++);  // RandomBits' even index
   for (; i + N <= end; i += N) {
     const VU bits = hn::BitCast(du, hn::LoadU(hn::RebindToFloat<DU>(), x + i));
     const VU mag = hn::And(bits, hn::Set(du, 0x7FFFFFFFu));
@@ -180,7 +157,7 @@ HWY_NOINLINE void EncodeRest(const ElementCodec& k, const EncodeRun& run, const 
       for (std::size_t e = i; e < i + N; ++e) scalar(e);
     } else {
       constexpr Path kAny = kPath == Path::stochastic ? Path::stochastic_any : kPath;
-      StoreCodes(Codes<kAny>(k, c, bits, splitmix64(run.seed), run.first_index + i), out + i);
+      StoreCodes(Codes<kAny>(k, c, bits, stochastic_key(run.seed), run.first_index + i), out + i);
     }
   }
   for (; i < end; ++i) scalar(i);
@@ -246,20 +223,17 @@ constexpr std::uintptr_t kReadAhead = 1024;
 // No call in this loop: a call clobbers every vector register, and the compiler would then build the constants again
 // in every iteration rather than keep them across it.
 template <Path kPath, class Out>
-HWY_INLINE std::size_t EncodeGroups(const ElementCodec& k, const EncodeRun& run, std::uint64_t mixed_seed,
+HWY_INLINE std::size_t EncodeGroups(const ElementCodec& k, const EncodeRun& run, std::uint64_t key,
                                     const float* x, std::size_t i, std::size_t n, Out* out, bool stream) {
   const DU du;
   const std::size_t N = hn::Lanes(du);
   constexpr std::size_t G = kGroup<Out>;
   const EncodeConstants<DU> consts(k);
-  // Stochastic: every vector starts at an element index e that is a multiple of N (EncodeLoop), so its pair
-  // indices e / 2 + j, j < N / 2, only fill in the low bits of e / 2, and
-  // mixed_seed ^ (e / 2 + j) = ((mixed_seed & ~(N / 2 - 1)) ^ e / 2) + ((mixed_seed ^ j) & (N / 2 - 1)):
-  // one number per vector added to constant lanes (which carry SplitMix64's increment too).
-  const hn::Repartition<std::uint64_t, DU> d64;
-  const std::uint64_t low = N / 2 - 1;
-  const auto lane_keys = hn::Add(hn::And(hn::Xor(hn::Set(d64, mixed_seed), hn::Iota(d64, 0)), hn::Set(d64, low)),
-                                 hn::Set(d64, kGoldenGamma));
+  // Stochastic: lane j of the vector from element e hashes lo32(e) + lo32(key) + j with the middle of e's high 32
+  // bits (RandomBits): one scalar per vector, broadcast and added to constant lanes, while the groups stay within one
+  // 2^32-element stretch (a group that crosses into the next goes to EncodeRest; the call after it starts anew).
+  const auto high = static_cast<std::uint32_t>((run.first_index + i) >> 32);
+  const VU lanes = hn::Iota(du, 0), middle = hn::Set(du, stochastic_middle(key, high));
   for (; i + G * N <= n; i += G * N) {
     if constexpr (G > 1) {  // x86: a group is 256 or 512 bytes of input
       for (std::size_t line = 0; line < G * N * sizeof(float); line += 64) {
@@ -268,15 +242,13 @@ HWY_INLINE std::size_t EncodeGroups(const ElementCodec& k, const EncodeRun& run,
     }
     VU bits[G], c[G];
     if constexpr (kPath == Path::stochastic) {
+      const std::uint64_t e = run.first_index + i;
+      if (HWY_UNLIKELY(static_cast<std::uint32_t>((e + G * N - 1) >> 32) != high)) return i;
       VU least, top, random[G];
       LoadGroupRange(consts, x + i, bits, least, top);
-      for (std::size_t g = 0; g < G; ++g) {  // RandomBits(du, mixed_seed, run.first_index + i + g * N)
-        if constexpr (hn::MaxLanes(DU()) > 1) {
-          const std::uint64_t vector_key = (mixed_seed & ~low) ^ ((run.first_index + i + g * N) >> 1);
-          random[g] = RandomBitsOfState(du, hn::Add(lane_keys, hn::Set(d64, vector_key)));
-        } else {
-          random[g] = RandomBits(du, mixed_seed, run.first_index + i + g * N);
-        }
+      for (std::size_t g = 0; g < G; ++g) {  // RandomBits(key, e + g * N)
+        const auto low = static_cast<std::uint32_t>(e + g * N) + static_cast<std::uint32_t>(key);
+        random[g] = StochasticHash(hn::Add(hn::Set(du, low), lanes), middle);
       }
       const bool subnormals = !hn::AllFalse(du, NeedsStochasticSubnormal(du, k, least, top));
       if (HWY_UNLIKELY(subnormals) && !StochasticSubnormalSteps(k, least, top)) return i;
@@ -291,7 +263,7 @@ HWY_INLINE std::size_t EncodeGroups(const ElementCodec& k, const EncodeRun& run,
     }
     // Stochastic: a group of zeros and normals only (EncodeStochasticNormal).
     for (std::size_t g = 0; g < G; ++g) {
-      c[g] = Codes<kPath>(k, consts, bits[g], mixed_seed, run.first_index + i + g * N);
+      c[g] = Codes<kPath>(k, consts, bits[g], key, run.first_index + i + g * N);
     }
     StoreGroup(c, out + i, stream);
   }
@@ -304,20 +276,14 @@ HWY_INLINE std::size_t EncodeGroups(const ElementCodec& k, const EncodeRun& run,
 template <Path kPath, class Out>
 HWY_INLINE void EncodeLoop(const ElementCodec& k, const EncodeRun& run, const float* x, std::size_t n, Out* out) {
   const std::size_t N = hn::Lanes(DU());
-  const std::uint64_t mixed_seed = splitmix64(run.seed);
+  const std::uint64_t key = stochastic_key(run.seed);
   constexpr std::size_t G = kGroup<Out>;
   std::size_t i = 0;
   // Streaming: the elements before the first 64-byte-aligned code through EncodeRest, then every group is aligned.
-  // Stochastic vectors start at an element index that is a multiple of N (EncodeGroups' random bits); where that
-  // and the alignment disagree, plain stores.
-  bool stream = run.stream_out && G > 1 && reinterpret_cast<std::uintptr_t>(out) % sizeof(Out) == 0;
+  const bool stream = run.stream_out && G > 1 && reinterpret_cast<std::uintptr_t>(out) % sizeof(Out) == 0;
   if (stream) i = std::min(n, (0 - reinterpret_cast<std::uintptr_t>(out)) % 64 / sizeof(Out));
-  if (kPath == Path::stochastic && (run.first_index + i) % N != 0) {
-    stream = false;
-    i = std::min<std::size_t>(n, (N - run.first_index % N) % N);
-  }
   if (i > 0) EncodeRest<kPath>(k, run, x, 0, i, out);
-  while ((i = EncodeGroups<kPath>(k, run, mixed_seed, x, i, n, out, stream)) + G * N <= n) {  // the rare path
+  while ((i = EncodeGroups<kPath>(k, run, key, x, i, n, out, stream)) + G * N <= n) {  // the rare path
     EncodeRest<kPath>(k, run, x, i, i + G * N, out);
     i += G * N;
   }

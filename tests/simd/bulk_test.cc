@@ -137,29 +137,33 @@ TEST(BulkEncode, ThreadsGiveTheSameCodes) {
   }
 }
 
-// A caller casting an array piece by piece (first_index) gets the stochastic codes of one whole-array call, also
-// from pieces that start at odd indices (the vectors' random bits come in pairs of elements), and both are the codes
-// of encode() with each element's stochastic_bits.
+// A caller casting an array piece by piece (first_index) gets the stochastic codes of one whole-array call, from
+// pieces that start anywhere, and both are the codes of encode() with each element's stochastic_bits; also where the
+// indices cross 2^32 (the hash's middle changes there: mid-vector at 2^32 - 517).
 TEST_P(BulkEncodeTarget, PiecesWithFirstIndexEqualTheWhole) {
   std::vector<float> x(1000);
   for (std::size_t i = 0; i < x.size(); ++i) x[i] = 0.1f * static_cast<float>(i % 37) - 1.5f;
-  const mf::BulkOptions o{mf::Rounding::stochastic, mf::Overflow::format_default, 5, 1};
-  std::vector<std::uint8_t> whole(x.size());
-  mf::encode_bulk(mf::e2m1, x, std::span<std::uint8_t>(whole), o);
-  for (std::size_t i = 0; i < x.size(); ++i) {
-    const mf::EncodeOptions e{mf::Rounding::stochastic, mf::Overflow::format_default, mf::stochastic_bits(5, i)};
-    ASSERT_EQ(whole[i], mf::encode(mf::e2m1, x[i], e)) << "element " << i;
-  }
-  for (const std::size_t piece : {300, 301, 97}) {
-    std::vector<std::uint8_t> pieces(x.size());
-    for (std::size_t begin = 0; begin < x.size(); begin += piece) {
-      const std::size_t len = std::min<std::size_t>(piece, x.size() - begin);
-      mf::BulkOptions p = o;
-      p.first_index = begin;
-      mf::encode_bulk(mf::e2m1, std::span<const float>(x.data() + begin, len),
-                      std::span<std::uint8_t>(pieces.data() + begin, len), p);
+  for (const std::uint64_t base : {std::uint64_t{0}, (std::uint64_t{1} << 32) - 517}) {
+    mf::BulkOptions o{mf::Rounding::stochastic, mf::Overflow::format_default, 5, 1};
+    o.first_index = base;
+    std::vector<std::uint8_t> whole(x.size());
+    mf::encode_bulk(mf::e2m1, x, std::span<std::uint8_t>(whole), o);
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      const mf::EncodeOptions e{mf::Rounding::stochastic, mf::Overflow::format_default,
+                                mf::stochastic_bits(5, base + i)};
+      ASSERT_EQ(whole[i], mf::encode(mf::e2m1, x[i], e)) << "element " << base << " + " << i;
     }
-    EXPECT_EQ(whole, pieces) << "pieces of " << piece;
+    for (const std::size_t piece : {300, 301, 97}) {
+      std::vector<std::uint8_t> pieces(x.size());
+      for (std::size_t begin = 0; begin < x.size(); begin += piece) {
+        const std::size_t len = std::min<std::size_t>(piece, x.size() - begin);
+        mf::BulkOptions p = o;
+        p.first_index = base + begin;
+        mf::encode_bulk(mf::e2m1, std::span<const float>(x.data() + begin, len),
+                        std::span<std::uint8_t>(pieces.data() + begin, len), p);
+      }
+      EXPECT_EQ(whole, pieces) << "pieces of " << piece << " from " << base;
+    }
   }
 }
 
@@ -240,8 +244,7 @@ TEST_P(BulkDecodeTarget, LargeOutputsThroughStreamingStoresOnEveryTarget) {
 }
 
 // The same for encode: codes from 1 to 3 elements past a 64-byte boundary, nearest-even and stochastic, against
-// encode() with each element's stochastic bits. Stochastic groups start at an even index: at offsets 1 and 3 the
-// alignment asks for an odd one (plain stores), at 2 both agree (streaming stores).
+// encode() with each element's stochastic bits.
 template <class Code>
 void check_streamed_encode(std::int64_t target, const mf::Format& f, const std::vector<float>& x) {
   std::vector<Code> storage(x.size() + 80);
