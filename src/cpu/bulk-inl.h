@@ -260,7 +260,9 @@ HWY_INLINE std::size_t EncodeGroups(const ElementCodec& k, const EncodeRun& run,
   // bits (RandomBits): one scalar per vector, broadcast and added to constant lanes, while the groups stay within one
   // 2^32-element stretch (a group that crosses into the next goes to EncodeRest; the call after it starts anew).
   const auto high = static_cast<std::uint32_t>((run.first_index + i) >> 32);
-  const VU lanes = hn::Iota(du, 0), middle = hn::Set(du, stochastic_middle(key, high));
+  const VU middle = hn::Set(du, stochastic_middle(key, high)), step = hn::Set(du, static_cast<std::uint32_t>(N));
+  VU counter = hn::Add(hn::Set(du, static_cast<std::uint32_t>(run.first_index + i) + static_cast<std::uint32_t>(key)),
+                       hn::Iota(du, 0));
   for (; i + G * N <= n; i += G * N) {
     if constexpr (G > 1) {  // x86: a group is 256 or 512 bytes of input
       for (std::size_t line = 0; line < G * N * sizeof(float); line += 64) {
@@ -274,8 +276,8 @@ HWY_INLINE std::size_t EncodeGroups(const ElementCodec& k, const EncodeRun& run,
       VU least, top, random[G];
       LoadGroupRange(consts, x + i, bits, least, top);
       for (std::size_t g = 0; g < G; ++g) {  // RandomBits(key, e + g * N)
-        const auto low = static_cast<std::uint32_t>(e + g * N) + static_cast<std::uint32_t>(key);
-        random[g] = StochasticHash(hn::Add(hn::Set(du, low), lanes), middle);
+        random[g] = StochasticHash(counter, middle);
+        counter = hn::Add(counter, step);
       }
       const bool subnormals = !hn::AllFalse(du, NeedsStochasticSubnormal(du, k, least, top));
       if (HWY_UNLIKELY(subnormals) && !StochasticSubnormalSteps(k, least, top)) return i;
