@@ -203,7 +203,12 @@ HWY_INLINE VU LowBitsMask(const EncodeConstants<DU>& c, VU s) {
 // A normal lane's code is (|x|bits - rebias + its random bits below 2^shift) >> shift; one below the smallest normal
 // takes the significand and shift + the binades below it instead (< 32 here; zero stays zero), in the same steps:
 // the two differ only in what is shifted and by how much.
-template <class DU, class VU = hn::Vec<DU>>
+//
+// kTiny (x86, AVX2 and up; formats with TinyStochasticLanes): lanes so far below the smallest normal that the count
+// reaches 32 (NeedsExact's, f32 normals) too. All their dropped bits lie below the kept part, which is 0, so the
+// code is the carry out of their top 32 bits (v >> (s - 32)) plus the random bits; the shift above gives those lanes
+// 0, and x86's shifts give the others (count s - 32 wrapped, 32 or more) t = 0 and no carry.
+template <bool kTiny = false, class DU, class VU = hn::Vec<DU>>
 HWY_INLINE VU EncodeStochastic(DU du, const ElementCodec& k, const EncodeConstants<DU>& c, VU bits, VU random) {
   const VU mag = hn::And(bits, c.abs_mask);
   const int shift = static_cast<int>(k.shift);
@@ -237,8 +242,23 @@ HWY_INLINE VU EncodeStochastic(DU du, const ElementCodec& k, const EncodeConstan
   s = hn::Min(s, c.max_shift);
 #endif
   VU code = hn::Shr(hn::Add(v, hn::And(random, LowBitsMask(c, s))), s);
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
+  if constexpr (kTiny) {
+    const VU t = hn::Shr(v, hn::Sub(s, hn::Set(du, 32u)));
+    code = hn::Or(code, hn::IfThenElseZero(hn::Lt(hn::Add(t, random), random), c.one));
+  }
+#else
+  static_assert(!kTiny, "kTiny relies on x86's shifts by 32 or more");
+#endif
   if (zero_fixup) code = hn::IfThenZeroElse(hn::Eq(mag, hn::Zero(du)), code);
   return OverflowAndSign(du, k, c, bits, mag, code);
+}
+
+// Whether EncodeStochastic<true> covers k's lanes below stochastic_floor_bits: a subnormal step whose count for a
+// zero (and so for every lane) minus 32 is at least 24, so that no significand (below 2^24) or zero's implicit bit
+// shifted by it leaves anything (every format of all_formats with a subnormal step).
+inline bool TinyStochasticLanes(const ElementCodec& k) {
+  return k.min_normal_bits != 0 && k.shift + (k.min_normal_bits >> 23) >= 56;
 }
 template <class DU, class VU = hn::Vec<DU>>
 HWY_INLINE VU EncodeStochastic(DU du, const ElementCodec& k, VU bits, VU random) {
