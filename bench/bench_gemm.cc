@@ -152,12 +152,14 @@ void BM_GemmOutliers(benchmark::State& state, int threads) {
 }
 
 void BM_FmaPeak(benchmark::State& state) {
+  mf::bench::let_openblas_threads_sleep();
   double g = 0;
   for (auto _ : state) g = mf::bench::fma_peak_gflops(static_cast<int>(state.range(0)));
   state.counters["GFLOPs"] = g;
 }
 
 void BM_DotBf16Peak(benchmark::State& state) {
+  mf::bench::let_openblas_threads_sleep();
   double g = 0;
   for (auto _ : state) g = mf::bench::dot_bf16_peak_gflops(static_cast<int>(state.range(0)));
   state.counters["GFLOPs"] = g;
@@ -165,6 +167,7 @@ void BM_DotBf16Peak(benchmark::State& state) {
 
 // ReadRows/<threads>/<row bytes>: 16 rows side by side (mf::bench::read_rows_gbs).
 void BM_ReadRows(benchmark::State& state) {
+  mf::bench::let_openblas_threads_sleep();
   double g = 0;
   for (auto _ : state) {
     g = mf::bench::read_rows_gbs(static_cast<int>(state.range(0)), 16, static_cast<std::size_t>(state.range(1)));
@@ -173,6 +176,7 @@ void BM_ReadRows(benchmark::State& state) {
 }
 
 void BM_ReadBandwidth(benchmark::State& state) {
+  mf::bench::let_openblas_threads_sleep();
   double g = 0;
   for (auto _ : state) g = mf::bench::read_bandwidth_gbs(static_cast<int>(state.range(0)));
   state.counters["GBs"] = g;

@@ -17,6 +17,7 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -153,11 +154,23 @@ inline void blas_gemm(const Operands& o, const float* w, float* c) {
 }
 #endif
 
+// OpenBLAS's worker threads spin for about 2^28 cycles (0.1 s here) after each call, and after the library starts,
+// before they sleep (OPENBLAS_THREAD_TIMEOUT): whatever runs in that window shares the cores with them. FmaPeak, the
+// first case of a run, measured 291-369 GFLOP/s there against 487-490 alone or with OPENBLAS_THREAD_TIMEOUT=4 on
+// the Xeon of BENCHMARKS.md. So every case and yardstick waits that out before it starts its clock; OpenBLAS's own
+// cases keep its default spinning between their calls.
+inline void let_openblas_threads_sleep() {
+#if MF_HAVE_OPENBLAS
+  std::this_thread::sleep_for(std::chrono::milliseconds(250));
+#endif
+}
+
 inline void set_threads(int threads) {
   omp_set_num_threads(threads);
 #if MF_HAVE_OPENBLAS
   openblas_set_num_threads(threads);
 #endif
+  let_openblas_threads_sleep();
 }
 
 // One call of way w on `threads` threads, into c (M x N; o.c when null).
