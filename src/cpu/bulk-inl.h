@@ -230,22 +230,22 @@ HWY_INLINE hn::Mask<DU> LoadGroup(const ElementCodec& k, const EncodeConstants<D
   return hn::Or(hn::Gt(top, hn::Set(du, 0x7F7FFFFFu)), hn::Gt(c.mantissa_field, least));
 }
 
-// Path::stochastic, a group with lanes below the smallest normal, given its least magnitude - 1 and its largest:
-// whether EncodeStochastic's subnormal step takes them all, that is none is an f32 subnormal, Inf or NaN (the scalar
-// codec) or needs a shift of 32 or more (EncodeExact).
-HWY_INLINE bool StochasticSubnormalSteps(const ElementCodec& k, VU least, VU top) {
+// Whether a group's lanes are all finite with |x|bits at least `floor` or zero, given its least magnitude - 1
+// (least: zero wraps to the largest) and its largest.
+HWY_INLINE bool FiniteFromFloor(VU least, VU top, std::uint32_t floor) {
   const DU du;
-  const std::uint32_t exact_below = k.stochastic_floor_bits > 0x007FFFFFu ? k.stochastic_floor_bits : 0x007FFFFFu;
-  return k.min_normal_bits != 0 &&
-         hn::AllFalse(du, hn::Or(GtMagnitude(top, hn::Set(du, 0x7F7FFFFFu)), hn::Gt(hn::Set(du, exact_below), least)));
+  return hn::AllFalse(du, hn::Or(GtMagnitude(top, hn::Set(du, 0x7F7FFFFFu)), hn::Gt(hn::Set(du, floor - 1), least)));
 }
 
-// Whether a group's lanes are all f32 normals or zeros (EncodeStochastic<true> takes them): none Inf or NaN, none an
-// f32 subnormal (least: |x|bits - 1, zero wrapping to the largest).
-HWY_INLINE bool StochasticTinySteps(VU least, VU top) {
-  const DU du;
-  return hn::AllFalse(du, hn::Or(GtMagnitude(top, hn::Set(du, 0x7F7FFFFFu)), hn::Gt(hn::Set(du, 0x007FFFFFu), least)));
+// Path::stochastic, a group with lanes below the smallest normal: whether EncodeStochastic's subnormal step takes
+// them all, that is none is an f32 subnormal, Inf or NaN (the scalar codec) or needs a shift of 32 or more
+// (EncodeExact).
+HWY_INLINE bool StochasticSubnormalSteps(const ElementCodec& k, VU least, VU top) {
+  return k.min_normal_bits != 0 && FiniteFromFloor(least, top, std::max(k.stochastic_floor_bits, 0x00800000u));
 }
+
+// Whether EncodeStochastic<true> takes a group: none of its lanes Inf, NaN or an f32 subnormal.
+HWY_INLINE bool StochasticTinySteps(VU least, VU top) { return FiniteFromFloor(least, top, 0x00800000u); }
 
 // How far ahead EncodeGroups asks for its input, into L1: with the hardware prefetchers alone a 4 Mi-value encode on
 // the Xeon ran at 59-78% of the read-only loop's speed from one run to the next, with this at 79-88% (BENCHMARKS.md).
