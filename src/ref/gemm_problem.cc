@@ -124,11 +124,13 @@ void check_fp8_weight(const char* op, const QuantizedTensor& w, const std::strin
                                  "fp8-32x32), not " + s.name + " in layout " + std::string(to_string(w.layout)));
 }
 
-// The e4m3 GEMV's factors (2^120 x scale per weight scale, or one 2^120), where every scale is at most 2^7, and
-// whether they may go on the group sums (Problem::e4m3_per_group).
+// The e4m3 GEMV's factors (2^120 x scale per weight scale, or one 2^120), where every scale is at most 2^7 (so not
+// NaN: the GEMV skips the products of a zero-padded activation tail, and a NaN scale there must still make the
+// output NaN, as 0 x (value x NaN) does in the definition), and whether they may go on the group sums
+// (Problem::e4m3_per_group).
 void set_e4m3_factors(Problem& p) {
   for (const float v : p.weight_scales) {
-    if (v > 0x1p7f) return;
+    if (!(v <= 0x1p7f)) return;
   }
   p.e4m3_factor.resize(p.weight_scales_inside ? p.weight_scales.size() : 1, 0x1p120f);
   for (std::size_t i = 0; p.weight_scales_inside && i < p.weight_scales.size(); ++i) {

@@ -275,6 +275,35 @@ void check_zero_tail() {
 }
 TEST_P(GemmSimdTarget, GemvActivationWithZeroTail) { each_e4m3_gemv_loop(check_zero_tail); }
 
+// A NaN weight scale (ue8m0 code 0xFF) on a block that lies wholly in the activations' zero tail: 0 x (value x NaN)
+// is NaN in the definition, so those outputs are NaN although the GEMV skips the tail's products (it leaves weights
+// with a NaN scale to the tiles, which skip nothing). fp8-32x32 at N = 50, K = 128: scale block (1, 3) holds rows
+// 32 to 49, columns 96 to 127.
+TEST_P(GemmSimdTarget, NanWeightScaleInZeroTail) {
+  std::mt19937 rng(12);
+  for (const std::int64_t m : {1}) {
+    std::vector<float> x = values(m * 128, Kind::normal, rng);
+    for (std::int64_t r = 0; r < m; ++r) std::fill(x.begin() + r * 128 + 40, x.begin() + (r + 1) * 128, 0.0f);
+    const mf::QuantizedTensor a = mf::act_quant(x.data(), Shape{m, 128}, mf::ActScale::ue8m0);
+    mf::QuantizedTensor w = weight("fp8-32x32", 50, 128, Kind::normal, rng);
+    ASSERT_EQ(w.scales.size(), 2u * 4u);
+    w.scales[1 * 4 + 3] = 0xFF;
+    each_e4m3_gemv_loop([&] {
+      expect_fast_matches_ref(
+          [&](bool fast, mf::GemmOut out, const mf::GemmOptions& o) {
+            fast ? mf::fp8_gemm(a, w, out, o) : mf::ref::fp8_gemm(a, w, out, o);
+          },
+          m, 50, "M=" + std::to_string(m));
+      std::vector<float> y(static_cast<std::size_t>(m * 50));
+      mf::fp8_gemm(a, w, mf::GemmOut{y.data(), nullptr}, {});
+      for (std::int64_t r = 0; r < m; ++r) {
+        EXPECT_FALSE(std::isnan(y[static_cast<std::size_t>(r * 50 + 31)])) << "row " << r;
+        EXPECT_TRUE(std::isnan(y[static_cast<std::size_t>(r * 50 + 32)])) << "row " << r;
+      }
+    });
+  }
+}
+
 // Calls large enough for two threads (M x N x K > 2^20) split their columns between them: M = 1 and single passes
 // of activation rows (M <= 256) take chunks of column blocks from a queue (src/cpu/column_queue.h), larger M a
 // fixed share per thread. N = 1000 (63 blocks) is 16 chunks at M = 1 and 7 at M = 3 (4 x 4 tile), N = 500 is 8 at
