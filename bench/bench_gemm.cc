@@ -1,8 +1,8 @@
 // GEMM throughput: minifloat's bf16, fp8 (fp8-128x128 weights, act_quant activations) and mxfp4 GEMMs beside OpenBLAS
 // sgemm (sgemv at M = 1) on the dequantized f32 weights and beside dequantize-then-sgemm, at N = K = 4096 and
-// N x K = 7168 x 2048 for M in {1, 8, 32, 128, 512, 2048}; plus this machine's FMA peak and memory read bandwidth,
+// N x K = 7168 x 2048 for M in {1, 2, 4, 8, 16, 32, 128, 512, 2048}; plus this machine's FMA peak and memory read bandwidth,
 // measured in the same run. Counters: GFLOP/s (2 M N K per call) and weight GB/s (weight bytes read per call).
-// GemmStreamed/...: M = 1 and 8 again, each call on another copy of the weight, so that the weights come from memory.
+// GemmStreamed/...: M = 1 to 16 again, each call on another copy of the weight, so that the weights come from memory.
 // GemmIndependent/...: M = 1 as one single-thread call per thread at once: the threaded call's ceiling.
 // GemmOutliers/...: the fp8 GEMV on weights with one outlier per 128 x 128 block (e4m3 subnormal codes).
 // MF_GEMV_BF16_DOT=0 / 1 turns the e4m3 GEMV's bf16 dot product off / on where the CPU can run it (by default the
@@ -195,7 +195,7 @@ void register_large_shapes(int threads) {
   const Way all[] = {Way::mf_bf16, Way::mf_fp8, Way::mf_mxfp4, Way::blas_f32, Way::deq_fp8_blas};
   const Way direct[] = {Way::mf_bf16, Way::mf_fp8, Way::mf_mxfp4, Way::blas_f32};
   for (const auto& [n, k] : shapes) {
-    for (const std::int64_t m : {1, 8, 32, 128, 512, 2048}) {
+    for (const std::int64_t m : {1, 2, 4, 8, 16, 32, 128, 512, 2048}) {
       for (const Way w : all) {
         if (!available(w)) continue;
         benchmark::RegisterBenchmark(case_name("Gemm", w, n, k, threads).c_str(), BM_Gemm, w, n, k, threads)
@@ -204,7 +204,7 @@ void register_large_shapes(int threads) {
     }
   }
   for (const auto& [n, k] : shapes) {
-    for (const std::int64_t m : {1, 8}) {
+    for (const std::int64_t m : {1, 2, 4, 8, 16}) {  // decode steps: one token, or a few sequences' at once
       for (const Way w : direct) {
         if (!available(w)) continue;
         benchmark::RegisterBenchmark(case_name("GemmStreamed", w, n, k, threads).c_str(), BM_GemmStreamed, w, n, k,

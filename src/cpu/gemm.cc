@@ -1,7 +1,7 @@
 // The fast GEMMs: operands checked into a Problem (src/ref/gemm_problem.cc), activations padded where the tiles need
 // it (packed group-major for the column-lane tile), then OpenMP threads over blocks of 16 weight rows (from a queue;
-// fixed shares only for the 4 x 4 tile above 256 rows), each running the per-target kernels of gemm-inl.h and
-// gemm_column_lanes-inl.h. Weights are read once per pass of activation rows (once in all for M <= 256, and for M <=
+// fixed shares only for the 4 x 4 tile above 256 rows), each running the per-target kernels of gemv-inl.h (M < 8),
+// gemm-inl.h and gemm_column_lanes-inl.h. Weights are read once per pass of activation rows (once in all for M <= 256, and for M <=
 // 512 with the column-lane tile), so decode-shaped calls stream the packed weights once.
 
 // Highway compiles its AVX3_DL target (AVX-512 with VBMI, GFNI's CPUs) only where asked: here, for the e4m3 GEMV's
@@ -28,14 +28,15 @@
 #include "gemm_column_lanes-inl.h"
 #include "gemv-inl.h"
 
-// The per-target entry points: one activation row straight from the codes (gemv-inl.h), or a register tile by M
-// over decoded panels: two rows 2 x 8, then 4 x 4 (gemm-inl.h), and from 16 rows on AVX-512 (8 on AVX2) the
-// column-lane tile (gemm_column_lanes-inl.h).
+// The per-target entry points: up to 7 activation rows straight from the codes (gemv-inl.h), or a register tile by
+// M over decoded panels: two rows 2 x 8, then 4 x 4 (gemm-inl.h), and from 16 rows on AVX-512 (8 on AVX2) the
+// column-lane tile (gemm_column_lanes-inl.h). The tiles take small M only where the GEMV does not fit (f32 weights,
+// bf16 with K not a multiple of 16, ...).
 HWY_BEFORE_NAMESPACE();
 namespace mf::gemm {
 namespace HWY_NAMESPACE {
 
-void Gemv(const Problem& p, const float* a, ColumnQueue* queue) { GemvColumns(p, a, *queue); }
+void Gemv(const Problem& p, const float* a, std::size_t lda, ColumnQueue* queue) { GemvColumns(p, a, lda, *queue); }
 
 bool UsesColumnLanes(const Problem& p) {
 #if MF_GEMM_COLUMN_LANES
@@ -66,7 +67,10 @@ bool GemvDotBf16() {
   return false;
 #endif
 }
-bool UsesGemv(const Problem& p) { return p.m == 1 && GemvFits(p); }
+// M = 1 to 7 (kGemvRowsBelow): the GEMV, row by row over each chunk of columns (GemvColumns). The register tiles
+// computed M = 2 to 7 at 0.5-0.9x the GEMV's GFLOP/s, so each token of a small batch cost more than a lone one
+// (BENCHMARKS.md); from 8 rows they are 1.5x and more ahead.
+bool UsesGemv(const Problem& p) { return p.m < kGemvRowsBelow && GemvFits(p); }
 
 }  // namespace HWY_NAMESPACE
 }  // namespace mf::gemm
@@ -121,13 +125,16 @@ std::vector<float> padded_activations(const Problem& p, std::int64_t mp, std::si
   return a;
 }
 
-// One activation row: chunks of 4 blocks (64 columns, tens of microseconds each) from a queue.
-void gemv_threads(const Problem& p, const float* a, std::int64_t blocks, int threads, bool parallel) {
+// The GEMV's activation rows (the problem's own, K apart): chunks of 4 blocks (64 columns, tens of microseconds each
+// per row) from a queue.
+void gemv_threads(const Problem& p, std::int64_t blocks, int threads, bool parallel) {
   ColumnQueue queue(blocks, 4);
-  if (!parallel) return HWY_DYNAMIC_DISPATCH(Gemv)(p, a, &queue);  // no OpenMP region: a decode step's small calls
+  const float* a = p.a.data();
+  const auto lda = static_cast<std::size_t>(p.k);
+  if (!parallel) return HWY_DYNAMIC_DISPATCH(Gemv)(p, a, lda, &queue);  // no OpenMP region: a decode step's calls
 #pragma omp parallel num_threads(threads) if (parallel)
   {
-    HWY_DYNAMIC_DISPATCH(Gemv)(p, a, &queue);
+    HWY_DYNAMIC_DISPATCH(Gemv)(p, a, lda, &queue);
     queue.wait_until_done();
   }
 }
@@ -223,6 +230,7 @@ void compute(Problem p) {
   const int threads = thread_count(p, blocks);
   // Small problems are not worth starting threads for.
   const bool parallel = threads > 1 && static_cast<double>(p.m) * static_cast<double>(p.n) * p.k > 1 << 20;
+  if (gemv) return gemv_threads(p, blocks, threads, parallel);
   if (HWY_DYNAMIC_DISPATCH(UsesColumnLanes)(p)) return column_lane_threads(p, mp, blocks, threads, parallel);
   const auto lda = static_cast<std::size_t>((p.k + kLanes - 1) / kLanes * kLanes);
   // The problem's own rows serve when they need no padding (M a whole number of tiles or passes, K of vectors): the
@@ -230,7 +238,6 @@ void compute(Problem p) {
   std::vector<float> padded;
   if (mp != p.m || lda != static_cast<std::size_t>(p.k)) padded = padded_activations(p, mp, lda);
   const float* const a = padded.empty() ? p.a.data() : padded.data();
-  if (gemv) return gemv_threads(p, a, blocks, threads, parallel);
   if (mp <= kPass && parallel) return queued_columns(p, a, lda, mp, blocks, threads);
   fixed_columns(p, a, lda, mp, blocks, threads, parallel);
 }

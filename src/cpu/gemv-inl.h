@@ -1,6 +1,6 @@
-// Per-target SIMD code for one activation row (M = 1, a decode step): the weights go straight from their codes
-// into the fma, with no panel in between, so each weight byte is read once and touched by a handful of
-// instructions. The arithmetic is that of gemm-inl.h's 1 x 16 register tile (and so of the definition): the same
+// Per-target SIMD code for the GEMV: one activation row (M = 1, a decode step) or a few (up to 7, taken one by one
+// over each chunk of weight rows): the weights go straight from their codes into the fma, with no panel in between,
+// so each weight byte is read once from memory and touched by a handful of instructions per activation row. The arithmetic is that of gemm-inl.h's 1 x 16 register tile (and so of the definition): the same
 // exact decoded weights, the same lane-strided partial sums, tree and group order.
 //
 // Included once per Highway target by gemm.cc, after gemm-inl.h; hence the toggle include guard.
@@ -490,8 +490,8 @@ struct DotBf16Block {
   std::uint8_t* redo;  // [groups]
 };
 
-// C[0, n0 .. n0 + 16) into c (lane order of the 1 x 16 tile: column n0 + i in lane bitrev4(i); e2m1 on 16-lane
-// targets: in lane StridedTreeLane(i)).
+// C[row, n0 .. n0 + 16) into c from `a`, that activation row (lane order of the 1 x 16 tile: column n0 + i in lane
+// bitrev4(i); e2m1 on 16-lane targets: in lane StridedTreeLane(i)).
 // kPerGroup (e4m3, Problem::e4m3_per_group): `a` is the activation row times 2^119 and each row's factor
 // (2^120 x scale) is applied to its group sum, times 2^-119, instead of to every weight: one multiply less per 16
 // weights. Every product a 2^119 x value 2^-120 is the definition's product a x value x scale times 2^-1 / scale, a
@@ -501,8 +501,9 @@ struct DotBf16Block {
 // e2m1: `a` is the activation row in the strided lane order (DecodeE2m1x32Strided) and e2m1_tables holds, per
 // scale code, the 16 e2m1 values times its scale.
 template <WeightKind K, bool kPerGroup = false>
-void GemvBlock(const Problem& p, const float* HWY_RESTRICT a, std::int64_t n0, float* HWY_RESTRICT c,
-               std::int64_t live, const float* HWY_RESTRICT e2m1_tables = nullptr, DotBf16Block* dot = nullptr) {
+void GemvBlock(const Problem& p, std::int64_t row, const float* HWY_RESTRICT a, std::int64_t n0,
+               float* HWY_RESTRICT c, std::int64_t live, const float* HWY_RESTRICT e2m1_tables = nullptr,
+               DotBf16Block* dot = nullptr) {
   (void)e2m1_tables, (void)live, (void)dot;  // read only where e2m1 rows are decoded by table; by GroupSums
   // k >> shift is the scale column (GemvFits: a power-of-two block width); 62 keeps one factor for f32 scales.
   const int shift =
@@ -517,7 +518,7 @@ void GemvBlock(const Problem& p, const float* HWY_RESTRICT a, std::int64_t n0, f
   const bool one_block_row = n0 / p.br == std::min(n0 + kLanes - 1, p.n - 1) / p.br;
   // Problem::group_scale(0, n0, g) without its calls (each spilled the accumulators): the activation's scale times
   // the weight's when applied per group (e4m3 with f32 scales; e2m1 keeps its codes inside w).
-  const float* act_scales = p.act_scales.empty() ? nullptr : p.act_scales.data();
+  const float* act_scales = p.act_scales.empty() ? nullptr : p.act_scales.data() + row * (p.k / kActBlock);
   const float* weight_scales =
       p.weight_scales.empty() || p.weight_scales_inside ? nullptr
                                                         : p.weight_scales.data() + n0 / p.br * p.weight_scale_cols;
@@ -552,7 +553,7 @@ void GemvBlock(const Problem& p, const float* HWY_RESTRICT a, std::int64_t n0, f
                                            : 1.0f;
       std::fill(s, s + kLanes, act * weight);
     } else {
-      FillScales<1, kLanes>(p, 0, n0, g, s);
+      FillScales<1, kLanes>(p, row, n0, g, s);
     }
     ScaleAdd(c, s, red);
   }
@@ -565,6 +566,9 @@ HWY_INLINE const char* GemvE4m3Decode() {
 #endif
   return MF_GEMM_WIDE ? "avx512" : "lanes";
 }
+
+// The GEMV serves M below this (gemm.cc's UsesGemv).
+constexpr std::int64_t kGemvRowsBelow = 8;
 
 // Whether GemvBlock<kind> runs on this target for p: e2m1 needs its scale codes and whole groups of 128 (as
 // fp4_problem's activations always have), bf16 whole vectors along K.
@@ -580,14 +584,28 @@ HWY_INLINE bool GemvFits(const Problem& p) {
   return false;
 }
 
-// What a GEMV call makes from its activation row, kept per thread from call to call (a decode step makes hundreds of
-// calls; no allocation once they have grown to the largest K).
+// What a GEMV call makes from its activation rows, kept per thread from call to call (a decode step makes hundreds
+// of calls; no allocation once they have grown to the largest K and M).
+struct GemvRowBuffers {
+  std::vector<float> scaled;         // a x 2^119 (exact: |a| <= 448), for the e4m3 GEMV's per-group factors
+  std::vector<std::uint16_t> pairs;  // DotBf16Pairs (AVX3_DL and newer)
+  std::vector<float> strided;        // e2m1 on 16-lane targets: a in the strided lane order
+};
+// One activation row as each weight kind's GemvBlock reads it.
+struct GemvInputs {
+  std::int64_t row;
+  const float* a;
+  std::int64_t live;  // a multiple of 32 with a[k] == ±0 from there on (GroupProductsGfni)
+  const float* scaled = nullptr;  // GemvRowBuffers::scaled
+  DotBf16Block dot{};             // pairs == nullptr: the bf16 dot product does not run
+  const float* strided = nullptr;  // e2m1 on 16-lane targets: StridedActivations
+  const float* e2m1_tables = nullptr;  // e2m1 on 16-lane targets and AVX2: E2m1Tables
+};
 struct GemvBuffers {
-  std::vector<float> scaled;           // a x 2^119 (exact: |a| <= 448), for the e4m3 GEMV's per-group factors
-  std::vector<std::uint16_t> pairs;    // DotBf16Pairs (AVX3_DL and newer)
-  std::vector<float> dot_sums;         // BlockSumsDotBf16's [groups][16]
+  std::vector<GemvRowBuffers> rows;    // one per activation row
+  std::vector<GemvInputs> inputs;      // GemvInputsOf, one per activation row
+  std::vector<float> dot_sums;         // BlockSumsDotBf16's [groups][16], for one block at a time
   std::vector<std::uint8_t> dot_redo;  // and [groups]
-  std::vector<float> strided;          // e2m1 on 16-lane targets: a in the strided lane order
   // e2m1 (16-lane targets and AVX2): per scale code the 16 e2m1 values times its scale, and the scales they are of
   hwy::AlignedFreeUniquePtr<float[]> e2m1_tables;
   std::array<float, 256> e2m1_tables_of{};
@@ -614,88 +632,99 @@ HWY_INLINE const float* E2m1Tables(const Problem& p, GemvBuffers& b) {
 
 #if MF_GEMM_WIDE
 // The e2m1 GEMV's activations on 16-lane targets, in the strided lane order (GroupSumsE2m1Strided).
-HWY_INLINE const float* StridedActivations(const Problem& p, const float* a, GemvBuffers& b) {
-  b.strided.resize(static_cast<std::size_t>(p.k));
+HWY_INLINE const float* StridedActivations(const Problem& p, const float* a, std::vector<float>& strided) {
+  strided.resize(static_cast<std::size_t>(p.k));
   for (std::int64_t k = 0; k < p.k; k += kLanes) {
     for (int q = 0; q < 8; ++q) {
-      b.strided[static_cast<std::size_t>(k + 2 * q)] = a[k + q];
-      b.strided[static_cast<std::size_t>(k + 2 * q + 1)] = a[k + 8 + q];
+      strided[static_cast<std::size_t>(k + 2 * q)] = a[k + q];
+      strided[static_cast<std::size_t>(k + 2 * q + 1)] = a[k + 8 + q];
     }
   }
-  return b.strided.data();
+  return strided.data();
 }
 #endif
 
-// The activations as each weight kind's GemvBlock reads them.
-struct GemvInputs {
-  const float* a;
-  std::int64_t live;  // a multiple of 32 with a[k] == ±0 from there on (GroupProductsGfni)
-  const float* scaled = nullptr;  // GemvBuffers::scaled
-  DotBf16Block dot{};             // pairs == nullptr: the bf16 dot product does not run
-  const float* strided = nullptr;  // e2m1 on 16-lane targets: StridedActivations
-  const float* e2m1_tables = nullptr;  // e2m1 on 16-lane targets and AVX2: E2m1Tables
-};
 
-// C[0, col0 .. col0 + 16) into c in GemvBlock's lane order.
-HWY_INLINE void GemvBlockOf(const Problem& p, GemvInputs& in, std::int64_t col0, float* HWY_RESTRICT c) {
-  std::fill(c, c + kLanes, 0.0f);
-  switch (p.kind) {
-    case WeightKind::e4m3:
-      if (p.e4m3_per_group) {
-        return GemvBlock<WeightKind::e4m3, true>(p, in.scaled, col0, c, in.live, nullptr,
-                                                 in.dot.pairs != nullptr ? &in.dot : nullptr);
-      }
-      return GemvBlock<WeightKind::e4m3>(p, in.a, col0, c, in.live);
-    case WeightKind::e2m1:
-#if MF_GEMM_WIDE
-      return GemvBlock<WeightKind::e2m1>(p, in.strided, col0, c, in.live, in.e2m1_tables);
-#elif HWY_TARGET != HWY_SCALAR
-      return GemvBlock<WeightKind::e2m1>(p, in.a, col0, c, in.live, in.e2m1_tables);
-#else
-      return;  // GemvFits: not on this target
-#endif
-    case WeightKind::bf16: return GemvBlock<WeightKind::bf16>(p, in.a, col0, c, in.live);
-    case WeightKind::f32: return;  // GemvFits: never
-  }
-}
-
-// One activation row: blocks of 16 columns, taken from the queue until it is empty.
-HWY_INLINE void GemvColumns(const Problem& p, const float* a, ColumnQueue& queue) {
-  const bool wide_e2m1 = MF_GEMM_WIDE && p.kind == WeightKind::e2m1;  // GemvBlock's lane order
+// Activation row `row` (a) made into what GemvBlock reads, in rb and the thread's shared buffers b.
+HWY_INLINE GemvInputs GemvInputsOf(const Problem& p, std::int64_t row, const float* a, GemvRowBuffers& rb,
+                                   GemvBuffers& b) {
   GemvInputs in;
+  in.row = row;
   in.a = a;
   // A K zero-padded to whole activation blocks (a Linear whose in_features is not a multiple of 128) ends in zeros.
   in.live = p.k;
   while (in.live > 0 && a[in.live - 1] == 0.0f) --in.live;
   in.live = (in.live + 31) / 32 * 32;
-  GemvBuffers& buffers = ThreadGemvBuffers();
   if (p.kind == WeightKind::e4m3 && p.e4m3_per_group) {
-    buffers.scaled.resize(static_cast<std::size_t>(p.k));
-    for (std::int64_t k = 0; k < p.k; ++k) buffers.scaled[static_cast<std::size_t>(k)] = a[k] * 0x1p119f;
-    in.scaled = buffers.scaled.data();
+    rb.scaled.resize(static_cast<std::size_t>(p.k));
+    for (std::int64_t k = 0; k < p.k; ++k) rb.scaled[static_cast<std::size_t>(k)] = a[k] * 0x1p119f;
+    in.scaled = rb.scaled.data();
   }
 #if MF_GEMM_WIDE
-  if (p.kind == WeightKind::e2m1) in.strided = StridedActivations(p, a, buffers);
+  if (p.kind == WeightKind::e2m1) in.strided = StridedActivations(p, a, rb.strided);
 #endif
 #if MF_GEMM_WIDE || (HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2)
-  if (p.kind == WeightKind::e2m1) in.e2m1_tables = E2m1Tables(p, buffers);
+  if (p.kind == WeightKind::e2m1) in.e2m1_tables = E2m1Tables(p, b);
 #endif
 #if MF_GEMM_WIDE && MF_GEMV_GFNI
-  if (DotBf16Pairs(p, a, buffers.pairs)) {
+  if (DotBf16Pairs(p, a, rb.pairs)) {  // the sums and flags: scratch for one block, shared by the rows
     const auto groups = static_cast<std::size_t>(p.k / p.group);
-    buffers.dot_sums.resize(groups * kLanes);
-    buffers.dot_redo.resize(groups);
-    in.dot = {buffers.pairs.data(), buffers.dot_sums.data(), buffers.dot_redo.data()};
+    b.dot_sums.resize(groups * kLanes);
+    b.dot_redo.resize(groups);
+    in.dot = {rb.pairs.data(), b.dot_sums.data(), b.dot_redo.data()};
   }
+#else
+  (void)rb, (void)b;
 #endif
+  return in;
+}
+
+// C[in.row, col0 .. col0 + 16) into c in GemvBlock's lane order.
+HWY_INLINE void GemvBlockOf(const Problem& p, GemvInputs& in, std::int64_t col0, float* HWY_RESTRICT c) {
+  std::fill(c, c + kLanes, 0.0f);
+  switch (p.kind) {
+    case WeightKind::e4m3:
+      if (p.e4m3_per_group) {
+        return GemvBlock<WeightKind::e4m3, true>(p, in.row, in.scaled, col0, c, in.live, nullptr,
+                                                 in.dot.pairs != nullptr ? &in.dot : nullptr);
+      }
+      return GemvBlock<WeightKind::e4m3>(p, in.row, in.a, col0, c, in.live);
+    case WeightKind::e2m1:
+#if MF_GEMM_WIDE
+      return GemvBlock<WeightKind::e2m1>(p, in.row, in.strided, col0, c, in.live, in.e2m1_tables);
+#elif HWY_TARGET != HWY_SCALAR
+      return GemvBlock<WeightKind::e2m1>(p, in.row, in.a, col0, c, in.live, in.e2m1_tables);
+#else
+      return;  // GemvFits: not on this target
+#endif
+    case WeightKind::bf16: return GemvBlock<WeightKind::bf16>(p, in.row, in.a, col0, c, in.live);
+    case WeightKind::f32: return;  // GemvFits: never
+  }
+}
+
+// Every activation row (a: [p.m][lda]) by blocks of 16 columns, taken from the queue in chunks until it is empty.
+// Each chunk runs every row over its columns before the next chunk: its weights (4 blocks: 256 KiB of e4m3 at
+// K = 4096) come from memory for the first row and from L2 for the others, so a few rows cost little more weight
+// traffic than one. Which thread or row order computes a column does not change its bits.
+HWY_INLINE void GemvColumns(const Problem& p, const float* a, std::size_t lda, ColumnQueue& queue) {
+  const bool wide_e2m1 = MF_GEMM_WIDE && p.kind == WeightKind::e2m1;  // GemvBlock's lane order
+  GemvBuffers& buffers = ThreadGemvBuffers();
+  const auto rows = static_cast<std::size_t>(p.m);
+  if (buffers.rows.size() < rows) buffers.rows.resize(rows);
+  buffers.inputs.clear();
+  for (std::size_t m = 0; m < rows; ++m) {
+    buffers.inputs.push_back(GemvInputsOf(p, static_cast<std::int64_t>(m), a + m * lda, buffers.rows[m], buffers));
+  }
   alignas(64) float c[kLanes];
   float row[kLanes];
   std::int64_t begin, end;
   while (queue.next(begin, end)) {
-    for (std::int64_t col0 = begin * kLanes; col0 < end * kLanes; col0 += kLanes) {
-      GemvBlockOf(p, in, col0, c);
-      for (int i = 0; i < kLanes; ++i) row[i] = c[wide_e2m1 ? StridedTreeLane(i) : bitrev4(i)];
-      finish(p, 0, col0, std::min<std::int64_t>(kLanes, p.n - col0), row);
+    for (GemvInputs& in : buffers.inputs) {
+      for (std::int64_t col0 = begin * kLanes; col0 < end * kLanes; col0 += kLanes) {
+        GemvBlockOf(p, in, col0, c);
+        for (int i = 0; i < kLanes; ++i) row[i] = c[wide_e2m1 ? StridedTreeLane(i) : bitrev4(i)];
+        finish(p, in.row, col0, std::min<std::int64_t>(kLanes, p.n - col0), row);
+      }
     }
     queue.finished(begin, end);
   }

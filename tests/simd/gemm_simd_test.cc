@@ -137,9 +137,10 @@ void expect_fast_matches_ref(const Gemm& gemm, std::int64_t m, std::int64_t n, c
 struct Dims {
   std::int64_t m, n, k;
 };
-const Dims kShapes[] = {{1, 16, 128}, {1, 50, 384},  {2, 33, 256},
-                        {3, 17, 128}, {5, 64, 512}, {18, 40, 384}, {260, 20, 256},
-                        {520, 20, 256}};
+// M = 1 to 7: the GEMV, row by row (M = 7 its most); 9: the 4 x 4 tile on AVX-512, the column-lane tile on AVX2;
+// 18 and more: the column-lane tile on both, in one and two passes of rows.
+const Dims kShapes[] = {{1, 16, 128}, {1, 50, 384},  {2, 33, 256},   {3, 17, 128},  {5, 64, 512},
+                        {7, 30, 256}, {9, 40, 384},  {18, 40, 384},  {260, 20, 256}, {520, 20, 256}};
 
 std::string dims_text(const Dims& d) {
   return "M=" + std::to_string(d.m) + " N=" + std::to_string(d.n) + " K=" + std::to_string(d.k);
@@ -219,17 +220,18 @@ TEST_P(GemmSimdTarget, Fp4Weights) {
   }
 }
 
-// M = 1 with the activation's last columns zero (a Linear whose in_features, 40 or 576 or 500, is zero-padded to
-// whole activation blocks; or an all-zero row): the e4m3 GEMV stops its fmas at the last nonzero activation, which
-// must change no bit. The zeros are +0 and -0 codes, and NaN weight codes sit inside that zero tail too: 0 x NaN is
-// NaN, so those rows must still come out NaN. Weights: random, outliers, e4m3 subnormals, -0 and NaN codes.
+// M = 1 and 3 with the activation's last columns zero (a Linear whose in_features, 40 or 576 or 500, is zero-padded to
+// whole activation blocks; or an all-zero row; at M = 3 the middle row is not padded): the e4m3 GEMV stops its fmas
+// at each row's last nonzero activation, which must change no bit. The zeros are +0 and -0 codes, and NaN weight codes
+// sit inside that zero tail too: 0 x NaN is NaN, so those rows must still come out NaN. Weights: random, outliers, e4m3
+// subnormals, -0 and NaN codes.
 void check_zero_tail() {
   std::mt19937 rng(11);
   const struct {
     const char* scheme;
     mf::ActScale act_scale;
-  } cases[] = {{"fp8-128x128", mf::ActScale::ue8m0}, {"e4m3-128x128-f32", mf::ActScale::f32},
-               {"fp8-1x128", mf::ActScale::ue8m0},   {"fp8-32x32", mf::ActScale::ue8m0},
+  } cases[] = {{"fp8-128x128", mf::ActScale::ue8m0},  {"e4m3-128x128-f32", mf::ActScale::f32},
+               {"fp8-1x128", mf::ActScale::ue8m0},    {"fp8-32x32", mf::ActScale::ue8m0},
                {"e4m3-32x32-f32", mf::ActScale::f32}, {"mxfp4", mf::ActScale::ue8m0}};
   const struct {
     std::int64_t n, k, live;
@@ -238,36 +240,43 @@ void check_zero_tail() {
     const bool fp4 = std::string(c.scheme) == "mxfp4";
     for (const auto& d : shapes) {
       for (const Kind kind : {Kind::normal, Kind::outliers, Kind::adversarial}) {
-        std::vector<float> x = values(d.k, kind, rng);
-        for (std::int64_t i = d.live; i < d.k; ++i) x[static_cast<std::size_t>(i)] = (i % 3 == 0) ? -0.0f : 0.0f;
-        const mf::QuantizedTensor a = mf::act_quant(x.data(), Shape{1, d.k}, c.act_scale);
-        std::vector<float> wv = values(d.n * d.k, kind, rng);
-        for (std::int64_t r = 0; r < d.n; ++r) {  // the weight zero-padded as the activation is
-          for (std::int64_t i = d.live; i < d.k; ++i) wv[static_cast<std::size_t>(r * d.k + i)] = 0.0f;
-        }
-        mf::QuantizeOptions qo;
-        qo.pad = true;
-        mf::QuantizedTensor w = mf::quantize(wv.data(), Shape{d.n, d.k}, mf::scheme_named(c.scheme), qo);
-        if (kind == Kind::adversarial) spoil(w, rng, false);
-        if (!fp4 && d.live < d.k) {  // NaN codes in the zero tail of rows 3 and 17
-          w.codes[static_cast<std::size_t>(3 * d.k + d.k - 1)] = 0x7F;
-          if (d.n > 17) w.codes[static_cast<std::size_t>(17 * d.k + d.live)] = 0xFF;
-        }
-        expect_fast_matches_ref(
-            [&](bool fast, mf::GemmOut out, const mf::GemmOptions& o) {
-              if (fp4) {
-                fast ? mf::fp4_gemm(a, w, out, o) : mf::ref::fp4_gemm(a, w, out, o);
-              } else {
-                fast ? mf::fp8_gemm(a, w, out, o) : mf::ref::fp8_gemm(a, w, out, o);
-              }
-            },
-            1, d.n,
-            std::string(c.scheme) + " N=" + std::to_string(d.n) + " K=" + std::to_string(d.k) + " zero from " +
-                std::to_string(d.live) + " kind " + std::to_string(static_cast<int>(kind)));
-        if (!fp4 && d.live < d.k) {  // the NaN codes reached the output (not only matched the reference)
-          std::vector<float> y(static_cast<std::size_t>(d.n));
-          mf::fp8_gemm(a, w, mf::GemmOut{y.data(), nullptr}, {});
-          EXPECT_TRUE(std::isnan(y[3])) << c.scheme << " K=" << d.k;
+        for (const std::int64_t m : {1, 3}) {
+          std::vector<float> x = values(m * d.k, kind, rng);
+          for (std::int64_t r = 0; r < m; r += 2) {
+            for (std::int64_t i = d.live; i < d.k; ++i) {
+              x[static_cast<std::size_t>(r * d.k + i)] = (i % 3 == 0) ? -0.0f : 0.0f;
+            }
+          }
+          const mf::QuantizedTensor a = mf::act_quant(x.data(), Shape{m, d.k}, c.act_scale);
+          std::vector<float> wv = values(d.n * d.k, kind, rng);
+          for (std::int64_t r = 0; r < d.n; ++r) {  // the weight zero-padded as the activation is
+            for (std::int64_t i = d.live; i < d.k; ++i) wv[static_cast<std::size_t>(r * d.k + i)] = 0.0f;
+          }
+          mf::QuantizeOptions qo;
+          qo.pad = true;
+          mf::QuantizedTensor w = mf::quantize(wv.data(), Shape{d.n, d.k}, mf::scheme_named(c.scheme), qo);
+          if (kind == Kind::adversarial) spoil(w, rng, false);
+          if (!fp4 && d.live < d.k) {  // NaN codes in the zero tail of rows 3 and 17
+            w.codes[static_cast<std::size_t>(3 * d.k + d.k - 1)] = 0x7F;
+            if (d.n > 17) w.codes[static_cast<std::size_t>(17 * d.k + d.live)] = 0xFF;
+          }
+          expect_fast_matches_ref(
+              [&](bool fast, mf::GemmOut out, const mf::GemmOptions& o) {
+                if (fp4) {
+                  fast ? mf::fp4_gemm(a, w, out, o) : mf::ref::fp4_gemm(a, w, out, o);
+                } else {
+                  fast ? mf::fp8_gemm(a, w, out, o) : mf::ref::fp8_gemm(a, w, out, o);
+                }
+              },
+              m, d.n,
+              std::string(c.scheme) + " M=" + std::to_string(m) + " N=" + std::to_string(d.n) +
+                  " K=" + std::to_string(d.k) + " zero from " + std::to_string(d.live) + " kind " +
+                  std::to_string(static_cast<int>(kind)));
+          if (!fp4 && d.live < d.k) {  // the NaN codes reached the output (not only matched the reference)
+            std::vector<float> y(static_cast<std::size_t>(m * d.n));
+            mf::fp8_gemm(a, w, mf::GemmOut{y.data(), nullptr}, {});
+            EXPECT_TRUE(std::isnan(y[3])) << c.scheme << " K=" << d.k;
+          }
         }
       }
     }
@@ -281,7 +290,7 @@ TEST_P(GemmSimdTarget, GemvActivationWithZeroTail) { each_e4m3_gemv_loop(check_z
 // 32 to 49, columns 96 to 127.
 TEST_P(GemmSimdTarget, NanWeightScaleInZeroTail) {
   std::mt19937 rng(12);
-  for (const std::int64_t m : {1}) {
+  for (const std::int64_t m : {1, 3}) {
     std::vector<float> x = values(m * 128, Kind::normal, rng);
     for (std::int64_t r = 0; r < m; ++r) std::fill(x.begin() + r * 128 + 40, x.begin() + (r + 1) * 128, 0.0f);
     const mf::QuantizedTensor a = mf::act_quant(x.data(), Shape{m, 128}, mf::ActScale::ue8m0);
@@ -306,17 +315,17 @@ TEST_P(GemmSimdTarget, NanWeightScaleInZeroTail) {
 
 // Calls large enough for two threads (M x N x K > 2^20) split their columns between them: M = 1 and single passes
 // of activation rows (M <= 256) take chunks of column blocks from a queue (src/cpu/column_queue.h), larger M a
-// fixed share per thread. N = 1000 (63 blocks) is 16 chunks at M = 1 and 7 at M = 3 (4 x 4 tile), N = 500 is 8 at
-// M = 18 (column-lane tile on AVX-512), the last ending inside a block; M = 256 is one whole pass, read in place (no
+// fixed share per thread. N = 1000 (63 blocks) is 16 chunks at M = 1 and M = 3 (the GEMV, each chunk's columns for
+// every row) and 7 at M = 9 (4 x 4 tile on AVX-512), N = 500 is 8 at M = 18 (column-lane tile), the last ending
+// inside a block; M = 256 is one whole pass, read in place (no
 // padded copy; so are M = 1 and any M that needs no padding), M = 300 makes two passes of the 4 x 4 tile's 256 rows
 // (one of the column-lane tile's 512), M = 600 two of the column-lane tile's. A chunk skipped,
 // taken twice (accumulate adds twice) or cut short shows up as a mismatch. Best target only: the split is the same
 // on all.
 TEST(GemmSimd, ColumnsSplitBetweenThreads) {
   std::mt19937 rng(10);
-  for (const Dims d :
-       {Dims{1, 1000, 1152}, Dims{3, 1000, 384}, Dims{18, 500, 128}, Dims{256, 40, 128}, Dims{300, 40, 128},
-        Dims{600, 40, 128}}) {
+  for (const Dims d : {Dims{1, 1000, 1152}, Dims{3, 1000, 384}, Dims{9, 1000, 128}, Dims{18, 500, 128},
+                       Dims{256, 40, 128}, Dims{300, 40, 128}, Dims{600, 40, 128}}) {
     ASSERT_GT(d.m * d.n * d.k, std::int64_t{1} << 20);
     const std::vector<float> x = values(d.m * d.k, Kind::normal, rng);
     const mf::QuantizedTensor a = mf::act_quant(x.data(), Shape{d.m, d.k}, mf::ActScale::ue8m0);
