@@ -594,22 +594,29 @@ HWY_INLINE void DecodeX16ViaHalf(const ElementCodec& k, const std::uint8_t* code
 #endif
 
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2 && HWY_TARGET > HWY_AVX3  // AVX2: 8 f32 lanes, an 8-entry lane permute
-// Eight e2m1 codes (four bytes, low nibble first) -> their values from `table`, the 16 e2m1 values times one scale in
-// kE2m1Values' order (0-7 positive, 8-15 negative): one broadcast, shifted right by 4j in lane j, leaves code j in
-// the lane's low bits; the permute reads only bits 2:0 of each index (the magnitude), once from each half of the
-// table, and a blend on bit 3 (the sign, shifted up to bit 31) picks the half. Six operations where
-// DecodeE2m1Lanes and a product by the scale take twelve; the table's entries are those products, so the bits are
-// theirs (a NaN scale gives NaN).
-// Raw intrinsics: Highway 1.0.3's TableLookupLanes asks for indices below 8 (a mask more), and its IfThenElse for a
-// mask rather than a sign bit.
+// The table DecodeE2m1x8Table reads for one scale: the values of the eight magnitudes (codes 0-7) times the scale,
+// each with its magnitude m folded into bits 30:28 by an xor (m << 28). The decode's xor with the whole code shifted
+// up by 28 takes m out again and puts the sign (code bit 3) into bit 31: the negative code's value is the positive
+// one's with the sign bit flipped, which is the product -v x scale exactly (for a NaN scale, a NaN either way).
+HWY_INLINE void E2m1x8Table(float scale, float* HWY_RESTRICT table) {
+  for (std::uint32_t m = 0; m < 8; ++m) {
+    table[m] = std::bit_cast<float>(std::bit_cast<std::uint32_t>(kE2m1Values[m] * scale) ^ (m << 28));
+  }
+}
+
+// Eight e2m1 codes (four bytes, low nibble first) -> their values times a scale, from its E2m1x8Table: one
+// broadcast, shifted right by 4j in lane j, leaves code j in the lane's low bits; the permute reads only bits 2:0 of
+// each index (the magnitude), and an xor with the code shifted up by 28 (its sign to bit 31, its magnitude onto the
+// table's fold) finishes the value. Five operations, one of them a permute, where two permutes and a blend on the
+// sign took six, and DecodeE2m1Lanes and a product by the scale twelve; the bits are the table's products.
+// Raw intrinsics: Highway 1.0.3's TableLookupLanes asks for indices below 8 (a mask more).
 HWY_INLINE hn::Vec<hn::Full256<float>> DecodeE2m1x8Table(const std::uint8_t* bytes, const float* table) {
   std::uint32_t word;
   std::memcpy(&word, bytes, 4);
   const __m256i codes = _mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int>(word)),
                                           _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28));
-  const __m256 positive = _mm256_permutevar8x32_ps(_mm256_loadu_ps(table), codes);
-  const __m256 negative = _mm256_permutevar8x32_ps(_mm256_loadu_ps(table + 8), codes);
-  return {_mm256_blendv_ps(positive, negative, _mm256_castsi256_ps(_mm256_slli_epi32(codes, 28)))};
+  const __m256 folded = _mm256_permutevar8x32_ps(_mm256_loadu_ps(table), codes);
+  return {_mm256_xor_ps(folded, _mm256_castsi256_ps(_mm256_slli_epi32(codes, 28)))};
 }
 #endif
 

@@ -1,7 +1,8 @@
 // Per-target SIMD code for the GEMV: one activation row (M = 1, a decode step) or a few (up to 7, taken one by one
 // over each chunk of weight rows): the weights go straight from their codes into the fma, with no panel in between,
-// so each weight byte is read once from memory and touched by a handful of instructions per activation row. The arithmetic is that of gemm-inl.h's 1 x 16 register tile (and so of the definition): the same
-// exact decoded weights, the same lane-strided partial sums, tree and group order.
+// so each weight byte is read once from memory and touched by a handful of instructions per activation row. The
+// arithmetic is that of gemm-inl.h's 1 x 16 register tile (and so of the definition): the same exact decoded weights,
+// the same lane-strided partial sums, tree and group order.
 //
 // Included once per Highway target by gemm.cc, after gemm-inl.h; hence the toggle include guard.
 #if defined(MINIFLOAT_SRC_CPU_GEMV_INL_H_) == defined(HWY_TARGET_TOGGLE)
@@ -52,6 +53,14 @@ HWY_INLINE void PrefetchAhead(const void* row, std::int64_t ahead) {
 // 256 beat 128, 512, 1024 and 2048, by 12-21% over 512 for the dot product, 5-10% for GFNI, and 2-12% over no
 // prefetch for e2m1 (BENCHMARKS.md).
 constexpr std::int64_t kPrefetchAhead8 = 512, kPrefetchAhead16 = 256;
+#endif
+
+// Floats per scale code in the e2m1 GEMV's tables (E2m1Tables): AVX2 decodes by codec::E2m1x8Table's eight, the
+// 16-lane targets by the 16 e2m1 values times the scale.
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2 && !MF_GEMM_WIDE
+constexpr std::size_t kE2m1TableSize = 8;
+#else
+constexpr std::size_t kE2m1TableSize = 16;
 #endif
 
 // One weight row as the GEMV reads it: its codes (or bf16 bits) and its scales.
@@ -121,23 +130,35 @@ HWY_INLINE void RowProducts(const WeightRow (&rows)[kLanes], const float* HWY_RE
   // registers, and a loop over k outside all of them loaded and stored two for every 16 weights; four rows' 8 stay in
   // registers for the group (8 independent fma chains, which cover the fma latency where one row's 2 did not: row by
   // row was 5-20% slower), and the activations are loaded once per four rows, from L1 (fp8 5-8% faster, mxfp4 3-9%:
-  // BENCHMARKS.md). Each accumulator still takes its k in increasing order. e2m1: each row's table (E2m1Tables) read
-  // once per 16 weights, which share one scale (fp4_problem takes 1x32 blocks only).
+  // BENCHMARKS.md). Each accumulator still takes its k in increasing order. e2m1: 32 weights per row and step, which
+  // share one scale (fp4_problem takes 1x32 blocks only) and so one table (E2m1Tables): one look-up where two per
+  // 16 weights was 5-10% slower in L2 on the AVX2 target.
   constexpr int kRows = 4;
   HWY_DASSERT(count % kRows == 0);
   for (int i0 = first; i0 < first + count; i0 += kRows) {
     VF s[kRows][2];
     for (int j = 0; j < kRows; ++j) s[j][0] = acc[i0 + j][0], s[j][1] = acc[i0 + j][1];
-    for (std::int64_t k = k0; k < end; k += kLanes) {
-      const VF a0 = hn::LoadU(df, a + k), a1 = hn::LoadU(df, a + k + 8);
+    if constexpr (K == WeightKind::e2m1) {  // 32 weights (one scale block, one table) per row and step
+      for (std::int64_t k = k0; k < end; k += 2 * kLanes) {
+        const VF a0 = hn::LoadU(df, a + k), a1 = hn::LoadU(df, a + k + 8);
+        const VF a2 = hn::LoadU(df, a + k + 16), a3 = hn::LoadU(df, a + k + 24);
 #pragma GCC unroll 4
-      for (int j = 0; j < kRows; ++j) {
-        const WeightRow& r = rows[i0 + j];
-        if constexpr (K == WeightKind::e2m1) {
-          const float* table = r.e2m1_tables + 16 * r.scale_codes[k >> shift];
-          s[j][0] = hn::MulAdd(a0, codec::DecodeE2m1x8Table(r.codes + k / 2, table), s[j][0]);
-          s[j][1] = hn::MulAdd(a1, codec::DecodeE2m1x8Table(r.codes + k / 2 + 4, table), s[j][1]);
-        } else {
+        for (int j = 0; j < kRows; ++j) {
+          const WeightRow& r = rows[i0 + j];
+          const float* table = r.e2m1_tables + kE2m1TableSize * r.scale_codes[k >> shift];
+          const std::uint8_t* codes = r.codes + k / 2;
+          s[j][0] = hn::MulAdd(a0, codec::DecodeE2m1x8Table(codes, table), s[j][0]);
+          s[j][1] = hn::MulAdd(a1, codec::DecodeE2m1x8Table(codes + 4, table), s[j][1]);
+          s[j][0] = hn::MulAdd(a2, codec::DecodeE2m1x8Table(codes + 8, table), s[j][0]);
+          s[j][1] = hn::MulAdd(a3, codec::DecodeE2m1x8Table(codes + 12, table), s[j][1]);
+        }
+      }
+    } else {
+      for (std::int64_t k = k0; k < end; k += kLanes) {
+        const VF a0 = hn::LoadU(df, a + k), a1 = hn::LoadU(df, a + k + 8);
+#pragma GCC unroll 4
+        for (int j = 0; j < kRows; ++j) {
+          const WeightRow& r = rows[i0 + j];
           s[j][0] = hn::MulAdd(a0, LoadWeights<K, kPerGroup, kNanCheck>(r, k, shift), s[j][0]);
           s[j][1] = hn::MulAdd(a1, LoadWeights<K, kPerGroup, kNanCheck>(r, k + 8, shift), s[j][1]);
         }
@@ -422,8 +443,8 @@ HWY_INLINE void GroupSumsE2m1Strided(const WeightRow (&rows)[kLanes], const floa
 #pragma GCC unroll 4
     for (int step = 0; step < 4; ++step) {
       VF w0, w1;
-      codec::DecodeE2m1x32Strided(codes + 16 * step, e2m1_tables + 16 * scale_codes[(k0 + 32 * step) >> shift], w0,
-                                  w1);
+      const float* table = e2m1_tables + kE2m1TableSize * scale_codes[(k0 + 32 * step) >> shift];
+      codec::DecodeE2m1x32Strided(codes + 16 * step, table, w0, w1);
       acc[i][0] = hn::MulAdd(av[2 * step + 1], w1, hn::MulAdd(av[2 * step], w0, acc[i][0]));
     }
   }
@@ -615,15 +636,20 @@ HWY_INLINE GemvBuffers& ThreadGemvBuffers() {
   return buffers;
 }
 
-// Each scale code's table for the e2m1 GEMV's table decodes (16-lane targets and AVX2): the 16 e2m1 values times
-// its scale (256 x 16 values, 16 KiB: L1), in the thread's GemvBuffers, made again only when the scales differ.
+// Each scale code's table for the e2m1 GEMV's table decodes (16-lane targets and AVX2), in the thread's GemvBuffers,
+// made again only when the scales differ: the 16 e2m1 values times its scale (256 x 16 values, 16 KiB: L1); on AVX2
+// codec::E2m1x8Table's eight (8 KiB).
 HWY_INLINE const float* E2m1Tables(const Problem& p, GemvBuffers& b) {
   if (!b.e2m1_tables || std::memcmp(b.e2m1_tables_of.data(), p.weight_scale_table.data(), sizeof(float) * 256) != 0) {
     if (!b.e2m1_tables) b.e2m1_tables = hwy::AllocateAligned<float>(256 * 16);
     for (std::size_t code = 0; code < 256; ++code) {
-      for (std::size_t j = 0; j < 16; ++j) {
-        b.e2m1_tables[code * 16 + j] = codec::kE2m1Values[j] * p.weight_scale_table[code];
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2 && !MF_GEMM_WIDE
+      codec::E2m1x8Table(p.weight_scale_table[code], b.e2m1_tables.get() + code * kE2m1TableSize);
+#else
+      for (std::size_t j = 0; j < kE2m1TableSize; ++j) {
+        b.e2m1_tables[code * kE2m1TableSize + j] = codec::kE2m1Values[j] * p.weight_scale_table[code];
       }
+#endif
     }
     b.e2m1_tables_of = p.weight_scale_table;
   }

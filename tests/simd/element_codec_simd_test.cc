@@ -348,8 +348,8 @@ void TestWideDecodes() {
     for (const float given : {0.25f, 0x1p-127f, 0x1p127f, std::numeric_limits<float>::quiet_NaN()}) {
       volatile float opaque = given;  // the products made at run time, as the GEMV makes its tables
       const float scale = opaque;
-      alignas(32) float table[16], got[8];
-      for (int j = 0; j < 16; ++j) table[j] = cpu::kE2m1Values[j] * scale;
+      alignas(32) float table[8], got[8];
+      cpu::E2m1x8Table(scale, table);
       for (std::size_t at = 0; at < 256; ++at) {
         hn::StoreU(cpu::DecodeE2m1x8Table(bytes.data() + at, table), hn::Full256<float>(), got);
         for (std::uint32_t i = 0; i < 8; ++i) {
