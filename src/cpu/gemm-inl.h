@@ -169,10 +169,44 @@ HWY_INLINE VF ReduceTileStrided(DF df, const VF (&acc)[kLanes][kV]) {
 }
 #endif
 
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2 && !MF_GEMM_WIDE
+// The tree for 16 outputs at once on AVX2 (acc[o][0]: p[0..7], acc[o][1]: p[8..15]), each level on several outputs
+// per instruction: q = p[i] + p[i + 8] (one add per output); r[i] = q[i] + q[i + 4] for two outputs per add (their
+// 128-bit halves gathered by two permutes); (r[0] + r[2], r[1] + r[3]) for four, then their sum for eight (lanes
+// gathered by two shuffles each). The definition's adds (each sum's two operands, and a + b is b + a bit for bit),
+// 58 vector operations where a scalar tree per output took 240 adds and the partial sums' round trip through memory.
+// The outputs are paired so that vector h lands in red[8h ..] in bitrev4 order: lanes 0-7 hold outputs 0, 8, 4, 12,
+// 2, 10, 6, 14 (and one more each for h = 1).
+// Raw intrinsics: Highway 1.0.3 has no two-source shuffle of 128-bit halves or of lanes by an immediate.
+HWY_INLINE void ReduceAvx2(const VF (&acc)[kLanes][kV], float* HWY_RESTRICT red) {
+  __m256 q[kLanes];
+  for (int o = 0; o < kLanes; ++o) q[o] = _mm256_add_ps(acc[o][0].raw, acc[o][1].raw);
+  const auto halves = [&q](int a, int b) {  // [r of a | r of b]
+    return _mm256_add_ps(_mm256_permute2f128_ps(q[a], q[b], 0x20), _mm256_permute2f128_ps(q[a], q[b], 0x31));
+  };
+  const auto pairs = [](__m256 ab, __m256 cd) {  // [u0 u1 of a, u0 u1 of c | the same of b, d]
+    return _mm256_add_ps(_mm256_shuffle_ps(ab, cd, _MM_SHUFFLE(1, 0, 1, 0)),
+                         _mm256_shuffle_ps(ab, cd, _MM_SHUFFLE(3, 2, 3, 2)));
+  };
+  const auto neighbours = [](__m256 abcd, __m256 efgh) {  // [a c e g | b d f h]
+    return _mm256_add_ps(_mm256_shuffle_ps(abcd, efgh, _MM_SHUFFLE(2, 0, 2, 0)),
+                         _mm256_shuffle_ps(abcd, efgh, _MM_SHUFFLE(3, 1, 3, 1)));
+  };
+  for (int h = 0; h < 2; ++h) {
+    const __m256 low = pairs(halves(h, 2 + h), halves(8 + h, 10 + h));
+    const __m256 high = pairs(halves(4 + h, 6 + h), halves(12 + h, 14 + h));
+    _mm256_storeu_ps(red + 8 * h, neighbours(low, high));
+  }
+}
+#endif
+
 // Writes the 16 group sums to red[bitrev4(o)].
 HWY_INLINE void Reduce(DF df, const VF (&acc)[kLanes][kV], float* HWY_RESTRICT red) {
 #if MF_GEMM_WIDE
   hn::StoreU(ReduceTile(df, acc), df, red);
+#elif HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
+  (void)df;
+  ReduceAvx2(acc, red);
 #else
   alignas(64) float partial[kLanes][kLanes];
   for (int o = 0; o < kLanes; ++o) {
