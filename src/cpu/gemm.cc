@@ -1,8 +1,8 @@
 // The fast GEMMs: operands checked into a Problem (src/ref/gemm_problem.cc), activations padded where the tiles need
 // it (packed group-major for the column-lane tile), then OpenMP threads over blocks of 16 weight rows (from a queue;
 // fixed shares only for the 4 x 4 tile above 256 rows), each running the per-target kernels of gemv-inl.h (M < 8),
-// gemm-inl.h and gemm_column_lanes-inl.h. Weights are read once per pass of activation rows (once in all for M <= 256, and for M <=
-// 512 with the column-lane tile), so decode-shaped calls stream the packed weights once.
+// gemm-inl.h and gemm_column_lanes-inl.h. Weights are read once per pass of activation rows (once in all for
+// M <= 256, and for M <= 512 with the column-lane tile), so decode-shaped calls stream the packed weights once.
 
 // Highway compiles its AVX3_DL target (AVX-512 with VBMI, GFNI's CPUs) only where asked: here, for the e4m3 GEMV's
 // GFNI decode (gemv-inl.h). Other kernels gain nothing from it, so their files leave it out (compile time).
@@ -68,8 +68,8 @@ bool GemvDotBf16() {
 #endif
 }
 // M = 1 to 7 (kGemvRowsBelow): the GEMV, row by row over each chunk of columns (GemvColumns). The register tiles
-// computed M = 2 to 7 at 0.5-0.9x the GEMV's GFLOP/s, so each token of a small batch cost more than a lone one
-// (BENCHMARKS.md); from 8 rows they are 1.5x and more ahead.
+// computed M = 2 to 7 at 0.5-0.9x the GEMV's GFLOP/s at M = 1, so each token of a small batch cost more than a lone
+// one; from 8 rows on they are faster than the GEMV (BENCHMARKS.md).
 bool UsesGemv(const Problem& p) { return p.m < kGemvRowsBelow && GemvFits(p); }
 
 }  // namespace HWY_NAMESPACE

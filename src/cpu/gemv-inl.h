@@ -670,7 +670,6 @@ HWY_INLINE const float* StridedActivations(const Problem& p, const float* a, std
 }
 #endif
 
-
 // Activation row `row` (a) made into what GemvBlock reads, in rb and the thread's shared buffers b.
 HWY_INLINE GemvInputs GemvInputsOf(const Problem& p, std::int64_t row, const float* a, GemvRowBuffers& rb,
                                    GemvBuffers& b) {
@@ -693,7 +692,9 @@ HWY_INLINE GemvInputs GemvInputsOf(const Problem& p, std::int64_t row, const flo
   if (p.kind == WeightKind::e2m1) in.e2m1_tables = E2m1Tables(p, b);
 #endif
 #if MF_GEMM_WIDE && MF_GEMV_GFNI
-  if (DotBf16Pairs(p, a, rb.pairs)) {  // the sums and flags: scratch for one block, shared by the rows
+  // The sums and flags are scratch for one block at a time, shared by the rows: the same size for every row of a
+  // call, so a later row's resize never moves what an earlier row's inputs point to.
+  if (DotBf16Pairs(p, a, rb.pairs)) {
     const auto groups = static_cast<std::size_t>(p.k / p.group);
     b.dot_sums.resize(groups * kLanes);
     b.dot_redo.resize(groups);
