@@ -48,6 +48,17 @@ HWY_INLINE void PrefetchAhead(const void* row, std::int64_t ahead) {
   const auto at = reinterpret_cast<std::uintptr_t>(row) + static_cast<std::uintptr_t>(ahead);
   _mm_prefetch(reinterpret_cast<const char*>(at), _MM_HINT_T1);
 }
+// The line `ahead` bytes past byte `at` of a weight row of `row_bytes`; once that lies past the row's end, the same
+// distance into the row 16 rows on instead: the block of 16 rows that this thread's next call reads (rows lie K
+// apart, blocks 16 rows apart). A block's rows are short streams (one to four pages), and without it each started
+// with 16 rows of misses that nothing had asked for, the lines the prefetch above had fetched past a row's end
+// being the next row's, which the block was already reading (mxfp4 at 7168 x 2048 with the weights streamed 1.23x
+// as fast, 4096 x 4096 1.04-1.09x; fp8 within 0-5%: BENCHMARKS.md).
+HWY_INLINE void PrefetchRowAhead(const void* row, std::int64_t at, std::int64_t ahead, std::int64_t row_bytes) {
+  std::int64_t to = at + ahead;
+  if (to >= row_bytes) to += (kLanes - 1) * row_bytes;
+  PrefetchAhead(row, to);
+}
 // How far ahead: 512 bytes for the 8-lane loops (measured on Zen 4: docs/benchmark-history.md); 256 for the 16-lane
 // e4m3 loops (GFNI and AVX512-BF16) and the e2m1 loop: with the weights streamed on the Sapphire Rapids-class Xeon,
 // 256 beat 128, 512, 1024 and 2048, by 12-21% over 512 for the dot product, 5-10% for GFNI, and 2-12% over no
@@ -72,17 +83,18 @@ struct WeightRow {
   const std::uint8_t* scale_codes;
   const float* weight_scale_table;            // e2m1: Problem::weight_scale_table
   const float* e2m1_tables = nullptr;  // e2m1 on AVX2: per scale code, the 16 e2m1 values times it (E2m1Tables)
+  std::int64_t bytes = 0;              // the row's length in bytes (codes or bf16)
 };
 
 template <WeightKind K>
 HWY_INLINE WeightRow RowOf(const Problem& p, std::int64_t row) {
-  if constexpr (K == WeightKind::bf16) return {nullptr, p.w_bf16 + row * p.k, nullptr, nullptr, nullptr};
+  if constexpr (K == WeightKind::bf16) return {nullptr, p.w_bf16 + row * p.k, nullptr, nullptr, nullptr, nullptr, 2 * p.k};
   if constexpr (K == WeightKind::e2m1) {
     return {p.codes + row * p.k / 2, nullptr, nullptr, p.weight_scale_codes + row * p.weight_scale_cols,
-            p.weight_scale_table.data()};
+            p.weight_scale_table.data(), nullptr, p.k / 2};
   }
   const std::int64_t factors = p.weight_scales_inside ? row / p.br * p.weight_scale_cols : 0;
-  return {p.codes + row * p.k, nullptr, p.e4m3_factor.data() + factors, nullptr, nullptr};
+  return {p.codes + row * p.k, nullptr, p.e4m3_factor.data() + factors, nullptr, nullptr, nullptr, p.k};
 }
 
 // kL lanes of w[row, k..] exactly as Problem::weight gives them. e4m3: the code, sign-extended, shifted so that
@@ -198,6 +210,11 @@ template <WeightKind K, bool kPerGroup, bool kNanCheck = true>
 HWY_INLINE bool GroupProducts(const WeightRow (&rows)[kLanes], const float* HWY_RESTRICT a, std::int64_t k0,
                               std::int64_t end, int shift, VF (&acc)[kLanes][kV]) {
   if constexpr (MF_GEMM_WIDE || K == WeightKind::e2m1) {
+#if HWY_ARCH_X86 && !MF_GEMM_WIDE
+    if constexpr (K == WeightKind::e2m1) {  // AVX2: each row's group of codes (64 bytes) ahead, as the loops below
+      for (int i = 0; i < kLanes; ++i) PrefetchRowAhead(rows[i].codes, k0 / 2, kPrefetchAhead8, rows[i].bytes);
+    }
+#endif
     RowProducts<K, kPerGroup>(rows, a, k0, end, shift, 0, kLanes, acc);
     return true;
   } else {
@@ -207,10 +224,11 @@ HWY_INLINE bool GroupProducts(const WeightRow (&rows)[kLanes], const float* HWY_
     for (int half = 0; half < kLanes; half += 8) {
 #if HWY_ARCH_X86
       for (int i = half; i < half + 8; ++i) {
-        const char* row = K == WeightKind::bf16 ? reinterpret_cast<const char*>(rows[i].bf16 + k0)
-                                                : reinterpret_cast<const char*>(rows[i].codes + k0);
-        const std::int64_t bytes = K == WeightKind::bf16 ? 2 * (end - k0) : end - k0;
-        for (std::int64_t b = 0; b < bytes; b += 64) PrefetchAhead(row + b, kPrefetchAhead8);
+        const void* row = K == WeightKind::bf16 ? static_cast<const void*>(rows[i].bf16) : rows[i].codes;
+        const std::int64_t unit = K == WeightKind::bf16 ? 2 : 1;
+        for (std::int64_t b = unit * k0; b < unit * end; b += 64) {
+          PrefetchRowAhead(row, b, kPrefetchAhead8, rows[i].bytes);
+        }
       }
 #endif
       if constexpr (!kNanCheck) {
@@ -296,7 +314,7 @@ HWY_NOINLINE __attribute__((target(HWY_TARGET_STR ",gfni"))) bool GroupProductsG
 #pragma GCC unroll 8
       for (int i = 0; i < 8; ++i) {
         SeeCodes(codes[i] + line, in, seen);
-        PrefetchAhead(codes[i] + line, kPrefetchAhead16);
+        PrefetchRowAhead(codes[i], line, kPrefetchAhead16, rows[half + i].bytes);
       }
       const std::int64_t products = std::min(stop, live);
       for (std::int64_t k = line; k < products; k += 32) {
@@ -383,7 +401,7 @@ HWY_NOINLINE __attribute__((target(HWY_TARGET_STR ",gfni,avx512bf16"))) void Blo
         const __m512bh a1 = (__m512bh)_mm512_loadu_si512(pairs + line + 32);
 #pragma GCC unroll 8
         for (int i = 0; i < 8; ++i) {
-          PrefetchAhead(codes[i] + line, kPrefetchAhead16);
+          PrefetchRowAhead(codes[i], line, kPrefetchAhead16, rows[half + i].bytes);
           __m512i w0, w1;
           codec::DecodeE4m3x64Bf16Pairs(codes[i] + line, w0, w1);
           dots[i] = _mm512_dpbf16_ps(_mm512_dpbf16_ps(dots[i], (__m512bh)w0, a0), (__m512bh)w1, a1);
@@ -438,7 +456,7 @@ HWY_INLINE void GroupSumsE2m1Strided(const WeightRow (&rows)[kLanes], const floa
   for (int i = 0; i < kLanes; ++i) {
     const std::uint8_t* codes = rows[i].codes + k0 / 2;
     const std::uint8_t* scale_codes = rows[i].scale_codes;
-    PrefetchAhead(codes, kPrefetchAhead16);  // the row's next line of codes is 4 groups on
+    PrefetchRowAhead(rows[i].codes, k0 / 2, kPrefetchAhead16, rows[i].bytes);  // 4 groups on
     acc[i][0] = hn::Zero(df);
 #pragma GCC unroll 4
     for (int step = 0; step < 4; ++step) {
