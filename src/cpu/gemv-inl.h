@@ -49,8 +49,9 @@ HWY_INLINE void PrefetchAhead(const void* row, std::int64_t ahead) {
   _mm_prefetch(reinterpret_cast<const char*>(at), _MM_HINT_T1);
 }
 // The line `ahead` bytes past byte `at` of a weight row of `row_bytes`; once that lies past the row's end, the same
-// distance into the row 16 rows on instead: the block of 16 rows that this thread's next call reads (rows lie K
-// apart, blocks 16 rows apart). A block's rows are short streams (one to four pages), and without it each started
+// distance into the row 16 rows on instead: the next block of 16 rows, which this thread reads next within its chunk
+// of the queue (rows lie K apart, blocks 16 rows apart; past the chunk, or past the weights, the prefetch is wasted
+// but harmless). A block's rows are short streams (one to four pages), and without it each started
 // with 16 rows of misses that nothing had asked for, the lines the prefetch above had fetched past a row's end
 // being the next row's, which the block was already reading (mxfp4 at 7168 x 2048 with the weights streamed 1.23x
 // as fast, 4096 x 4096 1.04-1.09x; fp8 within 0-5%: BENCHMARKS.md).
@@ -88,7 +89,9 @@ struct WeightRow {
 
 template <WeightKind K>
 HWY_INLINE WeightRow RowOf(const Problem& p, std::int64_t row) {
-  if constexpr (K == WeightKind::bf16) return {nullptr, p.w_bf16 + row * p.k, nullptr, nullptr, nullptr, nullptr, 2 * p.k};
+  if constexpr (K == WeightKind::bf16) {
+    return {nullptr, p.w_bf16 + row * p.k, nullptr, nullptr, nullptr, nullptr, 2 * p.k};
+  }
   if constexpr (K == WeightKind::e2m1) {
     return {p.codes + row * p.k / 2, nullptr, nullptr, p.weight_scale_codes + row * p.weight_scale_cols,
             p.weight_scale_table.data(), nullptr, p.k / 2};
