@@ -5,7 +5,7 @@
 // M <= 256, and for M <= 512 with the column-lane tile), so decode-shaped calls stream the packed weights once.
 
 // Highway compiles its AVX3_DL target (AVX-512 with VBMI, GFNI's CPUs) only where asked: here, for the e4m3 GEMV's
-// GFNI decode (gemv-inl.h). Other kernels gain nothing from it, so their files leave it out (compile time).
+// table and GFNI decodes (gemv-inl.h). Other kernels gain nothing from it, so their files leave it out (compile time).
 #define HWY_WANT_AVX3_DL
 #include <omp.h>
 

@@ -4,15 +4,16 @@
 
 namespace mf::gemm {
 
-// The decode of the e4m3 GEMV (M = 1) on the target dispatch picks now: "gfni" (AVX3_DL and newer: GFNI and
-// AVX512-VBMI, src/cpu/gemv-inl.h), "avx512" (AVX3: fields shifted into place) or "lanes" (narrower targets).
+// The decode of the e4m3 GEMV (M = 1) on the target dispatch picks now: "tables" (AVX3_DL and newer: AVX512-VBMI's
+// byte tables, to f32 values that are never subnormal; GFNI for 32-wide groups; src/cpu/gemv-inl.h), "avx512" (AVX3:
+// fields shifted into place) or "lanes" (narrower targets).
 const char* gemv_e4m3_decode();
 
 // Where the CPU's AVX512-BF16 dot product rounds as two fmas (gemv-inl.h), the e4m3 GEMV with per-group factors has
-// two loops that give the same bits: the dot product and the GFNI decode. `faster` (the default) runs the one
-// measured faster on the CPU's maker: the dot product on AMD's (Zen 4: 1.1-2x the GFNI loop), the GFNI loop on
-// Intel's (a Sapphire Rapids-class Xeon: the dot product took 1.0-1.2x its time; BENCHMARKS.md). Tests and
-// benchmarks pin either.
+// two loops that give the same bits: the dot product and the table decode's f32 fmas. `faster` (the default) runs
+// the one measured faster on the CPU's maker: the dot product on AMD's (Zen 4: 1.1-2x the GFNI loop the fmas had
+// then), the fmas on Intel's (a Sapphire Rapids-class Xeon, where the dot product issues at a quarter of the fma's
+// rate: 40 GFLOP/s against 48-53 with the weights cached; BENCHMARKS.md). Tests and benchmarks pin either.
 enum class GemvBf16Dot { faster, always, never };
 void choose_gemv_e4m3_bf16_dot(GemvBf16Dot choice);
 // Whether the choice lets the dot product run on this CPU (before its capability checks).

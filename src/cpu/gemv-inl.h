@@ -335,6 +335,62 @@ HWY_NOINLINE __attribute__((target(HWY_TARGET_STR ",gfni"))) bool GroupProductsG
   return SawNoNan(seen);
 }
 
+// The sums of every group of a 16-row block (GemvBlock) on AVX3_DL, for e4m3 weights whose groups are whole lines
+// of 64 codes: the codes decoded by table to their f32 values (codec::DecodeE4m3x64), which are never f32
+// subnormals, into one fma per weight in the definition's order. The GFNI decode gives value x 2^-120, an f32
+// subnormal for each subnormal code, and Intel's cores take a microcode assist for every fma that reads one: on the
+// Sapphire Rapids-class Xeon a GEMV whose 128 x 128 blocks each held a 100-sigma outlier (0.42% subnormal codes) ran
+// at a third of the Gaussian speed, and Gaussian weights' 0.014% cost 10-25% (docs/gemm.md). This loop's speed does
+// not depend on the values, and NaN codes decode to NaN and reach their sums as in the definition, so no look on the
+// side. kPerGroup: `a` is the activation row halved (exact) and each row's factor goes on the group sum as for the
+// other loops (a/2 x value is a x 2^119 x value x 2^-120, so the sums are theirs bit for bit); otherwise `a` is the
+// row as it is and each 32-value block's weights are multiplied by their power-of-two scale (the row's factor times
+// 2^-120: value x scale, exact, the definition's weight). Lines wholly past `live` (zero activations) are only looked
+// through for NaN codes: redo[g] = 1 where one was seen (the caller redoes the group with the checked loop).
+// sums[16 g + bitrev4(i)]: group g of row i. group % 64 == 0, k % group == 0.
+template <bool kPerGroup>
+HWY_NOINLINE void BlockSumsTables(const WeightRow (&rows)[kLanes], const float* HWY_RESTRICT a, std::int64_t k,
+                                  std::int64_t group, std::int64_t live, int shift, float* HWY_RESTRICT sums,
+                                  std::uint8_t* HWY_RESTRICT redo) {
+  const DF df;
+  const auto whole = LineCodes(0, 64);
+  for (std::int64_t k0 = 0, g = 0; k0 < k; k0 += group, ++g) {
+    auto seen = hn::Set(D8(), std::uint8_t{0x7F});
+    VF acc[kLanes][kV];
+    for (int half = 0; half < kLanes; half += 8) {  // 8 rows at a time: their pointers stay in registers
+      const std::uint8_t* codes[8];
+      for (int i = 0; i < 8; ++i) codes[i] = rows[half + i].codes;
+      VF sum[8];
+      for (VF& v : sum) v = hn::Zero(df);
+      for (std::int64_t line = k0; line < k0 + group; line += 64) {
+        if (line >= live) {
+          for (int i = 0; i < 8; ++i) SeeCodes(codes[i] + line, whole, seen);
+          continue;
+        }
+        const VF a0 = hn::LoadU(df, a + line), a1 = hn::LoadU(df, a + line + 16);
+        const VF a2 = hn::LoadU(df, a + line + 32), a3 = hn::LoadU(df, a + line + 48);
+#pragma GCC unroll 8
+        for (int i = 0; i < 8; ++i) {
+          PrefetchRowAhead(codes[i], line, kPrefetchAhead16, rows[half + i].bytes);
+          VF w0, w1, w2, w3;
+          codec::DecodeE4m3x64(codes[i] + line, w0, w1, w2, w3);
+          if constexpr (!kPerGroup) {
+            const float* factors = rows[half + i].scales;
+            const VF first = hn::Set(df, factors[line >> shift] * 0x1p-120f);
+            const VF second = hn::Set(df, factors[(line + 32) >> shift] * 0x1p-120f);
+            w0 = hn::Mul(w0, first), w1 = hn::Mul(w1, first), w2 = hn::Mul(w2, second), w3 = hn::Mul(w3, second);
+          }
+          sum[i] = hn::MulAdd(a1, w1, hn::MulAdd(a0, w0, sum[i]));
+          sum[i] = hn::MulAdd(a3, w3, hn::MulAdd(a2, w2, sum[i]));
+        }
+      }
+      for (int i = 0; i < 8; ++i) acc[half + i][0] = sum[i];
+    }
+    hn::StoreU(ReduceTile(df, acc), df, sums + kLanes * g);
+    redo[g] = !SawNoNan(seen);
+  }
+}
+
 // AVX512-BF16's dot product (vdpbf16ps) adds to f32 lane i the product of bf16 words 2i + 1, rounded, then that of
 // words 2i, rounded: two fmas, as Intel's manual writes it, with denormal inputs and outputs read and written as zero.
 // A CPU may round the two products' sum once instead; this checks, once, on 4096 lanes of random normal inputs
@@ -524,10 +580,12 @@ HWY_INLINE void ApplyRowFactors(const WeightRow (&rows)[kLanes], std::int64_t co
   }
 }
 
-// BlockSumsDotBf16's inputs and outputs for GemvBlock: the paired activations (DotBf16Pairs), and room for a
-// block's group sums and NaN flags.
-struct DotBf16Block {
+// What GemvBlock needs to have every group of a block summed at once, e4m3 on AVX3_DL (GemvInputsOf says where):
+// by BlockSumsDotBf16 where `pairs` (DotBf16Pairs), else by BlockSumsTables from `a` (the activation row, halved
+// where the factors go per group); and room for a block's group sums and NaN flags.
+struct BlockSumsInputs {
   const std::uint16_t* pairs;
+  const float* a;
   float* sums;         // [groups][16]
   std::uint8_t* redo;  // [groups]
 };
@@ -545,8 +603,8 @@ struct DotBf16Block {
 template <WeightKind K, bool kPerGroup = false>
 void GemvBlock(const Problem& p, std::int64_t row, const float* HWY_RESTRICT a, std::int64_t n0,
                float* HWY_RESTRICT c, std::int64_t live, const float* HWY_RESTRICT e2m1_tables = nullptr,
-               DotBf16Block* dot = nullptr) {
-  (void)e2m1_tables, (void)live, (void)dot;  // read only where e2m1 rows are decoded by table; by GroupSums
+               BlockSumsInputs* block = nullptr) {
+  (void)e2m1_tables, (void)live, (void)block;  // read only where e2m1 rows are decoded by table; by GroupSums
   // k >> shift is the scale column (GemvFits: a power-of-two block width); 62 keeps one factor for f32 scales.
   const int shift =
       K == WeightKind::e4m3 && !p.weight_scales_inside ? 62 : std::countr_zero(static_cast<unsigned>(p.bc));
@@ -571,7 +629,11 @@ void GemvBlock(const Problem& p, std::int64_t row, const float* HWY_RESTRICT a, 
   const bool gfni = false;
 #endif
 #if MF_GEMM_WIDE && MF_GEMV_GFNI
-  if (kPerGroup && dot != nullptr) BlockSumsDotBf16(rows, dot->pairs, p.k, p.group, live, dot->sums, dot->redo);
+  if (kPerGroup && block != nullptr && block->pairs != nullptr) {
+    BlockSumsDotBf16(rows, block->pairs, p.k, p.group, live, block->sums, block->redo);
+  } else if (block != nullptr) {
+    BlockSumsTables<kPerGroup>(rows, block->a, p.k, p.group, live, shift, block->sums, block->redo);
+  }
 #endif
   for (std::int64_t g = 0; g < groups; ++g) {
     const std::int64_t k0 = g * p.group, end = std::min(p.k, k0 + p.group);
@@ -580,8 +642,8 @@ void GemvBlock(const Problem& p, std::int64_t row, const float* HWY_RESTRICT a, 
       GroupSumsE2m1Strided(rows, a, k0, shift, e2m1_tables, red);
     } else  // NOLINT(readability/braces)
 #endif
-    if (kPerGroup && dot != nullptr && !dot->redo[g]) {
-      std::copy(dot->sums + kLanes * g, dot->sums + kLanes * (g + 1), red);
+    if (block != nullptr && !block->redo[g]) {
+      std::copy(block->sums + kLanes * g, block->sums + kLanes * (g + 1), red);
     } else {
       GroupSums<K, kPerGroup>(rows, a, k0, end, live, shift, gfni, red);
     }
@@ -604,7 +666,7 @@ void GemvBlock(const Problem& p, std::int64_t row, const float* HWY_RESTRICT a, 
 // Which decode the e4m3 GEMV runs on this target and CPU (gemm_dispatch.h).
 HWY_INLINE const char* GemvE4m3Decode() {
 #if MF_GEMV_GFNI
-  if (codec::CpuHasGfni()) return "gfni";
+  return "tables";
 #endif
   return MF_GEMM_WIDE ? "avx512" : "lanes";
 }
@@ -631,6 +693,7 @@ HWY_INLINE bool GemvFits(const Problem& p) {
 struct GemvRowBuffers {
   std::vector<float> scaled;         // a x 2^119 (exact: |a| <= 448), for the e4m3 GEMV's per-group factors
   std::vector<std::uint16_t> pairs;  // DotBf16Pairs (AVX3_DL and newer)
+  std::vector<float> halves;         // a / 2 (exact), for BlockSumsTables' per-group factors (AVX3_DL)
   std::vector<float> strided;        // e2m1 on 16-lane targets: a in the strided lane order
 };
 // One activation row as each weight kind's GemvBlock reads it.
@@ -639,15 +702,15 @@ struct GemvInputs {
   const float* a;
   std::int64_t live;  // a multiple of 32 with a[k] == ±0 from there on (GroupProductsGfni)
   const float* scaled = nullptr;  // GemvRowBuffers::scaled
-  DotBf16Block dot{};             // pairs == nullptr: the bf16 dot product does not run
+  BlockSumsInputs block{};        // sums == nullptr: groups one by one (GroupSums)
   const float* strided = nullptr;  // e2m1 on 16-lane targets: StridedActivations
   const float* e2m1_tables = nullptr;  // e2m1 on 16-lane targets and AVX2: E2m1Tables
 };
 struct GemvBuffers {
   std::vector<GemvRowBuffers> rows;    // one per activation row
   std::vector<GemvInputs> inputs;      // GemvInputsOf, one per activation row
-  std::vector<float> dot_sums;         // BlockSumsDotBf16's [groups][16], for one block at a time
-  std::vector<std::uint8_t> dot_redo;  // and [groups]
+  std::vector<float> block_sums;         // BlockSumsInputs::sums, [groups][16], for one block at a time
+  std::vector<std::uint8_t> block_redo;  // and [groups]
   // e2m1 (16-lane targets and AVX2): per scale code the 16 e2m1 values times its scale, and the scales they are of
   hwy::AlignedFreeUniquePtr<float[]> e2m1_tables;
   std::array<float, 256> e2m1_tables_of{};
@@ -713,13 +776,22 @@ HWY_INLINE GemvInputs GemvInputsOf(const Problem& p, std::int64_t row, const flo
   if (p.kind == WeightKind::e2m1) in.e2m1_tables = E2m1Tables(p, b);
 #endif
 #if MF_GEMM_WIDE && MF_GEMV_GFNI
-  // The sums and flags are scratch for one block at a time, shared by the rows: the same size for every row of a
-  // call, so a later row's resize never moves what an earlier row's inputs point to.
-  if (DotBf16Pairs(p, a, rb.pairs)) {
+  // e4m3 whose groups are whole 64-code lines (every 128x128, 1x128 and ue8m0 32x32 scheme): all groups of a block at
+  // once, by the bf16 dot product where it is chosen, else by BlockSumsTables (whose unscaled weights take their
+  // scale per 32 values). The sums and flags are scratch for one block at a time, shared by the rows: the same size
+  // for every row of a call, so a later row's resize never moves what an earlier row's inputs point to.
+  if (p.kind == WeightKind::e4m3 && p.group % 64 == 0 && p.k % p.group == 0 && (p.e4m3_per_group || p.bc >= 32)) {
     const auto groups = static_cast<std::size_t>(p.k / p.group);
-    b.dot_sums.resize(groups * kLanes);
-    b.dot_redo.resize(groups);
-    in.dot = {rb.pairs.data(), b.dot_sums.data(), b.dot_redo.data()};
+    b.block_sums.resize(groups * kLanes);
+    b.block_redo.resize(groups);
+    in.block = {nullptr, a, b.block_sums.data(), b.block_redo.data()};
+    if (DotBf16Pairs(p, a, rb.pairs)) {
+      in.block.pairs = rb.pairs.data();
+    } else if (p.e4m3_per_group) {
+      rb.halves.resize(static_cast<std::size_t>(p.k));
+      for (std::int64_t k = 0; k < p.k; ++k) rb.halves[static_cast<std::size_t>(k)] = a[k] * 0.5f;
+      in.block.a = rb.halves.data();
+    }
   }
 #else
   (void)rb, (void)b;
@@ -734,9 +806,10 @@ HWY_INLINE void GemvBlockOf(const Problem& p, GemvInputs& in, std::int64_t col0,
     case WeightKind::e4m3:
       if (p.e4m3_per_group) {
         return GemvBlock<WeightKind::e4m3, true>(p, in.row, in.scaled, col0, c, in.live, nullptr,
-                                                 in.dot.pairs != nullptr ? &in.dot : nullptr);
+                                                 in.block.sums != nullptr ? &in.block : nullptr);
       }
-      return GemvBlock<WeightKind::e4m3>(p, in.row, in.a, col0, c, in.live);
+      return GemvBlock<WeightKind::e4m3>(p, in.row, in.a, col0, c, in.live, nullptr,
+                                         in.block.sums != nullptr ? &in.block : nullptr);
     case WeightKind::e2m1:
 #if MF_GEMM_WIDE
       return GemvBlock<WeightKind::e2m1>(p, in.row, in.strided, col0, c, in.live, in.e2m1_tables);

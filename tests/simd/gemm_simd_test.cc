@@ -1,8 +1,8 @@
 // The fast GEMMs (mf::fp8_gemm, fp4_gemm, bf16_gemm, f32_gemm: Highway SIMD + OpenMP) against the scalar
 // definitions (mf::ref::), bit for bit (every NaN counts as equal to every NaN), on every Highway target this CPU
 // supports and the build compiled (Highway's TestWithParamTarget: one instance per target, dispatch pinned to it;
-// AVX3_DL runs the e4m3 GEMV's GFNI decode, and its bf16 dot product where the CPU has one that rounds as two fmas,
-// AVX3 the plain AVX-512 one), with 1 and 2 threads, f32 and bf16
+// AVX3_DL runs the e4m3 GEMV's table decode into f32 fmas (and GFNI for 32-wide groups), and its bf16 dot product
+// where the CPU has one that rounds as two fmas, AVX3 the plain AVX-512 one), with 1 and 2 threads, f32 and bf16
 // output, with and without accumulate.
 // Shapes cover each register tile (M = 1, 2, 3 and more, and the column-lane tile from 16 on AVX-512 and 8 on AVX2,
 // with M not a multiple of its 4 or 2 rows and N ending inside its 32 or 16 columns), row passes (M > 256 for the
@@ -169,8 +169,8 @@ void check_quantized(const std::string& scheme, mf::ActScale act_scale, Kind kin
 }
 
 // Runs `body` once per loop the e4m3 GEMV has on this target: with AVX512-BF16's dot product where it can run
-// (AVX3_DL on a CPU whose dot product rounds as two fmas), and again without it (the GFNI loop), whichever of the
-// two this CPU runs by default.
+// (AVX3_DL on a CPU whose dot product rounds as two fmas), and again without it (the table decode's f32 fmas),
+// whichever of the two this CPU runs by default.
 void each_e4m3_gemv_loop(const std::function<void()>& body) {
   if (!mf::gemm::gemv_e4m3_bf16_dot_available()) {
     body();
@@ -468,16 +468,16 @@ TEST_P(GemmSimdTarget, PlainBf16AndF32) {
   }
 }
 
-// The e4m3 GEMV decodes with GFNI on AVX3_DL and newer where the CPU has GFNI, by shifting fields on AVX3 and by
-// lanes on narrower targets: each instance of the tests above runs the path its target names.
+// The e4m3 GEMV decodes by table on AVX3_DL and newer (AVX512-VBMI; GFNI for 32-wide groups where the CPU has it),
+// by shifting fields on AVX3 and by lanes on narrower targets: each instance of the tests above runs the path its
+// target names.
 TEST_P(GemmSimdTarget, E4m3GemvDecodeFollowsTheTarget) {
   const std::int64_t target = GetParam();
   std::string expected = "lanes";
 #if HWY_ARCH_X86
   __builtin_cpu_init();
-  const bool gfni = __builtin_cpu_supports("gfni") && __builtin_cpu_supports("avx512vbmi");
-  if (target <= HWY_AVX3_DL && gfni) {
-    expected = "gfni";
+  if (target <= HWY_AVX3_DL) {
+    expected = "tables";
   } else if (target <= HWY_AVX3) {
     expected = "avx512";
   }
@@ -487,11 +487,11 @@ TEST_P(GemmSimdTarget, E4m3GemvDecodeFollowsTheTarget) {
   const bool dot = mf::gemm::gemv_e4m3_bf16_dot_available();
   std::printf("%s: e4m3 GEMV decode %s%s\n", hwy::TargetName(target), mf::gemm::gemv_e4m3_decode(),
               dot ? (mf::gemm::gemv_e4m3_bf16_dot() ? ", bf16 dot product" : ", bf16 dot product available") : "");
-  if (expected != "gfni") {
+  if (expected != "tables") {
     EXPECT_FALSE(dot);
   }
 #if HWY_ARCH_X86
-  if (expected == "gfni" && __builtin_cpu_supports("avx512bf16")) {
+  if (expected == "tables" && __builtin_cpu_supports("avx512bf16")) {
     // Zen 4 and the Sapphire Rapids-class Xeon round as two fmas (measured); a CPU that does not keeps the GFNI
     // loop, and says so here.
     if (!dot) std::printf("this CPU's vdpbf16ps does not round as two fmas: the GFNI loop runs\n");
@@ -503,7 +503,7 @@ TEST_P(GemmSimdTarget, E4m3GemvDecodeFollowsTheTarget) {
   EXPECT_EQ(mf::gemm::gemv_e4m3_bf16_dot(), dot);
   mf::gemm::choose_gemv_e4m3_bf16_dot(mf::gemm::GemvBf16Dot::faster);
 #if HWY_ARCH_X86
-  // By default the loop measured faster on the CPU's maker: the dot product on AMD's, GFNI on Intel's.
+  // By default the loop measured faster on the CPU's maker: the dot product on AMD's, the f32 fmas on Intel's.
   EXPECT_EQ(mf::gemm::gemv_e4m3_bf16_dot(), dot && __builtin_cpu_is("amd") != 0);
 #endif
 }
