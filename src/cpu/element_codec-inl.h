@@ -471,9 +471,9 @@ struct DecodeTable {
 
 // ==== The GEMM kernels' decodes of e4m3 and e2m1 ====
 // The GEMM and GEMV loops (gemm-inl.h, gemv-inl.h) read e4m3 and e2m1 weights in forms faster than Decode for those
-// formats on their targets: a table lookup, fields shifted into place without the rebias, GFNI. They live here,
-// beside Decode, so that each format has one place per target; each gives Decode's value for every code (times a
-// fixed power of two where said), tested against the scalar codec in tests/simd/element_codec_simd_test.cc.
+// formats on their targets: a table lookup, fields shifted into place without the rebias, fp16's conversion. They
+// live here, beside Decode, so that each format has one place per target; each gives Decode's value for every code
+// (times a fixed power of two where said), tested against the scalar codec in tests/simd/element_codec_simd_test.cc.
 
 // e4m3 codes (zero-extended, 8 bits) -> Decode's f32 values with e4m3's constants built in: normal codes by moving
 // the fields into place and rebiasing the exponent (7 -> 127), subnormal ones as an integer times 2^-9, 0x7F/0xFF as
@@ -503,6 +503,34 @@ template <class DI, class VI = hn::Vec<DI>>
 HWY_INLINE hn::Mask<DI> E4m3IsNan(DI di, VI code) {
   return hn::Eq(hn::And(code, hn::Set(di, 0x7F)), hn::Set(di, 0x7F));
 }
+
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2  // F16C's conversion
+// e4m3 codes -> value x 2^-8 as f32, through fp16: the code sign-extended to 16 bits and shifted left by 7 puts its
+// exponent and mantissa where fp16's lowest four exponent bits and top three mantissa bits sit, and its sign in bit
+// 15 (bit 14, a copy of the sign, cleared): the fp16 of value x 2^-8, an fp16 subnormal for a subnormal code, as
+// exact. The conversion to f32 (vcvtph2ps) makes every value a normal f32 (2^-17 up) without a microcode assist,
+// where DecodeE4m3Placed's f32 subnormals cost one per fma that reads them on Intel's cores (docs/gemm.md). NaN codes
+// come out finite, as there. One kL-lane vector from kL codes, or two from 2 kL (the shift and mask on one vector).
+template <class DF>
+HWY_INLINE hn::Vec<DF> DecodeE4m3Half(DF df, const std::uint8_t* codes) {
+  const hn::Rebind<std::int16_t, DF> d16;
+  const hn::Rebind<std::int8_t, DF> d8;
+  const auto c = hn::PromoteTo(d16, hn::LoadU(d8, reinterpret_cast<const std::int8_t*>(codes)));
+  const auto half = hn::And(hn::ShiftLeft<7>(c), hn::Set(d16, static_cast<std::int16_t>(0xBFFF)));
+  return hn::PromoteTo(df, hn::BitCast(hn::Rebind<hwy::float16_t, DF>(), half));
+}
+template <class DF>
+HWY_INLINE void DecodeE4m3Halves(DF df, const std::uint8_t* codes, hn::Vec<DF>& lo, hn::Vec<DF>& hi) {
+  const hn::Repartition<std::int16_t, DF> d16;
+  const hn::Rebind<std::int8_t, decltype(d16)> d8;
+  const hn::Repartition<hwy::float16_t, DF> dh;
+  const hn::Half<decltype(dh)> dhh;
+  const auto c = hn::PromoteTo(d16, hn::LoadU(d8, reinterpret_cast<const std::int8_t*>(codes)));
+  const auto half = hn::BitCast(dh, hn::And(hn::ShiftLeft<7>(c), hn::Set(d16, static_cast<std::int16_t>(0xBFFF))));
+  lo = hn::PromoteTo(df, hn::LowerHalf(dhh, half));
+  hi = hn::PromoteTo(df, hn::UpperHalf(dhh, half));
+}
+#endif
 
 // e2m1's 16 values, by code.
 alignas(64) inline constexpr float kE2m1Values[16] = {0,     0.5f, 1,  1.5f, 2,  3,  4,  6,
@@ -656,62 +684,7 @@ HWY_INLINE void DecodeE2m1x32Strided(const std::uint8_t* bytes, const float* tab
 }
 #endif  // HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
 
-#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3_DL  // AVX3_DL or newer: AVX512-VBMI's byte permute, and GFNI
-// Highway 1.0.3's AVX3_DL neither names GFNI in its target string nor checks for it at run time (later versions do
-// both). Every CPU with AVX3_DL's extensions has GFNI (Ice Lake, Tiger Lake, Sapphire Rapids, Zen 4), but one without
-// it would fault on vgf2p8affineqb: callers check this once and take another decode on such a CPU.
-HWY_INLINE bool CpuHasGfni() {
-  static const bool has = [] {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("gfni") && __builtin_cpu_supports("avx512vbmi");
-  }();
-  return has;
-}
-
-// The byte permutes' indices for DecodeE4m3x32Gfni: lane L of the first 16 codes takes byte 3 from transformed byte
-// L and byte 2 from byte 32 + L; of the second 16, from 16 + L and 48 + L. Built at compile time.
-struct GfniIndex {
-  alignas(64) std::uint8_t bytes[2][64] = {};
-  constexpr GfniIndex() {
-    for (int h = 0; h < 2; ++h) {
-      for (int lane = 0; lane < 16; ++lane) {
-        bytes[h][4 * lane + 2] = static_cast<std::uint8_t>(32 + 16 * h + lane);
-        bytes[h][4 * lane + 3] = static_cast<std::uint8_t>(16 * h + lane);
-      }
-    }
-  }
-};
-inline constexpr GfniIndex kGfniIndex{};
-
-// 32 e4m3 codes -> DecodeE4m3Placed's bits (value x 2^-120; NaN codes finite) in three operations where the shift
-// and mask take six: w0 codes 0-15, w1 16-31. Those bits are two bytes of the code: byte 3 holds its sign and
-// exponent bits 6..4 (in bits 7 and 2..0), byte 2 its bits 3..0 (in bits 7..4), bytes 1 and 0 are zero. One affine
-// transform over GF(2) (a bit matrix per 8 bytes) turns the 32 codes, loaded into both halves of a vector, into their
-// byte 3 (low half) and byte 2 (high half); one byte permute per 16 codes puts each code's two bytes in place and
-// zeroes the rest. Only where CpuHasGfni().
-// Raw intrinsics: Highway 1.0.3 has no GF(2) affine transform, no cross-block byte permute (its TableLookupBytes
-// stays within 128-bit blocks) and no load that broadcasts 32 bytes to both halves. The target attribute adds GFNI
-// to AVX3_DL's (CpuHasGfni says why).
-HWY_INLINE __attribute__((target(HWY_TARGET_STR ",gfni"))) void DecodeE4m3x32Gfni(const std::uint8_t* codes,
-                                                                                    hn::Vec<DF16>& w0,
-                                                                                    hn::Vec<DF16>& w1) {
-  // Matrix row 7 - i selects the code bits that make result bit i: byte 3 takes bits 7, 6, 5, 4 into bits 7, 2, 1,
-  // 0 (low half), byte 2 takes bits 3..0 into 7..4 (high half).
-  const __m512i matrix = _mm512_set_epi64(0x0000000001020408, 0x0000000001020408, 0x0000000001020408,
-                                          0x0000000001020408, 0x1020400000000080, 0x1020400000000080,
-                                          0x1020400000000080, 0x1020400000000080);
-  const __mmask64 high_bytes = 0xCCCCCCCCCCCCCCCCull;  // bytes 2 and 3 of every lane
-  const hn::Repartition<std::uint8_t, DF16> d8;
-  const __m256i c = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes));
-  const __m512i t = _mm512_gf2p8affine_epi64_epi8(_mm512_broadcast_i64x4(c), matrix, 0);
-  const auto permute = [&](int h) {
-    const __m512i index = hn::Load(d8, kGfniIndex.bytes[h]).raw;
-    return hn::BitCast(DF16(), hn::Vec<decltype(d8)>{_mm512_maskz_permutexvar_epi8(high_bytes, index, t)});
-  };
-  w0 = permute(0);
-  w1 = permute(1);
-}
-
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3_DL  // AVX3_DL or newer: AVX512-VBMI's byte permutes
 // DecodeE4m3x64Bf16Pairs' tables: byte 1 without the sign (`high`) and byte 0 (`low`) of the bf16 bits of each
 // non-negative e4m3 code's value, from the scalar codec (every e4m3 value is a bf16: 4 significant bits, 2^-9 to
 // 448; the NaN code gives the quiet NaN), and `order`, the byte permute that puts 64 codes where the two unpacks
@@ -743,7 +716,7 @@ inline constexpr E4m3Bf16Tables kE4m3Bf16{};
 // adds to f32 lane i the product of words 2i + 1, then that of words 2i): lane i of w0 holds codes i (word 2i + 1)
 // and 16 + i (word 2i), of w1 codes 32 + i and 48 + i. So lane i of a dot product along K meets k = i mod 16 in
 // increasing k, as a 16-lane fma loop does. Six operations per 64 codes: the byte permute, two 128-entry table
-// lookups (the sign put back by one bitwise op) and two byte unpacks. Only where CpuHasGfni() (AVX512-VBMI).
+// lookups (the sign put back by one bitwise op) and two byte unpacks.
 HWY_INLINE void DecodeE4m3x64Bf16Pairs(const std::uint8_t* codes, __m512i& w0, __m512i& w1) {
   const __m512i c = _mm512_permutexvar_epi8(_mm512_load_si512(kE4m3Bf16.order), _mm512_loadu_si512(codes));
   const __m512i high = _mm512_permutex2var_epi8(_mm512_load_si512(kE4m3Bf16.high), c,
@@ -758,10 +731,10 @@ HWY_INLINE void DecodeE4m3x64Bf16Pairs(const std::uint8_t* codes, __m512i& w0, _
 // 64 e4m3 codes -> their values as f32 (NaN codes a NaN), in code order: w0 codes 0-15, w1 16-31, w2 32-47, w3
 // 48-63. DecodeE4m3x64Bf16Pairs' words widened: an f32 whose low half is zero is its high half read as bf16, so the
 // high word of lane i of a pair (code i) is the value with the low word cleared, and the low word (code 16 + i)
-// the value once shifted up. Ten operations per 64 codes where DecodeE4m3x32Gfni takes six, but no f32 subnormal
-// comes out (every e4m3 value, 2^-9 to 448, is a normal f32) where the GFNI decode gives value x 2^-120, an f32
-// subnormal for each subnormal code: Intel's cores (a Sapphire Rapids-class Xeon here) take a microcode assist,
-// about a hundred cycles, for every fma that reads one (docs/gemm.md), and NaN codes need no look on the side.
+// the value once shifted up. Ten operations per 64 codes where a GFNI decode of the shifted fields (value x 2^-120)
+// took six, but no f32 subnormal comes out (every e4m3 value, 2^-9 to 448, is a normal f32) where that gave one for
+// each subnormal code, and Intel's cores (a Sapphire Rapids-class Xeon here) take a microcode assist, about a
+// hundred cycles, for every fma that reads one (docs/gemm.md); and NaN codes need no look on the side.
 HWY_INLINE void DecodeE4m3x64(const std::uint8_t* codes, hn::Vec<DF16>& w0, hn::Vec<DF16>& w1, hn::Vec<DF16>& w2,
                               hn::Vec<DF16>& w3) {
   __m512i p0, p1;

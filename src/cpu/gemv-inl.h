@@ -32,12 +32,20 @@ namespace mf::gemm {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-#undef MF_GEMV_GFNI
-#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3_DL  // AVX3_DL or newer: AVX512-VBMI's byte permute (and GFNI, below)
-#define MF_GEMV_GFNI 1
+#undef MF_GEMV_VBMI
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3_DL  // AVX3_DL or newer: AVX512-VBMI's byte permutes
+#define MF_GEMV_VBMI 1
 #else
-#define MF_GEMV_GFNI 0
+#define MF_GEMV_VBMI 0
 #endif
+
+#undef MF_GEMV_E4M3_HALF
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
+#define MF_GEMV_E4M3_HALF 1
+#else
+#define MF_GEMV_E4M3_HALF 0
+#endif
+constexpr float kE4m3ActScale = MF_GEMV_E4M3_HALF ? 0x1p7f : 0x1p119f;
 
 #if HWY_ARCH_X86
 // Asks for the line `ahead` bytes past `row` into L2: a block's 16 row streams are slow (a group's bytes per row at
@@ -114,10 +122,17 @@ HWY_INLINE VF LoadWeights(const WeightRow& r, std::int64_t k, int shift) {
   } else if constexpr (K == WeightKind::e4m3) {
     const DI di;
     const hn::Rebind<std::int8_t, DF> d8;
+#if MF_GEMV_E4M3_HALF
+    // kPerGroup: value x 2^-8 as it is; the activations carry 2^7 and the group's sum the rest.
+    const VF half = codec::DecodeE4m3Half(df, r.codes + k);
+    const VF v = kPerGroup ? half : hn::Mul(half, hn::Set(df, r.scales[k >> shift] * 0x1p-112f));
+    const auto c = hn::PromoteTo(di, hn::LoadU(d8, reinterpret_cast<const std::int8_t*>(r.codes + k)));
+#else
     const auto c = hn::PromoteTo(di, hn::LoadU(d8, reinterpret_cast<const std::int8_t*>(r.codes + k)));
     const auto bits = codec::DecodeE4m3Placed(di, c);
     // kPerGroup: the bits as they are (value x 2^-120); the activations carry 2^119 and the group's sum the rest.
     const VF v = kPerGroup ? hn::BitCast(df, bits) : hn::Mul(hn::BitCast(df, bits), hn::Set(df, r.scales[k >> shift]));
+#endif
     if constexpr (!kNanCheck) return v;
     const auto nan = hn::RebindMask(df, codec::E4m3IsNan(di, c));
     return hn::IfThenElse(nan, hn::Set(df, std::numeric_limits<float>::quiet_NaN()), v);
@@ -133,6 +148,25 @@ HWY_INLINE VF LoadWeights(const WeightRow& r, std::int64_t k, int shift) {
     return hn::Zero(df);
 #endif
   }
+}
+
+// LoadWeights at k and k + kL, for the loops that look for NaN codes on the side: e4m3 through fp16 converts the
+// 2 kL codes with one shift and mask.
+template <WeightKind K, bool kPerGroup, bool kNanCheck>
+HWY_INLINE void LoadWeightsPair(const WeightRow& r, std::int64_t k, int shift, VF& w0, VF& w1) {
+#if MF_GEMV_E4M3_HALF
+  if constexpr (K == WeightKind::e4m3 && !kNanCheck) {
+    const DF df;
+    codec::DecodeE4m3Halves(df, r.codes + k, w0, w1);
+    if constexpr (!kPerGroup) {
+      w0 = hn::Mul(w0, hn::Set(df, r.scales[k >> shift] * 0x1p-112f));
+      w1 = hn::Mul(w1, hn::Set(df, r.scales[(k + static_cast<std::int64_t>(kL)) >> shift] * 0x1p-112f));
+    }
+    return;
+  }
+#endif
+  w0 = LoadWeights<K, kPerGroup, kNanCheck>(r, k, shift);
+  w1 = LoadWeights<K, kPerGroup, kNanCheck>(r, k + static_cast<std::int64_t>(kL), shift);
 }
 
 // Rows [first, first + count) of GroupProducts.
@@ -173,9 +207,10 @@ HWY_INLINE void RowProducts(const WeightRow (&rows)[kLanes], const float* HWY_RE
         const VF a0 = hn::LoadU(df, a + k), a1 = hn::LoadU(df, a + k + 8);
 #pragma GCC unroll 4
         for (int j = 0; j < kRows; ++j) {
-          const WeightRow& r = rows[i0 + j];
-          s[j][0] = hn::MulAdd(a0, LoadWeights<K, kPerGroup, kNanCheck>(r, k, shift), s[j][0]);
-          s[j][1] = hn::MulAdd(a1, LoadWeights<K, kPerGroup, kNanCheck>(r, k + 8, shift), s[j][1]);
+          VF w0, w1;
+          LoadWeightsPair<K, kPerGroup, kNanCheck>(rows[i0 + j], k, shift, w0, w1);
+          s[j][0] = hn::MulAdd(a0, w0, s[j][0]);
+          s[j][1] = hn::MulAdd(a1, w1, s[j][1]);
         }
       }
     }
@@ -277,7 +312,17 @@ HWY_INLINE bool GroupProductsOptimistic(const WeightRow (&rows)[kLanes], const f
     const auto in = LineCodes(line, stop);
 #pragma GCC unroll 16
     for (int i = 0; i < kLanes; ++i) SeeCodes(rows[i].codes + line, in, seen);
-    for (std::int64_t k = line; k < stop; k += kLanes) {
+    std::int64_t k = line;
+    for (; k + 2 * kLanes <= stop; k += 2 * kLanes) {
+      const VF a0 = hn::LoadU(df, a + k), a1 = hn::LoadU(df, a + k + kLanes);
+#pragma GCC unroll 16
+      for (int i = 0; i < kLanes; ++i) {
+        VF w0, w1;
+        LoadWeightsPair<WeightKind::e4m3, kPerGroup, false>(rows[i], k, shift, w0, w1);
+        acc[i][0] = hn::MulAdd(a1, w1, hn::MulAdd(a0, w0, acc[i][0]));
+      }
+    }
+    if (k < stop) {  // a group of 16 values, or one ending in 16
       const VF av = hn::LoadU(df, a + k);
 #pragma GCC unroll 16
       for (int i = 0; i < kLanes; ++i) {
@@ -288,53 +333,7 @@ HWY_INLINE bool GroupProductsOptimistic(const WeightRow (&rows)[kLanes], const f
   return SawNoNan(seen);
 }
 
-#if MF_GEMV_GFNI
-// GroupProductsOptimistic with element_codec-inl.h's GFNI decode of 32 codes (three operations instead of six), on
-// Highway's AVX3_DL target and newer (Ice Lake and Zen 4 on) where CpuHasGfni(). The same bits in the same fmas, so
-// the same sums. Rows go 8 at a time, so that their pointers stay in registers. (end - k0) % 32 == 0. The target
-// attribute adds GFNI to AVX3_DL's (CpuHasGfni says why).
-// `live` (a multiple of 32): a[k] is ±0 for every k >= live (a K zero-padded to whole activation blocks), so the
-// fmas stop there: a product ±0 leaves a partial sum as it is (it is never -0: it starts at +0), unless the weight
-// is NaN, and NaN codes are still looked for over the whole group, which then goes to the checked loop.
-template <bool kPerGroup>
-HWY_NOINLINE __attribute__((target(HWY_TARGET_STR ",gfni"))) bool GroupProductsGfni(
-    const WeightRow (&rows)[kLanes], const float* HWY_RESTRICT a, std::int64_t k0, std::int64_t end,
-    std::int64_t live, int shift, VF (&acc)[kLanes][kV]) {
-  const DF df;
-  auto seen = hn::Set(D8(), std::uint8_t{0x7F});
-  const auto weights = [&](VF w, std::int64_t k, int i) {
-    if constexpr (kPerGroup) return w;
-    return hn::Mul(w, hn::Set(df, rows[i].scales[k >> shift]));
-  };
-  for (int half = 0; half < kLanes; half += 8) {
-    const std::uint8_t* codes[8];
-    for (int i = 0; i < 8; ++i) codes[i] = rows[half + i].codes;
-    VF sums[8];
-    for (int i = 0; i < 8; ++i) sums[i] = acc[half + i][0];
-    for (std::int64_t line = k0; line < end; line += 64) {
-      const std::int64_t stop = std::min(end, line + 64);
-      const auto in = LineCodes(line, stop);
-#pragma GCC unroll 8
-      for (int i = 0; i < 8; ++i) {
-        SeeCodes(codes[i] + line, in, seen);
-        PrefetchRowAhead(codes[i], line, kPrefetchAhead16, rows[half + i].bytes);
-      }
-      const std::int64_t products = std::min(stop, live);
-      for (std::int64_t k = line; k < products; k += 32) {
-        const VF a0 = hn::LoadU(df, a + k), a1 = hn::LoadU(df, a + k + 16);
-#pragma GCC unroll 8
-        for (int i = 0; i < 8; ++i) {
-          VF w0, w1;
-          codec::DecodeE4m3x32Gfni(codes[i] + k, w0, w1);
-          sums[i] = hn::MulAdd(a1, weights(w1, k + 16, half + i), hn::MulAdd(a0, weights(w0, k, half + i), sums[i]));
-        }
-      }
-    }
-    for (int i = 0; i < 8; ++i) acc[half + i][0] = sums[i];
-  }
-  return SawNoNan(seen);
-}
-
+#if MF_GEMV_VBMI
 // The sums of every group of a 16-row block (GemvBlock) on AVX3_DL, for e4m3 weights whose groups are whole lines
 // of 64 codes: the codes decoded by table to their f32 values (codec::DecodeE4m3x64), which are never f32
 // subnormals, into one fma per weight in the definition's order. The GFNI decode gives value x 2^-120, an f32
@@ -422,7 +421,7 @@ HWY_NOINLINE __attribute__((target(HWY_TARGET_STR ",avx512bf16"))) bool DotBf16P
 HWY_INLINE bool CpuDotBf16RoundsTwice() {
   static const bool has = [] {
     __builtin_cpu_init();
-    return codec::CpuHasGfni() && __builtin_cpu_supports("avx512bf16") && DotBf16ProbeMatches();
+    return __builtin_cpu_supports("avx512bf16") && DotBf16ProbeMatches();
   }();
   return has;
 }
@@ -438,7 +437,7 @@ HWY_INLINE bool CpuDotBf16RoundsTwice() {
 // in between. NaN codes decode to NaN and reach the sums as in the definition; only lines wholly past `live` (zero
 // activations) are skipped and looked through for NaN codes: redo[g] = 1 where one was seen (the caller redoes the
 // group with the checked loop). sums[16 g + bitrev4(i)]: group g of row i. group % 64 == 0, k % group == 0.
-HWY_NOINLINE __attribute__((target(HWY_TARGET_STR ",gfni,avx512bf16"))) void BlockSumsDotBf16(
+HWY_NOINLINE __attribute__((target(HWY_TARGET_STR ",avx512bf16"))) void BlockSumsDotBf16(
     const WeightRow (&rows)[kLanes], const std::uint16_t* HWY_RESTRICT pairs, std::int64_t k, std::int64_t group,
     std::int64_t live, float* HWY_RESTRICT sums, std::uint8_t* HWY_RESTRICT redo) {
   const DF df;
@@ -496,7 +495,7 @@ HWY_INLINE bool DotBf16Pairs(const Problem& p, const float* a, std::vector<std::
   }
   return true;
 }
-#endif  // MF_GEMV_GFNI
+#endif  // MF_GEMV_VBMI
 #endif  // MF_GEMM_WIDE
 
 #if MF_GEMM_WIDE
@@ -529,14 +528,12 @@ HWY_INLINE void GroupSumsE2m1Strided(const WeightRow (&rows)[kLanes], const floa
 }
 #endif
 
-// One group's 16 sums into red (lane bitrev4(i) for row i). e4m3 goes optimistically first (16-lane targets: GFNI
-// where `gfni`, else shifted fields; narrower ones: GroupProducts without the check) and again with the checked loop
-// when the group holds a NaN code.
-// live: GroupProductsGfni's.
+// One group's 16 sums into red (lane bitrev4(i) for row i). e4m3 goes optimistically first (16-lane targets:
+// GroupProductsOptimistic; narrower ones: GroupProducts without the check) and again with the checked loop when the
+// group holds a NaN code.
 template <WeightKind K, bool kPerGroup>
 HWY_INLINE void GroupSums(const WeightRow (&rows)[kLanes], const float* HWY_RESTRICT a, std::int64_t k0,
-                          std::int64_t end, std::int64_t live, int shift, bool gfni, float* HWY_RESTRICT red) {
-  (void)gfni, (void)live;  // read where the GFNI decode is compiled
+                          std::int64_t end, int shift, float* HWY_RESTRICT red) {
   const DF df;
   VF acc[kLanes][kV];
   for (auto& o : acc) {
@@ -549,16 +546,7 @@ HWY_INLINE void GroupSums(const WeightRow (&rows)[kLanes], const float* HWY_REST
   }
 #endif
 #if MF_GEMM_WIDE
-  if constexpr (K == WeightKind::e4m3) {
-#if MF_GEMV_GFNI
-    if (gfni && (end - k0) % 32 == 0) {  // always, for weights with 32- or 128-wide blocks
-      done = GroupProductsGfni<kPerGroup>(rows, a, k0, end, live, shift, acc);
-    } else  // NOLINT(readability/braces)
-#endif
-    {
-      done = GroupProductsOptimistic<kPerGroup>(rows, a, k0, end, shift, acc);
-    }
-  }
+  if constexpr (K == WeightKind::e4m3) done = GroupProductsOptimistic<kPerGroup>(rows, a, k0, end, shift, acc);
 #endif
   if (!done) {
     for (auto& o : acc) {  // again, after an optimistic pass that met a NaN code
@@ -623,12 +611,7 @@ void GemvBlock(const Problem& p, std::int64_t row, const float* HWY_RESTRICT a, 
       p.weight_scales.empty() || p.weight_scales_inside ? nullptr
                                                         : p.weight_scales.data() + n0 / p.br * p.weight_scale_cols;
   const bool codes_outside = p.weight_scales.empty() && p.weight_scale_codes && !p.weight_scales_inside;  // none yet
-#if MF_GEMV_GFNI
-  const bool gfni = K == WeightKind::e4m3 && codec::CpuHasGfni();
-#else
-  const bool gfni = false;
-#endif
-#if MF_GEMM_WIDE && MF_GEMV_GFNI
+#if MF_GEMM_WIDE && MF_GEMV_VBMI
   if (kPerGroup && block != nullptr && block->pairs != nullptr) {
     BlockSumsDotBf16(rows, block->pairs, p.k, p.group, live, block->sums, block->redo);
   } else if (block != nullptr) {
@@ -645,7 +628,7 @@ void GemvBlock(const Problem& p, std::int64_t row, const float* HWY_RESTRICT a, 
     if (block != nullptr && !block->redo[g]) {
       std::copy(block->sums + kLanes * g, block->sums + kLanes * (g + 1), red);
     } else {
-      GroupSums<K, kPerGroup>(rows, a, k0, end, live, shift, gfni, red);
+      GroupSums<K, kPerGroup>(rows, a, k0, end, shift, red);
     }
     if constexpr (kPerGroup) ApplyRowFactors(rows, k0 >> shift, red);
     // One factor for the whole row: act_scales[0, group] (or 1); or for the whole tile, when its 16 rows share a
@@ -665,7 +648,7 @@ void GemvBlock(const Problem& p, std::int64_t row, const float* HWY_RESTRICT a, 
 
 // Which decode the e4m3 GEMV runs on this target and CPU (gemm_dispatch.h).
 HWY_INLINE const char* GemvE4m3Decode() {
-#if MF_GEMV_GFNI
+#if MF_GEMV_VBMI
   return "tables";
 #endif
   return MF_GEMM_WIDE ? "avx512" : "lanes";
@@ -700,7 +683,7 @@ struct GemvRowBuffers {
 struct GemvInputs {
   std::int64_t row;
   const float* a;
-  std::int64_t live;  // a multiple of 32 with a[k] == ±0 from there on (GroupProductsGfni)
+  std::int64_t live;  // a multiple of 32 with a[k] == ±0 from there on (BlockSumsTables, BlockSumsDotBf16)
   const float* scaled = nullptr;  // GemvRowBuffers::scaled
   BlockSumsInputs block{};        // sums == nullptr: groups one by one (GroupSums)
   const float* strided = nullptr;  // e2m1 on 16-lane targets: StridedActivations
@@ -766,7 +749,7 @@ HWY_INLINE GemvInputs GemvInputsOf(const Problem& p, std::int64_t row, const flo
   in.live = (in.live + 31) / 32 * 32;
   if (p.kind == WeightKind::e4m3 && p.e4m3_per_group) {
     rb.scaled.resize(static_cast<std::size_t>(p.k));
-    for (std::int64_t k = 0; k < p.k; ++k) rb.scaled[static_cast<std::size_t>(k)] = a[k] * 0x1p119f;
+    for (std::int64_t k = 0; k < p.k; ++k) rb.scaled[static_cast<std::size_t>(k)] = a[k] * kE4m3ActScale;
     in.scaled = rb.scaled.data();
   }
 #if MF_GEMM_WIDE
@@ -775,7 +758,7 @@ HWY_INLINE GemvInputs GemvInputsOf(const Problem& p, std::int64_t row, const flo
 #if MF_GEMM_WIDE || (HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2)
   if (p.kind == WeightKind::e2m1) in.e2m1_tables = E2m1Tables(p, b);
 #endif
-#if MF_GEMM_WIDE && MF_GEMV_GFNI
+#if MF_GEMM_WIDE && MF_GEMV_VBMI
   // e4m3 whose groups are whole 64-code lines (every 128x128, 1x128 and ue8m0 32x32 scheme): all groups of a block at
   // once, by the bf16 dot product where it is chosen, else by BlockSumsTables (whose unscaled weights take their
   // scale per 32 values). The sums and flags are scratch for one block at a time, shared by the rows: the same size

@@ -6,7 +6,8 @@
 //     rules, on every code's value, the midpoints between neighbours and their f32 neighbours, random bit patterns
 //     and specials; lanes the step hands on (NeedsScalar, NeedsExact) are left out, as its callers leave them.
 //   * the GEMM kernels' per-format decodes on every code: e4m3 with its constants built in, e4m3 placed and e2m1 by
-//     byte table at every width; e2m1 by lane permute and e4m3 by GFNI on full AVX-512 vectors.
+//     byte table at every width; e4m3 through fp16 on AVX2 and AVX-512, e2m1 by lane permute and e4m3 by byte
+//     table on full AVX-512 vectors.
 // The bulk casts, quantizers and GEMM kernels call these same functions, so a lane-count-dependent slip here (a
 // constant set only in some lanes, a partial vector's padding read back) would show in all of them.
 #include <bit>
@@ -21,7 +22,7 @@
 #include "minifloat/codec.h"
 #include "minifloat/format.h"
 
-// The GEMM kernels' decodes include AVX3_DL's (GFNI): compile that target here too, as src/cpu/gemm.cc does.
+// The GEMM kernels' decodes include AVX3_DL's (AVX512-VBMI): compile that target here too, as src/cpu/gemm.cc does.
 #define HWY_WANT_AVX3_DL
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "../tests/simd/element_codec_simd_test.cc"  // found through src/, the test's include path
@@ -264,23 +265,6 @@ struct TestE2m1Lanes {
 #endif
 
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3_DL
-// DecodeE4m3x32Gfni gives DecodeE4m3Placed's bits for every code (the target attribute: as the GEMV's, for GFNI).
-HWY_NOINLINE __attribute__((target(HWY_TARGET_STR ",gfni"))) void CheckGfni() {
-  std::vector<std::uint8_t> codes(256);
-  for (std::size_t c = 0; c < 256; ++c) codes[c] = static_cast<std::uint8_t>(c);
-  alignas(64) std::uint32_t gfni[32];
-  for (std::size_t at = 0; at < 256; at += 32) {
-    hn::Vec<cpu::DF16> w0, w1;
-    cpu::DecodeE4m3x32Gfni(codes.data() + at, w0, w1);
-    hn::Store(hn::BitCast(hn::RebindToUnsigned<cpu::DF16>(), w0), hn::RebindToUnsigned<cpu::DF16>(), gfni);
-    hn::Store(hn::BitCast(hn::RebindToUnsigned<cpu::DF16>(), w1), hn::RebindToUnsigned<cpu::DF16>(), gfni + 16);
-    for (std::uint32_t i = 0; i < 32; ++i) {
-      const auto placed = static_cast<std::uint32_t>((static_cast<std::int8_t>(at + i) * (1 << 20)) & 0x87F00000);
-      EXPECT_EQ(gfni[i], placed) << "GFNI decode of code " << hex(static_cast<std::uint32_t>(at + i));
-    }
-  }
-}
-
 // DecodeE4m3x64Bf16Pairs gives every code's value as bf16 (the scalar codec's f32 bits, whose low half is zero; a NaN
 // for the NaN codes), in the pairs the GEMV's dot product takes: lane i of w0 holds codes i (word 2i + 1) and 16 + i
 // (word 2i), of w1 codes 32 + i and 48 + i. Every code at every position: four rotations of 0..255.
@@ -337,11 +321,46 @@ HWY_NOINLINE void CheckE4m3x64() {
 }
 #endif
 
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
+// DecodeE4m3Half and DecodeE4m3Halves give every non-NaN code's value times 2^-8 (the NaN codes a finite value, as
+// DecodeE4m3Placed), never as an f32 subnormal. Every code at every position: codes stepped by 7 from many starts.
+HWY_NOINLINE void CheckE4m3Half() {
+  const hn::ScalableTag<float> df;
+  const std::size_t n = hn::Lanes(df);
+  std::vector<std::uint8_t> codes(256 + 2 * n);
+  for (std::size_t c = 0; c < codes.size(); ++c) codes[c] = static_cast<std::uint8_t>(c * 7 + 3);
+  std::vector<float> got(3 * n);
+  const auto check = [&](std::size_t at, std::size_t count) {
+    for (std::size_t i = 0; i < count; ++i) {
+      const std::uint32_t code = codes[at + i];
+      const float want = decode(e4m3, code);
+      EXPECT_NE(std::fpclassify(got[i]), FP_SUBNORMAL) << "code " << hex(code);
+      if (std::isnan(want)) {
+        EXPECT_TRUE(std::isfinite(got[i])) << "code " << hex(code);
+      } else {
+        EXPECT_EQ(std::bit_cast<std::uint32_t>(got[i] * 0x1p8f), std::bit_cast<std::uint32_t>(want))
+            << "code " << hex(code) << " at " << at + i << ", " << n << " lanes";
+      }
+    }
+  };
+  for (std::size_t at = 0; at < 256; ++at) {
+    hn::StoreU(cpu::DecodeE4m3Half(df, codes.data() + at), df, got.data());
+    check(at, n);
+    hn::Vec<decltype(df)> lo, hi;
+    cpu::DecodeE4m3Halves(df, codes.data() + at, lo, hi);
+    hn::StoreU(lo, df, got.data());
+    hn::StoreU(hi, df, got.data() + n);
+    check(at, 2 * n);
+  }
+}
+#endif
+
 // The full-vector decodes of AVX-512 (e2m1 by lane permute, plain and in the GEMV's strided order) and of AVX3_DL
-// (e4m3 by GFNI and to bf16 pairs, where the CPU has GFNI and VBMI), AVX2's e2m1 decode through a scaled table, and
-// the decodes through halves of AVX2 and AVX-512 (e4m3, e5m2, e3m2, e2m3, e2m1), on every byte of codes.
+// (e4m3 by byte table, to f32 and to bf16 pairs), AVX2's e2m1 decode through a scaled table, e4m3 through fp16 (AVX2
+// and AVX-512), and the decodes through halves of AVX2 and AVX-512 (e4m3, e5m2, e3m2, e2m3, e2m1), on every byte of codes.
 void TestWideDecodes() {
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
+  CheckE4m3Half();
   {
     std::vector<std::uint8_t> codes(256 + 15);
     for (std::size_t b = 0; b < codes.size(); ++b) codes[b] = static_cast<std::uint8_t>((b * 37 + 11) % 256);
@@ -415,9 +434,6 @@ void TestWideDecodes() {
   }
 #endif
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3_DL
-  if (cpu::CpuHasGfni()) {
-    CheckGfni();
-  }
   CheckBf16Pairs();  // AVX512-VBMI, which AVX3_DL has
   CheckE4m3x64();
 #endif
