@@ -39,6 +39,10 @@ namespace hn = hwy::HWY_NAMESPACE;
 #define MF_GEMV_VBMI 0
 #endif
 
+// How LoadWeights decodes e4m3: through fp16 (F16C: AVX2 and newer) to value x 2^-8, never an f32 subnormal; on
+// narrower targets the fields moved into f32 place, value x 2^-120 (an f32 subnormal for a subnormal code, which
+// costs a microcode assist per fma on Intel's cores: docs/gemm.md). With per-group factors the activations carry the
+// rest of 2^-1 (kE4m3ActScale), so that every product is a x value / 2 either way.
 #undef MF_GEMV_E4M3_HALF
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
 #define MF_GEMV_E4M3_HALF 1
@@ -108,10 +112,10 @@ HWY_INLINE WeightRow RowOf(const Problem& p, std::int64_t row) {
   return {p.codes + row * p.k, nullptr, p.e4m3_factor.data() + factors, nullptr, nullptr, nullptr, p.k};
 }
 
-// kL lanes of w[row, k..] exactly as Problem::weight gives them. e4m3: the code, sign-extended, shifted so that
-// its fields sit where f32's do (bits 20-26, sign at 31) is the value times 2^-120 (an f32 subnormal for subnormal
-// codes, as exact); one product by 2^120 * scale gives value * scale exactly (it is representable); NaN codes are
-// put back after.
+// kL lanes of w[row, k..] exactly as Problem::weight gives them. e4m3: through fp16 the value times 2^-8
+// (codec::DecodeE4m3Half), or the code, sign-extended, shifted so that its fields sit where f32's do (bits 20-26,
+// sign at 31): the value times 2^-120 (an f32 subnormal for subnormal codes, as exact); one product by 2^120 x
+// scale times 2^-112 or 1 gives value * scale exactly (it is representable); NaN codes are put back after.
 // kNanCheck = false leaves NaN codes as finite values: for callers that look for them another way.
 template <WeightKind K, bool kPerGroup = false, bool kNanCheck = true>
 HWY_INLINE VF LoadWeights(const WeightRow& r, std::int64_t k, int shift) {
@@ -131,6 +135,7 @@ HWY_INLINE VF LoadWeights(const WeightRow& r, std::int64_t k, int shift) {
     const auto c = hn::PromoteTo(di, hn::LoadU(d8, reinterpret_cast<const std::int8_t*>(r.codes + k)));
     const auto bits = codec::DecodeE4m3Placed(di, c);
     // kPerGroup: the bits as they are (value x 2^-120); the activations carry 2^119 and the group's sum the rest.
+    // (Here only on SSE4 and narrower.)
     const VF v = kPerGroup ? hn::BitCast(df, bits) : hn::Mul(hn::BitCast(df, bits), hn::Set(df, r.scales[k >> shift]));
 #endif
     if constexpr (!kNanCheck) return v;
@@ -334,19 +339,19 @@ HWY_INLINE bool GroupProductsOptimistic(const WeightRow (&rows)[kLanes], const f
 }
 
 #if MF_GEMV_VBMI
-// The sums of every group of a 16-row block (GemvBlock) on AVX3_DL, for e4m3 weights whose groups are whole lines
-// of 64 codes: the codes decoded by table to their f32 values (codec::DecodeE4m3x64), which are never f32
-// subnormals, into one fma per weight in the definition's order. The GFNI decode gives value x 2^-120, an f32
-// subnormal for each subnormal code, and Intel's cores take a microcode assist for every fma that reads one: on the
-// Sapphire Rapids-class Xeon a GEMV whose 128 x 128 blocks each held a 100-sigma outlier (0.42% subnormal codes) ran
-// at a third of the Gaussian speed, and Gaussian weights' 0.014% cost 10-25% (docs/gemm.md). This loop's speed does
-// not depend on the values, and NaN codes decode to NaN and reach their sums as in the definition, so no look on the
-// side. kPerGroup: `a` is the activation row halved (exact) and each row's factor goes on the group sum as for the
-// other loops (a/2 x value is a x 2^119 x value x 2^-120, so the sums are theirs bit for bit); otherwise `a` is the
-// row as it is and each 32-value block's weights are multiplied by their power-of-two scale (the row's factor times
-// 2^-120: value x scale, exact, the definition's weight). Lines wholly past `live` (zero activations) are only looked
-// through for NaN codes: redo[g] = 1 where one was seen (the caller redoes the group with the checked loop).
-// sums[16 g + bitrev4(i)]: group g of row i. group % 64 == 0, k % group == 0.
+// The sums of every group of a 16-row block (GemvBlock) on AVX3_DL, for e4m3 weights whose groups are whole lines of 64
+// codes: the codes decoded by table to their f32 values (codec::DecodeE4m3x64), which are never f32 subnormals, into
+// one fma per weight in the definition's order. The GFNI decode this replaced gave value x 2^-120, an f32 subnormal for
+// each subnormal code, and Intel's cores take a microcode assist for every fma that reads one: on the Sapphire
+// Rapids-class Xeon a GEMV whose 128 x 128 blocks each held a 100-sigma outlier (0.42% subnormal codes) ran at a third
+// of the Gaussian speed (docs/gemm.md). This loop's speed does not depend on the values, and NaN codes decode to NaN
+// and reach their sums as in the definition, so no look on the side. kPerGroup: `a` is the activation row halved
+// (exact) and each row's factor goes on the group sum as for the other loops (a/2 x value is a x 2^119 x value x
+// 2^-120, so the sums are theirs bit for bit); otherwise `a` is the row as it is and each 32-value block's weights are
+// multiplied by their power-of-two scale (the row's factor times 2^-120: value x scale, exact, the definition's weight;
+// scale blocks at least 32 wide, GemvInputsOf). Lines wholly past `live` (zero activations) are only looked through for
+// NaN codes: redo[g] = 1 where one was seen (the caller redoes the group with the checked loop). sums[16 g +
+// bitrev4(i)]: group g of row i. group % 64 == 0, k % group == 0.
 template <bool kPerGroup>
 HWY_NOINLINE void BlockSumsTables(const WeightRow (&rows)[kLanes], const float* HWY_RESTRICT a, std::int64_t k,
                                   std::int64_t group, std::int64_t live, int shift, float* HWY_RESTRICT sums,
@@ -428,12 +433,12 @@ HWY_INLINE bool CpuDotBf16RoundsTwice() {
 
 // The sums of every group of a 16-row block (GemvBlock), multiplied with AVX512-BF16's dot product where
 // CpuDotBf16RoundsTwice(), for e4m3 weights with per-group factors: the codes become their exact values as bf16
-// (DecodeE4m3x64Bf16Pairs), `pairs` holds the activations times 2^-1 as bf16 in the same pairs (DotBf16Pairs), and
-// each dot product adds, to lane i, the products of k and then k + 16 (k = i mod 16), each rounded: the fmas of the
-// definition in its order. Every input is a normal bf16 (|a| / 2 and |value| in [2^-10, 448]) and every product and
-// sum a multiple of 2^-19 below 2^24, so the instruction's flush of denormals never acts, and each group's tree sum
-// is GroupSums' (a x 2^119 times value x 2^-120) bit for bit. 32 products per instruction where the fma makes 16,
-// and 8 operations per 64 weights where GFNI takes 10; the tree runs in registers, group after group, with no call
+// (DecodeE4m3x64Bf16Pairs), `pairs` holds the activations times 2^-1 as bf16 in the same pairs (DotBf16Pairs), and each
+// dot product adds, to lane i, the products of k and then k + 16 (k = i mod 16), each rounded: the fmas of the
+// definition in its order. Every input is a normal bf16 (|a| / 2 and |value| in [2^-10, 448]) and every product and sum
+// a multiple of 2^-19 below 2^24, so the instruction's flush of denormals never acts, and each group's tree sum is
+// GroupSums' (a x value / 2) bit for bit. 32 products per instruction where the fma makes 16, and 8 operations per 64
+// weights where BlockSumsTables takes 14 (with its fmas); the tree runs in registers, group after group, with no call
 // in between. NaN codes decode to NaN and reach the sums as in the definition; only lines wholly past `live` (zero
 // activations) are skipped and looked through for NaN codes: redo[g] = 1 where one was seen (the caller redoes the
 // group with the checked loop). sums[16 g + bitrev4(i)]: group g of row i. group % 64 == 0, k % group == 0.
@@ -580,9 +585,10 @@ struct BlockSumsInputs {
 
 // C[row, n0 .. n0 + 16) into c from `a`, that activation row (lane order of the 1 x 16 tile: column n0 + i in lane
 // bitrev4(i); e2m1 on 16-lane targets: in lane StridedTreeLane(i)).
-// kPerGroup (e4m3, Problem::e4m3_per_group): `a` is the activation row times 2^119 and each row's factor
-// (2^120 x scale) is applied to its group sum, times 2^-119, instead of to every weight: one multiply less per 16
-// weights. Every product a 2^119 x value 2^-120 is the definition's product a x value x scale times 2^-1 / scale, a
+// kPerGroup (e4m3, Problem::e4m3_per_group): `a` is the activation row times kE4m3ActScale (block->a: halved) and
+// each row's factor (2^120 x scale) is applied to its group sum, times 2^-119, instead of to every weight: one
+// multiply less per 16 weights. Every product (a x 2^7 times value x 2^-8, a x 2^119 times value x 2^-120, or a/2
+// times value: a x value / 2 each) is the definition's product a x value x scale times 2^-1 / scale, a
 // power of two, and stays normal (|a|, |value| in [2^-9, 448], scale in [2^-100, 2^7]); so does every partial and
 // tree sum (multiples of 2^-19, below 2^24), and scaling by a power of two commutes with each of their roundings: the
 // group sum times 2 x scale is the definition's group sum, bit for bit.
@@ -674,7 +680,7 @@ HWY_INLINE bool GemvFits(const Problem& p) {
 // What a GEMV call makes from its activation rows, kept per thread from call to call (a decode step makes hundreds
 // of calls; no allocation once they have grown to the largest K and M).
 struct GemvRowBuffers {
-  std::vector<float> scaled;         // a x 2^119 (exact: |a| <= 448), for the e4m3 GEMV's per-group factors
+  std::vector<float> scaled;         // a x kE4m3ActScale (exact: |a| <= 448), for the e4m3 GEMV's per-group factors
   std::vector<std::uint16_t> pairs;  // DotBf16Pairs (AVX3_DL and newer)
   std::vector<float> halves;         // a / 2 (exact), for BlockSumsTables' per-group factors (AVX3_DL)
   std::vector<float> strided;        // e2m1 on 16-lane targets: a in the strided lane order

@@ -355,9 +355,9 @@ HWY_NOINLINE void CheckE4m3Half() {
 }
 #endif
 
-// The full-vector decodes of AVX-512 (e2m1 by lane permute, plain and in the GEMV's strided order) and of AVX3_DL
-// (e4m3 by byte table, to f32 and to bf16 pairs), AVX2's e2m1 decode through a scaled table, e4m3 through fp16 (AVX2
-// and AVX-512), and the decodes through halves of AVX2 and AVX-512 (e4m3, e5m2, e3m2, e2m3, e2m1), on every byte of codes.
+// The full-vector decodes of AVX-512 (e2m1 by lane permute, plain and in the GEMV's strided order) and of AVX3_DL (e4m3
+// by byte table, to f32 and to bf16 pairs), AVX2's e2m1 decode through a scaled table, e4m3 through fp16 (AVX2 and
+// AVX-512), and the decodes through halves of AVX2 and AVX-512 (e4m3, e5m2, e3m2, e2m3, e2m1), on every byte of codes.
 void TestWideDecodes() {
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
   CheckE4m3Half();
