@@ -254,7 +254,7 @@ int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   if (!mf::bench::restrict_target("bench_gemm")) return 2;  // MF_BENCH_TARGET=AVX2: as an AVX2 CPU would
   if (mf::bench::have_blas()) benchmark::AddCustomContext("openblas_core", mf::bench::blas_core());
-  // MF_GEMV_BF16_DOT=0 / 1: the e4m3 GEMV's GFNI loop / bf16 dot product on a CPU that can run both.
+  // MF_GEMV_BF16_DOT=0 / 1: the e4m3 GEMV's table loop / bf16 dot product on a CPU that can run both.
   if (const char* dot = std::getenv("MF_GEMV_BF16_DOT"); dot != nullptr && std::string(dot) == "0") {
     mf::gemm::choose_gemv_e4m3_bf16_dot(mf::gemm::GemvBf16Dot::never);
   } else if (dot != nullptr && std::string(dot) == "1") {

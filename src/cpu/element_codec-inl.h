@@ -511,6 +511,8 @@ HWY_INLINE hn::Mask<DI> E4m3IsNan(DI di, VI code) {
 // exact. The conversion to f32 (vcvtph2ps) makes every value a normal f32 (2^-17 up) without a microcode assist,
 // where DecodeE4m3Placed's f32 subnormals cost one per fma that reads them on Intel's cores (docs/gemm.md). NaN codes
 // come out finite, as there. One kL-lane vector from kL codes, or two from 2 kL (the shift and mask on one vector).
+// The same fp16 placement as Halves (the bulk casts' decode, below) makes for e4m3, without its NaN step and its
+// product by 2^8: the GEMV looks for NaN codes on the side and folds the 2^8 into its activations.
 template <class DF>
 HWY_INLINE hn::Vec<DF> DecodeE4m3Half(DF df, const std::uint8_t* codes) {
   const hn::Rebind<std::int16_t, DF> d16;

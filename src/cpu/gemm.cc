@@ -4,8 +4,9 @@
 // gemm-inl.h and gemm_column_lanes-inl.h. Weights are read once per pass of activation rows (once in all for
 // M <= 256, and for M <= 512 with the column-lane tile), so decode-shaped calls stream the packed weights once.
 
-// Highway compiles its AVX3_DL target (AVX-512 with VBMI, GFNI's CPUs) only where asked: here, for the e4m3 GEMV's
-// table and GFNI decodes (gemv-inl.h). Other kernels gain nothing from it, so their files leave it out (compile time).
+// Highway compiles its AVX3_DL target (AVX-512 with VBMI: Ice Lake and Zen 4 on) only where asked: here, for the e4m3
+// GEMV's table decode and bf16 dot product (gemv-inl.h). Other kernels gain nothing from it, so their files leave it
+// out (compile time).
 #define HWY_WANT_AVX3_DL
 #include <omp.h>
 
@@ -61,7 +62,7 @@ void ComputeColumns(const Problem& p, const float* a, std::size_t lda, std::int6
 bool NativeFma() { return HWY_NATIVE_FMA != 0; }
 const char* GemvDecode() { return GemvE4m3Decode(); }
 bool GemvDotBf16() {
-#if MF_GEMM_WIDE && MF_GEMV_GFNI
+#if MF_GEMM_WIDE && MF_GEMV_VBMI
   return CpuDotBf16RoundsTwice();
 #else
   return false;

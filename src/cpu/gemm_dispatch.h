@@ -5,8 +5,9 @@
 namespace mf::gemm {
 
 // The decode of the e4m3 GEMV (M = 1) on the target dispatch picks now: "tables" (AVX3_DL and newer: AVX512-VBMI's
-// byte tables, to f32 values that are never subnormal; GFNI for 32-wide groups; src/cpu/gemv-inl.h), "avx512" (AVX3:
-// fields shifted into place) or "lanes" (narrower targets).
+// byte tables, to f32 values that are never subnormal, for groups of whole 64-code lines; others go through fp16 as
+// on AVX3; src/cpu/gemv-inl.h), "avx512" (AVX3: 16 lanes through fp16) or "lanes" (narrower targets: 8 lanes through
+// fp16 on AVX2, fields shifted into f32 place on SSE4 and below).
 const char* gemv_e4m3_decode();
 
 // Where the CPU's AVX512-BF16 dot product rounds as two fmas (gemv-inl.h), the e4m3 GEMV with per-group factors has

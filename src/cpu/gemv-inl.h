@@ -32,8 +32,10 @@ namespace mf::gemm {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
+// AVX3_DL or newer: AVX512-VBMI's byte permutes (Highway takes AVX3_DL only on a CPU with VBMI, VBMI2, VNNI,
+// BITALG, VPOPCNTDQ, VAES and VPCLMULQDQ).
 #undef MF_GEMV_VBMI
-#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3_DL  // AVX3_DL or newer: AVX512-VBMI's byte permutes
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3_DL
 #define MF_GEMV_VBMI 1
 #else
 #define MF_GEMV_VBMI 0
@@ -73,9 +75,9 @@ HWY_INLINE void PrefetchRowAhead(const void* row, std::int64_t at, std::int64_t 
   PrefetchAhead(row, to);
 }
 // How far ahead: 512 bytes for the 8-lane loops (measured on Zen 4: docs/benchmark-history.md); 256 for the 16-lane
-// e4m3 loops (GFNI and AVX512-BF16) and the e2m1 loop: with the weights streamed on the Sapphire Rapids-class Xeon,
-// 256 beat 128, 512, 1024 and 2048, by 12-21% over 512 for the dot product, 5-10% for GFNI, and 2-12% over no
-// prefetch for e2m1 (BENCHMARKS.md).
+// e4m3 loops (table and AVX512-BF16) and the e2m1 loop: with the weights streamed on the Sapphire Rapids-class Xeon,
+// 256 beat 128, 512, 1024 and 2048, by 12-21% over 512 for the dot product, 5-10% for the GFNI loop the table loop
+// replaced, and 2-12% over no prefetch for e2m1 (BENCHMARKS.md); the table loop with none ran 0.48-0.77x streamed.
 constexpr std::int64_t kPrefetchAhead8 = 512, kPrefetchAhead16 = 256;
 #endif
 

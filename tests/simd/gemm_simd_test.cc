@@ -1,8 +1,8 @@
 // The fast GEMMs (mf::fp8_gemm, fp4_gemm, bf16_gemm, f32_gemm: Highway SIMD + OpenMP) against the scalar
 // definitions (mf::ref::), bit for bit (every NaN counts as equal to every NaN), on every Highway target this CPU
 // supports and the build compiled (Highway's TestWithParamTarget: one instance per target, dispatch pinned to it;
-// AVX3_DL runs the e4m3 GEMV's table decode into f32 fmas (and GFNI for 32-wide groups), and its bf16 dot product
-// where the CPU has one that rounds as two fmas, AVX3 the plain AVX-512 one), with 1 and 2 threads, f32 and bf16
+// AVX3_DL runs the e4m3 GEMV's table decode into f32 fmas, and its bf16 dot product where the CPU has one that
+// rounds as two fmas, AVX3 the plain AVX-512 loop through fp16), with 1 and 2 threads, f32 and bf16
 // output, with and without accumulate.
 // Shapes cover each register tile (M = 1, 2, 3 and more, and the column-lane tile from 16 on AVX-512 and 8 on AVX2,
 // with M not a multiple of its 4 or 2 rows and N ending inside its 32 or 16 columns), row passes (M > 256 for the
@@ -468,9 +468,9 @@ TEST_P(GemmSimdTarget, PlainBf16AndF32) {
   }
 }
 
-// The e4m3 GEMV decodes by table on AVX3_DL and newer (AVX512-VBMI; GFNI for 32-wide groups where the CPU has it),
-// by shifting fields on AVX3 and by lanes on narrower targets: each instance of the tests above runs the path its
-// target names.
+// The e4m3 GEMV decodes by table on AVX3_DL and newer (AVX512-VBMI), through fp16 in 16 lanes on AVX3 and in 8 on
+// AVX2, and by shifted fields on narrower targets: each instance of the tests above runs the path its target names.
+// Where the CPU has AVX512-BF16 the dot product must be available on AVX3_DL, so that each_e4m3_gemv_loop runs it.
 TEST_P(GemmSimdTarget, E4m3GemvDecodeFollowsTheTarget) {
   const std::int64_t target = GetParam();
   std::string expected = "lanes";
@@ -492,9 +492,9 @@ TEST_P(GemmSimdTarget, E4m3GemvDecodeFollowsTheTarget) {
   }
 #if HWY_ARCH_X86
   if (expected == "tables" && __builtin_cpu_supports("avx512bf16")) {
-    // Zen 4 and the Sapphire Rapids-class Xeon round as two fmas (measured); a CPU that does not keeps the GFNI
-    // loop, and says so here.
-    if (!dot) std::printf("this CPU's vdpbf16ps does not round as two fmas: the GFNI loop runs\n");
+    // Zen 4 and the Sapphire Rapids-class Xeon round as two fmas (measured); a CPU that does not would keep the
+    // table loop, and fail here until it is named as such.
+    EXPECT_TRUE(dot) << "this CPU's vdpbf16ps does not round as two fmas, or the dot product is not compiled in";
   }
 #endif
   mf::gemm::choose_gemv_e4m3_bf16_dot(mf::gemm::GemvBf16Dot::never);
