@@ -6,7 +6,8 @@
 // GemmIndependent/...: M = 1 as one single-thread call per thread at once: the threaded call's ceiling.
 // GemmOutliers/...: the fp8 GEMV on weights with one outlier per 128 x 128 block (e4m3 subnormal codes).
 // MF_GEMV_BF16_DOT=0 / 1 turns the e4m3 GEMV's bf16 dot product off / on where the CPU can run it (by default the
-// loop faster on the CPU's maker runs: src/cpu/gemm_dispatch.h), to compare the loops.
+// loop faster on the CPU's maker runs: src/cpu/gemm_dispatch.h), to compare the loops; MF_GEMV_F32_FIELDS=0 / 1 the
+// AVX2 loop's e4m3 codes through fp16 / into f32 fields.
 // GemvSmall/...: M = 1 on one thread on about the Linear shapes of a small LLM (SmolLM2-135M: hidden 576, 640 here:
 // whole 128 x 128 blocks; MLP 1536), weights in L2: where a decode step's per-call costs show.
 // DotBf16Peak: AVX512-BF16's dot product beside FmaPeak. ReadRows/<threads>/<row bytes>: the read bandwidth's array
@@ -254,14 +255,21 @@ int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   if (!mf::bench::restrict_target("bench_gemm")) return 2;  // MF_BENCH_TARGET=AVX2: as an AVX2 CPU would
   if (mf::bench::have_blas()) benchmark::AddCustomContext("openblas_core", mf::bench::blas_core());
-  // MF_GEMV_BF16_DOT=0 / 1: the e4m3 GEMV's table loop / bf16 dot product on a CPU that can run both.
-  if (const char* dot = std::getenv("MF_GEMV_BF16_DOT"); dot != nullptr && std::string(dot) == "0") {
-    mf::gemm::choose_gemv_e4m3_bf16_dot(mf::gemm::GemvBf16Dot::never);
-  } else if (dot != nullptr && std::string(dot) == "1") {
-    mf::gemm::choose_gemv_e4m3_bf16_dot(mf::gemm::GemvBf16Dot::always);
-  }
+  // MF_GEMV_BF16_DOT=0 / 1: the e4m3 GEMV's table loop / bf16 dot product on a CPU that can run both;
+  // MF_GEMV_F32_FIELDS=0 / 1: its AVX2 loop through fp16 / with f32 fields.
+  const auto choose = [](const char* variable, void (*choose_loop)(mf::gemm::GemvChoice)) {
+    const char* value = std::getenv(variable);
+    if (value != nullptr && std::string(value) == "0") choose_loop(mf::gemm::GemvChoice::never);
+    if (value != nullptr && std::string(value) == "1") choose_loop(mf::gemm::GemvChoice::always);
+  };
+  choose("MF_GEMV_BF16_DOT", mf::gemm::choose_gemv_e4m3_bf16_dot);
+  choose("MF_GEMV_F32_FIELDS", mf::gemm::choose_gemv_e4m3_f32_fields);
   benchmark::AddCustomContext("e4m3_gemv", std::string(mf::gemm::gemv_e4m3_decode()) +
-                                               (mf::gemm::gemv_e4m3_bf16_dot() ? " + bf16 dot" : ""));
+                                               (mf::gemm::gemv_e4m3_bf16_dot() ? " + bf16 dot" : "") +
+                                               (mf::gemm::gemv_e4m3_f32_fields_available()
+                                                    ? (mf::gemm::gemv_e4m3_f32_fields_chosen() ? " + f32 fields"
+                                                                                               : " + fp16")
+                                                    : ""));
   const int threads = omp_get_max_threads();
   benchmark::RegisterBenchmark("FmaPeak", BM_FmaPeak)->Arg(threads)->Iterations(1)->UseRealTime();
   benchmark::RegisterBenchmark("ReadBandwidth", BM_ReadBandwidth)->Arg(threads)->Iterations(1)->UseRealTime();

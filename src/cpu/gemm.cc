@@ -68,9 +68,11 @@ bool GemvDotBf16() {
   return false;
 #endif
 }
-// M = 1 to 7 (kGemvRowsBelow): the GEMV, row by row over each chunk of columns (GemvColumns). The register tiles
-// computed M = 2 to 7 at 0.5-0.9x the GEMV's GFLOP/s at M = 1, so each token of a small batch cost more than a lone
-// one; from 8 rows on they are faster than the GEMV (BENCHMARKS.md).
+bool GemvLanesBlocks() { return MF_GEMV_LANES_BLOCKS != 0; }
+// M = 1 to 7, 11 on AVX2 (kGemvRowsBelow): the GEMV, row by row over each chunk of columns (GemvColumns). The
+// register tiles computed M = 2 to 7 at 0.5-0.9x the GEMV's GFLOP/s at M = 1, so each token of a small batch cost
+// more than a lone one; from 8 rows on they are faster than the GEMV on AVX-512, from 12 on AVX2 (on Zen 3 the
+// column-lane tile ran M = 8 at 0.6-0.9x the fp8 and mxfp4 GEMV: BENCHMARKS.md).
 bool UsesGemv(const Problem& p) { return p.m < kGemvRowsBelow && GemvFits(p); }
 
 }  // namespace HWY_NAMESPACE
@@ -89,21 +91,16 @@ HWY_EXPORT(UsesColumnLanes);
 
 HWY_EXPORT(GemvDecode);
 HWY_EXPORT(GemvDotBf16);
+HWY_EXPORT(GemvLanesBlocks);
 
 const char* gemv_e4m3_decode() { return HWY_DYNAMIC_DISPATCH(GemvDecode)(); }
 bool gemv_e4m3_bf16_dot_available() { return HWY_DYNAMIC_DISPATCH(GemvDotBf16)(); }
+bool gemv_e4m3_f32_fields_available() { return HWY_DYNAMIC_DISPATCH(GemvLanesBlocks)(); }
 bool gemv_e4m3_bf16_dot() { return gemv_e4m3_bf16_dot_available() && gemv_e4m3_bf16_dot_chosen(); }
 
 namespace {
-std::atomic<GemvBf16Dot> bf16_dot_choice{GemvBf16Dot::faster};
-}  // namespace
-void choose_gemv_e4m3_bf16_dot(GemvBf16Dot choice) { bf16_dot_choice.store(choice, std::memory_order_relaxed); }
-bool gemv_e4m3_bf16_dot_chosen() {
-  switch (bf16_dot_choice.load(std::memory_order_relaxed)) {
-    case GemvBf16Dot::always: return true;
-    case GemvBf16Dot::never: return false;
-    case GemvBf16Dot::faster: break;
-  }
+// Whether this is an AMD CPU: the loops GemvChoice::faster picks were measured faster on the maker's cores.
+bool cpu_is_amd() {
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
   static const bool amd = [] {
     __builtin_cpu_init();
@@ -114,6 +111,21 @@ bool gemv_e4m3_bf16_dot_chosen() {
   return false;
 #endif
 }
+bool chosen(const std::atomic<GemvChoice>& choice) {
+  switch (choice.load(std::memory_order_relaxed)) {
+    case GemvChoice::always: return true;
+    case GemvChoice::never: return false;
+    case GemvChoice::faster: break;
+  }
+  return cpu_is_amd();
+}
+std::atomic<GemvChoice> bf16_dot_choice{GemvChoice::faster};
+std::atomic<GemvChoice> f32_fields_choice{GemvChoice::faster};
+}  // namespace
+void choose_gemv_e4m3_bf16_dot(GemvChoice choice) { bf16_dot_choice.store(choice, std::memory_order_relaxed); }
+bool gemv_e4m3_bf16_dot_chosen() { return chosen(bf16_dot_choice); }
+void choose_gemv_e4m3_f32_fields(GemvChoice choice) { f32_fields_choice.store(choice, std::memory_order_relaxed); }
+bool gemv_e4m3_f32_fields_chosen() { return chosen(f32_fields_choice); }
 
 namespace {
 

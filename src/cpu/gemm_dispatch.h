@@ -10,13 +10,16 @@ namespace mf::gemm {
 // fp16 on AVX2, fields shifted into f32 place on SSE4 and below).
 const char* gemv_e4m3_decode();
 
+// Where two e4m3 GEMV loops give the same bits, which one runs: `faster` (the default) the one measured faster on
+// the CPU's maker, `always` the second named below (where it can run), `never` the first. Tests and benchmarks pin
+// each in turn.
+enum class GemvChoice { faster, always, never };
+
 // Where the CPU's AVX512-BF16 dot product rounds as two fmas (gemv-inl.h), the e4m3 GEMV with per-group factors has
-// two loops that give the same bits: the dot product and the table decode's f32 fmas. `faster` (the default) runs
-// the one measured faster on the CPU's maker: the dot product on AMD's (Zen 4: 1.1-2x the GFNI loop the fmas had
-// then), the fmas on Intel's (a Sapphire Rapids-class Xeon, where the dot product issues at a quarter of the fma's
-// rate: 40 GFLOP/s against 48-53 with the weights cached; BENCHMARKS.md). Tests and benchmarks pin either.
-enum class GemvBf16Dot { faster, always, never };
-void choose_gemv_e4m3_bf16_dot(GemvBf16Dot choice);
+// two loops on AVX3_DL: the table decode's f32 fmas and the dot product. `faster` runs the dot product on AMD's CPUs
+// (Zen 4: 1.1-2x the GFNI loop the fmas had then), the fmas on Intel's (a Sapphire Rapids-class Xeon, where the dot
+// product issues at a quarter of the fma's rate: 40 GFLOP/s against 48-53 with the weights cached; BENCHMARKS.md).
+void choose_gemv_e4m3_bf16_dot(GemvChoice choice);
 // Whether the choice lets the dot product run on this CPU (before its capability checks).
 bool gemv_e4m3_bf16_dot_chosen();
 // Whether the dot product can run on the target dispatch picks now (AVX3_DL or newer, a dot product that rounds as
@@ -24,5 +27,14 @@ bool gemv_e4m3_bf16_dot_chosen();
 bool gemv_e4m3_bf16_dot_available();
 // Whether it runs there: available and chosen.
 bool gemv_e4m3_bf16_dot();
+
+// On AVX2 the e4m3 GEMV with per-group factors decodes the codes through fp16 or moves their fields into f32 place
+// (value x 2^-120: an f32 subnormal for a subnormal code, one instruction less per 8 codes). `faster` places the
+// fields on AMD's CPUs, which multiply f32 subnormals at full speed (Zen 3: 1.4x the fp16 loop, BENCHMARKS.md), and
+// goes through fp16 on Intel's, which take a microcode assist for every fma that reads one (docs/gemm.md).
+void choose_gemv_e4m3_f32_fields(GemvChoice choice);
+bool gemv_e4m3_f32_fields_chosen();
+// Whether the target dispatch picks now has the two AVX2 loops (AVX2, not AVX-512).
+bool gemv_e4m3_f32_fields_available();
 
 }  // namespace mf::gemm

@@ -40,6 +40,7 @@ namespace hn = hwy::HWY_NAMESPACE;
 #else
 #define MF_GEMV_VBMI 0
 #endif
+#undef MF_GEMV_LANES_BLOCKS
 
 // How LoadWeights decodes e4m3: through fp16 (F16C: AVX2 and newer) to value x 2^-8, never an f32 subnormal; on
 // narrower targets the fields moved into f32 place, value x 2^-120 (an f32 subnormal for a subnormal code, which
@@ -505,6 +506,84 @@ HWY_INLINE bool DotBf16Pairs(const Problem& p, const float* a, std::vector<std::
 #endif  // MF_GEMV_VBMI
 #endif  // MF_GEMM_WIDE
 
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2 && !MF_GEMM_WIDE
+#define MF_GEMV_LANES_BLOCKS 1
+// AVX2: 16 e4m3 codes -> their two vectors of weights. kFields: the fields moved into f32 place, value x 2^-120
+// (codec::DecodeE4m3Placed: an f32 subnormal for a subnormal code): per 8 codes a sign-extending load, a shift and an
+// and, which Zen 3 runs in 1.4 cycles with the fma where the fp16 route (codec::DecodeE4m3Halves, value x 2^-8) takes
+// 2 (BENCHMARKS.md). NaN codes come out finite either way.
+template <bool kFields>
+HWY_INLINE void DecodeE4m3Pair(const std::uint8_t* codes, VF& w0, VF& w1) {
+  const DF df;
+  if constexpr (kFields) {
+    const DI di;
+    const hn::Rebind<std::int8_t, DF> d8;
+    const auto* c = reinterpret_cast<const std::int8_t*>(codes);
+    w0 = hn::BitCast(df, codec::DecodeE4m3Placed(di, hn::PromoteTo(di, hn::LoadU(d8, c))));
+    w1 = hn::BitCast(df, codec::DecodeE4m3Placed(di, hn::PromoteTo(di, hn::LoadU(d8, c + 8))));
+  } else {
+    codec::DecodeE4m3Halves(df, codes, w0, w1);
+  }
+}
+
+// The sums of every group of a 16-row block (GemvBlock) on AVX2, for e4m3 weights with per-group factors whose groups
+// are whole lines of 64 codes: four rows at a time (their 8 accumulators stay in registers), one fma per weight in
+// the definition's order, and the tree (ReduceAvx2) once per group. Each row's line is asked into L2 and looked
+// through for NaN codes in the pass that multiplies it (running unsigned and signed byte maxima, which reach 0xFF or
+// 0x7F only where a NaN code was seen: two operations per 32 codes), where GroupProducts' separate loops over the
+// group for both took a third of the time with the weights in L2 on Zen 3. `a` is the activation row times 2^119
+// (kFields) or 2^7 (fp16), so that every product is a x value / 2 as in GroupSums, bit for bit. Lines wholly past
+// `live` (zero activations) are only looked through. redo[g] = 1 where group g holds a NaN code (the caller redoes it
+// with the checked loop). sums[16 g + bitrev4(i)]: group g of row i. group % 64 == 0, k % group == 0.
+template <bool kFields>
+HWY_NOINLINE void BlockSumsLanes(const WeightRow (&rows)[kLanes], const float* HWY_RESTRICT a, std::int64_t k,
+                                 std::int64_t group, std::int64_t live, float* HWY_RESTRICT sums,
+                                 std::uint8_t* HWY_RESTRICT redo) {
+  const DF df;
+  const hn::Full256<std::uint8_t> du8;
+  const hn::Full256<std::int8_t> di8;
+  for (std::int64_t k0 = 0, g = 0; k0 < k; k0 += group, ++g) {
+    auto seen_u = hn::Zero(du8);
+    auto seen_s = hn::Set(di8, std::int8_t{-128});
+    VF acc[kLanes][kV];
+    for (int quad = 0; quad < kLanes; quad += 4) {
+      const std::uint8_t* codes[4];
+      for (int j = 0; j < 4; ++j) codes[j] = rows[quad + j].codes;
+      VF s[4][2];
+      for (auto& r : s) r[0] = r[1] = hn::Zero(df);
+      for (std::int64_t line = k0; line < k0 + group; line += 64) {
+#pragma GCC unroll 4
+        for (int j = 0; j < 4; ++j) {
+          const std::uint8_t* at = codes[j] + line;
+          if (line < live) PrefetchRowAhead(codes[j], line, kPrefetchAhead8, rows[quad + j].bytes);
+          seen_u = hn::Max(seen_u, hn::Max(hn::LoadU(du8, at), hn::LoadU(du8, at + 32)));
+          const auto* signed_at = reinterpret_cast<const std::int8_t*>(at);
+          seen_s = hn::Max(seen_s, hn::Max(hn::LoadU(di8, signed_at), hn::LoadU(di8, signed_at + 32)));
+        }
+        if (line >= live) continue;
+#pragma GCC unroll 4
+        for (std::int64_t step = 0; step < 64; step += kLanes) {
+          const VF a0 = hn::LoadU(df, a + line + step), a1 = hn::LoadU(df, a + line + step + 8);
+#pragma GCC unroll 4
+          for (int j = 0; j < 4; ++j) {
+            VF w0, w1;
+            DecodeE4m3Pair<kFields>(codes[j] + line + step, w0, w1);
+            s[j][0] = hn::MulAdd(a0, w0, s[j][0]);
+            s[j][1] = hn::MulAdd(a1, w1, s[j][1]);
+          }
+        }
+      }
+      for (int j = 0; j < 4; ++j) acc[quad + j][0] = s[j][0], acc[quad + j][1] = s[j][1];
+    }
+    ReduceAvx2(acc, sums + kLanes * g);
+    redo[g] = !hn::AllFalse(du8, hn::Eq(seen_u, hn::Set(du8, std::uint8_t{0xFF}))) ||
+              !hn::AllFalse(di8, hn::Eq(seen_s, hn::Set(di8, std::int8_t{0x7F})));
+  }
+}
+#else
+#define MF_GEMV_LANES_BLOCKS 0
+#endif
+
 #if MF_GEMM_WIDE
 // One group's 16 sums of the e2m1 GEMV on 16-lane targets into red (lane StridedTreeLane(i) for row i): one 1x32
 // block per step, two 8-byte loads and the block's scaled table per row, in the strided lane order (`a` is permuted
@@ -583,6 +662,7 @@ struct BlockSumsInputs {
   const float* a;
   float* sums;         // [groups][16]
   std::uint8_t* redo;  // [groups]
+  bool fields = false;  // AVX2: BlockSumsLanes<true>
 };
 
 // C[row, n0 .. n0 + 16) into c from `a`, that activation row (lane order of the 1 x 16 tile: column n0 + i in lane
@@ -626,6 +706,14 @@ void GemvBlock(const Problem& p, std::int64_t row, const float* HWY_RESTRICT a, 
     BlockSumsTables<kPerGroup>(rows, block->a, p.k, p.group, live, shift, block->sums, block->redo);
   }
 #endif
+#if MF_GEMV_LANES_BLOCKS
+  if constexpr (K == WeightKind::e4m3 && kPerGroup) {
+    if (block != nullptr) {
+      (block->fields ? BlockSumsLanes<true> : BlockSumsLanes<false>)(rows, block->a, p.k, p.group, live, block->sums,
+                                                                      block->redo);
+    }
+  }
+#endif
   for (std::int64_t g = 0; g < groups; ++g) {
     const std::int64_t k0 = g * p.group, end = std::min(p.k, k0 + p.group);
 #if MF_GEMM_WIDE
@@ -662,8 +750,9 @@ HWY_INLINE const char* GemvE4m3Decode() {
   return MF_GEMM_WIDE ? "avx512" : "lanes";
 }
 
-// The GEMV serves M below this (gemm.cc's UsesGemv).
-constexpr std::int64_t kGemvRowsBelow = 8;
+// The GEMV serves M below this (gemm.cc's UsesGemv): 8 on 16-lane targets, 12 on AVX2, where the column-lane tile
+// ran M = 8 slower than the GEMV on Zen 3.
+constexpr std::int64_t kGemvRowsBelow = kL == 8 ? 12 : 8;
 
 // Whether GemvBlock<kind> runs on this target for p: e2m1 needs its scale codes and whole groups of 128 (as
 // fp4_problem's activations always have), bf16 whole vectors along K.
@@ -685,6 +774,7 @@ struct GemvRowBuffers {
   std::vector<float> scaled;         // a x kE4m3ActScale (exact: |a| <= 448), for the e4m3 GEMV's per-group factors
   std::vector<std::uint16_t> pairs;  // DotBf16Pairs (AVX3_DL and newer)
   std::vector<float> halves;         // a / 2 (exact), for BlockSumsTables' per-group factors (AVX3_DL)
+  std::vector<float> fields;         // a x 2^119 (exact), for BlockSumsLanes<true> (AVX2)
   std::vector<float> strided;        // e2m1 on 16-lane targets: a in the strided lane order
 };
 // One activation row as each weight kind's GemvBlock reads it.
@@ -782,6 +872,19 @@ HWY_INLINE GemvInputs GemvInputsOf(const Problem& p, std::int64_t row, const flo
       rb.halves.resize(static_cast<std::size_t>(p.k));
       for (std::int64_t k = 0; k < p.k; ++k) rb.halves[static_cast<std::size_t>(k)] = a[k] * 0.5f;
       in.block.a = rb.halves.data();
+    }
+  }
+#elif MF_GEMV_LANES_BLOCKS
+  if (p.kind == WeightKind::e4m3 && p.e4m3_per_group && p.group % 64 == 0 && p.k % p.group == 0) {
+    const auto groups = static_cast<std::size_t>(p.k / p.group);
+    b.block_sums.resize(groups * kLanes);
+    b.block_redo.resize(groups);
+    const bool fields = gemv_e4m3_f32_fields_chosen();
+    in.block = {nullptr, rb.scaled.data(), b.block_sums.data(), b.block_redo.data(), fields};
+    if (fields) {
+      rb.fields.resize(static_cast<std::size_t>(p.k));
+      for (std::int64_t k = 0; k < p.k; ++k) rb.fields[static_cast<std::size_t>(k)] = a[k] * 0x1p119f;
+      in.block.a = rb.fields.data();
     }
   }
 #else

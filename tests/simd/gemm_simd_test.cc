@@ -137,10 +137,11 @@ void expect_fast_matches_ref(const Gemm& gemm, std::int64_t m, std::int64_t n, c
 struct Dims {
   std::int64_t m, n, k;
 };
-// M = 1 to 7: the GEMV, row by row (M = 7 its most); 9: the 4 x 4 tile on AVX-512, the column-lane tile on AVX2;
-// 18 and more: the column-lane tile on both, in one and two passes of rows.
-const Dims kShapes[] = {{1, 16, 128}, {1, 50, 384},  {2, 33, 256},   {3, 17, 128},  {5, 64, 512},
-                        {7, 30, 256}, {9, 40, 384},  {18, 40, 384},  {260, 20, 256}, {520, 20, 256}};
+// M = 1 to 7 (AVX-512) or 11 (AVX2 and narrower): the GEMV, row by row (7 and 11 its most); 9: the 4 x 4 tile on
+// AVX-512, the GEMV on AVX2; 12: the column-lane tile on AVX2; 18 and more: the column-lane tile on both, in one and
+// two passes of rows.
+const Dims kShapes[] = {{1, 16, 128},  {1, 50, 384},  {2, 33, 256},  {3, 17, 128},   {5, 64, 512},  {7, 30, 256},
+                        {9, 40, 384},  {11, 24, 256}, {12, 40, 256}, {18, 40, 384},  {260, 20, 256}, {520, 20, 256}};
 
 std::string dims_text(const Dims& d) {
   return "M=" + std::to_string(d.m) + " N=" + std::to_string(d.n) + " K=" + std::to_string(d.k);
@@ -169,18 +170,23 @@ void check_quantized(const std::string& scheme, mf::ActScale act_scale, Kind kin
 }
 
 // Runs `body` once per loop the e4m3 GEMV has on this target: with AVX512-BF16's dot product where it can run
-// (AVX3_DL on a CPU whose dot product rounds as two fmas), and again without it (the table decode's f32 fmas),
-// whichever of the two this CPU runs by default.
+// (AVX3_DL on a CPU whose dot product rounds as two fmas), and again without it (the table decode's f32 fmas); on
+// AVX2 with the codes through fp16 and with their fields in f32 place; whichever of the two this CPU runs by default.
 void each_e4m3_gemv_loop(const std::function<void()>& body) {
-  if (!mf::gemm::gemv_e4m3_bf16_dot_available()) {
+  const auto each = [&body](void (*choose)(mf::gemm::GemvChoice)) {
+    for (const auto choice : {mf::gemm::GemvChoice::always, mf::gemm::GemvChoice::never}) {
+      choose(choice);
+      body();
+    }
+    choose(mf::gemm::GemvChoice::faster);
+  };
+  if (mf::gemm::gemv_e4m3_bf16_dot_available()) {
+    each(mf::gemm::choose_gemv_e4m3_bf16_dot);
+  } else if (mf::gemm::gemv_e4m3_f32_fields_available()) {
+    each(mf::gemm::choose_gemv_e4m3_f32_fields);
+  } else {
     body();
-    return;
   }
-  for (const auto choice : {mf::gemm::GemvBf16Dot::always, mf::gemm::GemvBf16Dot::never}) {
-    mf::gemm::choose_gemv_e4m3_bf16_dot(choice);
-    body();
-  }
-  mf::gemm::choose_gemv_e4m3_bf16_dot(mf::gemm::GemvBf16Dot::faster);
 }
 
 TEST_P(GemmSimdTarget, Fp8Weights128x128) {
@@ -497,14 +503,18 @@ TEST_P(GemmSimdTarget, E4m3GemvDecodeFollowsTheTarget) {
     EXPECT_TRUE(dot) << "this CPU's vdpbf16ps does not round as two fmas, or the dot product is not compiled in";
   }
 #endif
-  mf::gemm::choose_gemv_e4m3_bf16_dot(mf::gemm::GemvBf16Dot::never);
+  mf::gemm::choose_gemv_e4m3_bf16_dot(mf::gemm::GemvChoice::never);
   EXPECT_FALSE(mf::gemm::gemv_e4m3_bf16_dot());
-  mf::gemm::choose_gemv_e4m3_bf16_dot(mf::gemm::GemvBf16Dot::always);
+  mf::gemm::choose_gemv_e4m3_bf16_dot(mf::gemm::GemvChoice::always);
   EXPECT_EQ(mf::gemm::gemv_e4m3_bf16_dot(), dot);
-  mf::gemm::choose_gemv_e4m3_bf16_dot(mf::gemm::GemvBf16Dot::faster);
+  mf::gemm::choose_gemv_e4m3_bf16_dot(mf::gemm::GemvChoice::faster);
+  // The AVX2 loop's two decodes: on AVX2 only.
+  EXPECT_EQ(mf::gemm::gemv_e4m3_f32_fields_available(), HWY_ARCH_X86 && target == HWY_AVX2) << hwy::TargetName(target);
 #if HWY_ARCH_X86
-  // By default the loop measured faster on the CPU's maker: the dot product on AMD's, the f32 fmas on Intel's.
+  // By default the loop measured faster on the CPU's maker: the dot product and the f32 fields on AMD's, the f32
+  // fmas and the fp16 route on Intel's.
   EXPECT_EQ(mf::gemm::gemv_e4m3_bf16_dot(), dot && __builtin_cpu_is("amd") != 0);
+  EXPECT_EQ(mf::gemm::gemv_e4m3_f32_fields_chosen(), __builtin_cpu_is("amd") != 0);
 #endif
 }
 
