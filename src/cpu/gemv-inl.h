@@ -1,8 +1,8 @@
-// Per-target SIMD code for the GEMV: one activation row (M = 1, a decode step) or a few (up to 7, taken one by one
-// over each chunk of weight rows): the weights go straight from their codes into the fma, with no panel in between,
-// so each weight byte is read once from memory and touched by a handful of instructions per activation row. The
-// arithmetic is that of gemm-inl.h's 1 x 16 register tile (and so of the definition): the same exact decoded weights,
-// the same lane-strided partial sums, tree and group order.
+// Per-target SIMD code for the GEMV: one activation row (M = 1, a decode step) or a few (up to 7, 11 on AVX2, taken one
+// by one over each chunk of weight rows): the weights go straight from their codes into the fma, with no panel in
+// between, so each weight byte is read once from memory and touched by a handful of instructions per activation row.
+// The arithmetic is that of gemm-inl.h's 1 x 16 register tile (and so of the definition): the same exact decoded
+// weights, the same lane-strided partial sums, tree and group order.
 //
 // Included once per Highway target by gemm.cc, after gemm-inl.h; hence the toggle include guard.
 #if defined(MINIFLOAT_SRC_CPU_GEMV_INL_H_) == defined(HWY_TARGET_TOGGLE)
