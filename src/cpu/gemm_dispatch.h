@@ -6,8 +6,9 @@ namespace mf::gemm {
 
 // The decode of the e4m3 GEMV (M = 1) on the target dispatch picks now: "tables" (AVX3_DL and newer: AVX512-VBMI's
 // byte tables, to f32 values that are never subnormal, for groups of whole 64-code lines; others go through fp16 as
-// on AVX3; src/cpu/gemv-inl.h), "avx512" (AVX3: 16 lanes through fp16) or "lanes" (narrower targets: 8 lanes through
-// fp16 on AVX2, fields shifted into f32 place on SSE4 and below).
+// on AVX3; src/cpu/gemv-inl.h), "avx512" (AVX3: 16 lanes through fp16) or "lanes" (narrower targets: 8 lanes, on AVX2
+// through fp16 or, for per-group factors where gemv_e4m3_f32_fields_chosen(), with the fields in f32 place; in f32
+// place on SSE4 and below).
 const char* gemv_e4m3_decode();
 
 // Where two e4m3 GEMV loops give the same bits, which one runs: `faster` (the default) the one measured faster on
