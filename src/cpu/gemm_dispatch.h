@@ -31,8 +31,9 @@ bool gemv_e4m3_bf16_dot();
 
 // On AVX2 the e4m3 GEMV with per-group factors decodes the codes through fp16 or moves their fields into f32 place
 // (value x 2^-120: an f32 subnormal for a subnormal code, one instruction less per 8 codes). `faster` places the
-// fields on AMD's CPUs, which multiply f32 subnormals at full speed (Zen 3: 1.4x the fp16 loop, BENCHMARKS.md), and
-// goes through fp16 on Intel's, which take a microcode assist for every fma that reads one (docs/gemm.md).
+// fields on AMD's CPUs, which multiply f32 subnormals at full speed (Zen 3: 1.1-1.3x the same loop through fp16 on
+// one thread with the weights in L2, BENCHMARKS.md), and goes through fp16 on Intel's, which take a microcode assist
+// for every fma that reads one (docs/gemm.md).
 void choose_gemv_e4m3_f32_fields(GemvChoice choice);
 bool gemv_e4m3_f32_fields_chosen();
 // Whether the target dispatch picks now has the two AVX2 loops (AVX2, not AVX-512).

@@ -4,7 +4,7 @@
 // AVX3_DL runs the e4m3 GEMV's table decode into f32 fmas, and its bf16 dot product where the CPU has one that
 // rounds as two fmas, AVX3 the plain AVX-512 loop through fp16), with 1 and 2 threads, f32 and bf16
 // output, with and without accumulate.
-// Shapes cover each register tile (M = 1, 2, 3 and more, and the column-lane tile from 16 on AVX-512 and 8 on AVX2,
+// Shapes cover each register tile (M = 1, 2, 3 and more, and the column-lane tile from 16 on AVX-512 and 12 on AVX2,
 // with M not a multiple of its 4 or 2 rows and N ending inside its 32 or 16 columns), row passes (M > 256 for the
 // 4 x 4 tile, M > 512 for the column-lane one), partial weight blocks (N not a multiple of 16) and partial groups
 // (bf16/f32 with K not a multiple of 16 or 128). Inputs:
@@ -474,8 +474,9 @@ TEST_P(GemmSimdTarget, PlainBf16AndF32) {
   }
 }
 
-// The e4m3 GEMV decodes by table on AVX3_DL and newer (AVX512-VBMI), through fp16 in 16 lanes on AVX3 and in 8 on
-// AVX2, and by shifted fields on narrower targets: each instance of the tests above runs the path its target names.
+// The e4m3 GEMV decodes by table on AVX3_DL and newer (AVX512-VBMI), through fp16 in 16 lanes on AVX3, in 8 on AVX2
+// (through fp16 or with shifted fields, as the CPU's maker chooses) and by shifted fields on narrower targets: each
+// instance of the tests above runs the path its target names.
 // Where the CPU has AVX512-BF16 the dot product must be available on AVX3_DL, so that each_e4m3_gemv_loop runs it.
 TEST_P(GemmSimdTarget, E4m3GemvDecodeFollowsTheTarget) {
   const std::int64_t target = GetParam();
