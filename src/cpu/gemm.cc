@@ -17,6 +17,7 @@
 
 #include "../ref/gemm_problem.h"
 #include "column_queue.h"
+#include "thread_scratch.h"
 #include "hwy/aligned_allocator.h"
 #include "gemm_dispatch.h"
 #include "minifloat/gemm.h"
@@ -133,7 +134,7 @@ namespace {
 std::vector<float> padded_activations(const Problem& p, std::int64_t mp, std::size_t lda) {
   std::vector<float> a(static_cast<std::size_t>(mp) * lda, 0.0f);
   for (std::int64_t r = 0; r < p.m; ++r) {
-    std::memcpy(a.data() + r * lda, p.a.data() + r * p.k, static_cast<std::size_t>(p.k) * sizeof(float));
+    p.activation_values(r, 0, p.k, a.data() + r * lda);
   }
   return a;
 }
@@ -142,7 +143,12 @@ std::vector<float> padded_activations(const Problem& p, std::int64_t mp, std::si
 // per row) from a queue.
 void gemv_threads(const Problem& p, std::int64_t blocks, int threads, bool parallel) {
   ColumnQueue queue(blocks, 4);
-  const float* a = p.a.data();
+  std::vector<float> decoded;  // act_quant's codes as values: M x K, a few rows
+  if (p.a_codes != nullptr) {
+    decoded.resize(static_cast<std::size_t>(p.m * p.k));
+    for (std::int64_t r = 0; r < p.m; ++r) p.activation_values(r, 0, p.k, decoded.data() + r * p.k);
+  }
+  const float* a = decoded.empty() ? p.a.data() : decoded.data();
   const auto lda = static_cast<std::size_t>(p.k);
   if (!parallel) return HWY_DYNAMIC_DISPATCH(Gemv)(p, a, lda, &queue);  // no OpenMP region: a decode step's calls
 #pragma omp parallel num_threads(threads) if (parallel)
@@ -184,7 +190,7 @@ void pack_groups(const Problem& p, std::int64_t mp, std::int64_t g0, std::int64_
     for (std::int64_t m = 0; m < mp; ++m) {
       float* dst = out + (g * mp + m) * p.group;
       const std::int64_t n = m < p.m ? len : 0;
-      std::copy_n(p.a.data() + m * p.k + kg, n, dst);
+      p.activation_values(m, kg, n, dst);
       std::fill(dst + n, dst + p.group, 0.0f);
     }
   }
@@ -195,15 +201,17 @@ void pack_groups(const Problem& p, std::int64_t mp, std::int64_t g0, std::int64_
 // thread slowed by a neighbour on its core takes fewer chunks instead of holding up the call).
 void column_lane_threads(const Problem& p, std::int64_t mp, std::int64_t blocks, int threads, bool parallel) {
   const std::int64_t groups = (p.k + p.group - 1) / p.group;
-  auto a = hwy::AllocateAligned<float>(static_cast<std::size_t>(groups * mp * p.group));
+  static thread_local ThreadScratch packed;
+  float* const a = packed.get(static_cast<std::size_t>(groups * mp * p.group));
   ColumnQueue queue(blocks, chunk_blocks(blocks, threads));
 #pragma omp parallel num_threads(threads) if (parallel)
   {
     const std::int64_t t = omp_get_thread_num(), count = omp_get_num_threads();
-    pack_groups(p, mp, groups * t / count, groups * (t + 1) / count, a.get());
+    pack_groups(p, mp, groups * t / count, groups * (t + 1) / count, a);
 #pragma omp barrier
-    take_chunks(p, a.get(), 0, mp, queue);
+    take_chunks(p, a, 0, mp, queue);
   }
+  packed.trim(kScratchKept);
 }
 
 // Passes of activation rows: each thread keeps a running C for its columns across them, so they are fixed (a queue
@@ -249,7 +257,9 @@ void compute(Problem p) {
   // The problem's own rows serve when they need no padding (M a whole number of tiles or passes, K of vectors): the
   // copy, made before the threads start, was about 10% of a 2-thread call at M = 2048.
   std::vector<float> padded;
-  if (mp != p.m || lda != static_cast<std::size_t>(p.k)) padded = padded_activations(p, mp, lda);
+  if (mp != p.m || lda != static_cast<std::size_t>(p.k) || p.a_codes != nullptr) {
+    padded = padded_activations(p, mp, lda);
+  }
   const float* const a = padded.empty() ? p.a.data() : padded.data();
   if (mp <= kPass && parallel) return queued_columns(p, a, lda, mp, blocks, threads);
   fixed_columns(p, a, lda, mp, blocks, threads, parallel);

@@ -25,6 +25,8 @@
 #include <cstdint>
 
 #include "../ref/gemm_problem.h"
+#include "thread_scratch.h"
+#include "thread_scratch.h"
 #include "hwy/aligned_allocator.h"
 #include "hwy/cache_control.h"
 #include "hwy/highway.h"
@@ -283,21 +285,23 @@ void ColumnLanes(const Problem& p, const float* a, std::int64_t mp, std::int64_t
   const std::int64_t panels = (nblocks * kLanes + kPanelColumns - 1) / kPanelColumns;
   const std::int64_t groups = (p.k + p.group - 1) / p.group;
   const auto group_len = static_cast<std::size_t>(p.group);
-  auto rows = hwy::AllocateAligned<float>(kPanelColumns * group_len);
-  auto panel = hwy::AllocateAligned<float>(kPanelColumns * group_len);
-  auto cs = hwy::AllocateAligned<float>(static_cast<std::size_t>(panels * mc * kPanelColumns));
-  auto row = hwy::AllocateAligned<float>(static_cast<std::size_t>(panels * kPanelColumns));
+  // The thread's scratch, kept between calls (a chunk's running C is a megabyte at M = 512).
+  static thread_local ThreadScratch scratch[4];
+  float* const rows = scratch[0].get(kPanelColumns * group_len);
+  float* const panel = scratch[1].get(kPanelColumns * group_len);
+  float* const cs = scratch[2].get(static_cast<std::size_t>(panels * mc * kPanelColumns));
+  float* const row = scratch[3].get(static_cast<std::size_t>(panels * kPanelColumns));
   alignas(64) float weight_scales[kPanelColumns];
-  ColumnPass w{&p, 0, 0, nullptr, panel.get(), weight_scales, nullptr};
+  ColumnPass w{&p, 0, 0, nullptr, panel, weight_scales, nullptr};
   for (std::int64_t m0 = 0; m0 < mp; m0 += mc) {
     w.m0 = m0, w.m1 = std::min(mp, m0 + mc);
-    std::fill(cs.get(), cs.get() + panels * mc * kPanelColumns, 0.0f);
+    std::fill(cs, cs + panels * mc * kPanelColumns, 0.0f);
     for (std::int64_t g = 0; g < groups; ++g) {
       const std::int64_t kg = g * p.group, len = (std::min(p.k, kg + p.group) - kg + kLanes - 1) / kLanes * kLanes;
       w.pass_a = a + (g * mp + m0) * p.group;
       for (std::int64_t pb = 0; pb < panels; ++pb) {
         const std::int64_t col0 = n0 + pb * kPanelColumns;
-        DecodeColumnPanel(p, col0, kg, len, rows.get(), panel.get());
+        DecodeColumnPanel(p, col0, kg, len, rows, panel);
         if (pb + 1 < panels) {
           PrefetchColumnPanel(p, col0 + kPanelColumns, kg, len);
         } else if (g + 1 < groups) {
@@ -306,11 +310,11 @@ void ColumnLanes(const Problem& p, const float* a, std::int64_t mp, std::int64_t
         for (std::int64_t j = 0; j < kPanelColumns; ++j) {
           weight_scales[j] = p.weight_group_scale(std::min(col0 + j, p.n - 1), g);
         }
-        w.cs = cs.get() + pb * mc * kPanelColumns;
+        w.cs = cs + pb * mc * kPanelColumns;
         ColumnPassRows(w, g, len);
       }
     }
-    FinishColumnRows(p, w.m0, w.m1, n0, std::min(p.n - n0, nblocks * kLanes), mc * kPanelColumns, cs.get(), row.get());
+    FinishColumnRows(p, w.m0, w.m1, n0, std::min(p.n - n0, nblocks * kLanes), mc * kPanelColumns, cs, row);
   }
 }
 

@@ -2,6 +2,7 @@
 // fast path, so both see exactly the same decoded activations, scales and output rounding.
 #include "gemm_problem.h"
 
+#include <algorithm>
 #include <array>
 #include <bit>
 #include <cstring>
@@ -62,15 +63,9 @@ void check_scales(const char* op, const char* which, const QuantizedTensor& q, c
   }
 }
 
-// Activation codes decoded to f32 (unscaled) and the activation scales.
+// The activation codes (decoded where a kernel reads them: Problem::activation_values) and the activation scales.
 void load_activation(Problem& p, const QuantizedTensor& a) {
-  static const std::array<float, 256> table = [] {  // built once: a decode step calls this per layer
-    std::array<float, 256> t{};
-    for (std::uint32_t c = 0; c < 256; ++c) t[c] = decode(e4m3, c);
-    return t;
-  }();
-  p.a.resize(a.codes.size());
-  for (std::size_t i = 0; i < a.codes.size(); ++i) p.a[i] = table[a.codes[i]];
+  p.a_codes = a.codes.data();
   p.act_scales = detail::load_divisors(a);
 }
 
@@ -211,6 +206,20 @@ void Problem::expand_weight_scales() {
   const std::int64_t rows = (n + br - 1) / br;
   weight_scales.resize(static_cast<std::size_t>(rows * weight_scale_cols));
   for (std::size_t i = 0; i < weight_scales.size(); ++i) weight_scales[i] = weight_scale_table[weight_scale_codes[i]];
+}
+
+void Problem::activation_values(std::int64_t row, std::int64_t k0, std::int64_t len, float* out) const {
+  const auto at = static_cast<std::size_t>(row * k + k0);
+  if (a_codes == nullptr) {
+    std::copy_n(a.data() + at, len, out);
+    return;
+  }
+  static const std::array<float, 256> table = [] {  // built once: a decode step calls this per layer
+    std::array<float, 256> t{};
+    for (std::uint32_t c = 0; c < 256; ++c) t[c] = decode(e4m3, c);
+    return t;
+  }();
+  for (std::int64_t i = 0; i < len; ++i) out[i] = table[a_codes[at + static_cast<std::size_t>(i)]];
 }
 
 bool Problem::products_exact() const {

@@ -22,7 +22,11 @@ inline constexpr int kLanes = 16;
 struct Problem {
   std::int64_t m = 0, n = 0, k = 0;
   int group = kActBlock;     // G: the K range summed before its scale is applied
-  std::vector<float> a;      // [m][k] exact: e4m3 codes decoded (unscaled), bf16 widened, or f32
+  // [m][k] exact: bf16 widened, or f32. Empty for act_quant's activations, which stay e4m3 codes (a_codes) until a
+  // kernel reads them (activation_values): a large call then writes no f32 copy of M x K that it would only copy
+  // again into its own layout.
+  std::vector<float> a;
+  const std::uint8_t* a_codes = nullptr;  // [m][k] e4m3 codes of act_quant's activations, or null
   std::vector<float> act_scales;     // [m][k / 128] activation scales (decoded); empty: 1
   WeightKind kind = WeightKind::f32;
   const std::uint8_t* codes = nullptr;  // e4m3 [n][k] one per byte; e2m1 [n][k / 2], element 2i in the low nibble
@@ -54,6 +58,8 @@ struct Problem {
   // e2m1 weights whose scales (when inside w) are at most 2^100, so that no product overflows. A scan of the
   // weight scales (one code per 32 values for mxfp4), so only targets without an fma ask.
   bool products_exact() const;
+  // a[row, k0 .. k0 + len) into out: a's values, or the e4m3 codes decoded (unscaled, exact).
+  void activation_values(std::int64_t row, std::int64_t k0, std::int64_t len, float* out) const;
   // weight_scales from weight_scale_codes (nothing when weight_scales is filled or there are no codes).
   void expand_weight_scales();
   // The weight scale of block (row_block, col_block): weight_scales, or the table entry of its code.

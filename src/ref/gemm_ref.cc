@@ -12,14 +12,14 @@ namespace gemm {
 // C[m, n] for every m and n of p, in the definition's order.
 void reference(const Problem& p) {
   const std::int64_t groups = (p.k + p.group - 1) / p.group;
-  std::vector<float> w(static_cast<std::size_t>(p.k)), c(static_cast<std::size_t>(p.n));
+  std::vector<float> a(static_cast<std::size_t>(p.k)), c(static_cast<std::size_t>(p.n));
   std::vector<std::vector<float>> weights(static_cast<std::size_t>(p.n));
   for (std::int64_t j = 0; j < p.n; ++j) {
     weights[j].resize(static_cast<std::size_t>(p.k));
     for (std::int64_t i = 0; i < p.k; ++i) weights[j][i] = p.weight(j, i);
   }
   for (std::int64_t row = 0; row < p.m; ++row) {
-    const float* a = p.a.data() + row * p.k;
+    p.activation_values(row, 0, p.k, a.data());
     for (std::int64_t col = 0; col < p.n; ++col) {
       float sum = 0.0f;
       for (std::int64_t g = 0; g < groups; ++g) {
