@@ -316,6 +316,7 @@ void ColumnLanes(const Problem& p, const float* a, std::int64_t mp, std::int64_t
     }
     FinishColumnRows(p, w.m0, w.m1, n0, std::min(p.n - n0, nblocks * kLanes), mc * kPanelColumns, cs, row);
   }
+  for (ThreadScratch& s : scratch) s.trim(kScratchKept);
 }
 
 #endif  // MF_GEMM_COLUMN_LANES
