@@ -17,9 +17,8 @@
 
 #include "../ref/gemm_problem.h"
 #include "column_queue.h"
-#include "thread_scratch.h"
-#include "hwy/aligned_allocator.h"
 #include "gemm_dispatch.h"
+#include "thread_scratch.h"
 #include "minifloat/gemm.h"
 
 #undef HWY_TARGET_INCLUDE

@@ -26,8 +26,6 @@
 
 #include "../ref/gemm_problem.h"
 #include "thread_scratch.h"
-#include "thread_scratch.h"
-#include "hwy/aligned_allocator.h"
 #include "hwy/cache_control.h"
 #include "hwy/highway.h"
 
