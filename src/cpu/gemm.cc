@@ -142,12 +142,14 @@ std::vector<float> padded_activations(const Problem& p, std::int64_t mp, std::si
 // per row) from a queue.
 void gemv_threads(const Problem& p, std::int64_t blocks, int threads, bool parallel) {
   ColumnQueue queue(blocks, 4);
-  std::vector<float> decoded;  // act_quant's codes as values: M x K, a few rows
+  // act_quant's codes as values (a few rows), in the calling thread's kept scratch: a decode step allocates nothing.
+  static thread_local ThreadScratch decoded;
+  const float* a = p.a.data();
   if (p.a_codes != nullptr) {
-    decoded.resize(static_cast<std::size_t>(p.m * p.k));
-    for (std::int64_t r = 0; r < p.m; ++r) p.activation_values(r, 0, p.k, decoded.data() + r * p.k);
+    float* rows = decoded.get(static_cast<std::size_t>(p.m * p.k));
+    for (std::int64_t r = 0; r < p.m; ++r) p.activation_values(r, 0, p.k, rows + r * p.k);
+    a = rows;
   }
-  const float* a = decoded.empty() ? p.a.data() : decoded.data();
   const auto lda = static_cast<std::size_t>(p.k);
   if (!parallel) return HWY_DYNAMIC_DISPATCH(Gemv)(p, a, lda, &queue);  // no OpenMP region: a decode step's calls
 #pragma omp parallel num_threads(threads) if (parallel)
@@ -253,8 +255,9 @@ void compute(Problem p) {
   if (gemv) return gemv_threads(p, blocks, threads, parallel);
   if (HWY_DYNAMIC_DISPATCH(UsesColumnLanes)(p)) return column_lane_threads(p, mp, blocks, threads, parallel);
   const auto lda = static_cast<std::size_t>((p.k + kLanes - 1) / kLanes * kLanes);
-  // The problem's own rows serve when they need no padding (M a whole number of tiles or passes, K of vectors): the
-  // copy, made before the threads start, was about 10% of a 2-thread call at M = 2048.
+  // The problem's own rows serve when they need no padding (M a whole number of tiles or passes, K of vectors) and
+  // are f32 or bf16 (act_quant's stay codes: the padded copy decodes them): the copy, made before the threads start,
+  // was about 10% of a 2-thread call at M = 2048.
   std::vector<float> padded;
   if (mp != p.m || lda != static_cast<std::size_t>(p.k) || p.a_codes != nullptr) {
     padded = padded_activations(p, mp, lda);

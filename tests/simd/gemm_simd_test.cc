@@ -32,6 +32,7 @@
 
 #include "cpu/column_queue.h"
 #include "cpu/gemm_dispatch.h"
+#include "cpu/thread_scratch.h"
 #include "minifloat/gemm.h"
 #include "ref/gemm_problem.h"
 #include "minifloat/quantize.h"
@@ -363,6 +364,45 @@ TEST(GemmSimd, ColumnsSplitBetweenThreads) {
         expect_same(f, r, scheme + " " + dims_text(d) + (accumulate ? " accumulate" : ""));
       }
     }
+  }
+}
+
+// The kept scratch: aligned, the same block while a call asks no more than it holds, a larger one when it does, and
+// given back by trim only above the limit.
+TEST(GemmSimd, ThreadScratchGrowsAndTrims) {
+  mf::gemm::ThreadScratch s;
+  float* first = s.get(100);
+  ASSERT_NE(first, nullptr);
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(first) % 64, 0u);
+  first[99] = 1.0f;
+  EXPECT_EQ(s.get(50), first);
+  EXPECT_EQ(s.get(100), first);
+  float* larger = s.get(1000);
+  ASSERT_NE(larger, nullptr);
+  larger[999] = 2.0f;  // writable to its end (ASan checks the bound)
+  s.trim(1000);
+  EXPECT_EQ(s.get(1000), larger);
+  s.trim(999);
+  float* again = s.get(10);
+  ASSERT_NE(again, nullptr);
+  again[9] = 3.0f;
+}
+
+// The column-lane tile and the GEMV keep their scratch per thread: a call after a larger one (more rows, longer K,
+// more columns) must see none of its leftovers, and one after a smaller one none of its bounds.
+TEST(GemmSimd, KeptScratchLeavesNothingBetweenCalls) {
+  std::mt19937 rng(21);
+  const struct {
+    std::int64_t m, n, k;
+  } calls[] = {{300, 70, 512}, {20, 33, 256}, {1, 40, 384}, {300, 70, 512}, {18, 17, 128}, {3, 50, 256}};
+  for (const auto& d : calls) {
+    const std::vector<float> x = values(d.m * d.k, Kind::normal, rng);
+    const mf::QuantizedTensor a = mf::act_quant(x.data(), Shape{d.m, d.k});
+    const mf::QuantizedTensor w = weight("fp8-128x128", d.n, d.k, Kind::normal, rng);
+    std::vector<float> fast(static_cast<std::size_t>(d.m * d.n), -1.0f), ref(fast.size(), -2.0f);
+    mf::fp8_gemm(a, w, mf::GemmOut{fast.data(), nullptr}, {});
+    mf::ref::fp8_gemm(a, w, mf::GemmOut{ref.data(), nullptr}, {});
+    expect_same(fast, ref, "M " + std::to_string(d.m) + " N " + std::to_string(d.n) + " K " + std::to_string(d.k));
   }
 }
 
