@@ -73,7 +73,7 @@ bool GemvLanesBlocks() { return MF_GEMV_LANES_BLOCKS != 0; }
 // register tiles computed M = 2 to 7 at 0.5-0.9x the GEMV's GFLOP/s at M = 1, so each token of a small batch cost
 // more than a lone one; from 8 rows on they are faster than the GEMV on AVX-512, from 12 on AVX2 (on Zen 3 the
 // column-lane tile ran M = 8 at 0.6-0.9x the fp8 and mxfp4 GEMV: BENCHMARKS.md).
-bool UsesGemv(const Problem& p) { return p.m < kGemvRowsBelow && GemvFits(p); }
+bool UsesGemv(const Problem& p) { return p.m < GemvRowsBelow(p) && GemvFits(p); }
 
 }  // namespace HWY_NAMESPACE
 }  // namespace mf::gemm

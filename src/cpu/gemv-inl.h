@@ -90,6 +90,13 @@ constexpr std::size_t kE2m1TableSize = 8;
 constexpr std::size_t kE2m1TableSize = 16;
 #endif
 
+// Activation rows whose products one pass over a block's weights makes (BlockSumsOfRows), and the weight rows each
+// pass of the e4m3 loops takes at a time for kBatch of them, so that their sums (rows x batch vectors), the decoded
+// weights and the byte tables fit in the 32 vector registers.
+constexpr std::size_t kGemvBatch = 4;
+template <int kBatch>
+constexpr int kGemvPassRows = kBatch <= 2 ? 8 : 4;
+
 // One weight row as the GEMV reads it: its codes (or bf16 bits) and its scales.
 struct WeightRow {
   const std::uint8_t* codes;
@@ -102,8 +109,9 @@ struct WeightRow {
   std::int64_t bytes = 0;              // the row's length in bytes (codes or bf16)
 };
 
+// scale_row: row / p.br (e4m3 with its scales inside; BlockRows keeps it without a division per row).
 template <WeightKind K>
-HWY_INLINE WeightRow RowOf(const Problem& p, std::int64_t row) {
+HWY_INLINE WeightRow RowOf(const Problem& p, std::int64_t row, std::int64_t scale_row) {
   if constexpr (K == WeightKind::bf16) {
     return {nullptr, p.w_bf16 + row * p.k, nullptr, nullptr, nullptr, nullptr, 2 * p.k};
   }
@@ -111,7 +119,7 @@ HWY_INLINE WeightRow RowOf(const Problem& p, std::int64_t row) {
     return {p.codes + row * p.k / 2, nullptr, nullptr, p.weight_scale_codes + row * p.weight_scale_cols,
             p.weight_scale_table.data(), nullptr, p.k / 2};
   }
-  const std::int64_t factors = p.weight_scales_inside ? row / p.br * p.weight_scale_cols : 0;
+  const std::int64_t factors = p.weight_scales_inside ? scale_row * p.weight_scale_cols : 0;
   return {p.codes + row * p.k, nullptr, p.e4m3_factor.data() + factors, nullptr, nullptr, nullptr, p.k};
 }
 
@@ -355,45 +363,62 @@ HWY_INLINE bool GroupProductsOptimistic(const WeightRow (&rows)[kLanes], const f
 // scale blocks at least 32 wide, GemvInputsOf). Lines wholly past `live` (zero activations) are only looked through for
 // NaN codes: redo[g] = 1 where one was seen (the caller redoes the group with the checked loop). sums[16 g +
 // bitrev4(i)]: group g of row i. group % 64 == 0, k % group == 0.
-template <bool kPerGroup>
-HWY_NOINLINE void BlockSumsTables(const WeightRow (&rows)[kLanes], const float* HWY_RESTRICT a, std::int64_t k,
-                                  std::int64_t group, std::int64_t live, int shift, float* HWY_RESTRICT sums,
-                                  std::uint8_t* HWY_RESTRICT redo) {
+template <bool kPerGroup, int kBatch>
+HWY_NOINLINE void BlockSumsTables(const WeightRow (&rows)[kLanes], const float* const* HWY_RESTRICT a,
+                                  std::int64_t k, std::int64_t group, std::int64_t live, int shift,
+                                  float* HWY_RESTRICT sums, std::uint8_t* HWY_RESTRICT redo) {
   const DF df;
   const auto whole = LineCodes(0, 64);
+  constexpr int kRows = kGemvPassRows<kBatch>;
+  const std::int64_t groups = k / group;
   for (std::int64_t k0 = 0, g = 0; k0 < k; k0 += group, ++g) {
     auto seen = hn::Set(D8(), std::uint8_t{0x7F});
-    VF acc[kLanes][kV];
-    for (int half = 0; half < kLanes; half += 8) {  // 8 rows at a time: their pointers stay in registers
-      const std::uint8_t* codes[8];
-      for (int i = 0; i < 8; ++i) codes[i] = rows[half + i].codes;
-      VF sum[8];
-      for (VF& v : sum) v = hn::Zero(df);
+    VF acc[kBatch][kLanes][kV];
+    for (int pass = 0; pass < kLanes; pass += kRows) {  // their pointers and sums stay in registers
+      const std::uint8_t* codes[kRows];
+      for (int i = 0; i < kRows; ++i) codes[i] = rows[pass + i].codes;
+      VF sum[kBatch][kRows];
+      for (auto& b : sum) {
+        for (VF& v : b) v = hn::Zero(df);
+      }
       for (std::int64_t line = k0; line < k0 + group; line += 64) {
         if (line >= live) {
-          for (int i = 0; i < 8; ++i) SeeCodes(codes[i] + line, whole, seen);
+          for (int i = 0; i < kRows; ++i) SeeCodes(codes[i] + line, whole, seen);
           continue;
         }
-        const VF a0 = hn::LoadU(df, a + line), a1 = hn::LoadU(df, a + line + 16);
-        const VF a2 = hn::LoadU(df, a + line + 32), a3 = hn::LoadU(df, a + line + 48);
+        VF av[4];  // one activation row's line, held in registers (kBatch = 1)
+        if constexpr (kBatch == 1) {
+          for (int j = 0; j < 4; ++j) av[j] = hn::LoadU(df, a[0] + line + 16 * j);
+        }
 #pragma GCC unroll 8
-        for (int i = 0; i < 8; ++i) {
-          PrefetchRowAhead(codes[i], line, kPrefetchAhead16, rows[half + i].bytes);
+        for (int i = 0; i < kRows; ++i) {
+          PrefetchRowAhead(codes[i], line, kPrefetchAhead16, rows[pass + i].bytes);
           VF w0, w1, w2, w3;
           codec::DecodeE4m3x64(codes[i] + line, w0, w1, w2, w3);
           if constexpr (!kPerGroup) {
-            const float* factors = rows[half + i].scales;
+            const float* factors = rows[pass + i].scales;
             const VF first = hn::Set(df, factors[line >> shift] * 0x1p-120f);
             const VF second = hn::Set(df, factors[(line + 32) >> shift] * 0x1p-120f);
             w0 = hn::Mul(w0, first), w1 = hn::Mul(w1, first), w2 = hn::Mul(w2, second), w3 = hn::Mul(w3, second);
           }
-          sum[i] = hn::MulAdd(a1, w1, hn::MulAdd(a0, w0, sum[i]));
-          sum[i] = hn::MulAdd(a3, w3, hn::MulAdd(a2, w2, sum[i]));
+          if constexpr (kBatch == 1) {
+            sum[0][i] = hn::MulAdd(av[1], w1, hn::MulAdd(av[0], w0, sum[0][i]));
+            sum[0][i] = hn::MulAdd(av[3], w3, hn::MulAdd(av[2], w2, sum[0][i]));
+          } else {
+#pragma GCC unroll 4
+            for (int b = 0; b < kBatch; ++b) {
+              const float* ab = a[b] + line;
+              sum[b][i] = hn::MulAdd(hn::LoadU(df, ab + 16), w1, hn::MulAdd(hn::LoadU(df, ab), w0, sum[b][i]));
+              sum[b][i] = hn::MulAdd(hn::LoadU(df, ab + 48), w3, hn::MulAdd(hn::LoadU(df, ab + 32), w2, sum[b][i]));
+            }
+          }
         }
       }
-      for (int i = 0; i < 8; ++i) acc[half + i][0] = sum[i];
+      for (int b = 0; b < kBatch; ++b) {
+        for (int i = 0; i < kRows; ++i) acc[b][pass + i][0] = sum[b][i];
+      }
     }
-    hn::StoreU(ReduceTile(df, acc), df, sums + kLanes * g);
+    for (int b = 0; b < kBatch; ++b) hn::StoreU(ReduceTile(df, acc[b]), df, sums + kLanes * (b * groups + g));
     redo[g] = !SawNoNan(seen);
   }
 }
@@ -445,37 +470,47 @@ HWY_INLINE bool CpuDotBf16RoundsTwice() {
 // in between. NaN codes decode to NaN and reach the sums as in the definition; only lines wholly past `live` (zero
 // activations) are skipped and looked through for NaN codes: redo[g] = 1 where one was seen (the caller redoes the
 // group with the checked loop). sums[16 g + bitrev4(i)]: group g of row i. group % 64 == 0, k % group == 0.
+template <int kBatch>
 HWY_NOINLINE __attribute__((target(HWY_TARGET_STR ",avx512bf16"))) void BlockSumsDotBf16(
-    const WeightRow (&rows)[kLanes], const std::uint16_t* HWY_RESTRICT pairs, std::int64_t k, std::int64_t group,
-    std::int64_t live, float* HWY_RESTRICT sums, std::uint8_t* HWY_RESTRICT redo) {
+    const WeightRow (&rows)[kLanes], const std::uint16_t* const* HWY_RESTRICT pairs, std::int64_t k,
+    std::int64_t group, std::int64_t live, float* HWY_RESTRICT sums, std::uint8_t* HWY_RESTRICT redo) {
   const DF df;
   const auto whole = LineCodes(0, 64);
+  constexpr int kRows = kGemvPassRows<kBatch>;
+  const std::int64_t groups = k / group;
   for (std::int64_t k0 = 0, g = 0; k0 < k; k0 += group, ++g) {
     auto seen = hn::Set(D8(), std::uint8_t{0x7F});
-    VF acc[kLanes][kV];
-    for (int half = 0; half < kLanes; half += 8) {
-      const std::uint8_t* codes[8];
-      for (int i = 0; i < 8; ++i) codes[i] = rows[half + i].codes;
-      __m512 dots[8];
-      for (__m512& d : dots) d = _mm512_setzero_ps();
+    VF acc[kBatch][kLanes][kV];
+    for (int pass = 0; pass < kLanes; pass += kRows) {
+      const std::uint8_t* codes[kRows];
+      for (int i = 0; i < kRows; ++i) codes[i] = rows[pass + i].codes;
+      __m512 dots[kBatch][kRows];
+      for (auto& b : dots) {
+        for (__m512& d : b) d = _mm512_setzero_ps();
+      }
       for (std::int64_t line = k0; line < k0 + group; line += 64) {
         if (line >= live) {
-          for (int i = 0; i < 8; ++i) SeeCodes(codes[i] + line, whole, seen);
+          for (int i = 0; i < kRows; ++i) SeeCodes(codes[i] + line, whole, seen);
           continue;
         }
-        const __m512bh a0 = (__m512bh)_mm512_loadu_si512(pairs + line);
-        const __m512bh a1 = (__m512bh)_mm512_loadu_si512(pairs + line + 32);
 #pragma GCC unroll 8
-        for (int i = 0; i < 8; ++i) {
-          PrefetchRowAhead(codes[i], line, kPrefetchAhead16, rows[half + i].bytes);
+        for (int i = 0; i < kRows; ++i) {
+          PrefetchRowAhead(codes[i], line, kPrefetchAhead16, rows[pass + i].bytes);
           __m512i w0, w1;
           codec::DecodeE4m3x64Bf16Pairs(codes[i] + line, w0, w1);
-          dots[i] = _mm512_dpbf16_ps(_mm512_dpbf16_ps(dots[i], (__m512bh)w0, a0), (__m512bh)w1, a1);
+#pragma GCC unroll 4
+          for (int b = 0; b < kBatch; ++b) {
+            const __m512bh a0 = (__m512bh)_mm512_loadu_si512(pairs[b] + line);
+            const __m512bh a1 = (__m512bh)_mm512_loadu_si512(pairs[b] + line + 32);
+            dots[b][i] = _mm512_dpbf16_ps(_mm512_dpbf16_ps(dots[b][i], (__m512bh)w0, a0), (__m512bh)w1, a1);
+          }
         }
       }
-      for (int i = 0; i < 8; ++i) acc[half + i][0] = VF{dots[i]};
+      for (int b = 0; b < kBatch; ++b) {
+        for (int i = 0; i < kRows; ++i) acc[b][pass + i][0] = VF{dots[b][i]};
+      }
     }
-    hn::StoreU(ReduceTile(df, acc), df, sums + kLanes * g);
+    for (int b = 0; b < kBatch; ++b) hn::StoreU(ReduceTile(df, acc[b]), df, sums + kLanes * (b * groups + g));
     redo[g] = !SawNoNan(seen);
   }
 }
@@ -585,32 +620,51 @@ HWY_NOINLINE void BlockSumsLanes(const WeightRow (&rows)[kLanes], const float* H
 #endif
 
 #if MF_GEMM_WIDE
-// One group's 16 sums of the e2m1 GEMV on 16-lane targets into red (lane StridedTreeLane(i) for row i): one 1x32
-// block per step, two 8-byte loads and the block's scaled table per row, in the strided lane order (`a` is permuted
-// to match), so that accumulator lane 2q sums k = q mod 16 and lane 2q + 1 k = 8 + q mod 16, each in increasing k:
-// the definition's sequences, summed by the tree in that order. A group is 128 weights (K is a multiple of the
-// activation block) and goes row by row: each row's pointers read once per group rather than once per 32 weights
-// (16 rows' pointers do not fit in the integer registers), the group's activations held in 8 vectors.
-HWY_INLINE void GroupSumsE2m1Strided(const WeightRow (&rows)[kLanes], const float* HWY_RESTRICT a, std::int64_t k0,
-                                     int shift, const float* HWY_RESTRICT e2m1_tables, float* HWY_RESTRICT red) {
+// The sums of every group of a 16-row block of e2m1 weights on 16-lane targets, for kBatch activation rows at once
+// (a[b]: row b in the strided lane order, StridedActivations): one 1x32 block per step, two 8-byte loads and the
+// block's scaled table per weight row, decoded once for all kBatch rows (codec::DecodeE2m1x32Strided), so that
+// accumulator lane 2q sums k = q mod 16 and lane 2q + 1 k = 8 + q mod 16, each in increasing k: the definition's
+// sequences, summed by the tree in that order (ReduceTileStrided). A group is 128 weights (K is a multiple of the
+// activation block) and goes weight row by row: each row's pointers are read once per group rather than once per 32
+// weights (16 rows' pointers do not fit in the integer registers). One row's group sum lands in
+// sums[16 (b x groups + g) + StridedTreeLane(i)].
+template <int kBatch>
+HWY_NOINLINE void BlockSumsE2m1(const WeightRow (&rows)[kLanes], const float* const* HWY_RESTRICT a, std::int64_t k,
+                                int shift, const float* HWY_RESTRICT e2m1_tables, float* HWY_RESTRICT sums) {
   const DF df;
-  VF av[8], acc[kLanes][kV];
-  for (int j = 0; j < 8; ++j) av[j] = hn::LoadU(df, a + k0 + j * kLanes);
-#pragma GCC unroll 16
-  for (int i = 0; i < kLanes; ++i) {
-    const std::uint8_t* codes = rows[i].codes + k0 / 2;
-    const std::uint8_t* scale_codes = rows[i].scale_codes;
-    PrefetchRowAhead(rows[i].codes, k0 / 2, kPrefetchAhead16, rows[i].bytes);  // 4 groups on
-    acc[i][0] = hn::Zero(df);
-#pragma GCC unroll 4
-    for (int step = 0; step < 4; ++step) {
-      VF w0, w1;
-      const float* table = e2m1_tables + kE2m1TableSize * scale_codes[(k0 + 32 * step) >> shift];
-      codec::DecodeE2m1x32Strided(codes + 16 * step, table, w0, w1);
-      acc[i][0] = hn::MulAdd(av[2 * step + 1], w1, hn::MulAdd(av[2 * step], w0, acc[i][0]));
+  const std::int64_t groups = k / kActBlock;
+  for (std::int64_t k0 = 0, g = 0; k0 < k; k0 += kActBlock, ++g) {
+    VF acc[kBatch][kLanes][kV];
+    VF av[8];  // one activation row's group, held in registers (kBatch = 1)
+    if constexpr (kBatch == 1) {
+      for (int j = 0; j < 8; ++j) av[j] = hn::LoadU(df, a[0] + k0 + j * kLanes);
     }
+#pragma GCC unroll 16
+    for (int i = 0; i < kLanes; ++i) {
+      const std::uint8_t* codes = rows[i].codes + k0 / 2;
+      const std::uint8_t* scale_codes = rows[i].scale_codes;
+      PrefetchRowAhead(rows[i].codes, k0 / 2, kPrefetchAhead16, rows[i].bytes);  // 4 groups on
+      VF sum[kBatch];
+      for (VF& v : sum) v = hn::Zero(df);
+#pragma GCC unroll 4
+      for (int step = 0; step < 4; ++step) {
+        VF w0, w1;
+        const float* table = e2m1_tables + kE2m1TableSize * scale_codes[(k0 + 32 * step) >> shift];
+        codec::DecodeE2m1x32Strided(codes + 16 * step, table, w0, w1);
+        if constexpr (kBatch == 1) {
+          sum[0] = hn::MulAdd(av[2 * step + 1], w1, hn::MulAdd(av[2 * step], w0, sum[0]));
+        } else {
+#pragma GCC unroll 4
+          for (int b = 0; b < kBatch; ++b) {
+            const float* ab = a[b] + k0 + 32 * step;
+            sum[b] = hn::MulAdd(hn::LoadU(df, ab + 16), w1, hn::MulAdd(hn::LoadU(df, ab), w0, sum[b]));
+          }
+        }
+      }
+      for (int b = 0; b < kBatch; ++b) acc[b][i][0] = sum[b];
+    }
+    for (int b = 0; b < kBatch; ++b) hn::StoreU(ReduceTileStrided(df, acc[b]), df, sums + kLanes * (b * groups + g));
   }
-  hn::StoreU(ReduceTileStrided(df, acc), df, red);
 }
 #endif
 
@@ -654,9 +708,11 @@ HWY_INLINE void ApplyRowFactors(const WeightRow (&rows)[kLanes], std::int64_t co
   }
 }
 
-// What GemvBlock needs to have every group of a block summed at once, e4m3 on AVX3_DL (GemvInputsOf says where):
-// by BlockSumsDotBf16 where `pairs` (DotBf16Pairs), else by BlockSumsTables from `a` (the activation row, halved
-// where the factors go per group); and room for a block's group sums and NaN flags.
+// Every group of a block summed at once (GemvInputsOf says where): e4m3 on AVX3_DL by BlockSumsDotBf16 where `pairs`
+// (DotBf16Pairs), else by BlockSumsTables from `a` (the activation row, halved where the factors go per group), and
+// e2m1 on 16-lane targets by BlockSumsE2m1, for a batch of activation rows at once before GemvBlock reads them
+// (BlockSumsOfRows); on AVX2 by BlockSumsLanes inside GemvBlock. `sums` is the row's own room for a block's group
+// sums ([groups][16]; the rows' rooms follow each other), `redo` the NaN flags that the rows share.
 struct BlockSumsInputs {
   const std::uint16_t* pairs;
   const float* a;
@@ -664,6 +720,25 @@ struct BlockSumsInputs {
   std::uint8_t* redo;  // [groups]
   bool fields = false;  // AVX2: BlockSumsLanes<true>
 };
+
+// k >> ScaleShift is the scale column of k (GemvFits: a power-of-two block width); 62 keeps one factor for f32 scales.
+template <WeightKind K>
+HWY_INLINE int ScaleShift(const Problem& p) {
+  return K == WeightKind::e4m3 && !p.weight_scales_inside ? 62 : std::countr_zero(static_cast<unsigned>(p.bc));
+}
+
+// The 16 weight rows of the block that starts at row n0 (rows past N repeat the last: their outputs are dropped).
+// One division for the block, not one per row: 16 of them took a quarter of a small GEMV's time (K = 640).
+template <WeightKind K>
+HWY_INLINE void BlockRows(const Problem& p, std::int64_t n0, const float* e2m1_tables, WeightRow (&rows)[kLanes]) {
+  std::int64_t scale_row = n0 / p.br, next = (scale_row + 1) * p.br;
+  for (int i = 0; i < kLanes; ++i) {
+    const std::int64_t row = std::min(n0 + i, p.n - 1);
+    if (row >= next) ++scale_row, next += p.br;  // p.br >= 1: one step at most
+    rows[i] = RowOf<K>(p, row, scale_row);
+    rows[i].e2m1_tables = e2m1_tables;
+  }
+}
 
 // C[row, n0 .. n0 + 16) into c from `a`, that activation row (lane order of the 1 x 16 tile: column n0 + i in lane
 // bitrev4(i); e2m1 on 16-lane targets: in lane StridedTreeLane(i)).
@@ -675,20 +750,16 @@ struct BlockSumsInputs {
 // tree sum (multiples of 2^-19, below 2^24), and scaling by a power of two commutes with each of their roundings: the
 // group sum times 2 x scale is the definition's group sum, bit for bit.
 // e2m1: `a` is the activation row in the strided lane order (DecodeE2m1x32Strided) and e2m1_tables holds, per
-// scale code, the 16 e2m1 values times its scale.
+// scale code, the 16 e2m1 values times its scale. On 16-lane targets e2m1, and e4m3 on AVX3_DL where `block`, find
+// their group sums in block->sums (BlockSumsOfRows made them for a batch of rows).
 template <WeightKind K, bool kPerGroup = false>
 void GemvBlock(const Problem& p, std::int64_t row, const float* HWY_RESTRICT a, std::int64_t n0,
                float* HWY_RESTRICT c, std::int64_t live, const float* HWY_RESTRICT e2m1_tables = nullptr,
                BlockSumsInputs* block = nullptr) {
   (void)e2m1_tables, (void)live, (void)block;  // read only where e2m1 rows are decoded by table; by GroupSums
-  // k >> shift is the scale column (GemvFits: a power-of-two block width); 62 keeps one factor for f32 scales.
-  const int shift =
-      K == WeightKind::e4m3 && !p.weight_scales_inside ? 62 : std::countr_zero(static_cast<unsigned>(p.bc));
+  const int shift = ScaleShift<K>(p);
   WeightRow rows[kLanes];
-  for (int i = 0; i < kLanes; ++i) {
-    rows[i] = RowOf<K>(p, std::min(n0 + i, p.n - 1));  // rows past N: dropped
-    rows[i].e2m1_tables = e2m1_tables;
-  }
+  BlockRows<K>(p, n0, e2m1_tables, rows);
   alignas(64) float red[kLanes], s[kLanes];
   const std::int64_t groups = (p.k + p.group - 1) / p.group;
   const bool one_block_row = n0 / p.br == std::min(n0 + kLanes - 1, p.n - 1) / p.br;
@@ -699,13 +770,6 @@ void GemvBlock(const Problem& p, std::int64_t row, const float* HWY_RESTRICT a, 
       p.weight_scales.empty() || p.weight_scales_inside ? nullptr
                                                         : p.weight_scales.data() + n0 / p.br * p.weight_scale_cols;
   const bool codes_outside = p.weight_scales.empty() && p.weight_scale_codes && !p.weight_scales_inside;  // none yet
-#if MF_GEMM_WIDE && MF_GEMV_VBMI
-  if (kPerGroup && block != nullptr && block->pairs != nullptr) {
-    BlockSumsDotBf16(rows, block->pairs, p.k, p.group, live, block->sums, block->redo);
-  } else if (block != nullptr) {
-    BlockSumsTables<kPerGroup>(rows, block->a, p.k, p.group, live, shift, block->sums, block->redo);
-  }
-#endif
 #if MF_GEMV_LANES_BLOCKS
   if constexpr (K == WeightKind::e4m3 && kPerGroup) {
     if (block != nullptr) {
@@ -717,8 +781,8 @@ void GemvBlock(const Problem& p, std::int64_t row, const float* HWY_RESTRICT a, 
   for (std::int64_t g = 0; g < groups; ++g) {
     const std::int64_t k0 = g * p.group, end = std::min(p.k, k0 + p.group);
 #if MF_GEMM_WIDE
-    if constexpr (K == WeightKind::e2m1) {
-      GroupSumsE2m1Strided(rows, a, k0, shift, e2m1_tables, red);
+    if constexpr (K == WeightKind::e2m1) {  // BlockSums, for every activation row of the batch at once
+      std::copy(block->sums + kLanes * g, block->sums + kLanes * (g + 1), red);
     } else  // NOLINT(readability/braces)
 #endif
     if (block != nullptr && !block->redo[g]) {
@@ -750,9 +814,22 @@ HWY_INLINE const char* GemvE4m3Decode() {
   return MF_GEMM_WIDE ? "avx512" : "lanes";
 }
 
-// The GEMV serves M below this (gemm.cc's UsesGemv): 8 on 16-lane targets, 12 on AVX2, where the column-lane tile
-// ran M = 8 slower than the GEMV on Zen 3.
-constexpr std::int64_t kGemvRowsBelow = kL == 8 ? 12 : 8;
+// e4m3 whose groups are whole 64-code lines (every 128x128, 1x128 and ue8m0 32x32 scheme): on AVX3_DL every group
+// of a block is summed at once (BlockSumsInputs).
+HWY_INLINE bool E4m3WholeLines(const Problem& p) {
+  return p.kind == WeightKind::e4m3 && p.group % 64 == 0 && p.k % p.group == 0 && (p.e4m3_per_group || p.bc >= 32);
+}
+
+// Whether the GEMV decodes each weight once for a batch of activation rows (BlockSumsOfRows): e2m1 on 16-lane
+// targets, e4m3 in whole lines on AVX3_DL.
+HWY_INLINE bool GemvBatched(const Problem& p) {
+  return MF_GEMM_WIDE && (p.kind == WeightKind::e2m1 || (MF_GEMV_VBMI && E4m3WholeLines(p)));
+}
+
+// The GEMV serves M below this (gemm.cc's UsesGemv): on 16-lane targets 16 where it is batched (at M = 8 it ran
+// 1.xx-1.xx x the 4 x 4 tile: BENCHMARKS.md), else 8; 12 on AVX2, where the column-lane tile ran M = 8 slower than
+// the GEMV on Zen 3.
+HWY_INLINE std::int64_t GemvRowsBelow(const Problem& p) { return kL == 8 ? 12 : GemvBatched(p) ? 16 : 8; }
 
 // Whether GemvBlock<kind> runs on this target for p: e2m1 needs its scale codes and whole groups of 128 (as
 // fp4_problem's activations always have), bf16 whole vectors along K.
@@ -851,7 +928,12 @@ HWY_INLINE GemvInputs GemvInputsOf(const Problem& p, std::int64_t row, const flo
     in.scaled = rb.scaled.data();
   }
 #if MF_GEMM_WIDE
-  if (p.kind == WeightKind::e2m1) in.strided = StridedActivations(p, a, rb.strided);
+  if (p.kind == WeightKind::e2m1) {
+    in.strided = StridedActivations(p, a, rb.strided);
+    const auto groups = static_cast<std::size_t>(p.k / kActBlock);
+    b.block_sums.resize(groups * kLanes * static_cast<std::size_t>(p.m));
+    in.block = {nullptr, in.strided, b.block_sums.data() + groups * kLanes * static_cast<std::size_t>(row), nullptr};
+  }
 #endif
 #if MF_GEMM_WIDE || (HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2)
   if (p.kind == WeightKind::e2m1) in.e2m1_tables = E2m1Tables(p, b);
@@ -861,11 +943,11 @@ HWY_INLINE GemvInputs GemvInputsOf(const Problem& p, std::int64_t row, const flo
   // once, by the bf16 dot product where it is chosen, else by BlockSumsTables (whose unscaled weights take their
   // scale per 32 values). The sums and flags are scratch for one block at a time, shared by the rows: the same size
   // for every row of a call, so a later row's resize never moves what an earlier row's inputs point to.
-  if (p.kind == WeightKind::e4m3 && p.group % 64 == 0 && p.k % p.group == 0 && (p.e4m3_per_group || p.bc >= 32)) {
+  if (E4m3WholeLines(p)) {
     const auto groups = static_cast<std::size_t>(p.k / p.group);
-    b.block_sums.resize(groups * kLanes);
+    b.block_sums.resize(groups * kLanes * static_cast<std::size_t>(p.m));
     b.block_redo.resize(groups);
-    in.block = {nullptr, a, b.block_sums.data(), b.block_redo.data()};
+    in.block = {nullptr, a, b.block_sums.data() + groups * kLanes * static_cast<std::size_t>(row), b.block_redo.data()};
     if (DotBf16Pairs(p, a, rb.pairs)) {
       in.block.pairs = rb.pairs.data();
     } else if (p.e4m3_per_group) {
@@ -906,7 +988,7 @@ HWY_INLINE void GemvBlockOf(const Problem& p, GemvInputs& in, std::int64_t col0,
                                          in.block.sums != nullptr ? &in.block : nullptr);
     case WeightKind::e2m1:
 #if MF_GEMM_WIDE
-      return GemvBlock<WeightKind::e2m1>(p, in.row, in.strided, col0, c, in.live, in.e2m1_tables);
+      return GemvBlock<WeightKind::e2m1>(p, in.row, in.strided, col0, c, in.live, in.e2m1_tables, &in.block);
 #elif HWY_TARGET != HWY_SCALAR
       return GemvBlock<WeightKind::e2m1>(p, in.row, in.a, col0, c, in.live, in.e2m1_tables);
 #else
@@ -917,10 +999,61 @@ HWY_INLINE void GemvBlockOf(const Problem& p, GemvInputs& in, std::int64_t col0,
   }
 }
 
+#if MF_GEMM_WIDE
+// The group sums of the block at n0 for inputs in[0 .. kBatch) (consecutive rows: their BlockSumsInputs::sums are
+// consecutive slices), every weight decoded once for all of them: e2m1, and e4m3 in whole lines on AVX3_DL.
+template <int kBatch>
+HWY_INLINE void BatchBlockSums(const Problem& p, const GemvInputs* in, std::int64_t n0) {
+  std::int64_t live = 0;
+  for (int b = 0; b < kBatch; ++b) live = std::max(live, in[b].live);
+  WeightRow rows[kLanes];
+  if (p.kind == WeightKind::e2m1) {
+    BlockRows<WeightKind::e2m1>(p, n0, in[0].e2m1_tables, rows);
+    const float* a[kBatch];
+    for (int b = 0; b < kBatch; ++b) a[b] = in[b].strided;
+    BlockSumsE2m1<kBatch>(rows, a, p.k, ScaleShift<WeightKind::e2m1>(p), in[0].e2m1_tables, in[0].block.sums);
+    return;
+  }
+#if MF_GEMV_VBMI
+  BlockRows<WeightKind::e4m3>(p, n0, nullptr, rows);
+  if (in[0].block.pairs != nullptr) {
+    const std::uint16_t* pairs[kBatch];
+    for (int b = 0; b < kBatch; ++b) pairs[b] = in[b].block.pairs;
+    BlockSumsDotBf16<kBatch>(rows, pairs, p.k, p.group, live, in[0].block.sums, in[0].block.redo);
+    return;
+  }
+  const float* a[kBatch];
+  for (int b = 0; b < kBatch; ++b) a[b] = in[b].block.a;
+  (p.e4m3_per_group ? BlockSumsTables<true, kBatch> : BlockSumsTables<false, kBatch>)(
+      rows, a, p.k, p.group, live, ScaleShift<WeightKind::e4m3>(p), in[0].block.sums, in[0].block.redo);
+#endif
+}
+
+// BatchBlockSums for every activation row, kGemvBatch at a time (rows that take the bf16 dot product and rows that
+// do not, if a call has both, in batches of their own).
+HWY_INLINE void BlockSumsOfRows(const Problem& p, const std::vector<GemvInputs>& inputs, std::int64_t n0) {
+  for (std::size_t b0 = 0; b0 < inputs.size();) {
+    std::size_t n = 1;
+    while (n < kGemvBatch && b0 + n < inputs.size() &&
+           (inputs[b0 + n].block.pairs != nullptr) == (inputs[b0].block.pairs != nullptr)) {
+      ++n;
+    }
+    switch (n) {
+      case 1: BatchBlockSums<1>(p, &inputs[b0], n0); break;
+      case 2: BatchBlockSums<2>(p, &inputs[b0], n0); break;
+      case 3: BatchBlockSums<3>(p, &inputs[b0], n0); break;
+      default: BatchBlockSums<4>(p, &inputs[b0], n0); break;
+    }
+    b0 += n;
+  }
+}
+#endif
+
 // Every activation row (a: [p.m][lda]) by blocks of 16 columns, taken from the queue in chunks until it is empty.
-// Each chunk runs every row over its columns before the next chunk: its weights (4 blocks: 256 KiB of e4m3 at
-// K = 4096) come from memory for the first row and from L2 for the others, so a few rows cost little more weight
-// traffic than one. Which thread or row order computes a column does not change its bits.
+// Block by block, every row meets the block's weights before the next block: where the group sums are batched
+// (BlockSumsOfRows: e2m1, and e4m3 on AVX3_DL) each weight is decoded once for up to kGemvBatch rows; otherwise
+// each row decodes the block again from L1 or L2 (64 KiB of e4m3 at K = 4096). Which thread or row order computes
+// a column does not change its bits.
 HWY_INLINE void GemvColumns(const Problem& p, const float* a, std::size_t lda, ColumnQueue& queue) {
   const bool wide_e2m1 = MF_GEMM_WIDE && p.kind == WeightKind::e2m1;  // GemvBlock's lane order
   GemvBuffers& buffers = ThreadGemvBuffers();
@@ -930,12 +1063,18 @@ HWY_INLINE void GemvColumns(const Problem& p, const float* a, std::size_t lda, C
   for (std::size_t m = 0; m < rows; ++m) {
     buffers.inputs.push_back(GemvInputsOf(p, static_cast<std::int64_t>(m), a + m * lda, buffers.rows[m], buffers));
   }
+#if MF_GEMM_WIDE
+  const bool batched = GemvBatched(p);
+#endif
   alignas(64) float c[kLanes];
   float row[kLanes];
   std::int64_t begin, end;
   while (queue.next(begin, end)) {
-    for (GemvInputs& in : buffers.inputs) {
-      for (std::int64_t col0 = begin * kLanes; col0 < end * kLanes; col0 += kLanes) {
+    for (std::int64_t col0 = begin * kLanes; col0 < end * kLanes; col0 += kLanes) {
+#if MF_GEMM_WIDE
+      if (batched) BlockSumsOfRows(p, buffers.inputs, col0);
+#endif
+      for (GemvInputs& in : buffers.inputs) {
         GemvBlockOf(p, in, col0, c);
         for (int i = 0; i < kLanes; ++i) row[i] = c[wide_e2m1 ? StridedTreeLane(i) : bitrev4(i)];
         finish(p, in.row, col0, std::min<std::int64_t>(kLanes, p.n - col0), row);

@@ -138,11 +138,13 @@ void expect_fast_matches_ref(const Gemm& gemm, std::int64_t m, std::int64_t n, c
 struct Dims {
   std::int64_t m, n, k;
 };
-// M = 1 to 7 (AVX-512) or 11 (AVX2 and narrower): the GEMV, row by row (7 and 11 its most); 9: the 4 x 4 tile on
-// AVX-512, the GEMV on AVX2; 12: the column-lane tile on AVX2; 18 and more: the column-lane tile on both, in one and
+// M = 1 to 7 (AVX-512) or 11 (AVX2 and narrower): the GEMV (7 and 11 its most; on AVX3_DL fp8 and mxfp4 in batches
+// of up to 4 rows, up to 15); 9: the 4 x 4 tile on AVX-512 (bf16; fp8 on AVX3), the GEMV on AVX2; 12: the column-lane
+// tile on AVX2; 15: the most rows of AVX3_DL's batched GEMV; 18 and more: the column-lane tile on both, in one and
 // two passes of rows.
-const Dims kShapes[] = {{1, 16, 128},  {1, 50, 384},  {2, 33, 256},  {3, 17, 128},   {5, 64, 512},  {7, 30, 256},
-                        {9, 40, 384},  {11, 24, 256}, {12, 40, 256}, {18, 40, 384},  {260, 20, 256}, {520, 20, 256}};
+const Dims kShapes[] = {{1, 16, 128},  {1, 50, 384},  {2, 33, 256},  {3, 17, 128},  {5, 64, 512},
+                        {7, 30, 256},  {9, 40, 384},  {11, 24, 256}, {12, 40, 256}, {15, 24, 256},
+                        {18, 40, 384}, {260, 20, 256}, {520, 20, 256}};
 
 std::string dims_text(const Dims& d) {
   return "M=" + std::to_string(d.m) + " N=" + std::to_string(d.n) + " K=" + std::to_string(d.k);
@@ -247,7 +249,7 @@ void check_zero_tail() {
     const bool fp4 = std::string(c.scheme) == "mxfp4";
     for (const auto& d : shapes) {
       for (const Kind kind : {Kind::normal, Kind::outliers, Kind::adversarial}) {
-        for (const std::int64_t m : {1, 3}) {
+        for (const std::int64_t m : {1, 3, 6}) {  // 6: AVX3_DL's batches of 4 and 2 rows, with and without tails
           std::vector<float> x = values(m * d.k, kind, rng);
           for (std::int64_t r = 0; r < m; r += 2) {
             for (std::int64_t i = d.live; i < d.k; ++i) {
