@@ -1,5 +1,6 @@
 #include "blocking.h"
 
+#include <algorithm>
 #include <array>
 #include <bit>
 #include <cmath>
@@ -79,10 +80,7 @@ void init_result(QuantizedTensor& q, std::span<const std::int64_t> shape, const 
   q.layout = o.layout;
   q.rotate = o.rotate;
   q.scale_shape.clear();
-  if (o.layout != Layout::ggml) {
-    q.scale_shape = s.block_rows == 1 ? std::vector<std::int64_t>{g.rows, g.block_cols}
-                                      : std::vector<std::int64_t>{g.block_rows, g.block_cols};
-  }
+  if (o.layout != Layout::ggml) q.scale_shape.assign({s.block_rows == 1 ? g.rows : g.block_rows, g.block_cols});
   q.tensor_scale = 1.0f;
 }
 
@@ -154,11 +152,10 @@ void validate(const QuantizedTensor& q) {
                         std::to_string(want_codes));
   }
   if (q.layout == Layout::ggml) return;
-  const std::vector<std::int64_t> want_shape = q.scheme.block_rows == 1
-                                                   ? std::vector<std::int64_t>{g.rows, g.block_cols}
-                                                   : std::vector<std::int64_t>{g.block_rows, g.block_cols};
+  // An array, not a vector: every GEMM call validates its operands, and a decode loop's calls allocate nothing.
+  const std::array<std::int64_t, 2> want_shape{q.scheme.block_rows == 1 ? g.rows : g.block_rows, g.block_cols};
   const std::size_t want_scales = static_cast<std::size_t>(g.blocks()) * (*q.scheme.scale_format == f32 ? 4 : 1);
-  if (q.scale_shape != want_shape || q.scales.size() != want_scales) {
+  if (!std::ranges::equal(q.scale_shape, want_shape) || q.scales.size() != want_scales) {
     throw QuantizeError("scales of shape [" + join_numbers(q.scale_shape) + "] (" + std::to_string(q.scales.size()) +
                         " bytes); shape [" + join_numbers(q.shape) + "] in " + q.scheme.name + " needs [" +
                         join_numbers(want_shape) + "] (" + std::to_string(want_scales) + " bytes)");
@@ -246,11 +243,16 @@ void RowDivisors::operator()(std::int64_t block_row, float* out) const {
   }
 }
 
-std::vector<float> load_divisors(const QuantizedTensor& q) {
+void load_divisors(const QuantizedTensor& q, std::vector<float>& out) {
   const Geometry g = geometry_of(q);
-  std::vector<float> d(static_cast<std::size_t>(g.blocks()));
+  out.resize(static_cast<std::size_t>(g.blocks()));
   const RowDivisors row(q);
-  for (std::int64_t i = 0; i < g.block_rows; ++i) row(i, d.data() + i * g.block_cols);
+  for (std::int64_t i = 0; i < g.block_rows; ++i) row(i, out.data() + i * g.block_cols);
+}
+
+std::vector<float> load_divisors(const QuantizedTensor& q) {
+  std::vector<float> d;
+  load_divisors(q, d);
   return d;
 }
 

@@ -43,6 +43,7 @@ void store_scales(QuantizedTensor& q, std::span<const std::uint32_t> scale_codes
 // The inverse: one code per byte, and one divisor per block.
 void load_codes(const QuantizedTensor& q, std::span<std::uint8_t> codes);
 std::vector<float> load_divisors(const QuantizedTensor& q);
+void load_divisors(const QuantizedTensor& q, std::vector<float>& out);  // into out, keeping its capacity
 // out[c] = scale_divisor(s, c, tensor_scale) for every one-byte scale code c. ue8m0 without a tensor scale (MX and
 // DeepSeek scales: every GEMM call reads a weight's and an activation's) is copied from a table built once.
 void divisor_table(const Scheme& s, float tensor_scale, std::array<float, 256>& out);

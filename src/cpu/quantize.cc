@@ -284,6 +284,13 @@ void dequantize_row(const RowCodes& rc, const detail::Geometry& g, const float* 
 
 }  // namespace
 
+// Frees a kept vector that a large call grew past kKeptBytes, so that a thread keeps no tensor-sized scratch.
+constexpr std::size_t kKeptBytes = std::size_t{4} << 20;
+template <typename T>
+void release_if_large(std::vector<T>& v) {
+  if (v.capacity() * sizeof(T) > kKeptBytes) std::vector<T>().swap(v);
+}
+
 // The fast path behind mf::quantize / mf::fake_quantize (x already rotated if asked).
 void quantize_blocks(const void* input, InputType type, std::span<const std::int64_t> shape, const Scheme& s,
                      const QuantizeOptions& o, float* fake_out, QuantizedTensor& q) {
@@ -307,17 +314,23 @@ void quantize_blocks(const void* input, InputType type, std::span<const std::int
   }
   q.tensor_scale = tensor_scale_of(src, g.count(), s, o, threads);
   const QuantizeElement ec = quantize_element(s);
-  std::vector<std::uint32_t> scale_codes(static_cast<std::size_t>(g.blocks()));
+  // The scale codes and each thread's row scratch are kept by the thread from call to call (up to kKeptBytes each):
+  // act_quant runs this once per layer and token, and a decode loop is to allocate nothing once they have grown.
+  thread_local std::vector<std::uint32_t> scale_codes;
+  scale_codes.resize(static_cast<std::size_t>(g.blocks()));
   std::vector<std::uint8_t> all_codes;
   const Sink sink = sink_for(q, g, o, ec.bits, fake_out, scale_codes, all_codes);
   // The groups of block rows, shared out over the threads of the parallel region it runs in, if any.
   const auto groups = [&] {
-    std::vector<std::uint8_t> row_codes;  // per thread, reused from row to row, sized where a row needs them
-    std::vector<float> wide, divisors;
+    thread_local std::vector<std::uint8_t> row_codes;  // reused from row to row, sized where a row needs them
+    thread_local std::vector<float> wide, divisors;
 #pragma omp for schedule(static)
     for (std::int64_t bi = 0; bi < g.block_rows; ++bi) {
       quantize_group(src, g, s, ec, q.tensor_scale, bi, sink, row_codes, wide, divisors);
     }
+    release_if_large(row_codes);
+    release_if_large(wide);
+    release_if_large(divisors);
   };
   if (threads > 1 && g.block_rows > 1) {
 #pragma omp parallel num_threads(threads)
@@ -325,9 +338,11 @@ void quantize_blocks(const void* input, InputType type, std::span<const std::int
   } else {
     groups();  // one thread or one group (a decode step's token): no parallel region to start
   }
-  if (fake_out) return;
-  if (sink.all_codes) detail::store_codes(q, all_codes);
-  detail::store_scales(q, scale_codes);
+  if (!fake_out) {
+    if (sink.all_codes) detail::store_codes(q, all_codes);
+    detail::store_scales(q, scale_codes);
+  }
+  release_if_large(scale_codes);
 }
 
 void dequantize_blocks(const QuantizedTensor& q, float* out, int threads) {

@@ -6,6 +6,7 @@
 #include <array>
 #include <bit>
 #include <cstring>
+#include <span>
 
 #include "../blocks/blocking.h"
 #include "minifloat/codec.h"
@@ -18,7 +19,7 @@ namespace {
   throw GemmError(std::string(op) + ": " + a_name + " " + a_shape + " and weight " + w_shape + ": " + why);
 }
 
-std::string dims(const std::vector<std::int64_t>& shape) {
+std::string dims(std::span<const std::int64_t> shape) {
   std::string s = "[";
   for (std::size_t i = 0; i < shape.size(); ++i) {
     if (i) s += ", ";
@@ -48,9 +49,9 @@ void check_activation(const char* op, const QuantizedTensor& a, const std::strin
 void check_scales(const char* op, const char* which, const QuantizedTensor& q, const std::string& as,
                   const std::string& ws) {
   const detail::Geometry g = detail::geometry_of(q);
-  const std::vector<std::int64_t> expected{g.block_rows, g.block_cols};
+  const std::array<std::int64_t, 2> expected{g.block_rows, g.block_cols};
   const std::size_t width = *q.scheme.scale_format == f32 ? 4 : 1;
-  if (q.scale_shape != expected || q.scales.size() != static_cast<std::size_t>(g.blocks()) * width) {
+  if (!std::ranges::equal(q.scale_shape, expected) || q.scales.size() != static_cast<std::size_t>(g.blocks()) * width) {
     fail(op, "activation", as, ws, std::string(which) + " scales " + dims(q.scale_shape) + " (" +
                                        std::to_string(q.scales.size()) + " bytes) are not the " + dims(expected) +
                                        " " + std::string(q.scheme.scale_format->name) + " scales of " +
@@ -66,7 +67,7 @@ void check_scales(const char* op, const char* which, const QuantizedTensor& q, c
 // The activation codes (decoded where a kernel reads them: Problem::activation_values) and the activation scales.
 void load_activation(Problem& p, const QuantizedTensor& a) {
   p.a_codes = a.codes.data();
-  p.act_scales = detail::load_divisors(a);
+  detail::load_divisors(a, p.act_scales);
 }
 
 Problem quantized_problem(const char* op, const QuantizedTensor& a, const QuantizedTensor& w, GemmOut out,
@@ -91,7 +92,7 @@ Problem quantized_problem(const char* op, const QuantizedTensor& a, const Quanti
     p.weight_scale_codes = w.scales.data();
     detail::divisor_table(w.scheme, w.tensor_scale, p.weight_scale_table);
   } else {
-    p.weight_scales = detail::load_divisors(w);
+    detail::load_divisors(w, p.weight_scales);
   }
   p.out = out;
   p.accumulate = o.accumulate;
@@ -199,6 +200,51 @@ float Problem::weight(std::int64_t row, std::int64_t col) const {
   }
   if (weight_scales_inside) v *= weight_scale(row / br, col / bc);
   return v;
+}
+
+namespace {
+
+// The vectors of the thread's last Problem, kept for its next: a decode loop makes one per layer and token, and
+// allocating its scales anew each time is what `linear` is not to do (docs/gemm.md). One per member, so that each
+// comes back to the member it grew for; up to kKeptFloats floats each (4 MiB): larger ones (a bf16 GEMM's widened
+// activations) are freed.
+constexpr std::size_t kKeptFloats = std::size_t{1} << 20;
+struct KeptVectors {
+  std::vector<float> a, act_scales, weight_scales, e4m3_factor;
+};
+thread_local KeptVectors kept;
+
+std::vector<float> take(std::vector<float>& from) {
+  std::vector<float> v = std::move(from);
+  from = std::vector<float>();
+  v.clear();
+  return v;
+}
+void give_back(std::vector<float>& v, std::vector<float>& to) {
+  if (v.capacity() > to.capacity() && v.capacity() <= kKeptFloats) to = std::move(v);
+}
+
+}  // namespace
+
+Problem::Problem()
+    : a(take(kept.a)),
+      act_scales(take(kept.act_scales)),
+      weight_scales(take(kept.weight_scales)),
+      e4m3_factor(take(kept.e4m3_factor)) {}
+
+Problem::~Problem() {
+  give_back(a, kept.a);
+  give_back(act_scales, kept.act_scales);
+  give_back(weight_scales, kept.weight_scales);
+  give_back(e4m3_factor, kept.e4m3_factor);
+}
+
+std::size_t Problem::kept_vectors() {
+  std::size_t n = 0;
+  for (const std::vector<float>* v : {&kept.a, &kept.act_scales, &kept.weight_scales, &kept.e4m3_factor}) {
+    n += v->capacity() > 0;
+  }
+  return n;
 }
 
 void Problem::expand_weight_scales() {

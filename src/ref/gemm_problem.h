@@ -20,6 +20,16 @@ inline constexpr int kActBlock = 128;
 inline constexpr int kLanes = 16;
 
 struct Problem {
+  // Its vectors come from, and go back to, those that the thread's earlier Problems held (a, act_scales,
+  // weight_scales, e4m3_factor): a call that fits in what an earlier one grew allocates nothing for them.
+  Problem();
+  ~Problem();
+  Problem(const Problem&) = default;
+  Problem(Problem&&) = default;
+  Problem& operator=(const Problem&) = default;
+  Problem& operator=(Problem&&) = default;
+  static std::size_t kept_vectors();  // how many the calling thread keeps now (tests)
+
   std::int64_t m = 0, n = 0, k = 0;
   int group = kActBlock;     // G: the K range summed before its scale is applied
   // [m][k] exact: bf16 widened, or f32. Empty for act_quant's activations, which stay e4m3 codes (a_codes) until a
