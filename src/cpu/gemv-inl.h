@@ -1,6 +1,7 @@
-// Per-target SIMD code for the GEMV: one activation row (M = 1, a decode step) or a few (up to 7, 11 on AVX2, taken one
-// by one over each chunk of weight rows): the weights go straight from their codes into the fma, with no panel in
-// between, so each weight byte is read once from memory and touched by a handful of instructions per activation row.
+// Per-target SIMD code for the GEMV: one activation row (M = 1, a decode step) or a few (GemvRowsBelow: up to 15 where
+// each decoded weight meets up to 4 rows at once, else 7, 11 on AVX2, taken one by one over each block of weight
+// rows): the weights go straight from their codes into the fma, with no panel in between, so each weight byte is
+// read once from memory and touched by a handful of instructions per activation row.
 // The arithmetic is that of gemm-inl.h's 1 x 16 register tile (and so of the definition): the same exact decoded
 // weights, the same lane-strided partial sums, tree and group order.
 //
@@ -826,9 +827,9 @@ HWY_INLINE bool GemvBatched(const Problem& p) {
   return MF_GEMM_WIDE && (p.kind == WeightKind::e2m1 || (MF_GEMV_VBMI && E4m3WholeLines(p)));
 }
 
-// The GEMV serves M below this (gemm.cc's UsesGemv): on 16-lane targets 16 where it is batched (at M = 8 it ran
-// 1.xx-1.xx x the 4 x 4 tile: BENCHMARKS.md), else 8; 12 on AVX2, where the column-lane tile ran M = 8 slower than
-// the GEMV on Zen 3.
+// The GEMV serves M below this (gemm.cc's UsesGemv): on 16-lane targets 16 where it is batched (at M = 8, 2 threads,
+// mxfp4 ran at 1.4-2.2x the 4 x 4 tile's GFLOP/s, fp8 1.4-1.5x with the weights streamed and 0.86-0.99x cached:
+// BENCHMARKS.md), else 8; 12 on AVX2, where the column-lane tile ran M = 8 slower than the GEMV on Zen 3.
 HWY_INLINE std::int64_t GemvRowsBelow(const Problem& p) { return kL == 8 ? 12 : GemvBatched(p) ? 16 : 8; }
 
 // Whether GemvBlock<kind> runs on this target for p: e2m1 needs its scale codes and whole groups of 128 (as
