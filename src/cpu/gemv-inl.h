@@ -97,6 +97,9 @@ constexpr std::size_t kE2m1TableSize = 16;
 constexpr std::size_t kGemvBatch = 4;
 template <int kBatch>
 constexpr int kGemvPassRows = kBatch <= 2 ? 8 : 4;
+// AVX2's 16 registers: 4 weight rows (8 accumulators) for one activation row, 2 for two, 1 for three or four.
+template <int kBatch>
+constexpr int kGemvPassRows8 = kBatch == 1 ? 4 : kBatch == 2 ? 2 : 1;
 
 // One weight row as the GEMV reads it: its codes (or bf16 bits) and its scales.
 struct WeightRow {
@@ -571,27 +574,31 @@ HWY_INLINE void DecodeE4m3Pair(const std::uint8_t* codes, VF& w0, VF& w1) {
 // (kFields) or 2^7 (fp16), so that every product is a x value / 2 as in GroupSums, bit for bit. Lines wholly past
 // `live` (zero activations) are only looked through. redo[g] = 1 where group g holds a NaN code (the caller redoes it
 // with the checked loop). sums[16 g + bitrev4(i)]: group g of row i. group % 64 == 0, k % group == 0.
-template <bool kFields>
-HWY_NOINLINE void BlockSumsLanes(const WeightRow (&rows)[kLanes], const float* HWY_RESTRICT a, std::int64_t k,
+template <bool kFields, int kBatch>
+HWY_NOINLINE void BlockSumsLanes(const WeightRow (&rows)[kLanes], const float* const* HWY_RESTRICT a, std::int64_t k,
                                  std::int64_t group, std::int64_t live, float* HWY_RESTRICT sums,
                                  std::uint8_t* HWY_RESTRICT redo) {
   const DF df;
   const hn::Full256<std::uint8_t> du8;
   const hn::Full256<std::int8_t> di8;
+  constexpr int kRows = kGemvPassRows8<kBatch>;
+  const std::int64_t groups = k / group;
   for (std::int64_t k0 = 0, g = 0; k0 < k; k0 += group, ++g) {
     auto seen_u = hn::Zero(du8);
     auto seen_s = hn::Set(di8, std::int8_t{-128});
-    VF acc[kLanes][kV];
-    for (int quad = 0; quad < kLanes; quad += 4) {
-      const std::uint8_t* codes[4];
-      for (int j = 0; j < 4; ++j) codes[j] = rows[quad + j].codes;
-      VF s[4][2];
-      for (auto& r : s) r[0] = r[1] = hn::Zero(df);
+    VF acc[kBatch][kLanes][kV];
+    for (int pass = 0; pass < kLanes; pass += kRows) {
+      const std::uint8_t* codes[kRows];
+      for (int j = 0; j < kRows; ++j) codes[j] = rows[pass + j].codes;
+      VF s[kRows][kBatch][2];
+      for (auto& r : s) {
+        for (auto& v : r) v[0] = v[1] = hn::Zero(df);
+      }
       for (std::int64_t line = k0; line < k0 + group; line += 64) {
 #pragma GCC unroll 4
-        for (int j = 0; j < 4; ++j) {
+        for (int j = 0; j < kRows; ++j) {
           const std::uint8_t* at = codes[j] + line;
-          if (line < live) PrefetchRowAhead(codes[j], line, kPrefetchAhead8, rows[quad + j].bytes);
+          if (line < live) PrefetchRowAhead(codes[j], line, kPrefetchAhead8, rows[pass + j].bytes);
           seen_u = hn::Max(seen_u, hn::Max(hn::LoadU(du8, at), hn::LoadU(du8, at + 32)));
           const auto* signed_at = reinterpret_cast<const std::int8_t*>(at);
           seen_s = hn::Max(seen_s, hn::Max(hn::LoadU(di8, signed_at), hn::LoadU(di8, signed_at + 32)));
@@ -599,26 +606,95 @@ HWY_NOINLINE void BlockSumsLanes(const WeightRow (&rows)[kLanes], const float* H
         if (line >= live) continue;
 #pragma GCC unroll 4
         for (std::int64_t step = 0; step < 64; step += kLanes) {
-          const VF a0 = hn::LoadU(df, a + line + step), a1 = hn::LoadU(df, a + line + step + 8);
+          if constexpr (kBatch == 1) {  // the activations loaded once per step for the four rows
+            const VF a0 = hn::LoadU(df, a[0] + line + step), a1 = hn::LoadU(df, a[0] + line + step + 8);
 #pragma GCC unroll 4
-          for (int j = 0; j < 4; ++j) {
-            VF w0, w1;
-            DecodeE4m3Pair<kFields>(codes[j] + line + step, w0, w1);
-            s[j][0] = hn::MulAdd(a0, w0, s[j][0]);
-            s[j][1] = hn::MulAdd(a1, w1, s[j][1]);
+            for (int j = 0; j < kRows; ++j) {
+              VF w0, w1;
+              DecodeE4m3Pair<kFields>(codes[j] + line + step, w0, w1);
+              s[j][0][0] = hn::MulAdd(a0, w0, s[j][0][0]);
+              s[j][0][1] = hn::MulAdd(a1, w1, s[j][0][1]);
+            }
+          } else {
+#pragma GCC unroll 4
+            for (int j = 0; j < kRows; ++j) {
+              VF w0, w1;
+              DecodeE4m3Pair<kFields>(codes[j] + line + step, w0, w1);
+#pragma GCC unroll 4
+              for (int b = 0; b < kBatch; ++b) {
+                s[j][b][0] = hn::MulAdd(hn::LoadU(df, a[b] + line + step), w0, s[j][b][0]);
+                s[j][b][1] = hn::MulAdd(hn::LoadU(df, a[b] + line + step + 8), w1, s[j][b][1]);
+              }
+            }
           }
         }
       }
-      for (int j = 0; j < 4; ++j) acc[quad + j][0] = s[j][0], acc[quad + j][1] = s[j][1];
+      for (int j = 0; j < kRows; ++j) {
+        for (int b = 0; b < kBatch; ++b) acc[b][pass + j][0] = s[j][b][0], acc[b][pass + j][1] = s[j][b][1];
+      }
     }
-    ReduceAvx2(acc, sums + kLanes * g);
+    for (int b = 0; b < kBatch; ++b) ReduceAvx2(acc[b], sums + kLanes * (b * groups + g));
     redo[g] = !hn::AllFalse(du8, hn::Eq(seen_u, hn::Set(du8, std::uint8_t{0xFF}))) ||
               !hn::AllFalse(di8, hn::Eq(seen_s, hn::Set(di8, std::int8_t{0x7F})));
+  }
+}
+
+// The sums of every group of a 16-row block of e2m1 weights on AVX2, for kBatch activation rows at once: RowProducts'
+// e2m1 loop (32 weights per row and step, one table look-up per scale block: codec::DecodeE2m1x8Table), with each
+// decoded vector meeting every row of the batch, and the tree (ReduceAvx2) once per group per row.
+// sums[16 (b x groups + g) + bitrev4(i)]: group g of weight row i for activation row b.
+template <int kBatch>
+HWY_NOINLINE void BlockSumsE2m1(const WeightRow (&rows)[kLanes], const float* const* HWY_RESTRICT a, std::int64_t k,
+                                int shift, const float* HWY_RESTRICT e2m1_tables, float* HWY_RESTRICT sums) {
+  (void)e2m1_tables;  // in each row (BlockRows)
+  const DF df;
+  constexpr int kRows = kGemvPassRows8<kBatch>;
+  const std::int64_t groups = k / kActBlock;
+  for (std::int64_t k0 = 0, g = 0; k0 < k; k0 += kActBlock, ++g) {
+    VF acc[kBatch][kLanes][kV];
+    for (int pass = 0; pass < kLanes; pass += kRows) {
+      VF s[kRows][kBatch][2];
+      for (auto& r : s) {
+        for (auto& v : r) v[0] = v[1] = hn::Zero(df);
+      }
+      for (std::int64_t kk = k0; kk < k0 + kActBlock; kk += 2 * kLanes) {
+        VF av[4];  // one activation row's 32 values, loaded once for the four weight rows (kBatch = 1)
+        if constexpr (kBatch == 1) {
+          for (int q = 0; q < 4; ++q) av[q] = hn::LoadU(df, a[0] + kk + 8 * q);
+        }
+#pragma GCC unroll 4
+        for (int j = 0; j < kRows; ++j) {
+          const WeightRow& r = rows[pass + j];
+          const float* table = r.e2m1_tables + kE2m1TableSize * r.scale_codes[kk >> shift];
+          const std::uint8_t* codes = r.codes + kk / 2;
+          if (kk == k0) PrefetchRowAhead(r.codes, kk / 2, kPrefetchAhead8, r.bytes);
+#pragma GCC unroll 4
+          for (int q = 0; q < 4; ++q) {
+            const VF w = codec::DecodeE2m1x8Table(codes + 4 * q, table);
+            if constexpr (kBatch == 1) {
+              s[j][0][q % 2] = hn::MulAdd(av[q], w, s[j][0][q % 2]);
+            } else {
+#pragma GCC unroll 4
+              for (int b = 0; b < kBatch; ++b) {
+                s[j][b][q % 2] = hn::MulAdd(hn::LoadU(df, a[b] + kk + 8 * q), w, s[j][b][q % 2]);
+              }
+            }
+          }
+        }
+      }
+      for (int j = 0; j < kRows; ++j) {
+        for (int b = 0; b < kBatch; ++b) acc[b][pass + j][0] = s[j][b][0], acc[b][pass + j][1] = s[j][b][1];
+      }
+    }
+    for (int b = 0; b < kBatch; ++b) ReduceAvx2(acc[b], sums + kLanes * (b * groups + g));
   }
 }
 #else
 #define MF_GEMV_LANES_BLOCKS 0
 #endif
+// Whether GemvColumns makes the group sums of e2m1 (and of e4m3 where E4m3Batched) for a batch of rows at once.
+#undef MF_GEMV_BATCHED
+#define MF_GEMV_BATCHED (MF_GEMM_WIDE || MF_GEMV_LANES_BLOCKS)
 
 #if MF_GEMM_WIDE
 // The sums of every group of a 16-row block of e2m1 weights on 16-lane targets, for kBatch activation rows at once
@@ -771,17 +847,9 @@ void GemvBlock(const Problem& p, std::int64_t row, const float* HWY_RESTRICT a, 
       p.weight_scales.empty() || p.weight_scales_inside ? nullptr
                                                         : p.weight_scales.data() + n0 / p.br * p.weight_scale_cols;
   const bool codes_outside = p.weight_scales.empty() && p.weight_scale_codes && !p.weight_scales_inside;  // none yet
-#if MF_GEMV_LANES_BLOCKS
-  if constexpr (K == WeightKind::e4m3 && kPerGroup) {
-    if (block != nullptr) {
-      (block->fields ? BlockSumsLanes<true> : BlockSumsLanes<false>)(rows, block->a, p.k, p.group, live, block->sums,
-                                                                      block->redo);
-    }
-  }
-#endif
   for (std::int64_t g = 0; g < groups; ++g) {
     const std::int64_t k0 = g * p.group, end = std::min(p.k, k0 + p.group);
-#if MF_GEMM_WIDE
+#if MF_GEMV_BATCHED
     if constexpr (K == WeightKind::e2m1) {  // BlockSums, for every activation row of the batch at once
       std::copy(block->sums + kLanes * g, block->sums + kLanes * (g + 1), red);
     } else  // NOLINT(readability/braces)
@@ -821,10 +889,16 @@ HWY_INLINE bool E4m3WholeLines(const Problem& p) {
   return p.kind == WeightKind::e4m3 && p.group % 64 == 0 && p.k % p.group == 0 && (p.e4m3_per_group || p.bc >= 32);
 }
 
+// The e4m3 weights whose block sums BlockSumsOfRows makes: in whole lines on AVX3_DL, and with per-group factors too
+// on AVX2 (BlockSumsLanes).
+HWY_INLINE bool E4m3Batched(const Problem& p) {
+  return E4m3WholeLines(p) && ((MF_GEMM_WIDE && MF_GEMV_VBMI) || (MF_GEMV_LANES_BLOCKS && p.e4m3_per_group));
+}
+
 // Whether the GEMV decodes each weight once for a batch of activation rows (BlockSumsOfRows): e2m1 on 16-lane
-// targets, e4m3 in whole lines on AVX3_DL.
+// targets and AVX2, e4m3 where E4m3Batched.
 HWY_INLINE bool GemvBatched(const Problem& p) {
-  return MF_GEMM_WIDE && (p.kind == WeightKind::e2m1 || (MF_GEMV_VBMI && E4m3WholeLines(p)));
+  return MF_GEMV_BATCHED && (p.kind == WeightKind::e2m1 || E4m3Batched(p));
 }
 
 // The GEMV serves M below this (gemm.cc's UsesGemv): on 16-lane targets 16 where it is batched (at M = 8, 2 threads,
@@ -958,12 +1032,18 @@ HWY_INLINE GemvInputs GemvInputsOf(const Problem& p, std::int64_t row, const flo
     }
   }
 #elif MF_GEMV_LANES_BLOCKS
-  if (p.kind == WeightKind::e4m3 && p.e4m3_per_group && p.group % 64 == 0 && p.k % p.group == 0) {
+  if (p.kind == WeightKind::e2m1) {
+    const auto groups = static_cast<std::size_t>(p.k / kActBlock);
+    b.block_sums.resize(groups * kLanes * static_cast<std::size_t>(p.m));
+    in.block = {nullptr, a, b.block_sums.data() + groups * kLanes * static_cast<std::size_t>(row), nullptr};
+  }
+  if (E4m3Batched(p)) {
     const auto groups = static_cast<std::size_t>(p.k / p.group);
-    b.block_sums.resize(groups * kLanes);
+    b.block_sums.resize(groups * kLanes * static_cast<std::size_t>(p.m));
     b.block_redo.resize(groups);
     const bool fields = gemv_e4m3_f32_fields_chosen();
-    in.block = {nullptr, rb.scaled.data(), b.block_sums.data(), b.block_redo.data(), fields};
+    in.block = {nullptr, rb.scaled.data(), b.block_sums.data() + groups * kLanes * static_cast<std::size_t>(row),
+                b.block_redo.data(), fields};
     if (fields) {
       rb.fields.resize(static_cast<std::size_t>(p.k));
       for (std::int64_t k = 0; k < p.k; ++k) rb.fields[static_cast<std::size_t>(k)] = a[k] * 0x1p119f;
@@ -990,6 +1070,8 @@ HWY_INLINE void GemvBlockOf(const Problem& p, GemvInputs& in, std::int64_t col0,
     case WeightKind::e2m1:
 #if MF_GEMM_WIDE
       return GemvBlock<WeightKind::e2m1>(p, in.row, in.strided, col0, c, in.live, in.e2m1_tables, &in.block);
+#elif MF_GEMV_BATCHED
+      return GemvBlock<WeightKind::e2m1>(p, in.row, in.a, col0, c, in.live, in.e2m1_tables, &in.block);
 #elif HWY_TARGET != HWY_SCALAR
       return GemvBlock<WeightKind::e2m1>(p, in.row, in.a, col0, c, in.live, in.e2m1_tables);
 #else
@@ -1000,7 +1082,7 @@ HWY_INLINE void GemvBlockOf(const Problem& p, GemvInputs& in, std::int64_t col0,
   }
 }
 
-#if MF_GEMM_WIDE
+#if MF_GEMV_BATCHED
 // The group sums of the block at n0 for inputs in[0 .. kBatch) (consecutive rows: their BlockSumsInputs::sums are
 // consecutive slices), every weight decoded once for all of them: e2m1, and e4m3 in whole lines on AVX3_DL.
 template <int kBatch>
@@ -1011,7 +1093,7 @@ HWY_INLINE void BatchBlockSums(const Problem& p, const GemvInputs* in, std::int6
   if (p.kind == WeightKind::e2m1) {
     BlockRows<WeightKind::e2m1>(p, n0, in[0].e2m1_tables, rows);
     const float* a[kBatch];
-    for (int b = 0; b < kBatch; ++b) a[b] = in[b].strided;
+    for (int b = 0; b < kBatch; ++b) a[b] = in[b].block.a;  // 16-lane targets: in the strided lane order
     BlockSumsE2m1<kBatch>(rows, a, p.k, ScaleShift<WeightKind::e2m1>(p), in[0].e2m1_tables, in[0].block.sums);
     return;
   }
@@ -1027,6 +1109,12 @@ HWY_INLINE void BatchBlockSums(const Problem& p, const GemvInputs* in, std::int6
   for (int b = 0; b < kBatch; ++b) a[b] = in[b].block.a;
   (p.e4m3_per_group ? BlockSumsTables<true, kBatch> : BlockSumsTables<false, kBatch>)(
       rows, a, p.k, p.group, live, ScaleShift<WeightKind::e4m3>(p), in[0].block.sums, in[0].block.redo);
+#elif MF_GEMV_LANES_BLOCKS
+  BlockRows<WeightKind::e4m3>(p, n0, nullptr, rows);
+  const float* a[kBatch];
+  for (int b = 0; b < kBatch; ++b) a[b] = in[b].block.a;
+  (in[0].block.fields ? BlockSumsLanes<true, kBatch> : BlockSumsLanes<false, kBatch>)(
+      rows, a, p.k, p.group, live, in[0].block.sums, in[0].block.redo);
 #endif
 }
 
@@ -1064,7 +1152,7 @@ HWY_INLINE void GemvColumns(const Problem& p, const float* a, std::size_t lda, C
   for (std::size_t m = 0; m < rows; ++m) {
     buffers.inputs.push_back(GemvInputsOf(p, static_cast<std::int64_t>(m), a + m * lda, buffers.rows[m], buffers));
   }
-#if MF_GEMM_WIDE
+#if MF_GEMV_BATCHED
   const bool batched = GemvBatched(p);
 #endif
   alignas(64) float c[kLanes];
@@ -1072,7 +1160,7 @@ HWY_INLINE void GemvColumns(const Problem& p, const float* a, std::size_t lda, C
   std::int64_t begin, end;
   while (queue.next(begin, end)) {
     for (std::int64_t col0 = begin * kLanes; col0 < end * kLanes; col0 += kLanes) {
-#if MF_GEMM_WIDE
+#if MF_GEMV_BATCHED
       if (batched) BlockSumsOfRows(p, buffers.inputs, col0);
 #endif
       for (GemvInputs& in : buffers.inputs) {
