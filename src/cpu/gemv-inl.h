@@ -1,5 +1,5 @@
-// Per-target SIMD code for the GEMV: one activation row (M = 1, a decode step) or a few (GemvRowsBelow: up to 15 where
-// each decoded weight meets up to 4 rows at once, else 7, 11 on AVX2, taken one by one over each block of weight
+// Per-target SIMD code for the GEMV: one activation row (M = 1, a decode step) or a few (GemvRowsBelow: up to 15, or 11
+// on AVX2, where each decoded weight meets up to 4 rows at once; else 7, taken one by one over each block of weight
 // rows): the weights go straight from their codes into the fma, with no panel in between, so each weight byte is
 // read once from memory and touched by a handful of instructions per activation row.
 // The arithmetic is that of gemm-inl.h's 1 x 16 register tile (and so of the definition): the same exact decoded
@@ -365,8 +365,9 @@ HWY_INLINE bool GroupProductsOptimistic(const WeightRow (&rows)[kLanes], const f
 // 2^-120, so the sums are theirs bit for bit); otherwise `a` is the row as it is and each 32-value block's weights are
 // multiplied by their power-of-two scale (the row's factor times 2^-120: value x scale, exact, the definition's weight;
 // scale blocks at least 32 wide, GemvInputsOf). Lines wholly past `live` (zero activations) are only looked through for
-// NaN codes: redo[g] = 1 where one was seen (the caller redoes the group with the checked loop). sums[16 g +
-// bitrev4(i)]: group g of row i. group % 64 == 0, k % group == 0.
+// NaN codes: redo[g] = 1 where one was seen (the caller redoes the group with the checked loop). For kBatch activation
+// rows at once (a[b]), each decoded vector meeting every one (kGemvPassRows weight rows at a time): sums[16 (b x groups
+// + g) + bitrev4(i)] holds group g of weight row i for activation row b. group % 64 == 0, k % group == 0.
 template <bool kPerGroup, int kBatch>
 HWY_NOINLINE void BlockSumsTables(const WeightRow (&rows)[kLanes], const float* const* HWY_RESTRICT a,
                                   std::int64_t k, std::int64_t group, std::int64_t live, int shift,
@@ -473,7 +474,8 @@ HWY_INLINE bool CpuDotBf16RoundsTwice() {
 // weights where BlockSumsTables takes 14 (with its fmas); the tree runs in registers, group after group, with no call
 // in between. NaN codes decode to NaN and reach the sums as in the definition; only lines wholly past `live` (zero
 // activations) are skipped and looked through for NaN codes: redo[g] = 1 where one was seen (the caller redoes the
-// group with the checked loop). sums[16 g + bitrev4(i)]: group g of row i. group % 64 == 0, k % group == 0.
+// group with the checked loop). For kBatch activation rows at once (pairs[b]) as BlockSumsTables: sums[16 (b x groups +
+// g) + bitrev4(i)]. group % 64 == 0, k % group == 0.
 template <int kBatch>
 HWY_NOINLINE __attribute__((target(HWY_TARGET_STR ",avx512bf16"))) void BlockSumsDotBf16(
     const WeightRow (&rows)[kLanes], const std::uint16_t* const* HWY_RESTRICT pairs, std::int64_t k,
@@ -566,14 +568,16 @@ HWY_INLINE void DecodeE4m3Pair(const std::uint8_t* codes, VF& w0, VF& w1) {
 }
 
 // The sums of every group of a 16-row block (GemvBlock) on AVX2, for e4m3 weights with per-group factors whose groups
-// are whole lines of 64 codes: four rows at a time (their 8 accumulators stay in registers), one fma per weight in
-// the definition's order, and the tree (ReduceAvx2) once per group. Each row's line is asked into L2 and looked
+// are whole lines of 64 codes, for kBatch activation rows at once (a[b]): kGemvPassRows8 weight rows at a time (their
+// 8 accumulators stay in registers), each decoded vector meeting every activation row, one fma per weight and row in
+// the definition's order, and the tree (ReduceAvx2) once per group and row. Each row's line is asked into L2 and looked
 // through for NaN codes in the pass that multiplies it (running unsigned and signed byte maxima, which reach 0xFF or
 // 0x7F only where a NaN code was seen: two operations per 32 codes), where GroupProducts' separate loops over the
 // group for both took a third of the time with the weights in L2 on Zen 3. `a` is the activation row times 2^119
 // (kFields) or 2^7 (fp16), so that every product is a x value / 2 as in GroupSums, bit for bit. Lines wholly past
 // `live` (zero activations) are only looked through. redo[g] = 1 where group g holds a NaN code (the caller redoes it
-// with the checked loop). sums[16 g + bitrev4(i)]: group g of row i. group % 64 == 0, k % group == 0.
+// with the checked loop). sums[16 (b x groups + g) + bitrev4(i)]: group g of weight row i for activation row b.
+// group % 64 == 0, k % group == 0.
 template <bool kFields, int kBatch>
 HWY_NOINLINE void BlockSumsLanes(const WeightRow (&rows)[kLanes], const float* const* HWY_RESTRICT a, std::int64_t k,
                                  std::int64_t group, std::int64_t live, float* HWY_RESTRICT sums,
