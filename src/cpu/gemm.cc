@@ -1,8 +1,9 @@
 // The fast GEMMs: operands checked into a Problem (src/ref/gemm_problem.cc), activations padded where the tiles need it
 // (packed group-major for the column-lane tile), then OpenMP threads over blocks of 16 weight rows (from a queue; fixed
-// shares only for the 4 x 4 tile above 256 rows), each running the per-target kernels of gemv-inl.h (M < 8; 12 on
-// AVX2), gemm-inl.h and gemm_column_lanes-inl.h. Weights are read once per pass of activation rows (once in all for M
-// <= 256, and for M <= 512 with the column-lane tile), so decode-shaped calls stream the packed weights once.
+// shares only for the 4 x 4 tile above 256 rows), each running the per-target kernels of gemv-inl.h (M < 16 where it is
+// batched, else 8; 12 on AVX2), gemm-inl.h and gemm_column_lanes-inl.h. Weights are read once per pass of activation
+// rows (once in all for M <= 256, and for M <= 512 with the column-lane tile), so decode-shaped calls stream the packed
+// weights once.
 
 // Highway compiles its AVX3_DL target (AVX-512 with VBMI: Ice Lake and Zen 4 on) only where asked: here, for the e4m3
 // GEMV's table decode and bf16 dot product (gemv-inl.h). Other kernels gain nothing from it, so their files leave it
@@ -29,7 +30,7 @@
 #include "gemm_column_lanes-inl.h"
 #include "gemv-inl.h"
 
-// The per-target entry points: up to 7 (11 on AVX2) activation rows straight from the codes (gemv-inl.h), or a register
+// The per-target entry points: up to 15, 7 or 11 activation rows straight from the codes (gemv-inl.h), or a register
 // tile by M over decoded panels: two rows 2 x 8, then 4 x 4 (gemm-inl.h), and from 16 rows on AVX-512 (8 on AVX2) the
 // column-lane tile (gemm_column_lanes-inl.h). The tiles take small M only where the GEMV does not fit (f32 weights,
 // bf16 with K not a multiple of 16, ...).
