@@ -155,7 +155,8 @@ void validate(const QuantizedTensor& q) {
   // An array, not a vector: every GEMM call validates its operands, and a decode loop's calls allocate nothing.
   const std::array<std::int64_t, 2> want_shape{q.scheme.block_rows == 1 ? g.rows : g.block_rows, g.block_cols};
   const std::size_t want_scales = static_cast<std::size_t>(g.blocks()) * (*q.scheme.scale_format == f32 ? 4 : 1);
-  if (!std::ranges::equal(q.scale_shape, want_shape) || q.scales.size() != want_scales) {
+  const bool shape_ok = std::equal(q.scale_shape.begin(), q.scale_shape.end(), want_shape.begin(), want_shape.end());
+  if (!shape_ok || q.scales.size() != want_scales) {
     throw QuantizeError("scales of shape [" + join_numbers(q.scale_shape) + "] (" + std::to_string(q.scales.size()) +
                         " bytes); shape [" + join_numbers(q.shape) + "] in " + q.scheme.name + " needs [" +
                         join_numbers(want_shape) + "] (" + std::to_string(want_scales) + " bytes)");

@@ -51,7 +51,8 @@ void check_scales(const char* op, const char* which, const QuantizedTensor& q, c
   const detail::Geometry g = detail::geometry_of(q);
   const std::array<std::int64_t, 2> expected{g.block_rows, g.block_cols};
   const std::size_t width = *q.scheme.scale_format == f32 ? 4 : 1;
-  if (!std::ranges::equal(q.scale_shape, expected) || q.scales.size() != static_cast<std::size_t>(g.blocks()) * width) {
+  const bool shape_ok = std::equal(q.scale_shape.begin(), q.scale_shape.end(), expected.begin(), expected.end());
+  if (!shape_ok || q.scales.size() != static_cast<std::size_t>(g.blocks()) * width) {
     fail(op, "activation", as, ws, std::string(which) + " scales " + dims(q.scale_shape) + " (" +
                                        std::to_string(q.scales.size()) + " bytes) are not the " + dims(expected) +
                                        " " + std::string(q.scheme.scale_format->name) + " scales of " +
