@@ -367,7 +367,8 @@ HWY_INLINE bool GroupProductsOptimistic(const WeightRow (&rows)[kLanes], const f
 // scale blocks at least 32 wide, GemvInputsOf). Lines wholly past `live` (zero activations) are only looked through for
 // NaN codes: redo[g] = 1 where one was seen (the caller redoes the group with the checked loop). For kBatch activation
 // rows at once (a[b]), each decoded vector meeting every one (kGemvPassRows weight rows at a time): sums[16 (b x groups
-// + g) + bitrev4(i)] holds group g of weight row i for activation row b. group % 64 == 0, k % group == 0.
+// + g) + bitrev4(i)] holds group g of weight row i for activation row b, and redo[b x groups + g] its flag (`live` is
+// the batch's: batches skip different lines, so each row keeps its own). group % 64 == 0, k % group == 0.
 template <bool kPerGroup, int kBatch>
 HWY_NOINLINE void BlockSumsTables(const WeightRow (&rows)[kLanes], const float* const* HWY_RESTRICT a,
                                   std::int64_t k, std::int64_t group, std::int64_t live, int shift,
@@ -424,7 +425,8 @@ HWY_NOINLINE void BlockSumsTables(const WeightRow (&rows)[kLanes], const float* 
       }
     }
     for (int b = 0; b < kBatch; ++b) hn::StoreU(ReduceTile(df, acc[b]), df, sums + kLanes * (b * groups + g));
-    redo[g] = !SawNoNan(seen);
+    const std::uint8_t nan_skipped = !SawNoNan(seen);
+    for (int b = 0; b < kBatch; ++b) redo[b * groups + g] = nan_skipped;
   }
 }
 
@@ -475,7 +477,7 @@ HWY_INLINE bool CpuDotBf16RoundsTwice() {
 // in between. NaN codes decode to NaN and reach the sums as in the definition; only lines wholly past `live` (zero
 // activations) are skipped and looked through for NaN codes: redo[g] = 1 where one was seen (the caller redoes the
 // group with the checked loop). For kBatch activation rows at once (pairs[b]) as BlockSumsTables: sums[16 (b x groups +
-// g) + bitrev4(i)]. group % 64 == 0, k % group == 0.
+// g) + bitrev4(i)], redo[b x groups + g]. group % 64 == 0, k % group == 0.
 template <int kBatch>
 HWY_NOINLINE __attribute__((target(HWY_TARGET_STR ",avx512bf16"))) void BlockSumsDotBf16(
     const WeightRow (&rows)[kLanes], const std::uint16_t* const* HWY_RESTRICT pairs, std::int64_t k,
@@ -517,7 +519,8 @@ HWY_NOINLINE __attribute__((target(HWY_TARGET_STR ",avx512bf16"))) void BlockSum
       }
     }
     for (int b = 0; b < kBatch; ++b) hn::StoreU(ReduceTile(df, acc[b]), df, sums + kLanes * (b * groups + g));
-    redo[g] = !SawNoNan(seen);
+    const std::uint8_t nan_skipped = !SawNoNan(seen);
+    for (int b = 0; b < kBatch; ++b) redo[b * groups + g] = nan_skipped;
   }
 }
 
@@ -576,8 +579,8 @@ HWY_INLINE void DecodeE4m3Pair(const std::uint8_t* codes, VF& w0, VF& w1) {
 // group for both took a third of the time with the weights in L2 on Zen 3. `a` is the activation row times 2^119
 // (kFields) or 2^7 (fp16), so that every product is a x value / 2 as in GroupSums, bit for bit. Lines wholly past
 // `live` (zero activations) are only looked through. redo[g] = 1 where group g holds a NaN code (the caller redoes it
-// with the checked loop). sums[16 (b x groups + g) + bitrev4(i)]: group g of weight row i for activation row b.
-// group % 64 == 0, k % group == 0.
+// with the checked loop). sums[16 (b x groups + g) + bitrev4(i)]: group g of weight row i for activation row b;
+// redo[b x groups + g]. group % 64 == 0, k % group == 0.
 template <bool kFields, int kBatch>
 HWY_NOINLINE void BlockSumsLanes(const WeightRow (&rows)[kLanes], const float* const* HWY_RESTRICT a, std::int64_t k,
                                  std::int64_t group, std::int64_t live, float* HWY_RESTRICT sums,
@@ -638,8 +641,9 @@ HWY_NOINLINE void BlockSumsLanes(const WeightRow (&rows)[kLanes], const float* c
       }
     }
     for (int b = 0; b < kBatch; ++b) ReduceAvx2(acc[b], sums + kLanes * (b * groups + g));
-    redo[g] = !hn::AllFalse(du8, hn::Eq(seen_u, hn::Set(du8, std::uint8_t{0xFF}))) ||
-              !hn::AllFalse(di8, hn::Eq(seen_s, hn::Set(di8, std::int8_t{0x7F})));
+    const std::uint8_t nan_seen = !hn::AllFalse(du8, hn::Eq(seen_u, hn::Set(du8, std::uint8_t{0xFF}))) ||
+                                  !hn::AllFalse(di8, hn::Eq(seen_s, hn::Set(di8, std::int8_t{0x7F})));
+    for (int b = 0; b < kBatch; ++b) redo[b * groups + g] = nan_seen;
   }
 }
 
@@ -789,11 +793,11 @@ HWY_INLINE void ApplyRowFactors(const WeightRow (&rows)[kLanes], std::int64_t co
   }
 }
 
-// Every group of a block summed at once (GemvInputsOf says where): e4m3 on AVX3_DL by BlockSumsDotBf16 where `pairs`
-// (DotBf16Pairs), else by BlockSumsTables from `a` (the activation row, halved where the factors go per group), and
-// e2m1 on 16-lane targets by BlockSumsE2m1, for a batch of activation rows at once before GemvBlock reads them
-// (BlockSumsOfRows); on AVX2 by BlockSumsLanes inside GemvBlock. `sums` is the row's own room for a block's group
-// sums ([groups][16]; the rows' rooms follow each other), `redo` the NaN flags that the rows share.
+// Every group of a block summed at once (GemvInputsOf says where), for a batch of activation rows before GemvBlock
+// reads them (BlockSumsOfRows): e4m3 on AVX3_DL by BlockSumsDotBf16 where `pairs` (DotBf16Pairs), else by
+// BlockSumsTables from `a` (the activation row, halved where the factors go per group); on AVX2 by BlockSumsLanes
+// (`a` scaled as `fields` says); e2m1 on 16-lane targets and AVX2 by BlockSumsE2m1. `sums` and `redo` are the row's
+// own room for a block's group sums ([groups][16]) and NaN flags ([groups]); the rows' rooms follow each other.
 struct BlockSumsInputs {
   const std::uint16_t* pairs;
   const float* a;
@@ -831,8 +835,8 @@ HWY_INLINE void BlockRows(const Problem& p, std::int64_t n0, const float* e2m1_t
 // tree sum (multiples of 2^-19, below 2^24), and scaling by a power of two commutes with each of their roundings: the
 // group sum times 2 x scale is the definition's group sum, bit for bit.
 // e2m1: `a` is the activation row in the strided lane order (DecodeE2m1x32Strided) and e2m1_tables holds, per
-// scale code, the 16 e2m1 values times its scale. On 16-lane targets e2m1, and e4m3 on AVX3_DL where `block`, find
-// their group sums in block->sums (BlockSumsOfRows made them for a batch of rows).
+// scale code, the 16 e2m1 values times its scale. Where the GEMV is batched (GemvBatched: e2m1 on 16-lane targets and
+// AVX2, e4m3 where `block`) the group sums are in block->sums (BlockSumsOfRows made them for a batch of rows).
 template <WeightKind K, bool kPerGroup = false>
 void GemvBlock(const Problem& p, std::int64_t row, const float* HWY_RESTRICT a, std::int64_t n0,
                float* HWY_RESTRICT c, std::int64_t live, const float* HWY_RESTRICT e2m1_tables = nullptr,
@@ -1020,13 +1024,14 @@ HWY_INLINE GemvInputs GemvInputsOf(const Problem& p, std::int64_t row, const flo
 #if MF_GEMM_WIDE && MF_GEMV_VBMI
   // e4m3 whose groups are whole 64-code lines (every 128x128, 1x128 and ue8m0 32x32 scheme): all groups of a block at
   // once, by the bf16 dot product where it is chosen, else by BlockSumsTables (whose unscaled weights take their
-  // scale per 32 values). The sums and flags are scratch for one block at a time, shared by the rows: the same size
-  // for every row of a call, so a later row's resize never moves what an earlier row's inputs point to.
+  // scale per 32 values). The sums and flags are scratch for one block at a time, a slice per row: the same size for
+  // every row of a call, so a later row's resize never moves what an earlier row's inputs point to.
   if (E4m3WholeLines(p)) {
     const auto groups = static_cast<std::size_t>(p.k / p.group);
+    const auto at = static_cast<std::size_t>(row) * groups;
     b.block_sums.resize(groups * kLanes * static_cast<std::size_t>(p.m));
-    b.block_redo.resize(groups);
-    in.block = {nullptr, a, b.block_sums.data() + groups * kLanes * static_cast<std::size_t>(row), b.block_redo.data()};
+    b.block_redo.resize(groups * static_cast<std::size_t>(p.m));
+    in.block = {nullptr, a, b.block_sums.data() + at * kLanes, b.block_redo.data() + at};
     if (DotBf16Pairs(p, a, rb.pairs)) {
       in.block.pairs = rb.pairs.data();
     } else if (p.e4m3_per_group) {
@@ -1043,11 +1048,11 @@ HWY_INLINE GemvInputs GemvInputsOf(const Problem& p, std::int64_t row, const flo
   }
   if (E4m3Batched(p)) {
     const auto groups = static_cast<std::size_t>(p.k / p.group);
+    const auto at = static_cast<std::size_t>(row) * groups;
     b.block_sums.resize(groups * kLanes * static_cast<std::size_t>(p.m));
-    b.block_redo.resize(groups);
+    b.block_redo.resize(groups * static_cast<std::size_t>(p.m));
     const bool fields = gemv_e4m3_f32_fields_chosen();
-    in.block = {nullptr, rb.scaled.data(), b.block_sums.data() + groups * kLanes * static_cast<std::size_t>(row),
-                b.block_redo.data(), fields};
+    in.block = {nullptr, rb.scaled.data(), b.block_sums.data() + at * kLanes, b.block_redo.data() + at, fields};
     if (fields) {
       rb.fields.resize(static_cast<std::size_t>(p.k));
       for (std::int64_t k = 0; k < p.k; ++k) rb.fields[static_cast<std::size_t>(k)] = a[k] * 0x1p119f;
@@ -1088,7 +1093,7 @@ HWY_INLINE void GemvBlockOf(const Problem& p, GemvInputs& in, std::int64_t col0,
 
 #if MF_GEMV_BATCHED
 // The group sums of the block at n0 for inputs in[0 .. kBatch) (consecutive rows: their BlockSumsInputs::sums are
-// consecutive slices), every weight decoded once for all of them: e2m1, and e4m3 in whole lines on AVX3_DL.
+// consecutive slices), every weight decoded once for all of them: where GemvBatched.
 template <int kBatch>
 HWY_INLINE void BatchBlockSums(const Problem& p, const GemvInputs* in, std::int64_t n0) {
   std::int64_t live = 0;
@@ -1144,7 +1149,7 @@ HWY_INLINE void BlockSumsOfRows(const Problem& p, const std::vector<GemvInputs>&
 
 // Every activation row (a: [p.m][lda]) by blocks of 16 columns, taken from the queue in chunks until it is empty.
 // Block by block, every row meets the block's weights before the next block: where the group sums are batched
-// (BlockSumsOfRows: e2m1, and e4m3 on AVX3_DL) each weight is decoded once for up to kGemvBatch rows; otherwise
+// (BlockSumsOfRows, where GemvBatched) each weight is decoded once for up to kGemvBatch rows; otherwise
 // each row decodes the block again from L1 or L2 (64 KiB of e4m3 at K = 4096). Which thread or row order computes
 // a column does not change its bits.
 HWY_INLINE void GemvColumns(const Problem& p, const float* a, std::size_t lda, ColumnQueue& queue) {

@@ -240,14 +240,6 @@ Problem::~Problem() {
   give_back(e4m3_factor, kept.e4m3_factor);
 }
 
-std::size_t Problem::kept_vectors() {
-  std::size_t n = 0;
-  for (const std::vector<float>* v : {&kept.a, &kept.act_scales, &kept.weight_scales, &kept.e4m3_factor}) {
-    n += v->capacity() > 0;
-  }
-  return n;
-}
-
 void Problem::expand_weight_scales() {
   if (!weight_scales.empty() || !weight_scale_codes) return;
   const std::int64_t rows = (n + br - 1) / br;

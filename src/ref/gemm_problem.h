@@ -28,7 +28,6 @@ struct Problem {
   Problem(Problem&&) = default;
   Problem& operator=(const Problem&) = default;
   Problem& operator=(Problem&&) = default;
-  static std::size_t kept_vectors();  // how many the calling thread keeps now (tests)
 
   std::int64_t m = 0, n = 0, k = 0;
   int group = kActBlock;     // G: the K range summed before its scale is applied
