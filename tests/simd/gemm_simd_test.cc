@@ -1,6 +1,6 @@
 // The fast GEMMs (mf::fp8_gemm, fp4_gemm, bf16_gemm, f32_gemm: Highway SIMD + OpenMP) against the scalar
 // definitions (mf::ref::), bit for bit (every NaN counts as equal to every NaN), on every Highway target this CPU
-// supports and the build compiled (Highway's TestWithParamTarget: one instance per target, dispatch pinned to it;
+// supports and the build compiled (each_target, or Highway's TestWithParamTarget: dispatch pinned to each in turn;
 // AVX3_DL runs the e4m3 GEMV's table decode into f32 fmas, and its bf16 dot product where the CPU has one that
 // rounds as two fmas, AVX3 the plain AVX-512 loop through fp16), with 1 and 2 threads, f32 and bf16
 // output, with and without accumulate.
@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <functional>
+#include <map>
 #include <random>
 #include <string>
 #include <thread>
@@ -44,6 +45,21 @@ using Shape = std::vector<std::int64_t>;
 
 class GemmSimdTarget : public hwy::TestWithParamTarget {};
 HWY_TARGET_INSTANTIATE_TEST_SUITE_P(GemmSimdTarget);
+
+// Runs `body` once per target, dispatch pinned to it as in a GemmSimdTarget instance, the target named in every
+// failure. The suites that compare with the scalar reference run their targets so, in one test: the reference's
+// outputs are kept for the inputs (expect_fast_matches_ref) and computed once rather than once per target, each
+// target's instance being a process of its own under ctest (the reference was most of their time).
+void each_target(const std::function<void()>& body) {
+  struct Unpin {
+    ~Unpin() { hwy::SetSupportedTargetsForTest(0); }
+  } unpin;
+  for (const std::int64_t target : hwy::SupportedAndGeneratedTargets()) {
+    hwy::SetSupportedTargetsForTest(target);
+    SCOPED_TRACE(std::string("target ") + hwy::TargetName(target));
+    body();
+  }
+}
 
 // adversarial: edge codes and scales that keep every product finite; extreme: also scales up to 2^127;
 // weight_codes: edge codes and scales in the weight only, so that a weight's NaN code decides its output alone (a
@@ -109,7 +125,17 @@ void expect_same(const std::vector<T>& fast, const std::vector<T>& ref, const st
   }
 }
 
-void expect_fast_matches_ref(const Gemm& gemm, std::int64_t m, std::int64_t n, const std::string& what) {
+// The reference's four outputs (f32 and bf16, each written and accumulated) for one set of inputs.
+struct RefOutputs {
+  std::vector<float> f32[2];
+  std::vector<std::uint16_t> bf16[2];
+};
+
+// `inputs` (empty: none) names the operands bit for bit (inputs_of): the reference is then computed once for them and
+// kept, since every target, every GEMV loop and both thread counts compare with the same one. Computed afresh each
+// time, the scalar reference took most of this suite's time (nine tenths of it under the sanitizers).
+void expect_fast_matches_ref(const Gemm& gemm, std::int64_t m, std::int64_t n, const std::string& what,
+                             const std::string& inputs = {}) {
   const auto size = static_cast<std::size_t>(m * n);
   std::vector<float> old32(size);
   std::vector<std::uint16_t> old16(size);
@@ -117,22 +143,58 @@ void expect_fast_matches_ref(const Gemm& gemm, std::int64_t m, std::int64_t n, c
     old32[i] = static_cast<float>(i % 7) - 3.25f;
     old16[i] = static_cast<std::uint16_t>(0x3F80 + i % 11);
   }
+  static std::map<std::string, RefOutputs> kept;
+  const auto compute = [&] {
+    RefOutputs r;
+    for (const bool accumulate : {false, true}) {
+      mf::GemmOptions o;
+      o.threads = 1;
+      o.accumulate = accumulate;
+      r.f32[accumulate] = old32;
+      gemm(false, mf::GemmOut{r.f32[accumulate].data(), nullptr}, o);
+      r.bf16[accumulate] = old16;
+      gemm(false, mf::GemmOut{nullptr, r.bf16[accumulate].data()}, o);
+    }
+    return r;
+  };
+  RefOutputs fresh;
+  const RefOutputs* ref = &fresh;
+  if (inputs.empty()) {
+    fresh = compute();
+  } else {
+    const std::string key = std::to_string(m) + "x" + std::to_string(n) + "|" + inputs;
+    auto it = kept.find(key);
+    if (it == kept.end()) it = kept.emplace(key, compute()).first;
+    ref = &it->second;
+  }
   for (const int threads : {1, 2}) {
     for (const bool accumulate : {false, true}) {
       const std::string tag = what + " threads " + std::to_string(threads) + (accumulate ? " accumulate" : "");
       mf::GemmOptions o;
       o.threads = threads;
       o.accumulate = accumulate;
-      std::vector<float> f = old32, r = old32;
+      std::vector<float> f = old32;
       gemm(true, mf::GemmOut{f.data(), nullptr}, o);
-      gemm(false, mf::GemmOut{r.data(), nullptr}, o);
-      expect_same(f, r, tag + " f32");
-      std::vector<std::uint16_t> fb = old16, rb = old16;
+      expect_same(f, ref->f32[accumulate], tag + " f32");
+      std::vector<std::uint16_t> fb = old16;
       gemm(true, mf::GemmOut{nullptr, fb.data()}, o);
-      gemm(false, mf::GemmOut{nullptr, rb.data()}, o);
-      expect_same(fb, rb, tag + " bf16");
+      expect_same(fb, ref->bf16[accumulate], tag + " bf16");
     }
   }
+}
+
+// The operands of an fp8 or fp4 GEMM, bit for bit, with the names of their schemes (`schemes`), as a key for
+// expect_fast_matches_ref's kept references.
+std::string inputs_of(const std::string& schemes, const mf::QuantizedTensor& a, const mf::QuantizedTensor& w) {
+  std::string key = schemes;
+  for (const mf::QuantizedTensor* q : {&a, &w}) {
+    key += "|" + std::to_string(q->codes.size()) + "|" + std::to_string(q->scales.size()) + "|";
+    for (const std::int64_t d : q->shape) key += std::to_string(d) + ",";
+    key.append(reinterpret_cast<const char*>(q->codes.data()), q->codes.size());
+    key.append(reinterpret_cast<const char*>(q->scales.data()), q->scales.size());
+    key.append(reinterpret_cast<const char*>(&q->tensor_scale), sizeof q->tensor_scale);
+  }
+  return key;
 }
 
 struct Dims {
@@ -168,7 +230,8 @@ void check_quantized(const std::string& scheme, mf::ActScale act_scale, Kind kin
     };
     expect_fast_matches_ref(gemm, d.m, d.n,
                             scheme + (act_scale == mf::ActScale::f32 ? " (f32 activation scales) " : " ") +
-                                dims_text(d) + " kind " + std::to_string(static_cast<int>(kind)));
+                                dims_text(d) + " kind " + std::to_string(static_cast<int>(kind)),
+                            inputs_of(scheme + " act " + std::to_string(static_cast<int>(act_scale)), a, w));
   }
 }
 
@@ -192,41 +255,51 @@ void each_e4m3_gemv_loop(const std::function<void()>& body) {
   }
 }
 
-TEST_P(GemmSimdTarget, Fp8Weights128x128) {
-  each_e4m3_gemv_loop([] {
+TEST(GemmSimdTargets, Fp8Weights128x128) {
+  each_target([] {
+    each_e4m3_gemv_loop([] {
+      for (const Kind k : {Kind::normal, Kind::outliers, Kind::adversarial, Kind::extreme, Kind::weight_codes}) {
+        check_quantized("fp8-128x128", mf::ActScale::ue8m0, k, 1);
+      }
+    });
+  });
+}
+TEST(GemmSimdTargets, Fp8Weights32x32) {
+  each_target([] {
+    each_e4m3_gemv_loop([] {
+      for (const Kind k : {Kind::normal, Kind::adversarial, Kind::extreme, Kind::weight_codes}) {
+        check_quantized("fp8-32x32", mf::ActScale::ue8m0, k, 2);
+      }
+    });
+  });
+}
+TEST(GemmSimdTargets, Fp8Weights1x128) {  // a ue8m0 scale per weight row: the GEMV's 16 rows have 16 factors
+  each_target([] {
+    each_e4m3_gemv_loop([] {
+      for (const Kind k : {Kind::normal, Kind::adversarial, Kind::weight_codes}) {
+        check_quantized("fp8-1x128", mf::ActScale::ue8m0, k, 7);
+      }
+    });
+  });
+}
+TEST(GemmSimdTargets, Fp8WeightsWithF32Scales) {
+  each_target([] {
+    // f32 weight scales stay outside the products: groups of 128, or 32 for 32-wide blocks.
+    each_e4m3_gemv_loop([] {
+      for (const Kind k : {Kind::normal, Kind::outliers, Kind::adversarial, Kind::weight_codes}) {
+        check_quantized("e4m3-128x128-f32", mf::ActScale::f32, k, 3);
+        check_quantized("e4m3-32x32-f32", mf::ActScale::f32, k, 4);
+        check_quantized("e4m3-1x128-f32", mf::ActScale::ue8m0, k, 5);
+      }
+    });
+  });
+}
+TEST(GemmSimdTargets, Fp4Weights) {
+  each_target([] {
     for (const Kind k : {Kind::normal, Kind::outliers, Kind::adversarial, Kind::extreme, Kind::weight_codes}) {
-      check_quantized("fp8-128x128", mf::ActScale::ue8m0, k, 1);
+      check_quantized("mxfp4", mf::ActScale::ue8m0, k, 6);
     }
   });
-}
-TEST_P(GemmSimdTarget, Fp8Weights32x32) {
-  each_e4m3_gemv_loop([] {
-    for (const Kind k : {Kind::normal, Kind::adversarial, Kind::extreme, Kind::weight_codes}) {
-      check_quantized("fp8-32x32", mf::ActScale::ue8m0, k, 2);
-    }
-  });
-}
-TEST_P(GemmSimdTarget, Fp8Weights1x128) {  // a ue8m0 scale per weight row: the GEMV's 16 rows have 16 factors
-  each_e4m3_gemv_loop([] {
-    for (const Kind k : {Kind::normal, Kind::adversarial, Kind::weight_codes}) {
-      check_quantized("fp8-1x128", mf::ActScale::ue8m0, k, 7);
-    }
-  });
-}
-TEST_P(GemmSimdTarget, Fp8WeightsWithF32Scales) {
-  // f32 weight scales stay outside the products: groups of 128, or 32 for 32-wide blocks.
-  each_e4m3_gemv_loop([] {
-    for (const Kind k : {Kind::normal, Kind::outliers, Kind::adversarial, Kind::weight_codes}) {
-      check_quantized("e4m3-128x128-f32", mf::ActScale::f32, k, 3);
-      check_quantized("e4m3-32x32-f32", mf::ActScale::f32, k, 4);
-      check_quantized("e4m3-1x128-f32", mf::ActScale::ue8m0, k, 5);
-    }
-  });
-}
-TEST_P(GemmSimdTarget, Fp4Weights) {
-  for (const Kind k : {Kind::normal, Kind::outliers, Kind::adversarial, Kind::extreme, Kind::weight_codes}) {
-    check_quantized("mxfp4", mf::ActScale::ue8m0, k, 6);
-  }
 }
 
 // M = 1 and 3 with the activation's last columns zero (a Linear whose in_features, 40 or 576 or 500, is zero-padded to
@@ -283,7 +356,8 @@ void check_zero_tail() {
               m, d.n,
               std::string(c.scheme) + " M=" + std::to_string(m) + " N=" + std::to_string(d.n) +
                   " K=" + std::to_string(d.k) + " zero from " + std::to_string(d.live) + " kind " +
-                  std::to_string(static_cast<int>(kind)));
+                  std::to_string(static_cast<int>(kind)),
+              inputs_of(std::string(c.scheme) + " act " + std::to_string(static_cast<int>(c.act_scale)), a, w));
           if (!fp4 && d.live < d.k) {  // the NaN codes reached the output (not only matched the reference)
             std::vector<float> y(static_cast<std::size_t>(m * d.n));
             mf::fp8_gemm(a, w, mf::GemmOut{y.data(), nullptr}, {});
@@ -294,7 +368,9 @@ void check_zero_tail() {
     }
   }
 }
-TEST_P(GemmSimdTarget, GemvActivationWithZeroTail) { each_e4m3_gemv_loop(check_zero_tail); }
+TEST(GemmSimdTargets, GemvActivationWithZeroTail) {
+  each_target([] { each_e4m3_gemv_loop(check_zero_tail); });
+}
 
 // A NaN weight scale (ue8m0 code 0xFF) on a block that lies wholly in the activations' zero tail: 0 x (value x NaN)
 // is NaN in the definition, so those outputs are NaN although the GEMV skips the tail's products (it leaves weights
