@@ -157,8 +157,7 @@ HWY_INLINE VF LoadWeights(const WeightRow& r, std::int64_t k, int shift) {
     const auto nan = hn::RebindMask(df, codec::E4m3IsNan(di, c));
     return hn::IfThenElse(nan, hn::Set(df, std::numeric_limits<float>::quiet_NaN()), v);
   } else {
-    // e2m1 on SSE4 and SSSE3 (16-lane targets decode 32 at a time in GemvBlock, AVX2 by table in RowProducts):
-    // value x scale.
+    // e2m1 on SSE4 and SSSE3 (16-lane targets and AVX2 decode in BlockSumsE2m1): value x scale.
     static_assert(K == WeightKind::e2m1);
 #if !MF_GEMM_WIDE && HWY_TARGET != HWY_SCALAR
     const float scale = r.weight_scale_table[r.scale_codes[k >> shift]];
@@ -199,39 +198,20 @@ HWY_INLINE void RowProducts(const WeightRow (&rows)[kLanes], const float* HWY_RE
   // registers, and a loop over k outside all of them loaded and stored two for every 16 weights; four rows' 8 stay in
   // registers for the group (8 independent fma chains, which cover the fma latency where one row's 2 did not: row by
   // row was 5-20% slower), and the activations are loaded once per four rows, from L1 (fp8 5-8% faster, mxfp4 3-9%:
-  // BENCHMARKS.md). Each accumulator still takes its k in increasing order. e2m1: 32 weights per row and step, which
-  // share one scale (fp4_problem takes 1x32 blocks only) and so one table (E2m1Tables): one look-up where two per
-  // 16 weights was 5-10% slower in L2 on the AVX2 target.
+  // BENCHMARKS.md). Each accumulator still takes its k in increasing order. (e2m1 on AVX2: BlockSumsE2m1.)
   constexpr int kRows = 4;
   HWY_DASSERT(count % kRows == 0);
   for (int i0 = first; i0 < first + count; i0 += kRows) {
     VF s[kRows][2];
     for (int j = 0; j < kRows; ++j) s[j][0] = acc[i0 + j][0], s[j][1] = acc[i0 + j][1];
-    if constexpr (K == WeightKind::e2m1) {  // 32 weights (one scale block, one table) per row and step
-      for (std::int64_t k = k0; k < end; k += 2 * kLanes) {
-        const VF a0 = hn::LoadU(df, a + k), a1 = hn::LoadU(df, a + k + 8);
-        const VF a2 = hn::LoadU(df, a + k + 16), a3 = hn::LoadU(df, a + k + 24);
+    for (std::int64_t k = k0; k < end; k += kLanes) {
+      const VF a0 = hn::LoadU(df, a + k), a1 = hn::LoadU(df, a + k + 8);
 #pragma GCC unroll 4
-        for (int j = 0; j < kRows; ++j) {
-          const WeightRow& r = rows[i0 + j];
-          const float* table = r.e2m1_tables + kE2m1TableSize * r.scale_codes[k >> shift];
-          const std::uint8_t* codes = r.codes + k / 2;
-          s[j][0] = hn::MulAdd(a0, codec::DecodeE2m1x8Table(codes, table), s[j][0]);
-          s[j][1] = hn::MulAdd(a1, codec::DecodeE2m1x8Table(codes + 4, table), s[j][1]);
-          s[j][0] = hn::MulAdd(a2, codec::DecodeE2m1x8Table(codes + 8, table), s[j][0]);
-          s[j][1] = hn::MulAdd(a3, codec::DecodeE2m1x8Table(codes + 12, table), s[j][1]);
-        }
-      }
-    } else {
-      for (std::int64_t k = k0; k < end; k += kLanes) {
-        const VF a0 = hn::LoadU(df, a + k), a1 = hn::LoadU(df, a + k + 8);
-#pragma GCC unroll 4
-        for (int j = 0; j < kRows; ++j) {
-          VF w0, w1;
-          LoadWeightsPair<K, kPerGroup, kNanCheck>(rows[i0 + j], k, shift, w0, w1);
-          s[j][0] = hn::MulAdd(a0, w0, s[j][0]);
-          s[j][1] = hn::MulAdd(a1, w1, s[j][1]);
-        }
+      for (int j = 0; j < kRows; ++j) {
+        VF w0, w1;
+        LoadWeightsPair<K, kPerGroup, kNanCheck>(rows[i0 + j], k, shift, w0, w1);
+        s[j][0] = hn::MulAdd(a0, w0, s[j][0]);
+        s[j][1] = hn::MulAdd(a1, w1, s[j][1]);
       }
     }
     for (int j = 0; j < kRows; ++j) acc[i0 + j][0] = s[j][0], acc[i0 + j][1] = s[j][1];
@@ -647,8 +627,9 @@ HWY_NOINLINE void BlockSumsLanes(const WeightRow (&rows)[kLanes], const float* c
   }
 }
 
-// The sums of every group of a 16-row block of e2m1 weights on AVX2, for kBatch activation rows at once: RowProducts'
-// e2m1 loop (32 weights per row and step, one table look-up per scale block: codec::DecodeE2m1x8Table), with each
+// The sums of every group of a 16-row block of e2m1 weights on AVX2, for kBatch activation rows at once: 32 weights
+// per row and step, which share one scale (fp4_problem takes 1x32 blocks only) and so one table (E2m1Tables; one
+// look-up where two per 16 weights was 5-10% slower in L2 on the AVX2 target: codec::DecodeE2m1x8Table), each
 // decoded vector meeting every row of the batch, and the tree (ReduceAvx2) once per group per row.
 // sums[16 (b x groups + g) + bitrev4(i)]: group g of weight row i for activation row b.
 template <int kBatch>

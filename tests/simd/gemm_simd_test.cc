@@ -255,43 +255,40 @@ void each_e4m3_gemv_loop(const std::function<void()>& body) {
   }
 }
 
+// each_e4m3_gemv_loop on each target in turn.
+void each_target_and_e4m3_gemv_loop(const std::function<void()>& body) {
+  each_target([&body] { each_e4m3_gemv_loop(body); });
+}
+
 TEST(GemmSimdTargets, Fp8Weights128x128) {
-  each_target([] {
-    each_e4m3_gemv_loop([] {
-      for (const Kind k : {Kind::normal, Kind::outliers, Kind::adversarial, Kind::extreme, Kind::weight_codes}) {
-        check_quantized("fp8-128x128", mf::ActScale::ue8m0, k, 1);
-      }
-    });
+  each_target_and_e4m3_gemv_loop([] {
+    for (const Kind k : {Kind::normal, Kind::outliers, Kind::adversarial, Kind::extreme, Kind::weight_codes}) {
+      check_quantized("fp8-128x128", mf::ActScale::ue8m0, k, 1);
+    }
   });
 }
 TEST(GemmSimdTargets, Fp8Weights32x32) {
-  each_target([] {
-    each_e4m3_gemv_loop([] {
-      for (const Kind k : {Kind::normal, Kind::adversarial, Kind::extreme, Kind::weight_codes}) {
-        check_quantized("fp8-32x32", mf::ActScale::ue8m0, k, 2);
-      }
-    });
+  each_target_and_e4m3_gemv_loop([] {
+    for (const Kind k : {Kind::normal, Kind::adversarial, Kind::extreme, Kind::weight_codes}) {
+      check_quantized("fp8-32x32", mf::ActScale::ue8m0, k, 2);
+    }
   });
 }
 TEST(GemmSimdTargets, Fp8Weights1x128) {  // a ue8m0 scale per weight row: the GEMV's 16 rows have 16 factors
-  each_target([] {
-    each_e4m3_gemv_loop([] {
-      for (const Kind k : {Kind::normal, Kind::adversarial, Kind::weight_codes}) {
-        check_quantized("fp8-1x128", mf::ActScale::ue8m0, k, 7);
-      }
-    });
+  each_target_and_e4m3_gemv_loop([] {
+    for (const Kind k : {Kind::normal, Kind::adversarial, Kind::weight_codes}) {
+      check_quantized("fp8-1x128", mf::ActScale::ue8m0, k, 7);
+    }
   });
 }
 TEST(GemmSimdTargets, Fp8WeightsWithF32Scales) {
-  each_target([] {
-    // f32 weight scales stay outside the products: groups of 128, or 32 for 32-wide blocks.
-    each_e4m3_gemv_loop([] {
-      for (const Kind k : {Kind::normal, Kind::outliers, Kind::adversarial, Kind::weight_codes}) {
-        check_quantized("e4m3-128x128-f32", mf::ActScale::f32, k, 3);
-        check_quantized("e4m3-32x32-f32", mf::ActScale::f32, k, 4);
-        check_quantized("e4m3-1x128-f32", mf::ActScale::ue8m0, k, 5);
-      }
-    });
+  // f32 weight scales stay outside the products: groups of 128, or 32 for 32-wide blocks.
+  each_target_and_e4m3_gemv_loop([] {
+    for (const Kind k : {Kind::normal, Kind::outliers, Kind::adversarial, Kind::weight_codes}) {
+      check_quantized("e4m3-128x128-f32", mf::ActScale::f32, k, 3);
+      check_quantized("e4m3-32x32-f32", mf::ActScale::f32, k, 4);
+      check_quantized("e4m3-1x128-f32", mf::ActScale::ue8m0, k, 5);
+    }
   });
 }
 TEST(GemmSimdTargets, Fp4Weights) {
@@ -369,7 +366,7 @@ void check_zero_tail() {
   }
 }
 TEST(GemmSimdTargets, GemvActivationWithZeroTail) {
-  each_target([] { each_e4m3_gemv_loop(check_zero_tail); });
+  each_target_and_e4m3_gemv_loop(check_zero_tail);
 }
 
 // A NaN weight scale (ue8m0 code 0xFF) on a block that lies wholly in the activations' zero tail: 0 x (value x NaN)
