@@ -49,6 +49,14 @@ struct ElementCodec {
   std::uint32_t sign_shift;    // the f32 sign bit >> sign_shift is the code's sign bit (signed formats)
   bool unsigned_fixups;        // unsigned format or no zero: negatives and zeros take their constant codes
 
+  // The block quantizers' saturating encoders (element_codec-inl.h): the largest finite value, and for
+  // EncodeSaturatingByTable the addend of each binade, lane j for the f32 exponent field E = j (mod 16) among the
+  // 16 fields from emin's: 2^(E + 23 - m) with (E - emin field) << m in its low bits. binade_table_fits: a signed
+  // format with zero whose normal binades number 16 or fewer (e4m3, e3m2, e2m3, e2m1; not e5m2).
+  float max_finite;
+  bool binade_table_fits;
+  std::uint32_t binade_addends[16];
+
   // Decode by bit placement: |value|bits = (mag << shift) + decode_add, exact for normal codes; codes below
   // 2^m (subnormals, where decode_subnormals) are mag * 2^(emin - m) in f32; codes from special_from on are Inf or
   // NaN (payload kept for 16-bit formats); a format without zero gives code 0 its value.
@@ -98,6 +106,14 @@ constexpr void set_encode_traits(ElementCodec& c, const Format& f) {
   c.zero_shift_clears = c.shift + (c.min_normal_bits >> 23) >= 32;
   c.sign_shift = static_cast<std::uint32_t>(31 - f.exponent_bits - m);
   c.unsigned_fixups = !f.is_signed() || !f.has_zero;
+  c.max_finite = f.max_finite();
+  const std::uint32_t min_field = static_cast<std::uint32_t>(normal_field);
+  const std::uint32_t max_field = std::bit_cast<std::uint32_t>(f.max_finite()) >> 23;
+  c.binade_table_fits = f.is_signed() && f.has_zero && f.bias < 127 && max_field - min_field < 16;
+  for (std::uint32_t j = 0; j < 16; ++j) {
+    const std::uint32_t field = min_field + ((j - min_field) & 15u);
+    c.binade_addends[j] = ((field + c.shift) << 23) + ((field - min_field) << m);
+  }
 }
 
 // The decoder's constants.

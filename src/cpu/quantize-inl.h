@@ -194,6 +194,11 @@ struct QuantizeRowFn {
       const std::int64_t group_bytes = n * static_cast<std::int64_t>(sizeof(float));
       // n is a multiple of 4N (16 blocks of a multiple of N): four vectors a step, stored together.
       if (exact) {
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+        if constexpr (Encoder::kFindsTies) {
+          if (e.table_fits) return EncodeGroupByTable<kNibbles>(c0, n, shift, reciprocals, e.table);
+        }
+#endif
         const auto encode = [&](std::int64_t c) HWY_ATTR __attribute__((always_inline)) {
           PrefetchAhead(xs + c);
           PrefetchNextGroup(xs + c, group_bytes);
@@ -224,6 +229,29 @@ struct QuantizeRowFn {
     for (std::size_t i = 0; i < kGroup; ++i) {
       const std::int64_t ci = c0 + static_cast<std::int64_t>(i) * bc;
       EncodeVectors<kNibbles>(x, ci, ci + bc, Divisor{group_divisors[i], reciprocals[i], exact}, out, e);
+    }
+  }
+#endif
+
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+  // EncodeGroup's flat loop over quotients by powers of two, with the table encoder (n, shift: as there).
+  template <bool kNibbles>
+  HWY_INLINE void EncodeGroupByTable(std::int64_t c0, std::int64_t n, int shift, const float* reciprocals,
+                                     const SaturatingTable<DF>& t) const {
+    const DF df;
+    constexpr auto N = static_cast<std::int64_t>(kGroup);
+    const float* xs = x + c0;
+    const std::int64_t group_bytes = n * static_cast<std::int64_t>(sizeof(float));
+    const auto quotient = [&](std::int64_t c) HWY_ATTR __attribute__((always_inline)) {
+      PrefetchAhead(xs + c);
+      PrefetchNextGroup(xs + c, group_bytes);
+      return hn::Mul(hn::LoadU(df, xs + c), hn::Set(df, reciprocals[(c / N) >> shift]));
+    };
+    const auto encode = [&](std::int64_t c) HWY_ATTR __attribute__((always_inline)) {
+      return EncodeSaturatingByTable(t, quotient(c));
+    };
+    for (std::int64_t c = 0; c < n; c += 4 * N) {
+      StoreCodes4<kNibbles>(encode(c), encode(c + N), encode(c + 2 * N), encode(c + 3 * N), out, c0 + c);
     }
   }
 #endif

@@ -5,6 +5,8 @@
 //   * EncodeNearest, EncodeStochastic (32 random bits per lane) and EncodeExact (each rounding) under both overflow
 //     rules, on every code's value, the midpoints between neighbours and their f32 neighbours, random bit patterns
 //     and specials; lanes the step hands on (NeedsScalar, NeedsExact) are left out, as its callers leave them.
+//   * the block quantizers' saturating encodes (EncodeSaturating; EncodeSaturatingByTable on AVX-512) on full
+//     vectors: finite values near every code and midpoint, and random ones in every binade;
 //   * the GEMM kernels' per-format decodes on every code: e4m3 with its constants built in, e4m3 placed and e2m1 by
 //     byte table at every width; e4m3 through fp16 on AVX2 and AVX-512, e2m1 by lane permute and e4m3 by byte
 //     table on full AVX-512 vectors.
@@ -439,6 +441,61 @@ void TestWideDecodes() {
 #endif
 }
 
+// The block quantizers' saturating encoders on full f32 vectors, against the scalar codec with Overflow::saturate:
+// EncodeSaturating on every target, and on AVX-512 EncodeSaturatingByTable for the formats its table fits. Inputs:
+// encode_inputs' finite values, and 4096 random bit patterns in every f32 binade from 2^-149 to past the format's
+// max (quotients of finite values are any finite f32), both signs.
+void TestSaturatingEncodes() {
+  using DF = hn::ScalableTag<float>;
+  const DF df;
+  const hn::RebindToUnsigned<DF> du;
+  const std::size_t n = hn::Lanes(df);
+  for (const Format* f : codec_formats()) {
+    if (!f->is_signed() || !f->has_zero || f->bias >= 127) continue;
+    const mf::cpu::ElementCodec k = mf::cpu::element_codec(*f);
+    std::vector<float> x;
+    for (const float v : encode_inputs(*f, 7)) {
+      if (std::isfinite(v)) x.push_back(v);
+    }
+    std::mt19937 rng(11);
+    const std::uint32_t top = (std::bit_cast<std::uint32_t>(f->max_finite()) >> 23) + 2;
+    for (std::uint32_t field = 0; field <= top; ++field) {
+      for (int i = 0; i < 4096; ++i) {
+        x.push_back(std::bit_cast<float>((static_cast<std::uint32_t>(rng()) & 0x807FFFFFu) | field << 23));
+      }
+    }
+    x.resize((x.size() + n - 1) / n * n, 0.0f);
+    const cpu::SaturatingGrid<DF> grid(k);
+    EncodeOptions saturate;
+    saturate.overflow = Overflow::saturate;
+    const auto check = [&](const char* step, auto encode) {
+      std::vector<std::uint32_t> got(n);
+      int bad = 0;
+      for (std::size_t i = 0; i < x.size() && bad < 3; i += n) {
+        hn::StoreU(encode(hn::LoadU(df, x.data() + i)), du, got.data());
+        for (std::size_t j = 0; j < n && bad < 3; ++j) {
+          const std::uint32_t want = mf::encode(*f, x[i + j], saturate);
+          if (got[j] != want) {
+            ++bad;
+            ADD_FAILURE() << step << " " << f->name << " of " << x[i + j] << " ("
+                          << hex(std::bit_cast<std::uint32_t>(x[i + j])) << "): " << hex(got[j]) << ", want "
+                          << hex(want);
+          }
+        }
+      }
+    };
+    check("EncodeSaturating", [&](auto y) { return cpu::EncodeSaturating(df, grid, y); });
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+    const bool fits = f == &e4m3 || f == &e3m2 || f == &e2m3 || f == &e2m1;
+    EXPECT_EQ(cpu::SaturatingTable<DF>::Fits(k), fits) << f->name;
+    if (fits) {
+      const cpu::SaturatingTable<DF> table(k);
+      check("EncodeSaturatingByTable", [&](auto y) { return cpu::EncodeSaturatingByTable(table, y); });
+    }
+#endif
+  }
+}
+
 void TestAllDecode() { hn::ForPartialVectors<TestDecode>()(std::uint32_t()); }
 void TestAllEncode() { hn::ForPartialVectors<TestEncode>()(std::uint32_t()); }
 void TestGemmDecodes() {
@@ -462,6 +519,7 @@ HWY_TARGET_INSTANTIATE_TEST_SUITE_P(ElementCodecTarget);
 HWY_EXPORT_AND_TEST_P(ElementCodecTarget, TestAllDecode);
 HWY_EXPORT_AND_TEST_P(ElementCodecTarget, TestAllEncode);
 HWY_EXPORT_AND_TEST_P(ElementCodecTarget, TestGemmDecodes);
+HWY_EXPORT_AND_TEST_P(ElementCodecTarget, TestSaturatingEncodes);
 
 }  // namespace mf::test
 #endif  // HWY_ONCE
