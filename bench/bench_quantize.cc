@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_target.h"
 #include "minifloat/codec.h"
 #include "minifloat/gemm.h"
 #include "minifloat/quantize.h"
@@ -229,4 +230,12 @@ const int kRegistered = [] {
 
 }  // namespace
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  if (!mf::bench::restrict_target("bench_quantize")) return 2;  // MF_BENCH_TARGET=AVX2: as an AVX2 CPU would
+  const std::int64_t targets = hwy::SupportedTargets() & HWY_TARGETS;
+  benchmark::AddCustomContext("highway_target", hwy::TargetName(targets & -targets));  // the best: lowest bit
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -114,7 +114,7 @@ HWY_INLINE void StoreCodes(hn::Vec<DU> codes, std::uint8_t* out, std::int64_t c)
 // Four vectors of codes for columns c .. c + 4N: the bytes four StoreCodes would write. On AVX-512, 64 codes take
 // two dword-to-word packs, one word-to-byte pack and a lane permutation (packs work within 128-bit lanes), and nibble
 // pairs one multiply-add of adjacent bytes (lo + 16 hi) and a truncation: 4 and 7 operations where four StoreCodes
-// take 8 and 16.
+// take 8 and 16. On AVX2 the same four for 32 bytes (nibble pairs: four StoreCodes).
 template <bool kNibbles>
 HWY_INLINE void StoreCodes4(hn::Vec<DU> v0, hn::Vec<DU> v1, hn::Vec<DU> v2, hn::Vec<DU> v3, std::uint8_t* out,
                             std::int64_t c) {
@@ -129,6 +129,20 @@ HWY_INLINE void StoreCodes4(hn::Vec<DU> v0, hn::Vec<DU> v1, hn::Vec<DU> v2, hn::
   } else {
     _mm512_storeu_si512(out + c, bytes);
   }
+#elif HWY_ARCH_X86 && HWY_TARGET == HWY_AVX2
+  if constexpr (!kNibbles) {
+    // The packed bytes' dwords are v0..v3's low halves, then their high halves: lane order (0, 4, 1, 5, 2, 6, 3, 7).
+    const __m256i packed =
+        _mm256_packus_epi16(_mm256_packus_epi32(v0.raw, v1.raw), _mm256_packus_epi32(v2.raw, v3.raw));
+    const __m256i bytes = _mm256_permutevar8x32_epi32(packed, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + c), bytes);
+    return;
+  }
+  const auto N = static_cast<std::int64_t>(hn::Lanes(DU()));
+  StoreCodes<kNibbles>(v0, out, c);
+  StoreCodes<kNibbles>(v1, out, c + N);
+  StoreCodes<kNibbles>(v2, out, c + 2 * N);
+  StoreCodes<kNibbles>(v3, out, c + 3 * N);
 #else
   const auto N = static_cast<std::int64_t>(hn::Lanes(DU()));
   StoreCodes<kNibbles>(v0, out, c);
