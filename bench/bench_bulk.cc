@@ -209,12 +209,4 @@ BENCHMARK_CAPTURE(DecodePacked, e2m3, &mf::e2m3) MF_SIZES;
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  benchmark::Initialize(&argc, argv);
-  if (!mf::bench::restrict_target("bench_bulk")) return 2;  // MF_BENCH_TARGET=AVX2: as an AVX2 CPU would
-  const std::int64_t targets = hwy::SupportedTargets() & HWY_TARGETS;
-  benchmark::AddCustomContext("highway_target", hwy::TargetName(targets & -targets));  // the best: lowest bit
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
-}
+int main(int argc, char** argv) { return mf::bench::run_benchmarks(argc, argv, "bench_bulk"); }

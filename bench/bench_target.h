@@ -4,6 +4,7 @@
 // older one, as on such a CPU. For the benchmarks' main(), before any kernel runs.
 #pragma once
 
+#include <benchmark/benchmark.h>
 #include <hwy/targets.h>
 
 #include <cstdio>
@@ -24,6 +25,18 @@ inline bool restrict_target(const char* program) {
   }
   std::fprintf(stderr, "%s: MF_BENCH_TARGET=%s is not a compiled and supported Highway target\n", program, want);
   return false;
+}
+
+// A benchmark program's main(): MF_BENCH_TARGET applied, the best target the kernels will take named in the
+// context ("highway_target"), then every registered benchmark.
+inline int run_benchmarks(int argc, char** argv, const char* program) {
+  benchmark::Initialize(&argc, argv);
+  if (!restrict_target(program)) return 2;
+  const std::int64_t targets = hwy::SupportedTargets() & HWY_TARGETS;
+  benchmark::AddCustomContext("highway_target", hwy::TargetName(targets & -targets));  // the best: lowest bit
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
 }
 
 }  // namespace mf::bench
