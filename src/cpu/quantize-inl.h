@@ -147,20 +147,29 @@ struct QuantizeRowFn {
     if ((pow2 || e4m3) && bc % static_cast<std::int64_t>(kGroup) == 0) {
       const DU du;
       const auto floor = hn::Set(du, floor_bits());
-      const std::int64_t span = static_cast<std::int64_t>(kGroup) * bc;
-      HWY_ALIGN float reciprocals[kGroup];
+      HWY_ALIGN std::uint32_t group_codes[kGroup];
+      HWY_ALIGN float group_divisors[kGroup], reciprocals[kGroup];
       const SaturatingGrid<DF> ue4m3_grid(kUe4m3Codec);
-      for (; c0 + span <= cols; b += kGroup, c0 += span) {
-        auto m = GroupMaxAbsBits(x + c0, bc);
+      // Groups of kGroup whole blocks, and the row's last whole blocks as a group of fewer (a row of fewer than
+      // kGroup blocks, or one that is not a multiple of them: K = 1024 or 7168 on AVX-512); a partial last block
+      // goes on its own below.
+      for (std::size_t count; (count = static_cast<std::size_t>(std::min<std::int64_t>(
+                                   static_cast<std::int64_t>(kGroup), (cols - c0) / bc))) > 0;
+           b += static_cast<std::int64_t>(count), c0 += static_cast<std::int64_t>(count) * bc) {
+        auto m = GroupMaxAbsBits(x + c0, bc, count);
         m = hn::IfThenElse(hn::Lt(m, hn::Set(du, 0x7F800000u)), hn::Max(m, floor), m);
-        const bool done = pow2 ? GroupPowerOfTwo(m, p, scale_codes + b, divisors + b, reciprocals)
+        const bool done = pow2 ? GroupPowerOfTwo(m, p, group_codes, group_divisors, reciprocals)
                                : GroupE4m3(m, ec.max, tensor_scale, min_e4m3_scale(*ec.scheme), kUe4m3Codec,
-                                           ue4m3_grid, scale_codes + b, divisors + b, reciprocals);
+                                           ue4m3_grid, group_codes, group_divisors, reciprocals);
+        if (done) {
+          std::copy_n(group_codes, count, scale_codes + b);
+          std::copy_n(group_divisors, count, divisors + b);
+        }
         if (done && (pow2 || Encoder::kFindsTies)) {
-          EncodeGroup<kNibbles>(c0, divisors + b, reciprocals, pow2, e);
+          EncodeGroup<kNibbles>(c0, count, group_divisors, reciprocals, pow2, e);
           continue;
         }
-        for (std::size_t i = 0; i < kGroup; ++i) {
+        for (std::size_t i = 0; i < count; ++i) {
           const std::int64_t bi = b + static_cast<std::int64_t>(i), ci = c0 + static_cast<std::int64_t>(i) * bc;
           if (!done) {
             Block<kNibbles>(bi, ci, pow2, e4m3, p, e);
@@ -175,24 +184,24 @@ struct QuantizeRowFn {
   }
 
 #if HWY_TARGET != HWY_SCALAR
-  // The codes of a whole group (kGroup blocks from column c0, all scaled by the vector rules): EncodeBlock without
+  // The codes of a group (`count` whole blocks from column c0, all scaled by the vector rules): EncodeBlock without
   // its per-block checks and scalar tail. reciprocals[i]: 2^-k (exact) or RN(1 / divisor), 0 where that is not a
-  // normal float (division then). When a block is a power-of-two number of vectors, the group is one flat loop over
-  // its vectors (each reads its block's reciprocal): GCC keeps the encoder's constants in registers across a flat
-  // loop, where a loop per block made it materialize them again for every block.
+  // normal float (division then). When a block is a power-of-two number of vectors and the group a multiple of four
+  // vectors, the group is one flat loop over its vectors (each reads its block's reciprocal): GCC keeps the encoder's
+  // constants in registers across a flat loop, where a loop per block made it materialize them again for every block.
   template <bool kNibbles, class Encoder>
-  HWY_INLINE void EncodeGroup(std::int64_t c0, const float* group_divisors, const float* reciprocals, bool exact,
-                              const Encoder& e) const {
+  HWY_INLINE void EncodeGroup(std::int64_t c0, std::size_t count, const float* group_divisors,
+                              const float* reciprocals, bool exact, const Encoder& e) const {
     const DF df;
     constexpr auto N = static_cast<std::int64_t>(kGroup);
-    const std::int64_t vectors_per_block = bc / N, n = N * bc;
-    const bool flat = std::has_single_bit(static_cast<std::uint64_t>(vectors_per_block)) &&
+    const std::int64_t vectors_per_block = bc / N, n = static_cast<std::int64_t>(count) * bc;
+    const bool flat = std::has_single_bit(static_cast<std::uint64_t>(vectors_per_block)) && n % (4 * N) == 0 &&
                       (exact || hn::AllTrue(df, hn::Lt(hn::Zero(df), hn::LoadU(df, reciprocals))));
     if (flat) {
       const int shift = std::countr_zero(static_cast<std::uint64_t>(vectors_per_block));
       const float* xs = x + c0;
       const std::int64_t group_bytes = n * static_cast<std::int64_t>(sizeof(float));
-      // n is a multiple of 4N (16 blocks of a multiple of N): four vectors a step, stored together.
+      // Four vectors a step, stored together.
       if (exact) {
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
         if constexpr (Encoder::kFindsTies) {
@@ -226,7 +235,7 @@ struct QuantizeRowFn {
         return;
       }
     }
-    for (std::size_t i = 0; i < kGroup; ++i) {
+    for (std::size_t i = 0; i < count; ++i) {
       const std::int64_t ci = c0 + static_cast<std::int64_t>(i) * bc;
       EncodeVectors<kNibbles>(x, ci, ci + bc, Divisor{group_divisors[i], reciprocals[i], exact}, out, e);
     }

@@ -58,15 +58,20 @@ void BlockMaxAbsBits(const float* x, std::int64_t cols, std::int64_t bc, std::ui
 
 inline constexpr std::size_t kGroup = hn::MaxLanes(DF());
 
-// Lane i: the largest |x| bit pattern of block i (x + i * bc). Each block's lane-wise maximum, then a
-// transpose-reduce: every level pairs adjacent lanes (ConcatEven/ConcatOdd) and halves the vector count, so after
-// log2(N) levels lane i holds block i's maximum.
-HWY_INLINE hn::Vec<DU> GroupMaxAbsBits(const float* x, std::int64_t bc) {
+// Lane i: the largest |x| bit pattern of block i (x + i * bc), for the `count` blocks there (1 to N); lanes from
+// count on repeat block 0's, so that they pass the group's checks whenever block 0 does. Each block's lane-wise
+// maximum, then a transpose-reduce: every level pairs adjacent lanes (ConcatEven/ConcatOdd) and halves the vector
+// count, so after log2(N) levels lane i holds block i's maximum.
+HWY_INLINE hn::Vec<DU> GroupMaxAbsBits(const float* x, std::int64_t bc, std::size_t count) {
   const DF df;
   const DU du;
   constexpr std::int64_t N = kGroup;
   HWY_ALIGN std::uint32_t partial[kGroup * kGroup];
   for (std::size_t i = 0; i < kGroup; ++i) {
+    if (i >= count) {
+      hn::Store(hn::Load(du, partial), du, partial + i * kGroup);
+      continue;
+    }
     const float* block = x + static_cast<std::int64_t>(i) * bc;
     auto acc = hn::BitCast(du, hn::Abs(hn::LoadU(df, block)));
     for (std::int64_t c = N; c < bc; c += N) acc = hn::Max(acc, hn::BitCast(du, hn::Abs(hn::LoadU(df, block + c))));
