@@ -153,8 +153,10 @@ struct QuantizeRowFn {
       // Groups of kGroup whole blocks, and the row's last whole blocks as a group of fewer (a row of fewer than
       // kGroup blocks, or one that is not a multiple of them: K = 1024 or 7168 on AVX-512); a partial last block
       // goes on its own below.
-      for (std::size_t count; (count = static_cast<std::size_t>(std::min<std::int64_t>(
-                                   static_cast<std::int64_t>(kGroup), (cols - c0) / bc))) > 0;
+      const auto next_group_blocks = [&] {
+        return static_cast<std::size_t>(std::min<std::int64_t>(static_cast<std::int64_t>(kGroup), (cols - c0) / bc));
+      };
+      for (std::size_t count; (count = next_group_blocks()) > 0;
            b += static_cast<std::int64_t>(count), c0 += static_cast<std::int64_t>(count) * bc) {
         auto m = GroupMaxAbsBits(x + c0, bc, count);
         m = hn::IfThenElse(hn::Lt(m, hn::Set(du, 0x7F800000u)), hn::Max(m, floor), m);
