@@ -6,6 +6,7 @@
 // single-thread memcpy of the input's size right before the kernel: the counter `vs_memcpy` is the kernel's GB/s
 // over that interleaved memcpy's GB/s, per thread (`per_thread_vs_memcpy`), immune to the drift.
 #include <benchmark/benchmark.h>
+#include <omp.h>
 
 #include <algorithm>
 #include <chrono>
@@ -19,6 +20,7 @@
 #include <vector>
 
 #include "bench_target.h"
+#include "read_loops.h"
 #include "minifloat/codec.h"
 #include "minifloat/gemm.h"
 #include "minifloat/quantize.h"
@@ -43,6 +45,20 @@ const std::vector<float>& input_f32() {
     return v;
   }();
   return x;
+}
+
+// input_f32's values at a 64-byte boundary, as a framework's tensors are allocated: a large std::vector's data sits
+// 16 bytes past a page boundary, so every 64-byte load of it spans two cache lines (act_quant in L2 about 1.2x
+// slower there, and a read loop of 512-bit loads about half as fast).
+const float* aligned_input_f32() {
+  static const std::vector<float> x = [] {
+    std::vector<float> v(kCount + 16);
+    const auto skip = (64 - reinterpret_cast<std::uintptr_t>(v.data()) % 64) % 64 / sizeof(float);
+    std::copy(input_f32().begin(), input_f32().end(), v.begin() + static_cast<std::ptrdiff_t>(skip));
+    return v;
+  }();
+  const auto skip = (64 - reinterpret_cast<std::uintptr_t>(x.data()) % 64) % 64 / sizeof(float);
+  return x.data() + skip;
 }
 
 const std::vector<std::uint16_t>& input_bf16() {
@@ -172,18 +188,19 @@ void BM_Dequantize(benchmark::State& state, const std::string& scheme_name) {
 // values, each iteration beside a read-only pass over the same input (four 64-bit XOR chains, as bench_bulk's
 // ReadOnly; the input then sits in the same cache level for both): `vs_read_only` is act_quant's input bytes per
 // second over the read-only loop's, both on `threads` threads; `cpu_vs_read_only` the same in the calling thread's
-// CPU time, steadier on a loaded machine (one thread only).
+// CPU time, steadier on a loaded machine (one thread only); `vs_wide_read` the same against a read loop of the widest
+// loads (read_loops.h), which the scalar loop's own instructions hold to about half of what L1 and L2 deliver.
 // ActQuant/M:.../threads:1/K:...: the same on rows of K values, a small or large LLM's hidden sizes (640, 1024,
 // 7168: rows that are not a whole number of 16-block groups).
 void BM_ActQuant(benchmark::State& state) {
   const std::int64_t m = state.range(0), cols = state.range(2), n = m * cols;
   const int threads = static_cast<int>(state.range(1));
-  const float* x = input_f32().data();
+  const float* x = aligned_input_f32();
   const auto* u = reinterpret_cast<const std::uint64_t*>(x);
   const std::vector<std::int64_t> shape{m, cols};
   mf::QuantizedTensor q;
   mf::act_quant(x, shape, mf::ActScale::ue8m0, threads, q);  // sizes q before timing
-  double read = 0, work = 0, cpu = 0, read_cpu = 0;
+  double read = 0, wide = 0, work = 0, cpu = 0, read_cpu = 0;
   for (auto _ : state) {
     const double r0 = thread_cpu_seconds();
     auto t0 = Clock::now();
@@ -193,6 +210,16 @@ void BM_ActQuant(benchmark::State& state) {
     benchmark::DoNotOptimize(s0 ^ s1 ^ s2 ^ s3);
     read += std::chrono::duration<double>(Clock::now() - t0).count();
     read_cpu += thread_cpu_seconds() - r0;
+    t0 = Clock::now();
+    std::uint64_t w = 0;
+#pragma omp parallel num_threads(threads) reduction(^ : w)
+    {  // the same input in 32-word chunks per thread, read with the widest loads
+      const std::int64_t chunks = n / 64, t = omp_get_thread_num(), count = omp_get_num_threads();
+      const std::int64_t begin = chunks * t / count * 32, end = chunks * (t + 1) / count * 32;
+      w ^= mf::bench::xor_words(u + begin, static_cast<std::size_t>(end - begin));
+    }
+    benchmark::DoNotOptimize(w);
+    wide += std::chrono::duration<double>(Clock::now() - t0).count();
     const double c0 = thread_cpu_seconds();
     t0 = Clock::now();
     mf::act_quant(x, shape, mf::ActScale::ue8m0, threads, q);
@@ -203,6 +230,7 @@ void BM_ActQuant(benchmark::State& state) {
     state.SetIterationTime(t);
   }
   state.counters["vs_read_only"] = read / work;
+  state.counters["vs_wide_read"] = wide / work;  // against 512-bit (or 256-bit) loads: the cache's or memory's limit
   state.counters["cpu_vs_read_only"] = read_cpu / cpu;  // the same ratio in this thread's CPU time (1 thread)
   state.counters["cpu_us"] = 1e6 * cpu / static_cast<double>(state.iterations());
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * n * sizeof(float)));
