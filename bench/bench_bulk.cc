@@ -1,8 +1,8 @@
 // Bulk casts (minifloat/bulk.h) beside the machine's own limits, in one run: single-thread memcpy (bytes read plus
 // written per second), a read-only loop (bytes read per second) and a write-only loop over the same 16 MiB of f32 (4 Mi values, past
 // the L2 of every machine here), and over 16 Ki values (64 KiB, in L2: the kernels' own speed, memory aside).
-// Counter: bytes/s of input read plus output written (the read-only loop: bytes read). BENCHMARKS.md has the
-// command and the figures.
+// Counter: bytes/s of input read plus output written (the read-only loop: bytes read). The figures:
+// BENCHMARKS.md#the-current-figures; the commands: BENCHMARKS.md#sapphire-rapids-class-xeon-avx-512.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>

@@ -4,7 +4,8 @@
 // each step must stay O(n log n). Google Benchmark fits the growth (the `_BigO` rows) from 1k to 200k tensors.
 //
 // Half the tensors are FP8 weights [1, 128], half their F32 `_scale_inv` [1, 1]: the smallest real pairs, so the
-// header, not the data, is what is measured. BENCHMARKS.md has the figures and the command.
+// header, not the data, is what is measured. The figures and the command:
+// BENCHMARKS.md#sapphire-rapids-class-xeon-avx-512.
 #include <benchmark/benchmark.h>
 
 #include <cstdint>

@@ -6,7 +6,8 @@
 #   MF_BENCH_THREADS="1 2"  the --threads values to compare (default: just the command's default, all cores)
 #   MF_BENCH_RUNS=5         runs per figure; the median is printed (the machine may be shared)
 #   MF_BENCH_RECIPES="..."  recipes to run (default: deepseek-v4 fp8-block mxfp8 mxfp4 nvfp4)
-# Prints a Markdown table for BENCHMARKS.md.
+# Prints a Markdown table (the latest: BENCHMARKS.md#the-current-figures; the command:
+# BENCHMARKS.md#sapphire-rapids-class-xeon-avx-512).
 set -euo pipefail
 # Idle OpenMP threads sleep instead of spinning between tensors (a convert is many small parallel regions).
 export OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-passive}"

@@ -12,7 +12,8 @@
 // whole 128 x 128 blocks; MLP 1536), weights in L2: where a decode step's per-call costs show.
 // DotBf16Peak: AVX512-BF16's dot product beside FmaPeak. ReadRows/<threads>/<row bytes>: the read bandwidth's array
 // read in the M = 1 GEMV's order (16 rows side by side).
-// bench/gemm_report.py runs this with repetitions and prints medians and ratios (BENCHMARKS.md).
+// bench/gemm_report.py runs this with repetitions and prints medians and ratios (the command of each machine kind:
+// BENCHMARKS.md#the-current-figures and the sections after it).
 // The GEMM library compiles Highway's AVX3_DL target (src/cpu/gemm.cc): make it a name MF_BENCH_TARGET takes.
 #define HWY_WANT_AVX3_DL
 #include <benchmark/benchmark.h>

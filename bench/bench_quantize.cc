@@ -1,6 +1,7 @@
 // Block quantization throughput: every scheme, f32 and bf16 input, 1 and 2 threads, against this machine's memcpy
 // measured in the same run. Bytes per second count bytes read plus bytes written. bench/quantize_report.py runs
-// this with repetitions and prints medians and the ratios to memcpy (BENCHMARKS.md).
+// this with repetitions and prints medians and the ratios to memcpy (the command:
+// BENCHMARKS.md#sapphire-rapids-class-xeon-avx-512).
 //
 // The machine is shared and its speed drifts by 2x between runs a minute apart, so every iteration also times a
 // single-thread memcpy of the input's size right before the kernel: the counter `vs_memcpy` is the kernel's GB/s

@@ -158,8 +158,9 @@ inline void blas_gemm(const Operands& o, const float* w, float* c) {
 // OpenBLAS's worker threads spin for about 2^28 cycles (0.1 s here) after each call, and after the library starts,
 // before they sleep (OPENBLAS_THREAD_TIMEOUT): whatever runs in that window shares the cores with them. FmaPeak, the
 // first case of a run, measured 291-369 GFLOP/s there against 487-490 alone or with OPENBLAS_THREAD_TIMEOUT=4 on
-// the Xeon of BENCHMARKS.md. So every case and yardstick waits that out before it starts its clock; OpenBLAS's own
-// cases keep its default spinning between their calls.
+// the Sapphire Rapids-class Xeon (docs/benchmark-history.md#block-scaled-gemv-and-gemm-2026-12-03-0540). So every
+// case and yardstick waits that out before it starts its clock; OpenBLAS's own cases keep its default spinning
+// between their calls.
 inline void let_openblas_threads_sleep() {
 #if MF_HAVE_OPENBLAS
   std::this_thread::sleep_for(std::chrono::milliseconds(250));

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Runs bench_gemm with repetitions and prints medians and ratios as a Markdown table (BENCHMARKS.md).
+"""Runs bench_gemm with repetitions and prints medians and ratios as a Markdown table (the tables behind
+BENCHMARKS.md#the-current-figures).
 
 Usage: bench/gemm_report.py BUILD_DIR/bench/bench_gemm [REPETITIONS] [FILTER]
 Columns: GFLOP/s (2 M N K / time) of minifloat's bf16, fp8 (fp8-128x128) and mxfp4 GEMMs, of OpenBLAS (sgemv at
@@ -13,7 +14,8 @@ outlier per 128 x 128 block (GemmOutliers), whose e4m3 subnormal codes slow it d
 thread on a small LLM's Linear shapes with the weights in L2 (GemvSmall), where a decode step's per-call costs show.
 
 The OpenBLAS kernels in use are printed: bench_gemm runs itself again with OPENBLAS_CORETYPE set when OpenBLAS fell
-back to its generic SSE3 kernels on a CPU that has AVX-512 or AVX2 (bench/gemm_cases.h; BENCHMARKS.md).
+back to its generic SSE3 kernels on a CPU that has AVX-512 or AVX2 (bench/gemm_cases.h;
+docs/benchmark-history.md#the-yardstick-openblas-ran-its-generic-kernels).
 """
 import json
 import os

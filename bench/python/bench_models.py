@@ -2,7 +2,8 @@
 tokens per second with minifloat.torch.Linear (fp8-block, deepseek-v4's fp8-128x128, mxfp4; act_quant + fp8_gemm /
 fp4_gemm), in an f32 model and in a bf16 one (only the Linears differ from torch bf16), against torch's own
 nn.Linear in f32 and bf16, batch 1 and 8, the variants taking turns in each round; then where a minifloat Linear call's time goes (the C++
-GEMM, the Python around it) for the decode shapes. Figures and the command: BENCHMARKS.md.
+GEMM, the Python around it) for the decode shapes. Figures: BENCHMARKS.md#the-current-figures; the command:
+BENCHMARKS.md#amd-epyc-zen-4-avx-512.
 
     .venv/bin/python bench/python/bench_models.py [--steps 32] [--prompt 16] [--repeat 3] [--threads N] [--clock cpu]
 

@@ -248,7 +248,8 @@ HWY_INLINE bool StochasticSubnormalSteps(const ElementCodec& k, VU least, VU top
 HWY_INLINE bool StochasticTinySteps(VU least, VU top) { return FiniteFromFloor(least, top, 0x00800000u); }
 
 // How far ahead EncodeGroups asks for its input, into L1: with the hardware prefetchers alone a 4 Mi-value encode on
-// the Xeon ran at 59-78% of the read-only loop's speed from one run to the next, with this at 79-88% (BENCHMARKS.md).
+// the Xeon ran at 59-78% of the read-only loop's speed from one run to the next, with this at 79-88%
+// (docs/benchmark-history.md#bulk-casts-minifloatbulkh-2026-12-02-1540).
 // An address past the input is never read, and its prefetch does not fault (hence the integer arithmetic).
 constexpr std::uintptr_t kReadAhead = 1024;
 
@@ -292,7 +293,8 @@ HWY_INLINE std::size_t EncodeGroups(const ElementCodec& k, const EncodeRun& run,
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2 && HWY_TARGET > HWY_AVX3
         // AVX2: lanes below the floor (e2m1: |x| < 2^-9, in 2% of the groups of normal data) in the vector step
         // too, where the rare path took 7% of the e2m1 cast's time; Inf, NaN and f32 subnormals still go there. On
-        // AVX-512 the second copy of the group loop cost e3m2 and e2m3 3-4% for e2m1's 5% (BENCHMARKS.md).
+        // AVX-512 the second copy of the group loop cost e3m2 and e2m3 3-4% for e2m1's 5%
+        // (docs/benchmark-history.md#bulk-casts-minifloatbulkh-2026-12-03-0515).
         if (!TinyStochasticLanes(k) || !StochasticTinySteps(least, top)) return i;
         for (std::size_t g = 0; g < G; ++g) c[g] = EncodeStochastic<true>(du, k, consts, bits[g], random[g]);
         StoreGroup(c, out + i, stream);

@@ -225,7 +225,8 @@ HWY_INLINE VU EncodeStochastic(DU du, const ElementCodec& k, const EncodeConstan
   // |x|bits - rebias is the target exponent field E times 2^23 plus |x|'s mantissa field: the significand (with
   // its implicit bit) at E = 1, more above, less below (signed; |x| is an f32 normal here). So one signed Max picks
   // what a lane shifts, and another its count (shift + the binades below the smallest normal, or shift), where a
-  // compare and two blends took five operations more on AVX2 (blendv is two; 12% faster for e3m2, BENCHMARKS.md).
+  // compare and two blends took five operations more on AVX2 (blendv is two; 12% faster for e3m2,
+  // docs/benchmark-history.md#bulk-casts-minifloatbulkh-2026-12-03-0515).
   const hn::RebindToSigned<DU> di;
   const VU v = hn::BitCast(du, hn::Max(hn::BitCast(di, hn::Sub(mag, c.rebias)),
                                        hn::BitCast(di, hn::OrAnd(c.implicit_bit, mag, c.mantissa_field))));
@@ -235,7 +236,7 @@ HWY_INLINE VU EncodeStochastic(DU du, const ElementCodec& k, const EncodeConstan
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
   // x86's variable shifts give 0 for counts of 32 or more, which only a zero's count can reach here (the other
   // lanes' counts are below 32): no Min, and where the zero's count is 32 or more (zero_shift_clears: every format
-  // of all_formats) no zero fixup either (BENCHMARKS.md).
+  // of all_formats) no zero fixup either (docs/benchmark-history.md#bulk-casts-minifloatbulkh-2026-12-02-1820).
   const bool zero_fixup = !k.zero_shift_clears;
 #else
   constexpr bool zero_fixup = true;

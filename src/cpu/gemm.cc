@@ -74,7 +74,8 @@ bool GemvLanesBlocks() { return MF_GEMV_LANES_BLOCKS != 0; }
 // targets; else 7; 11 on AVX2, which batches fp8 and mxfp4 too): the GEMV, block of columns by block (GemvColumns). The
 // register tiles computed M = 2 to 7 at 0.5-0.9x the GEMV's GFLOP/s at M = 1, so each token of a small batch cost more
 // than a lone one; the row-by-row GEMV falls behind the tiles from 8 rows on AVX-512, from 12 on AVX2 (on Zen 3 the
-// column-lane tile ran M = 8 at 0.6-0.9x the fp8 and mxfp4 GEMV: BENCHMARKS.md).
+// column-lane tile ran M = 8 at 0.6-0.9x the fp8 and mxfp4 GEMV:
+// docs/benchmark-history.md#m--8-and-16-the-gemv-or-the-column-lane-tile-2026-12-03-1650).
 bool UsesGemv(const Problem& p) { return p.m < GemvRowsBelow(p) && GemvFits(p); }
 
 }  // namespace HWY_NAMESPACE

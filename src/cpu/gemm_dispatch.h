@@ -19,7 +19,9 @@ enum class GemvChoice { faster, always, never };
 // Where the CPU's AVX512-BF16 dot product rounds as two fmas (gemv-inl.h), the e4m3 GEMV with per-group factors has
 // two loops on AVX3_DL: the table decode's f32 fmas and the dot product. `faster` runs the dot product on AMD's CPUs
 // (Zen 4: 1.1-2x the GFNI loop the fmas had then), the fmas on Intel's (a Sapphire Rapids-class Xeon, where the dot
-// product issues at a quarter of the fma's rate: 40 GFLOP/s against 48-53 with the weights cached; BENCHMARKS.md).
+// product issues at a quarter of the fma's rate: 40 GFLOP/s against 48-53 with the weights cached;
+// docs/benchmark-history.md#what-holds-the-streamed-m--1-gemv-below-the-read-bandwidth-2026-12-02-2145-2215 and
+// docs/benchmark-history.md#subnormal-weight-codes-2026-12-03-1315).
 void choose_gemv_e4m3_bf16_dot(GemvChoice choice);
 // Whether the choice lets the dot product run on this CPU (before its capability checks).
 bool gemv_e4m3_bf16_dot_chosen();
@@ -32,8 +34,9 @@ bool gemv_e4m3_bf16_dot();
 // On AVX2 the e4m3 GEMV with per-group factors decodes the codes through fp16 or moves their fields into f32 place
 // (value x 2^-120: an f32 subnormal for a subnormal code, one instruction less per 8 codes). `faster` places the
 // fields on AMD's CPUs, which multiply f32 subnormals at full speed (Zen 3: 1.1-1.3x the same loop through fp16 on
-// one thread with the weights in L2, BENCHMARKS.md), and goes through fp16 on Intel's, which take a microcode assist
-// for every fma that reads one (docs/gemm.md).
+// one thread with the weights in L2,
+// docs/benchmark-history.md#the-avx2-fp8-gemv-block-by-block-and-its-two-decodes-2026-12-03-1555-1640), and goes
+// through fp16 on Intel's, which take a microcode assist for every fma that reads one (docs/gemm.md).
 void choose_gemv_e4m3_f32_fields(GemvChoice choice);
 bool gemv_e4m3_f32_fields_chosen();
 // Whether the target dispatch picks now has the two AVX2 loops (AVX2, not AVX-512).

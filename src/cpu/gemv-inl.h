@@ -70,7 +70,8 @@ HWY_INLINE void PrefetchAhead(const void* row, std::int64_t ahead) {
 // but harmless). A block's rows are short streams (one to four pages), and without it each started
 // with 16 rows of misses that nothing had asked for, the lines the prefetch above had fetched past a row's end
 // being the next row's, which the block was already reading (mxfp4 at 7168 x 2048 with the weights streamed 1.23x
-// as fast, 4096 x 4096 1.04-1.09x; fp8 within 0-5%: BENCHMARKS.md).
+// as fast, 4096 x 4096 1.04-1.09x; fp8 within 0-5%:
+// docs/benchmark-history.md#block-scaled-gemv-and-gemm-2026-12-03-1000).
 HWY_INLINE void PrefetchRowAhead(const void* row, std::int64_t at, std::int64_t ahead, std::int64_t row_bytes) {
   std::int64_t to = at + ahead;
   if (to >= row_bytes) to += (kLanes - 1) * row_bytes;
@@ -79,7 +80,9 @@ HWY_INLINE void PrefetchRowAhead(const void* row, std::int64_t at, std::int64_t 
 // How far ahead: 512 bytes for the 8-lane loops (measured on Zen 4: docs/benchmark-history.md); 256 for the 16-lane
 // e4m3 loops (table and AVX512-BF16) and the e2m1 loop: with the weights streamed on the Sapphire Rapids-class Xeon,
 // 256 beat 128, 512, 1024 and 2048, by 12-21% over 512 for the dot product, 5-10% for the GFNI loop the table loop
-// replaced, and 2-12% over no prefetch for e2m1 (BENCHMARKS.md); the table loop with none ran 0.48-0.77x streamed.
+// replaced, and 2-12% over no prefetch for e2m1
+// (docs/benchmark-history.md#which-fp8-gemv-loop-and-how-far-ahead-to-prefetch-2026-12-02-1405-1425); the table loop
+// with none ran 0.48-0.77x streamed (docs/benchmark-history.md#subnormal-weight-codes-2026-12-03-1315).
 constexpr std::int64_t kPrefetchAhead8 = 512, kPrefetchAhead16 = 256;
 #endif
 
@@ -198,7 +201,8 @@ HWY_INLINE void RowProducts(const WeightRow (&rows)[kLanes], const float* HWY_RE
   // registers, and a loop over k outside all of them loaded and stored two for every 16 weights; four rows' 8 stay in
   // registers for the group (8 independent fma chains, which cover the fma latency where one row's 2 did not: row by
   // row was 5-20% slower), and the activations are loaded once per four rows, from L1 (fp8 5-8% faster, mxfp4 3-9%:
-  // BENCHMARKS.md). Each accumulator still takes its k in increasing order. (e2m1 on AVX2: BlockSumsE2m1.)
+  // docs/benchmark-history.md#the-avx2-kernels-on-the-xeon-2026-12-02-1817). Each accumulator still takes its k in
+  // increasing order. (e2m1 on AVX2: BlockSumsE2m1.)
   constexpr int kRows = 4;
   HWY_DASSERT(count % kRows == 0);
   for (int i0 = first; i0 < first + count; i0 += kRows) {
@@ -236,7 +240,8 @@ HWY_INLINE void RowProducts(const WeightRow (&rows)[kLanes], const float* HWY_RE
 // One group's products for the 16 rows: acc[i][v] += a x w over [k0, end), lane-strided.
 // On 8-lane targets the e4m3 and bf16 rows go 8 at a time, each row's group asked into L2 512 bytes ahead: rows
 // whose length is a multiple of 4 KiB (K = 4096 e4m3, 2048 bf16) start in the same L1 set, and 16 lines of one set
-// do not fit an 8-way L1 (on AVX2 the fp8 GEMV ran at half speed at K = 4096 beside K = 2048: BENCHMARKS.md); the
+// do not fit an 8-way L1 (on AVX2 the fp8 GEMV ran at half speed at K = 4096 beside K = 2048:
+// docs/benchmark-history.md#the-gemvs-on-the-avx2-kernels-after-the-l1-set-fix-2026-12-02-1050); the
 // prefetch brings back what visiting the rows in two halves costs the hardware prefetchers with the weights in
 // memory. On 16-lane targets, where this loop serves bf16 weights and the checked e4m3 loop, and for e2m1 on AVX2,
 // the halves measured no faster or slower.
@@ -535,7 +540,8 @@ HWY_INLINE bool DotBf16Pairs(const Problem& p, const float* a, std::vector<std::
 // AVX2: 16 e4m3 codes -> their two vectors of weights. kFields: the fields moved into f32 place, value x 2^-120
 // (codec::DecodeE4m3Placed: an f32 subnormal for a subnormal code): per 8 codes a sign-extending load, a shift and an
 // and, which Zen 3 runs in 1.4 cycles with the fma where the fp16 route (codec::DecodeE4m3Halves, value x 2^-8) takes
-// 2 (BENCHMARKS.md). NaN codes come out finite either way.
+// 2 (docs/benchmark-history.md#the-avx2-fp8-gemv-block-by-block-and-its-two-decodes-2026-12-03-1555-1640). NaN codes
+// come out finite either way.
 template <bool kFields>
 HWY_INLINE void DecodeE4m3Pair(const std::uint8_t* codes, VF& w0, VF& w1) {
   const DF df;
@@ -892,7 +898,9 @@ HWY_INLINE bool GemvBatched(const Problem& p) {
 
 // The GEMV serves M below this (gemm.cc's UsesGemv): on 16-lane targets 16 where it is batched (at M = 8, 2 threads,
 // mxfp4 ran at 1.4-2.2x the 4 x 4 tile's GFLOP/s, fp8 1.4-1.5x with the weights streamed and 0.86-0.99x cached:
-// BENCHMARKS.md), else 8; 12 on AVX2, where the column-lane tile ran M = 8 slower than the GEMV on Zen 3.
+// docs/benchmark-history.md#block-scaled-gemv-and-gemm-2026-12-06-0828), else 8; 12 on AVX2, where the column-lane
+// tile ran M = 8 slower than the GEMV on Zen 3
+// (docs/benchmark-history.md#m--8-and-16-the-gemv-or-the-column-lane-tile-2026-12-03-1650).
 HWY_INLINE std::int64_t GemvRowsBelow(const Problem& p) { return kL == 8 ? 12 : GemvBatched(p) ? 16 : 8; }
 
 // Whether GemvBlock<kind> runs on this target for p: e2m1 needs its scale codes and whole groups of 128 (as

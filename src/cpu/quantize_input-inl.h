@@ -30,7 +30,8 @@ using D8 = hn::Rebind<std::uint8_t, DF>;
 // Single-thread streaming from DRAM is bound by how many line fills are in flight, and a kernel doing some 15 vector
 // operations per line lets its out-of-order window run only a few lines ahead: the kernels ran well below their
 // in-cache speed from DRAM. One prefetch per line, 16 KiB ahead, into L2 (the L1 fill buffers stay free for the loads)
-// lets the work overlap the memory traffic (mxfp8 from DRAM: 39% -> 47% of memcpy, BENCHMARKS.md). Issued in the
+// lets the work overlap the memory traffic (mxfp8 from DRAM: 39% -> 47% of memcpy,
+// docs/benchmark-history.md#fourth-session-reading-ahead-into-l2-codes-stored-64-at-a-time). Issued in the
 // loops that read x, one per vector, never as a burst: a burst of prefetches stalls on full fill buffers. The address
 // is formed as an integer: it may lie past the end of x, where a prefetch is a no-op.
 inline constexpr std::uintptr_t kPrefetchBytes = 16384;
@@ -38,7 +39,8 @@ HWY_INLINE void PrefetchAhead(const void* p) {
   __builtin_prefetch(reinterpret_cast<const void*>(reinterpret_cast<std::uintptr_t>(p) + kPrefetchBytes), 0, 1);
 }
 // The same place in the next group, into L1, from the group loops' encode pass: the next group's largest-magnitude
-// pass then reads L1 rather than L2 (act_quant 11-12% faster with its input in L2, 3-4% from DRAM: BENCHMARKS.md).
+// pass then reads L1 rather than L2 (act_quant 11-12% faster with its input in L2, 3-4% from DRAM:
+// docs/benchmark-history.md#act_quant-against-a-read-only-loop-2026-12-02-2230).
 HWY_INLINE void PrefetchNextGroup(const void* p, std::int64_t group_bytes) {
   __builtin_prefetch(reinterpret_cast<const void*>(reinterpret_cast<std::uintptr_t>(p) +
                                                    static_cast<std::uintptr_t>(group_bytes)),

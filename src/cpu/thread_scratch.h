@@ -9,9 +9,10 @@ namespace mf::gemm {
 
 // A large GEMM's scratch (the activations in the kernel's layout, the running C) is megabytes: allocated per call,
 // every page of it was faulted in again and zeroed by the kernel (about 17 MB a call at M = 512, K = 4096, which
-// `perf` showed as 3-4% of a 2-thread call; BENCHMARKS.md, "M = 512: the activations as codes"). Kept per thread
-// (thread_local), it is faulted in once per thread and size; `trim` gives back what a rare huge call took, so that it
-// is not held for the thread's life.
+// `perf` showed as 3-4% of a 2-thread call;
+// docs/benchmark-history.md#m--512-the-activations-as-codes-the-scratch-kept-and-what-bounds-the-tile-2026-12-06).
+// Kept per thread (thread_local), it is faulted in once per thread and size; `trim` gives back what a rare huge
+// call took, so that it is not held for the thread's life.
 class ThreadScratch {
  public:
   // At least n floats, their contents unspecified.

@@ -47,7 +47,8 @@ struct Problem {
   std::vector<float> weight_scales;
   // mxfp4 weights: their ue8m0 scale codes [n][weight_scale_cols] and each code's divisor. weight_scales stays empty
   // until a kernel that wants f32 scales asks (expand_weight_scales); the M = 1 GEMV reads the bytes through the table, so a decode-shaped
-  // call does not first write N x K / 32 decoded scales to memory (a third of its time, docs/benchmark-history.md).
+  // call does not first write N x K / 32 decoded scales to memory (a third of its time,
+  // docs/benchmark-history.md#block-scaled-gemm-issue-5).
   const std::uint8_t* weight_scale_codes = nullptr;
   std::array<float, 256> weight_scale_table{};
   bool weight_scales_inside = false;           // powers of two, multiplied into w (exact); else applied per group
