@@ -28,7 +28,7 @@ std::string config_text(const io::HfConfig& c) {
   const std::string dtype = c.dtype.empty() ? "unset" : c.dtype;
   if (c.rules == io::ConfigRules::unknown) {
     return fmt::format("config.json: quant_method '{}' is a dialect minifloat does not know: the tensors above are "
-                       "listed as stored and their scheme is unknown; dtype {}\n",
+                       "listed as stored; dtype {}\n",
                        c.quant_method, dtype);
   }
   std::string out = fmt::format("config.json: valid under {} rules; dtype {}; {}\n", io::to_string(c.rules), dtype,
@@ -49,6 +49,7 @@ std::string as_json(const io::InspectReport& r) {
   j["bytes"] = r.bytes;
   j["bits_per_param"] = r.params ? 8.0 * static_cast<double>(r.bytes) / static_cast<double>(r.params) : 0.0;
   j["schemes"] = r.scheme_summary;
+  j["not_understood"] = r.not_understood;
   if (r.config) {
     j["config"] = {{"rules", std::string(io::to_string(r.config->rules))},
                    {"quant_method", r.config->quant_method},
@@ -101,13 +102,15 @@ void register_inspect(CLI::App& app) {
   s->add_option("--threads", a->threads, "worker threads for --stats (default: all cores)");
   s->add_option("--config-rules", a->rules,
                 "the rules config.json must pass: auto (by its quant_method), deepseek, deepinfer, "
-                "transformers-fp8, compressed-tensors, modelopt, gpt-oss")
+                "transformers-fp8, compressed-tensors, modelopt, gpt-oss, minifloat")
       ->check(CLI::IsMember(config_rule_names()))
       ->capture_default_str();
   s->callback([a] {
     if (is_gguf(a->path)) return write_stdout(inspect_gguf(a->path, a->json));
     const io::InspectReport r = io::inspect_checkpoint(a->path, a->stats, io::config_rules_named(a->rules), a->threads);
     write_stdout(a->json ? as_json(r) : as_text(r));
+    // Listed, but what the other commands refuse: exit 2 with their message (docs/checkpoints.md, "Never silent").
+    if (!r.not_understood.empty()) throw UsageError(r.not_understood);
   });
 }
 

@@ -20,7 +20,7 @@ void register_verify(CLI::App& app) {
   s->add_option("PATH", a->path, "a .safetensors file, model.safetensors.index.json, a directory, or a .gguf file")->required();
   s->add_option("--config-rules", a->rules,
                 "auto (by its quant_method), deepseek, deepinfer, transformers-fp8, compressed-tensors, modelopt, "
-                "gpt-oss")
+                "gpt-oss, minifloat")
       ->check(CLI::IsMember(config_rule_names()))
       ->capture_default_str();
   s->add_flag("--fp4-qat", a->fp4_qat, "require FP8 routed experts to be FP4 values times powers of two");

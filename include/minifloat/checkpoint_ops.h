@@ -202,8 +202,12 @@ struct InspectReport {
   std::uint64_t params = 0, bytes = 0;
   std::optional<HfConfig> config;  // when config.json is there
   std::string scheme_summary;      // "fp8-128x128 x 12, e2m1-1x32-ue8m0-rceil x 24" or "none"
+  // Why the other commands would refuse this checkpoint, "" when they would not: a tensor quantized (by dtype or
+  // name) in no pair minifloat reads, or a declared quantization it does not read (the message they throw).
+  std::string not_understood;
 };
-// With `stats`, the statistics of the tensors are computed by `threads` workers (0: one per hardware thread).
+// With `stats`, the statistics of the tensors are computed by `threads` workers (0: one per hardware thread). A
+// checkpoint the other commands refuse is still listed (roles "not understood: ..."), with not_understood set.
 InspectReport inspect_checkpoint(const std::filesystem::path& path, bool stats, ConfigRules rules, int threads = 0);
 
 }  // namespace mf::io

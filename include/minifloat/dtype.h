@@ -121,6 +121,7 @@ enum class IoErrc : std::uint8_t {
   index_total_size,        // metadata.total_size differs from the sum of the tensors' bytes
   no_checkpoint,           // a directory with no .safetensors file, or several and no index
   not_dequantizable,       // a tensor that looks quantized (dtype or name) that nothing can dequantize
+  quantization_not_read,   // config.json declares a quantization (method, format, algorithm) minifloat does not read
   unmatched_pattern,       // a tensor-name pattern given by the user that matches no tensor
   // .gguf
   gguf_bad_magic,          // not "GGUF"

@@ -26,11 +26,13 @@ namespace mf::io {
 // The rule sets, one per checkpoint dialect (docs/checkpoints.md, "Dialects"). `detect` picks one from
 // quant_method: "fp8" with "fmt" (or DeepInfer's [32, 32] blocks) is DeepSeek's (or DeepInfer's), "fp8" without it
 // transformers' FineGrainedFP8, "compressed-tensors", "modelopt" (or an hf_quant_config.json beside config.json),
-// "mxfp4" gpt-oss; any other quant_method is `unknown`: nothing is checked, and inspect says so.
+// "mxfp4" gpt-oss, "minifloat" minifloat's own declaration (the schemes its pairs hold, as convert writes it); any
+// other quant_method is `unknown`: nothing is checked, and the commands refuse it (quantization_rule.h).
 enum class ConfigRules : std::uint8_t {
-  detect, deepseek, deepinfer, transformers_fp8, compressed_tensors, modelopt, gpt_oss, unknown
+  detect, deepseek, deepinfer, transformers_fp8, compressed_tensors, modelopt, gpt_oss, minifloat, unknown
 };
-// "auto" (or "detect"), "deepseek", "deepinfer", "transformers-fp8", "compressed-tensors", "modelopt", "gpt-oss";
+// "auto" (or "detect"), "deepseek", "deepinfer", "transformers-fp8", "compressed-tensors", "modelopt", "gpt-oss",
+// "minifloat";
 // throws std::invalid_argument.
 ConfigRules config_rules_named(std::string_view name);
 std::string_view to_string(ConfigRules r);
@@ -53,6 +55,14 @@ struct PrecisionFlags {
   bool fp8_attn = false, fp8_mlp = false, mxfp8 = false, mxfp4 = false;
 };
 
+// One of compressed-tensors' config_groups, as far as what its weights are stored as.
+struct QuantGroup {
+  std::string name;    // the group's key ("group_0")
+  std::string format;  // the group's format, else the config's ("float-quantized", "pack-quantized", ...; "" unset)
+  std::string type;    // weights.type: "float" or "int" ("" when the group quantizes no weights)
+  int num_bits = 0;    // weights.num_bits (0 when unset)
+};
+
 struct HfConfig {
   ConfigRules rules = ConfigRules::deepseek;  // the rule set applied (detect picks one)
   std::string model_type;                     // "" when absent
@@ -61,6 +71,8 @@ struct HfConfig {
   std::string quant_method;                       // as written; "" without a quantization_config
   std::string scheme;  // the dialect's name for its scheme: compressed-tensors' format, ModelOpt's quant_algo, ...
   std::vector<std::string> not_converted;  // ignore / modules_to_not_convert / exclude_modules, as written
+  std::vector<QuantGroup> groups;          // compressed-tensors' config_groups, in order
+  std::vector<std::string> schemes;        // minifloat's own declaration: the schemes its pairs hold
   PrecisionFlags flags;
   // The integer fields of the top level (hidden_size, num_hidden_layers, n_routed_experts, ...), for `memory`.
   std::map<std::string, std::int64_t> numbers;
@@ -97,6 +109,11 @@ HfConfig read_hf_config(const std::filesystem::path& path, ConfigRules rules = C
 // config.json text with quantization_config replaced by `q` (removed when nullopt) and everything else kept, as
 // indented JSON. For convert and dequantize. Throws HfConfigError if `json` is not an object.
 std::string hf_config_with_quantization(std::string_view json, const std::optional<QuantizationConfig>& q);
+
+// config.json text with quantization_config set to minifloat's own declaration, {"quant_method": "minifloat",
+// "schemes": [...]}: the schemes its quantized pairs hold, as find_pairs names them (convert writes it where no other
+// dialect's config says what minifloat's form holds; verify holds the pairs against it).
+std::string hf_config_with_minifloat_schemes(std::string_view json, const std::vector<std::string>& schemes);
 
 // Python's repr of a JSON value ('fp8', [32, 32], True, None): how DeepInfer's messages print values.
 std::string python_repr_of_json(std::string_view json);

@@ -92,8 +92,12 @@ void check_global_scales(const fs::path& in, const ConvertOptions& o, const Plan
     std::vector<QuantizedPair> pairs;
     for (const Step& s : plan(f, pairs)) {
       if (!s.scheme || !s.scheme->tensor_scale || s.relayout) continue;  // a re-laid-out pair was checked when planned
-      widen(f, *s.in, x);
-      detail::check_global_scale(*s.scheme, x, s.in->name);
+      if (s.pair) {
+        x = dequantize_pair(f, *s.pair);  // requantized: its exact values
+      } else {
+        widen(f, *s.in, x);
+      }
+      detail::check_global_scale(*s.scheme, x, s.pair ? s.pair->output : s.in->name);
       f.release(*s.in);
     }
   }
@@ -111,11 +115,11 @@ void check_global_scales(const fs::path& in, const ConvertOptions& o, const Plan
   }
   throw std::invalid_argument(
       cat(f.path().string(), ": tensor '", p.weight, "' is already quantized (", to_string(p.form), " pair, ",
-          p.scheme_name, ") and the recipe's target for '", p.output, "' is ", target,
-          ": convert re-lays out only a pair that holds the target's own codes and block scales (MXFP4, including "
-          "gpt-oss's expert blocks and per-expert weights; MXFP8; NVFP4; FP8 blocks with F32 or power-of-two "
-          "scales; not BF16 scales), and would otherwise copy it under names that are not those --format ",
-          to_string(format), " writes; nothing was written"));
+          p.scheme_name, ") and the recipe's target for '", p.output, "' is ", target, ": --format ",
+          to_string(format), " cannot hold it as it is (convert re-lays out MXFP4, including gpt-oss's expert blocks "
+          "and per-expert weights, MXFP8, NVFP4 and FP8 blocks with F32 or power-of-two scales, in whole blocks; "
+          "gpt-oss's expert blocks go to MXFP4 only), and never copies it under names the format does not read; "
+          "give it a scheme target, or bf16 / f32 to dequantize it; nothing was written"));
 }
 
 // A step writing `move`'s outputs in `format` (the format's names checked for each per-expert weight).
@@ -219,31 +223,61 @@ Step relaid_step(const SafetensorsFile& f, const QuantizedPair& p, const std::st
   return s;
 }
 
-// A pair already in IN. minifloat's own forms written as minifloat's are copied as they are, unless the recipe asks
-// for the other FP8 block scale format (recode_scales). Otherwise, when the recipe's target for its weight is the very
-// scheme it holds, its codes and block scales are the bytes the format writes (MXFP4 and MXFP8 with one E8M0 scale
-// per 32 elements; NVFP4's e4m3 scales per 16; FP8 blocks with F32 scales stored as F32), so they are re-laid out
-// under the format's names with no detour through floats; NVFP4's second level goes over as the format stores it
-// (a multiplier, or compressed-tensors' divisor), only where that is exact. Anything else is refused before anything
-// is written: it would sit under another dialect's config, or need a requantization convert does not do.
+// Pair `p` dequantized exactly (each value code x scale, one rounding to f32) and quantized into `want`, or written
+// as plain `target` ("bf16", "f32"): what convert does with a pair whose target is another scheme, or no scheme.
+Step requantized_step(const SafetensorsFile& f, const QuantizedPair& p, const std::string& target,
+                      const std::optional<Scheme>& want, WriteFormat format, std::optional<detail::WrittenKind> kind) {
+  Step s{f.find(p.weight), target, want, &p};
+  if (!want) return s;
+  if (p.output_shape.size() != 2 || !fits(*want, p.output_shape[1])) {
+    throw std::invalid_argument(cat(f.path().string(), ": tensor '", p.weight, "' (", to_string(p.form), " pair, ",
+                                    p.scheme_name, ") cannot be requantized as ", target, ": its shape has no whole ",
+                                    want->element.bits(), "-bit rows of that scheme; nothing was written"));
+  }
+  if (format != WriteFormat::minifloat && format != WriteFormat::deepseek) {
+    if (p.output_shape[0] % static_cast<std::uint64_t>(want->block_rows) != 0 ||
+        p.output_shape[1] % static_cast<std::uint64_t>(want->block_cols) != 0) {
+      throw std::invalid_argument(cat(f.path().string(), ": tensor '", p.weight, "' cannot be requantized as ", target,
+                                      " in --format ", to_string(format), ": its shape is not whole blocks, which "
+                                      "that format's readers need; nothing was written"));
+    }
+    detail::check_module_weight(format, f.path(), p.output);
+    s.dialect = step_kind(format, kind, *want);
+  }
+  if (format == WriteFormat::deepseek) s.format = format;
+  if (s.dialect) s.format = format;
+  return s;
+}
+
+// A pair already in IN, by its target:
+//   - the very scheme it holds ("keep" counts as that): its codes and block scales are the bytes the format writes
+//     (MXFP4 and MXFP8 with one E8M0 scale per 32 elements; NVFP4's e4m3 scales per 16; FP8 blocks with F32 scales
+//     stored as F32, or F32 <-> E8M0 where exact), so it is re-laid out under the format's names with no detour
+//     through floats, or (minifloat's own forms written as minifloat's) kept as it is; NVFP4's second level goes over
+//     as the format stores it, only where that is exact;
+//   - another scheme: dequantized exactly first, then quantized into it (requantized_step); its activation scales
+//     describe the old scheme and are left out;
+//   - bf16 or f32: dequantized into that dtype.
+// What a format cannot hold (gpt-oss's non-expert weights, a re-layout its names do not fit) is refused before
+// anything is written.
 std::optional<Step> plan_pair(const SafetensorsFile& f, const QuantizedPair& p, const Recipe& recipe,
                               WriteFormat format, std::optional<detail::WrittenKind> kind) {
   if (p.form == PairForm::blocks) return plan_blocks(f, p, recipe, format, kind);
   const std::string target = recipe.target_for(p.output, 2, true);
-  const std::optional<Scheme> want = target_scheme(recipe, target);
   const std::optional<Scheme> held = detail::held_scheme(p);
+  const bool keep = target == "keep";
+  const std::optional<Scheme> want = keep ? held : target_scheme(recipe, target);
   const DType stored = f.find(p.scale)->dtype;
   const bool is_alike = alike(want, held);
   const ScaleRecode recode = is_alike ? recode_between(*want, *held, stored) : ScaleRecode::none;
-  // minifloat's own forms stay as they are in minifloat's output, unless their FP8 block scales change format.
   const bool own = p.form == PairForm::deepseek || p.form == PairForm::nvfp4;
-  if (format == WriteFormat::minifloat && own && recode == ScaleRecode::none) return std::nullopt;
   const bool bytes_fit = is_alike && (same_scales(*want, *held, stored) || recode != ScaleRecode::none);
-  // gpt-oss holds quantized experts only, gathered into its blocks (plan_gathers) before pairs get here.
-  if (!bytes_fit || !whole_blocks(p, *want) || !p.extras.empty() || format == WriteFormat::gpt_oss) {
-    refuse_pair(f, p, target, format);
-  }
-  return relaid_step(f, p, target, *want, recode, format, kind);
+  // minifloat's own forms stay as they are in minifloat's output when they hold the target's bytes.
+  if (format == WriteFormat::minifloat && own && bytes_fit && recode == ScaleRecode::none) return std::nullopt;
+  if (format == WriteFormat::gpt_oss) refuse_pair(f, p, target, format);  // experts are gathered in plan_gathers
+  if (bytes_fit && whole_blocks(p, *want)) return relaid_step(f, p, keep ? held->name : target, *want, recode, format, kind);
+  if (keep) refuse_pair(f, p, target, format);
+  return requantized_step(f, p, target, want, format, kind);
 }
 
 // The scheme name every quantized tensor gets in `format` (nullopt for minifloat's and DeepSeek's own forms), after
@@ -295,6 +329,7 @@ class RecipePlan {
       if (std::optional<Step> s = plan_pair(f, p, recipe_, format_, kind_)) {
         out.relaid.emplace(p.weight, std::move(*s));
         out.moved.insert({p.scale, p.tensor_scale});
+        out.moved.insert(p.extras.begin(), p.extras.end());  // requantized or dequantized: they held the old scheme
         continue;
       }
       out.parts.insert({p.scale, p.tensor_scale});
@@ -343,9 +378,10 @@ ConvertReport convert_checkpoint(const fs::path& in, const fs::path& out, const 
   const WriteFormat format = options.format;
   const std::optional<detail::WrittenKind> kind = written_kind(recipe, format);  // refused before anything
   const Planner plan = RecipePlan(recipe, format, kind);
-  if (format == WriteFormat::compressed_tensors) check_global_scales(in, options, plan);  // nvfp4 targets only
-  if (format == WriteFormat::gpt_oss && options.job_count == 1) check_gpt_oss_experts(in, plan, recipe);
-  return detail::run_plan(in, out, options, plan, false, &recipe);
+  return detail::run_plan(in, out, options, plan, false, &recipe, [&] {
+    if (format == WriteFormat::compressed_tensors) check_global_scales(in, options, plan);  // nvfp4 targets only
+    if (format == WriteFormat::gpt_oss && options.job_count == 1) check_gpt_oss_experts(in, plan, recipe);
+  });
 }
 
 }  // namespace mf::io

@@ -18,6 +18,7 @@
 #include "minifloat/codec.h"
 #include "minifloat/quantize.h"
 #include "parallel.h"
+#include "quantization_rule.h"
 #include "tensor_values.h"
 
 namespace mf::io::detail {
@@ -133,15 +134,18 @@ void move_specs(std::vector<Spec>& specs, const Step& s) {
   }
 }
 
+// A pair step written as plain values: dequantize's dtype, or convert's bf16 / f32 target.
+bool plain_bf16(const Step& s, bool bf16_out) { return s.target == "dequantize" ? bf16_out : s.target == "bf16"; }
+
 // The output tensors of `steps`, in order; first[j]: steps[j]'s first.
 std::vector<Spec> specs_of(const std::vector<Step>& steps, bool bf16_out, std::vector<std::size_t>& first) {
   std::vector<Spec> specs;
   for (const Step& s : steps) {
     first.push_back(specs.size());
     const SafetensorsTensor& t = *s.in;
-    // A re-laid-out pair is written as its logical weight would be quantized.
-    const std::string& name = s.relayout ? s.pair->output : t.name;
-    const std::vector<std::uint64_t>& shape = s.relayout ? s.pair->output_shape : t.shape;
+    // A pair (re-laid out, requantized or dequantized) is written as its logical weight would be.
+    const std::string& name = s.pair ? s.pair->output : t.name;
+    const std::vector<std::uint64_t>& shape = s.pair ? s.pair->output_shape : t.shape;
     if (s.move) {
       move_specs(specs, s);
     } else if (s.scheme && s.experts) {
@@ -150,7 +154,7 @@ std::vector<Spec> specs_of(const std::vector<Step>& steps, bool bf16_out, std::v
     } else if (s.scheme) {
       weight_specs(specs, s, name, shape);
     } else if (s.pair) {
-      specs.push_back({s.pair->output, bf16_out ? DType::BF16 : DType::F32, s.pair->output_shape});
+      specs.push_back({s.pair->output, plain_bf16(s, bf16_out) ? DType::BF16 : DType::F32, s.pair->output_shape});
     } else if (s.target == "bf16" || s.target == "f32") {
       specs.push_back({t.name, s.target == "bf16" ? DType::BF16 : DType::F32, t.shape});
     } else {
@@ -229,12 +233,19 @@ TensorError produce_quantized(const SafetensorsFile& f, const Step& s, std::size
                               int threads, Scratch& scratch) {
   const SafetensorsTensor& t = *s.in;
   std::vector<float>&x = scratch.x, &y = scratch.y;
-  widen(f, t, x);
+  std::vector<std::int64_t> shape{static_cast<std::int64_t>(t.shape[0]), static_cast<std::int64_t>(t.shape[1])};
+  std::string name = t.name;
+  if (s.pair) {  // a pair of another scheme: its exact values, then quantized once
+    x = dequantize_pair(f, *s.pair, threads);
+    shape = {static_cast<std::int64_t>(s.pair->output_shape[0]), static_cast<std::int64_t>(s.pair->output_shape[1])};
+    name = s.pair->output;
+  } else {
+    widen(f, t, x);
+  }
   QuantizeOptions o;
   o.pad = true;
   o.threads = threads;
-  o.tensor_name = t.name;
-  std::vector<std::int64_t> shape{static_cast<std::int64_t>(t.shape[0]), static_cast<std::int64_t>(t.shape[1])};
+  o.tensor_name = name;
   if (s.experts) {
     transpose_experts(x, t.shape[0], t.shape[1], t.shape[2], y);
     x.swap(y);
@@ -245,7 +256,7 @@ TensorError produce_quantized(const SafetensorsFile& f, const Step& s, std::size
   write_quantized(f, s, q, k, w);
   y.resize(x.size());
   dequantize(q, y.data(), threads);
-  return error_of(t.name, s.target, x, y);
+  return error_of(name, s.pair ? s.target + " requantized from " + s.pair->scheme_name : s.target, x, y);
 }
 
 // Step `s`'s output tensors, placed at spec `k` (and after it, for a quantized pair's scales); its error row, for
@@ -257,7 +268,7 @@ std::optional<TensorError> produce(const SafetensorsFile& f, const Step& s, std:
   if (s.scheme) return produce_quantized(f, s, k, w, threads, scratch);
   if (s.pair) {
     scratch.y = dequantize_pair(f, *s.pair, threads);
-    w.write_tensor(k, narrow(scratch.y, bf16_out));
+    w.write_tensor(k, narrow(scratch.y, plain_bf16(s, bf16_out)));
   } else if (s.target == "bf16" || s.target == "f32") {
     widen(f, t, scratch.x);
     w.write_tensor(k, narrow(scratch.x, s.target == "bf16"));
@@ -479,9 +490,11 @@ void check_plans(const Checkpoint& c, const ConvertOptions& o, const Planner& pl
 }  // namespace
 
 ConvertReport run_plan(const fs::path& in, const fs::path& out, const ConvertOptions& o, const Planner& plan,
-                       bool bf16_out, const Recipe* recipe) {
+                       bool bf16_out, const Recipe* recipe, const std::function<void()>& checks) {
   const Checkpoint c = open_checkpoint(in);
   refuse_overwriting_input(in, c, out);
+  check_understood(c, o.passthrough);
+  if (checks) checks();
   check_plans(c, o, plan, recipe);
   const fs::path dir = output_dir(out, c);
   fs::create_directories(dir.empty() ? "." : dir);

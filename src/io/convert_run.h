@@ -40,10 +40,13 @@ struct Step {
 
 using Planner = std::function<std::vector<Step>(const SafetensorsFile&, std::vector<QuantizedPair>&)>;
 
-// Plans every shard of this job (refusing before anything is written: see run_plan in convert_run.cc), writes them,
-// and (one job) merges the index and config.json. `recipe`: convert's, or nullptr for dequantize.
+// Applies the quantization rule to every shard (quantization_rule.h: a declaration or tensor minifloat does not read
+// is refused), runs the command's own `checks`, plans every shard of this job (refusing before anything is written:
+// see run_plan in convert_run.cc), writes them, and (one job) merges the index and config.json. `recipe`: convert's,
+// or nullptr for dequantize.
 ConvertReport run_plan(const std::filesystem::path& in, const std::filesystem::path& out, const ConvertOptions& o,
-                       const Planner& plan, bool bf16_out, const Recipe* recipe);
+                       const Planner& plan, bool bf16_out, const Recipe* recipe,
+                       const std::function<void()>& checks = {});
 
 // FP8 block scales of pair `p` rewritten exactly from F32 to E8M0 or back; throws std::invalid_argument naming the
 // first scale that has no exact form (`target`: the recipe's target, for the message).

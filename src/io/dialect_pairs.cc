@@ -138,7 +138,8 @@ bool packed_fits(const SafetensorsTensor& w, const SafetensorsTensor& s, const S
 std::optional<QuantizedPair> match_packed(const SafetensorsFile& f, const SafetensorsTensor& w) {
   const std::string base = w.name.substr(0, w.name.size() - 7);  // P.weight
   const SafetensorsTensor* s = f.find(base + "_scale");
-  if (s == nullptr) return std::nullopt;
+  // I32 words are pack-quantized integers (INT4/INT8), another form: the quantization rule names it, not read here.
+  if (s == nullptr || w.dtype != DType::U8) return std::nullopt;
   const SafetensorsTensor* g = f.find(base + "_global_scale");
   if (!packed_fits(w, *s, g)) {
     misfit(f, w, *s, g ? "weight_packed U8 [R, C/2], weight_scale F8_E4M3 [R, C/16], weight_global_scale F32 [1] "

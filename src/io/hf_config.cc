@@ -238,6 +238,13 @@ void check_compressed_tensors(const Json& q, HfConfig& c) {
     check_compressed_tensors_group(g, cat("config_groups.", it.key()));
     const std::string f = string_or(g, d, "format", "");
     if (!f.empty() && std::find(formats.begin(), formats.end(), f) == formats.end()) formats.push_back(f);
+    QuantGroup group{it.key(), f.empty() ? top : f, "", 0};
+    if (g.contains("weights") && g.at("weights").is_object()) {
+      const Json& w = g.at("weights");
+      group.type = string_or(w, d, "type", "int");
+      group.num_bits = w.contains("num_bits") ? w.at("num_bits").get<int>() : 0;
+    }
+    c.groups.push_back(std::move(group));
   }
   for (const std::string& f : formats) c.scheme += cat(c.scheme.empty() ? "" : ", ", f);
   c.not_converted = string_list(q, d, "ignore");
@@ -262,6 +269,11 @@ void check_dialect(const Json& q, HfConfig& c) {
       c.scheme = "mxfp4";
       c.not_converted = string_list(q, "gpt-oss", "modules_to_not_convert");
       break;
+    case ConfigRules::minifloat:
+      c.schemes = string_list(q, "minifloat", "schemes");
+      for (const std::string& s : c.schemes) c.scheme += cat(c.scheme.empty() ? "" : ", ", s);
+      c.not_converted = string_list(q, "minifloat", "modules_to_not_convert");
+      break;
     default: break;  // unknown: nothing minifloat could check
   }
 }
@@ -274,6 +286,7 @@ ConfigRules detect(const Json& config) {
     if (m == "compressed-tensors") return ConfigRules::compressed_tensors;
     if (m == "modelopt") return ConfigRules::modelopt;
     if (m == "mxfp4") return ConfigRules::gpt_oss;
+    if (m == "minifloat") return ConfigRules::minifloat;
     if (m != "fp8") return ConfigRules::unknown;
     const bool deepseek_form = q.contains("fmt") || (q.contains("weight_block_size") &&
                                                      q.at("weight_block_size") == Json::array({32, 32}));
@@ -298,10 +311,10 @@ nlohmann::ordered_json to_json(const QuantizationConfig& q) {
 
 }  // namespace
 
-constexpr std::array<ConfigRules, 7> kNamedRules{ConfigRules::detect,           ConfigRules::deepseek,
+constexpr std::array<ConfigRules, 8> kNamedRules{ConfigRules::detect,           ConfigRules::deepseek,
                                                  ConfigRules::deepinfer,        ConfigRules::transformers_fp8,
                                                  ConfigRules::compressed_tensors, ConfigRules::modelopt,
-                                                 ConfigRules::gpt_oss};
+                                                 ConfigRules::gpt_oss,          ConfigRules::minifloat};
 
 ConfigRules config_rules_named(std::string_view name) {
   if (name == "detect") return ConfigRules::detect;
@@ -309,7 +322,7 @@ ConfigRules config_rules_named(std::string_view name) {
     if (to_string(r) == name) return r;
   }
   throw std::invalid_argument(cat("unknown config rules '", name, "' (known: auto, deepseek, deepinfer, "
-                                  "transformers-fp8, compressed-tensors, modelopt, gpt-oss)"));
+                                  "transformers-fp8, compressed-tensors, modelopt, gpt-oss, minifloat)"));
 }
 
 std::string_view to_string(ConfigRules r) {
@@ -321,6 +334,7 @@ std::string_view to_string(ConfigRules r) {
     case ConfigRules::compressed_tensors: return "compressed-tensors";
     case ConfigRules::modelopt: return "modelopt";
     case ConfigRules::gpt_oss: return "gpt-oss";
+    case ConfigRules::minifloat: return "minifloat";
     case ConfigRules::unknown: return "unknown";
   }
   return "?";
@@ -449,6 +463,16 @@ std::string hf_config_with_quantization(std::string_view text, const std::option
   } else {
     config.erase("quantization_config");
   }
+  return config.dump(2) + "\n";
+}
+
+std::string hf_config_with_minifloat_schemes(std::string_view text, const std::vector<std::string>& schemes) {
+  parse_object(text);
+  nlohmann::ordered_json config = nlohmann::ordered_json::parse(text);
+  nlohmann::ordered_json q = nlohmann::ordered_json::object();
+  q["quant_method"] = "minifloat";
+  q["schemes"] = schemes;
+  config["quantization_config"] = std::move(q);
   return config.dump(2) + "\n";
 }
 

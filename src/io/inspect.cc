@@ -12,6 +12,7 @@
 #include "minifloat/checkpoint_tensors.h"
 #include "minifloat/codec.h"
 #include "parallel.h"
+#include "quantization_rule.h"
 
 namespace mf::io {
 namespace {
@@ -88,23 +89,40 @@ std::map<std::string, std::string> pair_roles(Shard& sh, std::map<std::string, i
 }
 
 // Shard s read, its rows appended (a deque: rows already handed to a job stay where they are) and counted in `r`.
+// The role the quantization rule gives a tensor that is no part of a pair ("" for a plain one).
+std::string rule_role(detail::TensorRole r) {
+  switch (r) {
+    case detail::TensorRole::activation_scale: return "activation scale";
+    case detail::TensorRole::model_parameter: return "model parameter (named like a scale)";
+    case detail::TensorRole::not_understood: return "not understood: quantized (by its dtype or name), in no pair";
+    default: return "";
+  }
+}
+
 std::shared_ptr<Shard> open_shard(InspectReport& r, std::size_t s, bool stats, std::map<std::string, int>& schemes,
-                                  std::deque<TensorInfo>& rows) {
+                                  std::deque<TensorInfo>& rows, const detail::QuantizationRule& rule) {
   const Checkpoint& c = r.checkpoint;
   auto sh = std::make_shared<Shard>();
   sh->f = read_safetensors(c.shard_path(s));
   sh->pairs = find_pairs(sh->f);
+  std::vector<detail::TensorRole> rule_roles;
+  if (std::optional<detail::RuleProblem> p = rule.problem(sh->f, sh->pairs, rule_roles); p && r.not_understood.empty()) {
+    r.not_understood = p->text();
+  }
   const std::map<std::string, std::string> roles = pair_roles(*sh, schemes);
+  std::size_t k = 0;
   for (const SafetensorsTensor& t : sh->f.tensors()) {
     TensorInfo& info = rows.emplace_back(
         TensorInfo{t.name, c.shards[s], t.dtype, t.shape, t.end - t.begin, "", 0, {}, {}, {}, {}, 0});
     const auto role = roles.find(t.name);
     if (role != roles.end()) info.role = role->second;
+    if (role == roles.end()) info.role = rule_role(rule_roles[k]);
+    const bool not_understood = rule_roles[k++] == detail::TensorRole::not_understood;
     const bool overhead = role != roles.end() && !role->second.starts_with("weight");
     info.params = overhead ? 0 : elements(t.shape);
     const auto it = sh->by_weight.find(t.name);
     if (it != sh->by_weight.end()) info.params = static_cast<std::uint64_t>(it->second->shape[0] * it->second->shape[1]);
-    if (stats && (it != sh->by_weight.end() || !overhead)) sh->jobs.emplace_back(&info, &t);
+    if (stats && !not_understood && (it != sh->by_weight.end() || !overhead)) sh->jobs.emplace_back(&info, &t);
     r.params += info.params;
     r.bytes += info.bytes;
   }
@@ -126,9 +144,10 @@ void shard_stats(Shard& sh, std::size_t j) {
 }  // namespace
 
 InspectReport inspect_checkpoint(const std::filesystem::path& path, bool stats, ConfigRules rules, int threads) {
-  InspectReport r{open_checkpoint(path), {}, 0, 0, std::nullopt, ""};
+  InspectReport r{open_checkpoint(path), {}, 0, 0, std::nullopt, "", ""};
   const Checkpoint& c = r.checkpoint;
   if (const auto config = c.config_path()) r.config = read_hf_config(*config, rules);
+  const detail::QuantizationRule rule(detail::declaration_of(r.config), c.index_path.value_or(c.directory));
   std::map<std::string, int> schemes;
   // The table is built shard by shard as the pool asks for work; each --stats job fills its own row.
   std::deque<TensorInfo> rows;
@@ -137,7 +156,7 @@ InspectReport inspect_checkpoint(const std::filesystem::path& path, bool stats, 
   detail::run_in_order(stats ? detail::worker_count(threads) : 1, [&]() -> detail::Job {
     while (!current || job == current->jobs.size()) {
       if (shard == c.shards.size()) return {};
-      current = open_shard(r, shard++, stats, schemes, rows);
+      current = open_shard(r, shard++, stats, schemes, rows, rule);
       job = 0;
     }
     return [sh = current, j = job++] { shard_stats(*sh, j); };
@@ -147,6 +166,9 @@ InspectReport inspect_checkpoint(const std::filesystem::path& path, bool stats, 
     r.scheme_summary += cat(r.scheme_summary.empty() ? "" : ", ", name, " x ", count);
   }
   if (r.scheme_summary.empty()) r.scheme_summary = "none";
+  if (const std::optional<detail::RuleProblem> p = rule.finish_problem(); p && r.not_understood.empty()) {
+    r.not_understood = p->text();
+  }
   return r;
 }
 

@@ -2,11 +2,14 @@
 // quantization_config of the format written (hf_quant_config.json for ModelOpt), and the input's other files
 // (tokenizer, generation config) copied as they are.
 #include <optional>
+#include <set>
 
 #include "convert_paths.h"
 #include "dialect_writer.h"
 #include "file.h"
 #include "minifloat/checkpoint_ops.h"
+#include "minifloat/checkpoint_tensors.h"
+#include "minifloat/format.h"
 #include "minifloat/hf_config.h"
 
 namespace mf::io {
@@ -36,18 +39,55 @@ void write_merged_index(const Checkpoint& c, const fs::path& out, const fs::path
   write_index(dir / kIndexFileName, index);
 }
 
-// config.json with the quantization_config of what was written: the recipe's own (minifloat, deepseek; none for
+// Whether DeepSeek's quantization_config `q` says what pair `p` holds: FP8 e4m3 in q's blocks with its scale format
+// (ue8m0, or F32 when scale_fmt is absent), or (expert_dtype fp4) e2m1 in 1x32 blocks with ue8m0 scales.
+bool deepseek_config_holds(const QuantizationConfig& q, const QuantizedPair& p) {
+  if (p.form != PairForm::deepseek) return false;
+  const Scheme& s = p.scheme;
+  if (*s.element.format == e4m3) {
+    return p.block_rows == q.block_rows && p.block_cols == q.block_cols &&
+           *s.scale_format == (q.scale_fmt == "ue8m0" ? ue8m0 : f32);
+  }
+  return *s.element.format == e2m1 && q.expert_dtype == "fp4" && p.block_rows == 1 && p.block_cols == 32 &&
+         *s.scale_format == ue8m0;
+}
+
+// The quantization_config of minifloat's own forms, from what the output shards hold: none when no pair is there;
+// the recipe's DeepSeek form when it says what every pair holds; else minifloat's declaration of the schemes held
+// (an NVFP4 or MXFP4 recipe, pairs kept from the input), so the output never reads as unquantized.
+std::string own_config(std::string_view text, const Recipe& recipe, const std::vector<fs::path>& shards) {
+  std::set<std::string> schemes;
+  bool deepseek = recipe.hf_quantization.has_value();
+  for (const fs::path& p : shards) {
+    const SafetensorsFile f = read_safetensors(p);
+    for (const QuantizedPair& pair : find_pairs(f)) {
+      schemes.insert(pair.scheme_name);
+      deepseek = deepseek && deepseek_config_holds(*recipe.hf_quantization, pair);
+    }
+  }
+  if (schemes.empty()) return hf_config_with_quantization(text, std::nullopt);
+  if (deepseek) return hf_config_with_quantization(text, recipe.hf_quantization);
+  return hf_config_with_minifloat_schemes(text, {schemes.begin(), schemes.end()});
+}
+
+// config.json with the quantization_config of what was written: minifloat's own forms' (own_config; none for
 // dequantize) or the dialect's, whose module lists are read off the output shards.
 void write_config(const Checkpoint& c, const fs::path& config, const fs::path& out, const fs::path& dir,
                   const Recipe* recipe, WriteFormat format) {
   const detail::InputFile file(config);
   const std::vector<std::byte> bytes = file.read(0, file.size(), "config");
   const std::string_view text(reinterpret_cast<const char*>(bytes.data()), bytes.size());
-  const std::optional<QuantizationConfig> none;
-  const bool own = format == WriteFormat::minifloat || format == WriteFormat::deepseek;  // the recipe's config
-  write_text(dir / "config.json", own || recipe == nullptr
-                                      ? hf_config_with_quantization(text, recipe ? recipe->hf_quantization : none)
-                                      : detail::dialect_config(text, *recipe, format, output_shards(c, out)));
+  std::string written;
+  if (recipe == nullptr) {
+    written = hf_config_with_quantization(text, std::nullopt);
+  } else if (format == WriteFormat::deepseek) {
+    written = hf_config_with_quantization(text, recipe->hf_quantization);
+  } else if (format == WriteFormat::minifloat) {
+    written = own_config(text, *recipe, output_shards(c, out));
+  } else {
+    written = detail::dialect_config(text, *recipe, format, output_shards(c, out));
+  }
+  write_text(dir / "config.json", written);
 }
 
 // Tokenizer, generation config and the like come along unchanged; hf_quant_config.json (ModelOpt's note of the

@@ -13,6 +13,7 @@
 #include "minifloat/codec.h"
 #include "minifloat/recipe.h"
 #include "parallel.h"
+#include "quantization_rule.h"
 
 namespace mf::io {
 namespace {
@@ -167,6 +168,7 @@ struct Shard {
 // siblings (the same name in another layer or expert) are quantized.
 struct ConfigCheck {
   std::set<std::string> quantized_siblings;
+  std::set<std::string> schemes;  // every pair's
   std::vector<std::pair<std::string, std::string>> float_weights;  // tensor, module
 };
 
@@ -175,6 +177,7 @@ void check_against_config(const HfConfig& config, const Shard& sh, ConfigCheck& 
   for (const QuantizedPair& p : sh.pairs) {
     check_config_against_pairs(config, p.weight, module_of(p));
     cc.quantized_siblings.insert(sibling_pattern(module_of(p)));
+    cc.schemes.insert(p.scheme_name);
   }
   for (const SafetensorsTensor& t : sh.file.tensors()) {
     const bool floating = t.dtype == DType::BF16 || t.dtype == DType::F16 || t.dtype == DType::F32;
@@ -184,10 +187,11 @@ void check_against_config(const HfConfig& config, const Shard& sh, ConfigCheck& 
   }
 }
 
-std::shared_ptr<Shard> open_shard(const std::filesystem::path& path, bool qat) {
+std::shared_ptr<Shard> open_shard(const std::filesystem::path& path, bool qat, const detail::QuantizationRule& rule) {
   auto sh = std::make_shared<Shard>();
   sh->file = read_safetensors(path);
   sh->pairs = find_pairs(sh->file);
+  rule.shard(sh->file, sh->pairs);  // every tensor understood, and the declaration read
   for (const SafetensorsTensor& t : sh->file.tensors()) {
     if (qat && t.dtype == DType::F8_E4M3 && glob_match("*.experts.*", t.name) && !glob_match("*_scale*", t.name)) {
       sh->qat.push_back(&t);
@@ -225,6 +229,21 @@ void check_config_whole(const VerifyReport& r, const ConfigCheck& cc) {
                                     "' is not quantized"));
     }
   }
+  if (r.config && r.config->rules == ConfigRules::minifloat) {
+    // minifloat's own declaration lists the schemes its pairs hold: no more, no fewer.
+    const std::set<std::string> declared(r.config->schemes.begin(), r.config->schemes.end());
+    for (const std::string& s : cc.schemes) {
+      if (!declared.contains(s)) {
+        throw VerifyError("", cat("config.json (minifloat rules) declares the schemes [", r.config->scheme,
+                                  "], but a pair holds ", s));
+      }
+    }
+    for (const std::string& s : declared) {
+      if (!cc.schemes.contains(s)) {
+        throw VerifyError("", cat("config.json (minifloat rules) declares the scheme ", s, ", but no pair holds it"));
+      }
+    }
+  }
   if (r.config && r.pairs == 0 && !r.config->quant_method.empty() && r.config->rules != ConfigRules::unknown) {
     throw VerifyError("", cat("config.json announces ", to_string(r.config->rules), " quantization (",
                               r.config->scheme, "), but no tensor is quantized"));
@@ -239,6 +258,7 @@ VerifyReport verify_checkpoint(const std::filesystem::path& path, const VerifyOp
   r.summary = check_checkpoint(c);
   if (const auto config = c.config_path()) r.config = read_hf_config(*config, options.rules);
   const bool qat = options.fp4_qat || (r.config && r.config->flags.mxfp4);
+  const detail::QuantizationRule rule(detail::declaration_of(r.config), c.index_path.value_or(c.directory));
   // One job per pair, then one per FP8 routed expert, shard after shard: the pool hands them out in that order and
   // reports the first failure in it, so the tensor named is the one a sequential pass would have named.
   std::shared_ptr<Shard> current;
@@ -247,7 +267,7 @@ VerifyReport verify_checkpoint(const std::filesystem::path& path, const VerifyOp
   detail::run_in_order(detail::worker_count(options.threads), [&]() -> detail::Job {
     while (!current || job == current->pairs.size() + current->qat.size()) {
       if (shard == c.shards.size()) return {};
-      current = open_shard(c.shard_path(shard++), qat);
+      current = open_shard(c.shard_path(shard++), qat, rule);
       if (r.config) check_against_config(*r.config, *current, cc);
       r.pairs += current->pairs.size();  // counted as handed out: any failure throws the report away
       r.qat_tensors += current->qat.size();
@@ -255,6 +275,7 @@ VerifyReport verify_checkpoint(const std::filesystem::path& path, const VerifyOp
     }
     return [s = current, j = job++] { verify_job(*s, j); };
   });
+  rule.finish();
   check_config_whole(r, cc);
   return r;
 }

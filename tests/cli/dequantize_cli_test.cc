@@ -117,14 +117,15 @@ TEST(DequantizeNeverSilent, ABadTensorInALaterShardStopsTheWholeRun) {
 
 namespace {
 
-// A quant_method minifloat does not know: inspect still lists every tensor and says so plainly; dequantize refuses
-// the tensors that look quantized instead of copying them.
+// A quant_method minifloat does not know: inspect still lists every tensor and says so plainly, then exits 2 with
+// the refusal the other commands give (the quantization rule); dequantize refuses instead of copying.
 TEST(InspectUnknownDialect, ListsTheTensorsAndSaysItDoesNotKnowTheScheme) {
   TempDir dir;
   const fs::path in = orphan_checkpoint(dir);
   write_file(in / "config.json", R"({"quantization_config": {"quant_method": "awq", "bits": 4}})");
   const auto r = run({"inspect", in.string()});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("config.json declares quantization 'awq'"), std::string::npos) << r.err;
   EXPECT_NE(r.out.find("a.weight"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("config.json: quant_method 'awq' is a dialect minifloat does not know"), std::string::npos)
       << r.out;

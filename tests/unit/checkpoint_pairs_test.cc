@@ -234,13 +234,14 @@ TEST(Convert, AnMxfp4PairIsReLaidOutNotRequantized) {
   EXPECT_EQ(f.find("m.weight_scale")->shape, (Shape{128, 2}));
   EXPECT_EQ(to_string(f.bytes(*f.find("m.weight"))), to_string(parts[0].data));
   EXPECT_EQ(to_string(f.bytes(*f.find("m.weight_scale"))), to_string(parts[1].data));
-  try {
-    convert_checkpoint(dir / "in", dir / "out8", recipe_named("mxfp8"), o);
-    ADD_FAILURE() << "an MXFP4 pair converted by the mxfp8 recipe";
-  } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("tensor 'm.weight' is already quantized"), std::string::npos) << e.what();
-  }
-  EXPECT_FALSE(fs::exists(dir / "out8"));
+  // Into another scheme: dequantized exactly, then quantized. MXFP8 holds every MXFP4 block exactly (its scale is
+  // 2^6 finer, and e4m3 holds every e2m1 value times 2^6), so the requantization loses nothing.
+  const ConvertReport r8 = convert_checkpoint(dir / "in", dir / "out8", recipe_named("mxfp8"), o);
+  ASSERT_EQ(r8.tensors.size(), 1u);
+  EXPECT_EQ(r8.tensors[0].target, "mxfp8 requantized from e2m1-1x32-ue8m0-rceil");
+  EXPECT_EQ(r8.tensors[0].max_abs, 0.0);
+  const SafetensorsFile f8 = read_safetensors(dir / "out8" / "model.safetensors");
+  EXPECT_EQ(f8.find("m.weight")->dtype, DType::F8_E4M3);
 }
 
 // FP8 128x128 blocks with F32 scales that are all powers of two (2^-2, 2^3, 2^-127 an f32 subnormal, 2^127), asked
@@ -364,7 +365,9 @@ TEST_F(VerifyPairs, ScalesAndCodes) {
 }
 
 
-// Converting a checkpoint that already holds FP8 pairs: their F32 scales stay as they are (not quantized as weights).
+// Converting a checkpoint that already holds FP8 pairs: into the scheme they hold (fp8-block), their codes and F32
+// scales stay as they are (a scale is never quantized as a weight); into another (mxfp4), they are requantized from
+// their exact values.
 TEST(Convert, ScalesOfExistingPairsAreKept) {
   TempDir dir;
   const Shape w{256, 4096}, s{2, 32}, b{256, 64};
@@ -374,16 +377,23 @@ TEST(Convert, ScalesOfExistingPairsAreKept) {
                     std::vector<TensorView>{{"w", DType::F8_E4M3, w, Bytes(256 * 4096, std::byte{0x38})},
                                             {"w_scale_inv", DType::F32, s, scale},
                                             {"b", DType::F32, b, Bytes(256 * 64 * 4)}});
-  const ConvertReport r = convert_checkpoint(dir / "in", dir / "out", recipe_named("mxfp4"));
+  const ConvertReport r = convert_checkpoint(dir / "in", dir / "out", recipe_named("fp8-block"));
   EXPECT_EQ(r.shards_written, 1u);
   const SafetensorsFile f = read_safetensors(dir / "out" / "model.safetensors");
   ASSERT_NE(f.find("w_scale_inv"), nullptr);
   EXPECT_EQ(f.find("w_scale_inv")->dtype, DType::F32);
   EXPECT_EQ(to_string(f.bytes(*f.find("w_scale_inv"))), to_string(scale));
-  EXPECT_EQ(f.find("b")->dtype, DType::F4) << "a plain F32 weight is quantized";
+  EXPECT_EQ(f.find("b")->dtype, DType::F8_E4M3) << "a plain F32 weight is quantized";
   ASSERT_NE(f.find("b_scale_inv"), nullptr);
   ASSERT_EQ(r.tensors.size(), 1u);
   EXPECT_EQ(r.tensors[0].name, "b");
+
+  const ConvertReport r4 = convert_checkpoint(dir / "in", dir / "out4", recipe_named("mxfp4"));
+  const SafetensorsFile f4 = read_safetensors(dir / "out4" / "model.safetensors");
+  EXPECT_EQ(f4.find("w")->dtype, DType::F4) << "an FP8 pair asked for as mxfp4";
+  EXPECT_EQ(f4.find("w_scale_inv")->dtype, DType::F8_E8M0);
+  ASSERT_EQ(r4.tensors.size(), 2u);
+  EXPECT_EQ(r4.tensors[0].target, "mxfp4 requantized from e4m3-128x128-f32-f32");
 }
 
 }  // namespace

@@ -140,7 +140,7 @@ TEST(HfConfigDialect, DeepSeekFormWithQwensModulesToNotConvert) {
 }
 
 TEST(HfConfigDialect, RuleNames) {
-  for (const char* name : {"deepseek", "deepinfer", "transformers-fp8", "compressed-tensors", "modelopt", "gpt-oss"}) {
+  for (const char* name : {"deepseek", "deepinfer", "transformers-fp8", "compressed-tensors", "modelopt", "gpt-oss", "minifloat"}) {
     EXPECT_EQ(to_string(config_rules_named(name)), name);
   }
   EXPECT_THROW(config_rules_named("unknown"), std::invalid_argument);

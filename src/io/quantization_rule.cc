@@ -1,0 +1,259 @@
+// The rule of what a quantized (or quantized-looking) checkpoint's config and tensors must be for a command to go on
+// (quantization_rule.h): one place, called by inspect, verify, dequantize and convert.
+#include "quantization_rule.h"
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <set>
+
+#include "file.h"
+#include "minifloat/recipe.h"
+
+namespace mf::io::detail {
+namespace {
+
+bool is_float(DType t) { return t == DType::F32 || t == DType::BF16 || t == DType::F16 || t == DType::F64; }
+
+bool is_integer(DType t) {
+  switch (t) {
+    case DType::U8: case DType::I8: case DType::I16: case DType::U16: case DType::I32: case DType::U32:
+    case DType::I64: case DType::U64: return true;
+    default: return false;
+  }
+}
+
+// Element and scale formats, and bytes of packed codes: what a plain model parameter is never stored as.
+bool quantized_dtype(DType t) {
+  switch (t) {
+    case DType::F4: case DType::F6_E2M3: case DType::F6_E3M2: case DType::U8: case DType::I8:
+    case DType::F8_E5M2: case DType::F8_E4M3: case DType::F8_E8M0: return true;
+    default: return false;
+  }
+}
+
+std::string last_part(const std::string& name) {
+  const std::size_t dot = name.rfind('.');
+  return dot == std::string::npos ? name : name.substr(dot + 1);
+}
+
+std::string module_part(const std::string& name) {
+  const std::size_t dot = name.rfind('.');
+  return dot == std::string::npos ? std::string() : name.substr(0, dot);
+}
+
+// The names the quantizing libraries give their codes and parameters: AutoAWQ and GPTQ (qweight, qzeros, scales,
+// g_idx), compressed-tensors (weight_packed, weight_scale, weight_zero_point, weight_global_scale, weight_shape,
+// weight_g_idx), bitsandbytes (absmax, quant_map, quant_state, SCB), gpt-oss (*_blocks, *_scales), DeepSeek and
+// ModelOpt (*_scale_inv, *_scale, *_scale_2), HQQ (W_q, meta).
+bool quantized_name(const std::string& name) {
+  static constexpr std::array<const char*, 14> kParts{"qweight", "qzeros", "scales", "g_idx", "weight_packed",
+                                                      "weight_shape", "weight_g_idx", "absmax", "quant_map", "SCB",
+                                                      "nested_absmax", "nested_quant_map", "W_q", "weight_format"};
+  const std::string part = last_part(name);
+  if (std::find(kParts.begin(), kParts.end(), part) != kParts.end()) return true;
+  for (const char* p : {"*_scale*", "*_blocks", "*_scales", "*global_scale*", "*zero_point*", "*quant_state*"}) {
+    if (glob_match(p, name)) return true;
+  }
+  return false;
+}
+
+// A scale's name on a parameter of a known model family, and float: not a quantization scale.
+//   DeepSeek V4   hc_attn_scale, hc_ffn_scale, hc_head_scale: the hyper-connection mixers' F32 scales
+//   norms         NAME.scale where NAME is a norm (gpt-oss's original checkpoint: block.N.attn.norm.scale)
+bool family_parameter(const SafetensorsTensor& t) {
+  if (!is_float(t.dtype)) return false;
+  const std::string part = last_part(t.name);
+  if (part.starts_with("hc_") && part.ends_with("_scale")) return true;
+  std::string module = last_part(module_part(t.name));
+  std::transform(module.begin(), module.end(), module.begin(), [](unsigned char c) { return std::tolower(c); });
+  return part == "scale" && t.shape.size() <= 1 && module.find("norm") != std::string::npos;
+}
+
+// An integer tensor beside a quantization parameter of its module (AWQ's qweight beside scales): packed codes.
+bool packed_beside_scale(const SafetensorsFile& f, const SafetensorsTensor& t) {
+  if (!is_integer(t.dtype)) return false;
+  const std::string module = module_part(t.name);
+  for (const char* sibling : {"scales", "scale", "weight_scale", "qzeros", "absmax", "SCB"}) {
+    const SafetensorsTensor* s = f.find(module.empty() ? std::string(sibling) : module + "." + sibling);
+    if (s != nullptr && s != &t) return true;
+  }
+  return false;
+}
+
+std::string shape_of(const SafetensorsTensor& t) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < t.shape.size(); ++i) s += cat(i == 0 ? "" : ", ", t.shape[i]);
+  return s + "]";
+}
+
+bool passed(const std::vector<std::string>& patterns, const std::string& name) {
+  return std::any_of(patterns.begin(), patterns.end(), [&](const std::string& p) { return glob_match(p, name); });
+}
+
+// compressed-tensors' formats whose tensors minifloat reads (dialect_pairs.h), with float weights.
+bool read_ct_group(const QuantGroup& g) {
+  if (g.type.empty()) return true;  // quantizes no weights (activations or KV cache only)
+  if (g.format == "dense") return true;
+  static constexpr std::array<const char*, 5> kRead{"float-quantized", "naive-quantized", "mxfp8-quantized",
+                                                    "mxfp4-pack-quantized", "nvfp4-pack-quantized"};
+  return g.type == "float" && std::find(kRead.begin(), kRead.end(), g.format) != kRead.end();
+}
+
+std::string upper(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::toupper(c); });
+  return s;
+}
+
+}  // namespace
+
+bool activation_scale(const SafetensorsTensor& t) {
+  if (!is_float(t.dtype)) return false;
+  for (const char* suffix : {".input_scale", ".output_scale", ".k_scale", ".v_scale", ".q_scale", ".prob_scale",
+                             ".input_global_scale"}) {
+    if (t.name.ends_with(suffix)) return true;
+  }
+  return false;
+}
+
+Declaration declaration_of(const std::optional<HfConfig>& config) {
+  Declaration d;
+  if (!config || config->quant_method.empty()) return d;
+  const HfConfig& c = *config;
+  d.method = c.quant_method;
+  switch (c.rules) {
+    case ConfigRules::deepseek: case ConfigRules::deepinfer: case ConfigRules::transformers_fp8:
+    case ConfigRules::gpt_oss: case ConfigRules::minifloat:
+      return d;
+    case ConfigRules::compressed_tensors:
+      for (const QuantGroup& g : c.groups) {
+        if (!read_ct_group(g)) {
+          d.not_read = cat("its config group '", g.name, "' stores ", g.type, g.num_bits ? cat(g.num_bits) : "",
+                           " weights as '", g.format.empty() ? "(no format)" : g.format,
+                           "', which minifloat does not read (it reads float-quantized, naive-quantized and "
+                           "mxfp8-quantized FP8, mxfp4-pack-quantized and nvfp4-pack-quantized)");
+          return d;
+        }
+      }
+      return d;
+    case ConfigRules::modelopt: {
+      const std::string algo = upper(c.scheme);
+      for (const char* read : {"NVFP4", "FP8", "FP8_PB_WO", "MXFP8", "MXFP4"}) {
+        if (algo == read) return d;
+      }
+      d.not_read = cat("its quant_algo '", c.scheme, "' is not one minifloat reads (NVFP4, FP8, FP8_PB_WO, MXFP8, "
+                       "MXFP4)");
+      return d;
+    }
+    default: break;
+  }
+  // FBGEMM's per-row FP8 is the scaled pair form (weight F8_E4M3 with weight_scale F32 [R, 1]).
+  if (c.quant_method == "fbgemm_fp8") return d;
+  d.not_read = "minifloat does not read this quantization method yet";
+  return d;
+}
+
+Declaration checkpoint_declaration(const Checkpoint& c, ConfigRules rules) {
+  const std::optional<std::filesystem::path> path = c.config_path();
+  if (!path) return {};
+  try {
+    return declaration_of(read_hf_config(*path, rules));
+  } catch (const HfConfigError& e) {
+    // A config that fails its own rules declares something minifloat cannot take as read.
+    return {"(as config.json states it)", e.what()};
+  }
+}
+
+QuantizationRule::QuantizationRule(Declaration declaration, std::filesystem::path where,
+                                   std::vector<std::string> passthrough)
+    : declaration_(std::move(declaration)), where_(std::move(where)), passthrough_(std::move(passthrough)) {}
+
+void RuleProblem::raise() const {
+  if (tensor.empty()) throw IoError(code, file, detail);
+  throw IoError(code, file, tensor, detail);
+}
+
+std::string RuleProblem::text() const {
+  try {
+    raise();
+  } catch (const IoError& e) {
+    return e.what();
+  }
+}
+
+std::optional<RuleProblem> QuantizationRule::problem(const SafetensorsFile& file,
+                                                     const std::vector<QuantizedPair>& pairs,
+                                                     std::vector<TensorRole>& roles) const {
+  std::set<std::string> parts;
+  for (const QuantizedPair& p : pairs) {
+    parts.insert({p.weight, p.scale});
+    if (!p.tensor_scale.empty()) parts.insert(p.tensor_scale);
+    parts.insert(p.extras.begin(), p.extras.end());
+  }
+  std::optional<RuleProblem> first;
+  roles.clear();
+  for (const SafetensorsTensor& t : file.tensors()) {
+    TensorRole r = TensorRole::plain;
+    if (parts.contains(t.name)) {
+      r = TensorRole::pair_part;
+    } else if (passed(passthrough_, t.name)) {
+      r = TensorRole::plain;
+    } else if (activation_scale(t)) {
+      r = TensorRole::activation_scale;
+    } else if (family_parameter(t)) {
+      r = TensorRole::model_parameter;
+    } else if (quantized_dtype(t.dtype) || quantized_name(t.name) || packed_beside_scale(file, t)) {
+      r = TensorRole::not_understood;
+    }
+    roles.push_back(r);
+    if (first) continue;
+    if (!declaration_.not_read.empty() && (r == TensorRole::pair_part || r == TensorRole::not_understood)) {
+      first = RuleProblem{IoErrc::quantization_not_read, where_, "",
+                          cat("config.json declares quantization '", declaration_.method, "', and ",
+                              declaration_.not_read, "; the first tensor it covers: '", t.name, "' (",
+                              dtype_name(t.dtype), " ", shape_of(t), ") in ", file.path().string(),
+                              "; nothing was written")};
+    } else if (r == TensorRole::not_understood) {
+      const std::string declared = declaration_.method.empty()
+                                       ? std::string("config.json declares no quantization")
+                                       : cat("config.json declares quantization '", declaration_.method, "'");
+      first = RuleProblem{IoErrc::not_dequantizable, file.path(), t.name,
+                          cat(dtype_name(t.dtype), " ", shape_of(t), " looks quantized (by its ",
+                              quantized_dtype(t.dtype) ? "dtype" : "name",
+                              ") but is part of no pair minifloat reads (", declared, "): a quantized tensor or "
+                              "quantization parameter is never copied as a weight nor quantized as one, so nothing "
+                              "was written. dequantize --passthrough '", t.name, "' copies it unchanged on purpose")};
+    }
+  }
+  return first;
+}
+
+std::vector<TensorRole> QuantizationRule::shard(const SafetensorsFile& file,
+                                                const std::vector<QuantizedPair>& pairs) const {
+  std::vector<TensorRole> roles;
+  if (const std::optional<RuleProblem> p = problem(file, pairs, roles)) p->raise();
+  return roles;
+}
+
+std::optional<RuleProblem> QuantizationRule::finish_problem() const {
+  if (declaration_.not_read.empty()) return std::nullopt;
+  return RuleProblem{IoErrc::quantization_not_read, where_, "",
+                     cat("config.json declares quantization '", declaration_.method, "', and ",
+                         declaration_.not_read, " (no tensor holds it in a form minifloat reads); nothing was "
+                         "written")};
+}
+
+void QuantizationRule::finish() const {
+  if (const std::optional<RuleProblem> p = finish_problem()) p->raise();
+}
+
+void check_understood(const Checkpoint& c, const std::vector<std::string>& passthrough) {
+  const QuantizationRule rule(checkpoint_declaration(c), c.index_path.value_or(c.directory), passthrough);
+  for (std::size_t i = 0; i < c.shards.size(); ++i) {
+    const SafetensorsFile f = read_safetensors(c.shard_path(i));
+    rule.shard(f, find_pairs(f));
+  }
+  rule.finish();
+}
+
+}  // namespace mf::io::detail

@@ -1,0 +1,93 @@
+// Internal: the one rule that inspect, verify, dequantize and convert apply to a checkpoint that is, or looks,
+// quantized (docs/checkpoints.md, "Never silent"):
+//   - a quantization that config.json declares (any quant_method; ModelOpt's hf_quant_config.json) is read in full
+//     or refused, naming the method and the first tensor it covers that minifloat does not read;
+//   - a tensor whose dtype or name says it is quantized, or a quantization parameter (qweight, qzeros, scales,
+//     g_idx, weight_packed, weight_zero_point, weight_global_scale, weight_shape, *_scale*, *_blocks, packed
+//     integers beside a scale) and that belongs to no pair minifloat reads is never taken for a plain tensor: it is
+//     an error, so nothing copies it as a weight or quantizes it as one;
+//   - names that look like scales but are parameters of a known model family (DeepSeek V4's hc_*_scale, a norm's
+//     scale) and activation or KV-cache scales are recognised as what they are.
+// Every command calls QuantizationRule for each shard before it writes anything.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "minifloat/checkpoint.h"
+#include "minifloat/checkpoint_tensors.h"
+#include "minifloat/hf_config.h"
+
+namespace mf::io::detail {
+
+// What one tensor is, by the rule.
+enum class TensorRole : std::uint8_t {
+  plain,             // a model parameter that holds its own values
+  pair_part,         // codes, scales, second-level scale or extra of a quantized pair that minifloat reads
+  activation_scale,  // input_scale, input_global_scale, k_scale, v_scale, ...: calibration of quantized arithmetic
+  model_parameter,   // named like a scale but a parameter of its model family (V4's hc_*_scale, a norm's scale)
+  not_understood,    // quantized, or a quantization parameter, by its dtype or name, and in no pair minifloat reads
+};
+
+// What the config declares: the method ("" when nothing is declared) and, when minifloat does not read that
+// declaration, why not ("" when it does).
+struct Declaration {
+  std::string method;
+  std::string not_read;
+};
+Declaration declaration_of(const std::optional<HfConfig>& config);
+
+// Float tensors that hold activation or KV-cache scales (static FP8 input scales, k_scale / v_scale).
+bool activation_scale(const SafetensorsTensor& t);
+
+// Why a checkpoint is refused: the IoError its command throws.
+struct RuleProblem {
+  IoErrc code = IoErrc::not_dequantizable;  // not_dequantizable (a tensor), quantization_not_read (the declaration)
+  std::filesystem::path file;
+  std::string tensor;  // "" for the declaration as a whole
+  std::string detail;
+  [[noreturn]] void raise() const;
+  std::string text() const;  // what raise() throws, as what() gives it
+};
+
+class QuantizationRule {
+ public:
+  // `where`: the checkpoint (for messages). `passthrough`: globs the user named to copy unchanged on purpose
+  // (dequantize --passthrough): those tensors count as plain.
+  QuantizationRule(Declaration declaration, std::filesystem::path where, std::vector<std::string> passthrough = {});
+
+  // The role of each tensor of `file` (in file order), given the pairs find_pairs found in it. Throws IoError
+  // (not_dequantizable) at the first tensor not understood, naming the file, the tensor, its dtype and shape and
+  // the declaration; and (quantization_not_read) at the first quantized tensor of a declaration minifloat does
+  // not read.
+  std::vector<TensorRole> shard(const SafetensorsFile& file, const std::vector<QuantizedPair>& pairs) const;
+
+  // After every shard: a declaration minifloat does not read is refused even where no tensor looked quantized.
+  void finish() const;
+
+  // What shard() and finish() would throw, for a caller that reports instead of refusing (inspect); nullopt when
+  // understood. `roles` gets every tensor's role, past the first problem too.
+  std::optional<RuleProblem> problem(const SafetensorsFile& file, const std::vector<QuantizedPair>& pairs,
+                                     std::vector<TensorRole>& roles) const;
+  std::optional<RuleProblem> finish_problem() const;
+
+  const Declaration& declaration() const { return declaration_; }
+
+ private:
+  Declaration declaration_;
+  std::filesystem::path where_;
+  std::vector<std::string> passthrough_;
+};
+
+// The checkpoint's declaration (its config.json and hf_quant_config.json, read by `rules`); a config that fails its
+// rules is a declaration not read, with the rules' message.
+Declaration checkpoint_declaration(const Checkpoint& c, ConfigRules rules = ConfigRules::detect);
+
+// The rule over every shard of `c` (headers only), then finish(): what convert and dequantize run before they plan
+// anything.
+void check_understood(const Checkpoint& c, const std::vector<std::string>& passthrough = {});
+
+}  // namespace mf::io::detail
