@@ -18,7 +18,7 @@ sources=(
   src/formats/text.cc src/formats/describe.cc src/present/describe_json.cc src/present/picture.cc
   src/blocks/scheme.cc src/blocks/blocking.cc src/blocks/pack.cc src/blocks/quantized_tensor.cc
   src/present/block_demo.cc src/ref/quantize_ref.cc src/ref/hadamard_ref.cc
-  src/cpu/bulk.cc src/cpu/bulk_scalar.cc
+  src/ops/bulk.cc src/cpu/bulk_scalar.cc
 )
 exports=_mf_describe,_mf_block,_mf_picture,_mf_random_values,_mf_encode_bits,_mf_decode_bits,_malloc,_free
 

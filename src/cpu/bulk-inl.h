@@ -414,7 +414,7 @@ HWY_INLINE void Encode(const ElementCodec& k, const EncodeRun& run, const float*
 }
 
 // f32 values of codes[0, n); kStream: out through streaming (non-temporal) stores from its first vector-aligned
-// element on, the caller fencing after (bulk.cc's large outputs: no read of each line before it is written).
+// element on, the caller fencing after (src/ops/bulk.cc's large outputs: no read of each line before it is written).
 template <bool kStream, class In>
 HWY_INLINE void DecodeSpan(const ElementCodec k, const In* codes, std::size_t n, float* out) {
   const DU du;
