@@ -1,5 +1,5 @@
 // Bulk casts: checks, threads over chunks, f64 / bf16 / f16 staged through f32 a piece at a time, packing; each
-// piece through the kernels of src/cpu/bulk_kernels.h (the SIMD element codec on this CPU's best target, or the
+// piece through the kernels of src/cpu/bulk_dispatch.h (the SIMD element codec on this CPU's best target, or the
 // scalar codec in a build without Highway).
 #ifdef _OPENMP
 #include <omp.h>
@@ -11,7 +11,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "../cpu/bulk_kernels.h"
+#include "../cpu/bulk_dispatch.h"
 #include "minifloat/bulk.h"
 #include "minifloat/pack.h"
 #include "minifloat/random.h"

@@ -1,7 +1,7 @@
-// The bulk cast kernels (bulk_kernels.h) on the SIMD element codec: bulk-inl.h compiled once per Highway target,
-// each call dispatched to this CPU's best.
+// The bulk cast kernels (bulk_dispatch.h) on the SIMD element codec: bulk-inl.h compiled once per Highway target,
+// each call dispatched to this CPU's best. The bulk casts themselves, which call them, are src/ops/bulk.cc.
 #undef HWY_TARGET_INCLUDE
-#define HWY_TARGET_INCLUDE "../src/cpu/bulk_dispatch.cc"
+#define HWY_TARGET_INCLUDE "../src/cpu/bulk.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
 #include "hwy/cache_control.h"
