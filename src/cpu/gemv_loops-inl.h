@@ -17,14 +17,15 @@
 #include "hwy/highway.h"
 
 // ---- e4m3 (gemv_e4m3-inl.h), newest capability first ----
-// AVX3_DL and newer (AVX512-VBMI), groups of whole 64-code lines: BlockSumsDotBf16 where DotBf16Pairs, else
-// BlockSumsTables; batched. Why: VBMI's byte tables decode to f32 values, never subnormal, and need no NaN look.
+// AVX3_DL and newer (AVX512-VBMI), groups of whole 64-code lines (E4m3WholeLines): BlockSumsDotBf16 where
+// DotBf16Pairs, else BlockSumsTables; batched.
+// Why: VBMI's byte tables decode to f32 values, never subnormal, and need no NaN look on the side.
 #define MF_GEMV_E4M3_TABLES (HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3_DL)
 // AVX3 and newer, the other groups (every group on AVX3): GroupProductsOptimistic through fp16, checked on a NaN.
 // Why: 16 lanes, and the NaN codes looked for on the side: two operations per 64 codes, where the check takes 3 per 16.
 #define MF_GEMV_E4M3_OPTIMISTIC (HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3)
-// AVX2 without AVX-512, per-group factors in whole 64-code lines: BlockSumsLanes, fields in f32 place or fp16; batched.
-// Why: four rows' sums stay in the 16 registers, and the NaN look rides the pass that multiplies (Zen 3: a third less).
+// AVX2 without AVX-512, per-group factors in whole 64-code lines (E4m3Batched): BlockSumsLanes, fields in f32 place
+// or through fp16; batched. Why: four rows' sums stay in the 16 registers, and the NaN look rides the multiplying pass.
 #define MF_GEMV_E4M3_LANES_BLOCKS (HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2 && HWY_TARGET > HWY_AVX3)
 // 8 lanes or fewer but HWY_SCALAR, the other groups of whole 32s: GroupProducts<kNanCheck = false>, checked on a NaN.
 // Why: a byte minimum per 32 codes on the side, where the per-vector check takes three operations per 8.
