@@ -18,7 +18,7 @@ sources=(
   src/formats/text.cc src/formats/describe.cc src/present/describe_json.cc src/present/picture.cc
   src/blocks/scheme.cc src/blocks/blocking.cc src/blocks/pack.cc src/blocks/quantized_tensor.cc
   src/present/block_demo.cc src/ref/quantize_ref.cc src/ref/hadamard_ref.cc
-  src/cpu/bulk.cc src/cpu/bulk_scalar.cc
+  src/ops/bulk.cc src/cpu/bulk_scalar.cc
 )
 exports=_mf_describe,_mf_block,_mf_picture,_mf_random_values,_mf_encode_bits,_mf_decode_bits,_malloc,_free
 
@@ -30,7 +30,7 @@ ln -sfn /usr/include/nlohmann "$inc/nlohmann"
 # Skip the compile when nothing it reads changed (the stamp lists the inputs' checksums).
 stamp="$out/.inputs"
 inputs="$(cd "$root" && cat "${sources[@]}" web/compat.h include/minifloat/*.h src/blocks/blocking.h \
-  src/cpu/bulk_kernels.h src/cpu/element_codec.h "$0" | sha256sum)"
+  src/cpu/bulk_dispatch.h src/cpu/element_codec.h "$0" | sha256sum)"
 if [ ! -f "$out/minifloat.wasm" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$inputs" ]; then
   (cd "$root" && emcc -std=c++20 -O2 -fexceptions -Wall -Wextra -Werror -include web/compat.h -Iinclude -I"$inc" "${sources[@]}" \
      -sMODULARIZE=1 -sEXPORT_NAME=createMinifloat -sENVIRONMENT=web,node -sALLOW_MEMORY_GROWTH=1 \

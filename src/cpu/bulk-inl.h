@@ -2,7 +2,7 @@
 // element's stochastic bits computed in the vector (random.h's stochastic_bits in 32-bit lanes), and the
 // scalar codec for the tails and for any vector holding a lane the vector steps do not cover (NaN, f32 subnormals).
 //
-// Included once per Highway target by bulk_dispatch.cc through foreach_target.h; hence the toggle include guard.
+// Included once per Highway target by bulk.cc through foreach_target.h; hence the toggle include guard.
 #if defined(MINIFLOAT_SRC_CPU_BULK_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef MINIFLOAT_SRC_CPU_BULK_INL_H_
 #undef MINIFLOAT_SRC_CPU_BULK_INL_H_
@@ -14,7 +14,7 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "bulk_kernels.h"
+#include "bulk_dispatch.h"
 #include "element_codec-inl.h"
 #include "hwy/cache_control.h"
 #include "hwy/highway.h"
@@ -416,7 +416,7 @@ HWY_INLINE void Encode(const ElementCodec& k, const EncodeRun& run, const float*
 }
 
 // f32 values of codes[0, n); kStream: out through streaming (non-temporal) stores from its first vector-aligned
-// element on, the caller fencing after (bulk.cc's large outputs: no read of each line before it is written).
+// element on, the caller fencing after (src/ops/bulk.cc's large outputs: no read of each line before it is written).
 template <bool kStream, class In>
 HWY_INLINE void DecodeSpan(const ElementCodec k, const In* codes, std::size_t n, float* out) {
   const DU du;

@@ -1,6 +1,6 @@
-// The bulk cast kernels (bulk_kernels.h) for a build without Highway (the WebAssembly page): the scalar codec, one
-// element at a time. Bits are the scalar codec's by construction; only the speed differs from bulk_dispatch.cc.
-#include "bulk_kernels.h"
+// The bulk cast kernels (bulk_dispatch.h) for a build without Highway (the WebAssembly page): the scalar codec, one
+// element at a time. Bits are the scalar codec's by construction; only the speed differs from bulk.cc.
+#include "bulk_dispatch.h"
 #include "minifloat/codec.h"
 #include "minifloat/random.h"
 

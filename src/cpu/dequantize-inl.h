@@ -15,6 +15,7 @@
 #include "hwy/cache_control.h"
 #include "hwy/highway.h"
 #include "quantize_codes-inl.h"
+#include "quantize_element.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace mf::cpu {
@@ -70,6 +71,10 @@ struct DecodeRowFn {
   }
 };
 
+// Values of one row from its codes: element value * divisor. Codes one per byte, or with `nibbles` (4-bit
+// elements, bc and cols even) two per byte, the even column in the low nibble.
+// With `stream`, non-temporal stores where out and bc allow whole aligned vectors (else plain ones; the caller
+// then calls FlushStreams).
 void DecodeRow(const std::uint8_t* codes, bool nibbles, std::int64_t cols, std::int64_t bc, const float* divisors,
                const QuantizeElement& ec, float* out, bool stream) {
   // Non-temporal stores need every vector aligned: out, and each block's start (bc a multiple of the lanes).

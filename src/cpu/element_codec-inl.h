@@ -512,10 +512,11 @@ struct DecodeTable {
 };
 
 // ==== The GEMM kernels' decodes of e4m3 and e2m1 ====
-// The GEMM and GEMV loops (gemm-inl.h, gemv-inl.h) read e4m3 and e2m1 weights in forms faster than Decode for those
-// formats on their targets: a table lookup, fields shifted into place without the rebias, fp16's conversion. They
-// live here, beside Decode, so that each format has one place per target; each gives Decode's value for every code
-// (times a fixed power of two where said), tested against the scalar codec in tests/simd/element_codec_simd_test.cc.
+// The GEMM and GEMV loops (gemm-inl.h, gemv_e4m3-inl.h, gemv_e2m1-inl.h) read e4m3 and e2m1 weights in forms faster
+// than Decode for those formats on their targets: a table lookup, fields shifted into place without the rebias, fp16's
+// conversion. They live here, beside Decode, so that each format has one place per target; each gives Decode's value
+// for every code (times a fixed power of two where said), tested against the scalar codec in
+// tests/simd/element_codec_simd_test.cc.
 
 // e4m3 codes (zero-extended, 8 bits) -> Decode's f32 values with e4m3's constants built in: normal codes by moving
 // the fields into place and rebiasing the exponent (7 -> 127), subnormal ones as an integer times 2^-9, 0x7F/0xFF as

@@ -6,8 +6,8 @@
 // weights once.
 
 // Highway compiles its AVX3_DL target (AVX-512 with VBMI: Ice Lake and Zen 4 on) only where asked: here, for the e4m3
-// GEMV's table decode and bf16 dot product (gemv-inl.h). Other kernels gain nothing from it, so their files leave it
-// out (compile time).
+// GEMV's table decode and bf16 dot product (gemv_e4m3-inl.h). Other kernels gain nothing from it, so their files
+// leave it out (compile time).
 #define HWY_WANT_AVX3_DL
 #include <omp.h>
 
@@ -63,13 +63,13 @@ void ComputeColumns(const Problem& p, const float* a, std::size_t lda, std::int6
 bool NativeFma() { return HWY_NATIVE_FMA != 0; }
 const char* GemvDecode() { return GemvE4m3Decode(); }
 bool GemvDotBf16() {
-#if MF_GEMM_WIDE && MF_GEMV_VBMI
+#if MF_GEMV_E4M3_TABLES
   return CpuDotBf16RoundsTwice();
 #else
   return false;
 #endif
 }
-bool GemvLanesBlocks() { return MF_GEMV_LANES_BLOCKS != 0; }
+bool GemvLanesBlocks() { return MF_GEMV_E4M3_LANES_BLOCKS != 0; }
 // M below GemvRowsBelow (15 where the GEMV decodes each weight once for up to 4 rows: fp8 on AVX3_DL, mxfp4 on 16-lane
 // targets; else 7; 11 on AVX2, which batches fp8 and mxfp4 too): the GEMV, block of columns by block (GemvColumns). The
 // register tiles computed M = 2 to 7 at 0.5-0.9x the GEMV's GFLOP/s at M = 1, so each token of a small batch cost more

@@ -6,9 +6,9 @@ namespace mf::gemm {
 
 // The decode of the e4m3 GEMV (M = 1) on the target dispatch picks now: "tables" (AVX3_DL and newer: AVX512-VBMI's
 // byte tables, to f32 values that are never subnormal, for groups of whole 64-code lines; others go through fp16 as
-// on AVX3; src/cpu/gemv-inl.h), "avx512" (AVX3: 16 lanes through fp16) or "lanes" (narrower targets: 8 lanes, on AVX2
-// through fp16 or, for per-group factors where gemv_e4m3_f32_fields_chosen(), with the fields in f32 place; in f32
-// place on SSE4 and below).
+// on AVX3; src/cpu/gemv_e4m3-inl.h, and the table of which loop runs where in gemv_loops-inl.h), "avx512" (AVX3: 16
+// lanes through fp16) or "lanes" (narrower targets: 8 lanes, on AVX2 through fp16 or, for per-group factors where
+// gemv_e4m3_f32_fields_chosen(), with the fields in f32 place; in f32 place on SSE4 and below).
 const char* gemv_e4m3_decode();
 
 // Where two e4m3 GEMV loops give the same bits, which one runs: `faster` (the default) the one measured faster on
@@ -16,10 +16,10 @@ const char* gemv_e4m3_decode();
 // each in turn.
 enum class GemvChoice { faster, always, never };
 
-// Where the CPU's AVX512-BF16 dot product rounds as two fmas (gemv-inl.h), the e4m3 GEMV with per-group factors has
-// two loops on AVX3_DL: the table decode's f32 fmas and the dot product. `faster` runs the dot product on AMD's CPUs
-// (Zen 4: 1.1-2x the GFNI loop the fmas had then), the fmas on Intel's (a Sapphire Rapids-class Xeon, where the dot
-// product issues at a quarter of the fma's rate: 40 GFLOP/s against 48-53 with the weights cached;
+// Where the CPU's AVX512-BF16 dot product rounds as two fmas (gemv_e4m3-inl.h), the e4m3 GEMV with per-group factors
+// has two loops on AVX3_DL: the table decode's f32 fmas and the dot product. `faster` runs the dot product on AMD's
+// CPUs (Zen 4: 1.1-2x the GFNI loop the fmas had then), the fmas on Intel's (a Sapphire Rapids-class Xeon, where the
+// dot product issues at a quarter of the fma's rate: 40 GFLOP/s against 48-53 with the weights cached;
 // docs/benchmark-history.md#what-holds-the-streamed-m--1-gemv-below-the-read-bandwidth-2026-12-02-2145-2215 and
 // docs/benchmark-history.md#subnormal-weight-codes-2026-12-03-1315).
 void choose_gemv_e4m3_bf16_dot(GemvChoice choice);

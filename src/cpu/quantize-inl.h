@@ -22,7 +22,7 @@
 #include "hwy/highway.h"
 #include "quantize_codes-inl.h"
 #include "quantize_input-inl.h"
-#include "quantize_kernels.h"
+#include "quantize_element.h"
 #include "quantize_scales-inl.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -293,11 +293,14 @@ struct QuantizeRowFn {
   }
 };
 
+// Codes of one row, one per byte; divisors[b] is block b's divisor (0: signed zeros; NaN: codes 0).
 void EncodeRow(const float* x, std::int64_t cols, std::int64_t bc, const float* divisors, const QuantizeElement& ec,
                std::uint8_t* codes) {
   WithEncoder(ec, EncodeRowFn{x, cols, bc, divisors, ec, codes});
 }
 
+// One row of 1 x bc blocks in one pass: scale codes and divisors per block (block_scale), codes into `out`: one
+// per byte, or with `nibbles` (4-bit elements, bc and cols even) two per byte, the even column in the low nibble.
 void QuantizeRow(const float* x, std::int64_t cols, std::int64_t bc, float tensor_scale, const QuantizeElement& ec,
                  std::uint8_t* out, bool nibbles, std::uint32_t* scale_codes, float* divisors) {
   WithEncoder(ec, QuantizeRowFn{x, cols, bc, tensor_scale, ec, out, nibbles, scale_codes, divisors});

@@ -14,6 +14,7 @@
 
 #include "element_codec-inl.h"
 #include "hwy/highway.h"
+#include "quantize_element.h"
 #include "quantize_input-inl.h"
 
 HWY_BEFORE_NAMESPACE();

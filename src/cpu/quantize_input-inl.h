@@ -15,7 +15,6 @@
 
 #include "hwy/highway.h"
 #include "minifloat/codec.h"
-#include "quantize_kernels.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace mf::cpu {
@@ -60,6 +59,7 @@ HWY_INLINE std::uint32_t MaxAbsBits(const float* x, std::int64_t c0, std::int64_
   return m;
 }
 
+// max |x| over the finite values of x[0, n).
 float FiniteAmax(const float* x, std::int64_t n) {
   const DF df;
   const DU du;
@@ -88,6 +88,7 @@ float FiniteAmax(const float* x, std::int64_t n) {
   return std::bit_cast<float>(m);
 }
 
+// bf16 / f16 bits to f32 (exact).
 void WidenBf16(const std::uint16_t* in, std::int64_t n, float* out) {
   const DF df;
   const DU du;

@@ -46,6 +46,8 @@ HWY_INLINE Divisor divisor_of(float d) {
   return {d, std::isnormal(r) ? r : 0.0f, false};
 }
 
+// Over one row of `cols` values cut into blocks of `bc` columns (the last may be partial): raises block_max_bits[b]
+// to the largest |x| bit pattern of block b (>= 0x7F800000 means the block holds Inf or NaN).
 void BlockMaxAbsBits(const float* x, std::int64_t cols, std::int64_t bc, std::uint32_t* block_max_bits) {
   for (std::int64_t b = 0, c0 = 0; c0 < cols; ++b, c0 += bc) {
     block_max_bits[b] = std::max(block_max_bits[b], MaxAbsBits(x, c0, std::min(c0 + bc, cols)));

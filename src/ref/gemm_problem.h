@@ -58,7 +58,7 @@ struct Problem {
   // The e4m3 GEMV may apply each row's factor once per group instead of once per weight: the factor is constant
   // over a group (scales applied per group, or ue8m0 scale blocks at least a group wide, every scale in
   // [2^-100, 2^7]), so that scaling by powers of two moves no product, partial sum or tree sum out of the normal
-  // range (gemv-inl.h).
+  // range (src/cpu/gemv_blocks-inl.h, GemvBlock).
   bool e4m3_per_group = false;
   GemmOut out;
   bool accumulate = false;

@@ -1,5 +1,5 @@
-// Internal: the bulk cast kernels over one piece of an array, as the bulk casts (bulk.cc) call them. Built with
-// Highway (bulk_dispatch.cc): the SIMD element codec (bulk-inl.h) on this CPU's best target. Built without it (the
+// Internal: the bulk cast kernels over one piece of an array, as the bulk casts (src/ops/bulk.cc) call them. Built
+// with Highway (bulk.cc): the SIMD element codec (bulk-inl.h) on this CPU's best target. Built without it (the
 // WebAssembly page, bulk_scalar.cc): the scalar codec in a loop. Either way element i's code is encode(f, x[i], ...)
 // with stochastic_bits(run.seed, run.first_index + i).
 #pragma once
