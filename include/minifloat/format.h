@@ -118,10 +118,31 @@ inline constexpr Format ue4m3{"ue4m3", "E4M3 used as a positive scale (NVFP4)", 
 inline constexpr std::array<const Format*, 10> all_formats{&f32, &bf16, &f16, &e4m3, &e5m2,
                                                             &e3m2, &e2m3, &e2m1, &ue8m0, &ue4m3};
 
-// The format named `name` (minifloat's name, e.g. "e4m3"), or nullptr.
+// The ecosystem's spellings of the formats (ml_dtypes' and PyTorch's dtype names), accepted wherever a format is
+// named.
+struct FormatAlias {
+  std::string_view name;
+  const Format* format;
+};
+inline constexpr std::array<FormatAlias, 10> format_aliases{{{"float32", &f32},
+                                                             {"bfloat16", &bf16},
+                                                             {"float16", &f16},
+                                                             {"float8_e4m3fn", &e4m3},
+                                                             {"float8_e5m2", &e5m2},
+                                                             {"float6_e3m2fn", &e3m2},
+                                                             {"float6_e2m3fn", &e2m3},
+                                                             {"float4_e2m1fn", &e2m1},
+                                                             {"float4_e2m1fn_x2", &e2m1},
+                                                             {"float8_e8m0fnu", &ue8m0}}};
+
+// The format named `name` (minifloat's name, e.g. "e4m3", or an ecosystem spelling, e.g. "float8_e4m3fn"), or
+// nullptr.
 constexpr const Format* find_format(std::string_view name) {
   for (const Format* f : all_formats) {
     if (f->name == name) return f;
+  }
+  for (const FormatAlias& a : format_aliases) {
+    if (a.name == name) return a.format;
   }
   return nullptr;
 }

@@ -306,17 +306,27 @@ def test_loads_like_the_dequantized_model(tmp_path, arch, fmt, recipe):
 
 @pytest.mark.parametrize("fmt", ["modelopt", "minifloat", "compressed-tensors"])
 @pytest.mark.parametrize("held,recipe", [("mxfp4", "mxfp8"), ("nvfp4", "mxfp4")])
-def test_quantized_input_that_cannot_be_relaid_out(tmp_path, fmt, held, recipe):
-    """A quantized input whose scheme is not the recipe's target (it would need requantizing): refused, naming the
-    tensor, before anything is written, never copied under the wrong dialect's names."""
+def test_quantized_input_into_another_scheme_is_requantized_from_its_exact_values(tmp_path, fmt, held, recipe):
+    """A quantized input whose scheme is not the recipe's target: dequantized exactly first (code x scale, one
+    rounding to f32), then quantized once, so one pass writes the very codes and scales of dequantize --dtype f32
+    followed by convert; nothing is copied under the other dialect's names, and the config says what is held."""
     torch = need("torch")
     tiny_llama(torch, tmp_path / "src", exact_global_scale=True)
     convert(tmp_path / "src", tmp_path / "ct", held, "compressed-tensors")
-    r = minifloat("convert", tmp_path / "ct", tmp_path / "out", "--recipe", recipe, "--format", fmt)
-    assert r.returncode == 2, r.stderr
-    assert ".weight_packed' is already quantized (weight_packed + weight_scale" in r.stderr, r.stderr
-    assert f"not those --format {fmt} writes" in r.stderr and "nothing was written" in r.stderr, r.stderr
-    assert not (tmp_path / "out").exists()
+    one = convert(tmp_path / "ct", tmp_path / "one", recipe, fmt)
+    r = minifloat("dequantize", tmp_path / "ct", tmp_path / "f32", "--dtype", "f32")
+    assert r.returncode == 0, r.stderr
+    two = convert(tmp_path / "f32", tmp_path / "two", recipe, fmt)
+    assert sorted(one) == sorted(two)
+    assert not any(name.endswith(".weight_packed") for name in one) or fmt == "compressed-tensors"
+    compared = 0
+    for name, t in one.items():
+        if t.dtype == two[name].dtype and t.dtype not in (torch.bfloat16, torch.float32):  # codes and block scales
+            assert torch.equal(t.view(torch.uint8), two[name].view(torch.uint8)), name
+            compared += 1
+    assert compared >= LINEARS
+    config = json.loads((tmp_path / "one" / "config.json").read_text())
+    assert "quantization_config" in config
 
 
 @pytest.mark.parametrize("recipe", ["mxfp4", "mxfp8", "fp8-block"])

@@ -197,7 +197,8 @@ def test_gpt_oss_blocks_not_requantized(oss, tmp_path):
     r = minifloat("convert", root / "oss", tmp_path / "out", "--recipe", "nvfp4", "--format", "compressed-tensors")
     assert r.returncode == 2, r.stderr
     assert "experts.down_proj_blocks' is already quantized (X_blocks + X_scales pair" in r.stderr, r.stderr
-    assert "is nvfp4: convert re-lays out only" in r.stderr and "nothing was written" in r.stderr, r.stderr
+    assert "is nvfp4: --format compressed-tensors cannot hold it as it is" in r.stderr, r.stderr
+    assert "gpt-oss's expert blocks go to MXFP4 only" in r.stderr and "nothing was written" in r.stderr, r.stderr
     assert not (tmp_path / "out").exists()
 
 
