@@ -275,6 +275,11 @@ std::optional<Step> plan_pair(const SafetensorsFile& f, const QuantizedPair& p, 
   // minifloat's own forms stay as they are in minifloat's output when they hold the target's bytes.
   if (format == WriteFormat::minifloat && own && bytes_fit && recode == ScaleRecode::none) return std::nullopt;
   if (format == WriteFormat::gpt_oss) refuse_pair(f, p, target, format);  // experts are gathered in plan_gathers
+  // DeepSeek's config says what every pair of its output is (check_deepseek holds the recipe's schemes to it).
+  if (format == WriteFormat::deepseek && keep && !(held && recipe.hf_quantization &&
+                                                   detail::deepseek_config_holds(*recipe.hf_quantization, *held))) {
+    refuse_pair(f, p, target, format);
+  }
   if (bytes_fit && whole_blocks(p, *want)) return relaid_step(f, p, keep ? held->name : target, *want, recode, format, kind);
   if (keep) refuse_pair(f, p, target, format);
   return requantized_step(f, p, target, want, format, kind);

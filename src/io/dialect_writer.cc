@@ -324,6 +324,16 @@ void check_deepseek(const Recipe& r) {
           "formats that can express it: ", can));
 }
 
+bool deepseek_config_holds(const QuantizationConfig& q, const Scheme& s) {
+  if (s.tensor_scale) return false;
+  if (*s.element.format == e4m3) {
+    return s.block_rows == q.block_rows && s.block_cols == q.block_cols &&
+           *s.scale_format == (q.scale_fmt == "ue8m0" ? ue8m0 : f32);
+  }
+  return *s.element.format == e2m1 && q.expert_dtype == "fp4" && s.block_rows == 1 && s.block_cols == 32 &&
+         *s.scale_format == ue8m0;
+}
+
 std::optional<WrittenKind> ct_kind_of(const Scheme& s) {
   if (fp8_128x128(s)) return WrittenKind::fp8_block;  // ue8m0 scales written as F32: powers of two, exact
   return kind_of(s);

@@ -31,6 +31,10 @@ std::optional<WrittenKind> ct_kind_of(const Scheme& s);
 // express it otherwise.
 void check_deepseek(const Recipe& recipe);
 
+// Whether DeepSeek's quantization_config `q` says what scheme `s` is: FP8 e4m3 in q's blocks with its scale format
+// (ue8m0, or F32 when scale_fmt is absent), or (expert_dtype fp4) e2m1 in 1x32 blocks with ue8m0 scales.
+bool deepseek_config_holds(const QuantizationConfig& q, const Scheme& s);
+
 // A weight written in a dialect is a module's: its name ends in ".weight", which the dialects' names (weight_packed,
 // weight_scale) and configs (module names in ignore lists) are built from. Throws IoError naming it otherwise.
 void check_module_weight(WriteFormat format, const std::filesystem::path& file, const std::string& tensor);

@@ -9,7 +9,6 @@
 #include "file.h"
 #include "minifloat/checkpoint_ops.h"
 #include "minifloat/checkpoint_tensors.h"
-#include "minifloat/format.h"
 #include "minifloat/hf_config.h"
 
 namespace mf::io {
@@ -39,19 +38,6 @@ void write_merged_index(const Checkpoint& c, const fs::path& out, const fs::path
   write_index(dir / kIndexFileName, index);
 }
 
-// Whether DeepSeek's quantization_config `q` says what pair `p` holds: FP8 e4m3 in q's blocks with its scale format
-// (ue8m0, or F32 when scale_fmt is absent), or (expert_dtype fp4) e2m1 in 1x32 blocks with ue8m0 scales.
-bool deepseek_config_holds(const QuantizationConfig& q, const QuantizedPair& p) {
-  if (p.form != PairForm::deepseek) return false;
-  const Scheme& s = p.scheme;
-  if (*s.element.format == e4m3) {
-    return p.block_rows == q.block_rows && p.block_cols == q.block_cols &&
-           *s.scale_format == (q.scale_fmt == "ue8m0" ? ue8m0 : f32);
-  }
-  return *s.element.format == e2m1 && q.expert_dtype == "fp4" && p.block_rows == 1 && p.block_cols == 32 &&
-         *s.scale_format == ue8m0;
-}
-
 // The quantization_config of minifloat's own forms, from what the output shards hold: none when no pair is there;
 // the recipe's DeepSeek form when it says what every pair holds; else minifloat's declaration of the schemes held
 // (an NVFP4 or MXFP4 recipe, pairs kept from the input), so the output never reads as unquantized.
@@ -62,7 +48,8 @@ std::string own_config(std::string_view text, const Recipe& recipe, const std::v
     const SafetensorsFile f = read_safetensors(p);
     for (const QuantizedPair& pair : find_pairs(f)) {
       schemes.insert(pair.scheme_name);
-      deepseek = deepseek && deepseek_config_holds(*recipe.hf_quantization, pair);
+      deepseek = deepseek && pair.form == PairForm::deepseek &&
+                 detail::deepseek_config_holds(*recipe.hf_quantization, pair.scheme);
     }
   }
   if (schemes.empty()) return hf_config_with_quantization(text, std::nullopt);
