@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "minifloat/checkpoint_ops.h"
+#include "minifloat/checkpoint_commands.h"
 #include "minifloat/checkpoint_tensors.h"
 #include "minifloat/safetensors.h"
 

@@ -8,8 +8,9 @@
 
 #include "checkpoint_cli.h"
 #include "common.h"
-#include "minifloat/checkpoint_ops.h"
+#include "minifloat/checkpoint_commands.h"
 #include "minifloat/gguf.h"
+#include "minifloat/gguf_model.h"
 
 namespace mf::cli {
 
@@ -60,7 +61,7 @@ struct ConvertArgs {
 std::string error_table(const io::ConvertReport& r) {
   std::string out = fmt::format("{:<56} {:<24} {:>11} {:>11} {:>9}\n", "tensor", "target", "rmse", "max |err|",
                                 "rel rmse");
-  for (const io::TensorError& e : r.tensors) {
+  for (const io::TensorReport& e : r.tensors) {
     out += fmt::format("{:<56} {:<24} {:>11.4g} {:>11.4g} {:>8.3f}%\n", e.name, e.target, e.rmse, e.max_abs,
                        100 * e.rel_rmse);
   }

@@ -120,7 +120,7 @@ std::vector<std::string> scheme_names(const Args& a) {
 nlohmann::json report_json(const Scheme& s, const ErrorReport& r) {
   nlohmann::json row{{"scheme", s.name}, {"rule", to_string(s.rule)}, {"profile", to_string(s.profile)},
                      {"bits_per_value", r.bits_per_value}, {"stats", stats_json(r.total)}};
-  for (const BlockError& b : r.worst_blocks) {
+  for (const BlockReport& b : r.worst_blocks) {
     row["worst_blocks"].push_back({{"block_row", b.block_row}, {"block_col", b.block_col}, {"mse", number(b.mse)},
                                    {"max_abs_error", number(b.max_abs_error)}, {"amax", b.amax},
                                    {"scale_code", b.scale_code}});

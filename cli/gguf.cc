@@ -8,8 +8,9 @@
 
 #include "checkpoint_cli.h"
 #include "common.h"
-#include "minifloat/checkpoint_ops.h"
+#include "minifloat/checkpoint_commands.h"
 #include "minifloat/gguf.h"
+#include "minifloat/gguf_model.h"
 #include "minifloat/text.h"
 
 namespace mf::cli {

@@ -6,7 +6,7 @@
 
 #include "checkpoint_cli.h"
 #include "common.h"
-#include "minifloat/checkpoint_ops.h"
+#include "minifloat/checkpoint_commands.h"
 #include "minifloat/text.h"
 
 namespace mf::cli {

@@ -9,7 +9,7 @@
 
 #include "checkpoint_cli.h"
 #include "common.h"
-#include "minifloat/checkpoint_ops.h"
+#include "minifloat/checkpoint_commands.h"
 #include "minifloat/quantize.h"
 #include "minifloat/tensor_file.h"
 #include "minifloat/text.h"

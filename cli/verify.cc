@@ -5,7 +5,7 @@
 
 #include "checkpoint_cli.h"
 #include "common.h"
-#include "minifloat/checkpoint_ops.h"
+#include "minifloat/checkpoint_commands.h"
 
 namespace mf::cli {
 

@@ -16,7 +16,7 @@ export EMSDK_PYTHON="${EMSDK_PYTHON:-/usr/bin/python3}"
 sources=(
   web/wasm.cc
   src/formats/text.cc src/formats/describe.cc src/present/describe_json.cc src/present/picture.cc
-  src/blocks/scheme.cc src/blocks/blocking.cc src/blocks/pack.cc src/blocks/quantized_tensor.cc
+  src/blocks/scheme.cc src/blocks/rotation.cc src/blocks/blocking.cc src/blocks/pack.cc src/blocks/quantized_tensor.cc
   src/present/block_demo.cc src/ref/quantize_ref.cc src/ref/hadamard_ref.cc
   src/ops/bulk.cc src/cpu/bulk_scalar.cc
 )

@@ -19,7 +19,7 @@ flags=(-std=c++20 -O1 -g -fno-omit-frame-pointer -fsanitize=fuzzer,address,undef
 declare -A sources=(
   [safetensors_fuzz]="src/io/safetensors.cc src/io/json_checked.cc src/formats/text.cc"
   [index_fuzz]="src/io/index.cc src/io/json_checked.cc"
-  [hf_config_fuzz]="src/io/hf_config.cc"
+  [hf_config_fuzz]="src/checkpoint/hf_config.cc"
   [gguf_fuzz]="src/io/gguf.cc src/io/gguf_dequantize.cc"
 )
 corpus_of() { case "$1" in safetensors_fuzz) echo safetensors;; index_fuzz) echo index;; *) echo "${1%_fuzz}";; esac; }

@@ -22,7 +22,7 @@ struct ErrorStats {
   double clipped_fraction = 0;        // of the inputs, those beyond the largest value of their block (saturated)
 };
 
-struct BlockError {
+struct BlockReport {
   std::int64_t block_row = 0, block_col = 0;
   double mse = 0;
   double max_abs_error = 0;
@@ -34,7 +34,7 @@ struct ErrorReport {
   std::string scheme;
   double bits_per_value = 0;
   ErrorStats total;
-  std::vector<BlockError> worst_blocks;  // the blocks with the largest MSE, worst first
+  std::vector<BlockReport> worst_blocks;  // the blocks with the largest MSE, worst first
 };
 
 // Compare x (the tensor q was quantized from, q.count() values) with dequantize(q).

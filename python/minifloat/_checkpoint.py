@@ -1,4 +1,4 @@
-"""Whole checkpoints: convert a bf16/f16/f32 checkpoint to a quantized one, shard by shard (minifloat/checkpoint_ops.h;
+"""Whole checkpoints: convert a bf16/f16/f32 checkpoint to a quantized one, shard by shard (minifloat/checkpoint_commands.h;
 the same work as `minifloat convert`). The job-array arguments let many processes or machines share one conversion:
 job i of n converts the shards whose index is i modulo n, and one `merge` call writes the index and config.json."""
 import os

@@ -1,4 +1,4 @@
-// Whole checkpoints (minifloat/checkpoint_ops.h): convert one job's shards, merge a job array's index, and the
+// Whole checkpoints (minifloat/checkpoint_commands.h): convert one job's shards, merge a job array's index, and the
 // example checkpoint; a recipe's targets for tensor names (minifloat/recipe.h); a GGUF file's tensors dequantized
 // (minifloat/gguf.h). The Python side (minifloat/_checkpoint.py, minifloat/dask.py) decides which job does what.
 #include <nanobind/stl/string.h>
@@ -10,8 +10,9 @@
 
 #include "bindings.h"
 #include "minifloat/checkpoint.h"
-#include "minifloat/checkpoint_ops.h"
+#include "minifloat/checkpoint_commands.h"
 #include "minifloat/gguf.h"
+#include "minifloat/gguf_model.h"
 #include "minifloat/recipe.h"
 
 namespace mf::py {
@@ -24,7 +25,7 @@ nb::dict report_dict(const io::ConvertReport& r) {
   d["shards_written"] = r.shards_written;
   d["shards_skipped"] = r.shards_skipped;
   nb::list tensors;
-  for (const io::TensorError& t : r.tensors) {
+  for (const io::TensorReport& t : r.tensors) {
     nb::dict e;
     e["name"] = t.name;
     e["target"] = t.target;

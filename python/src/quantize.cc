@@ -100,7 +100,7 @@ nb::dict report_dict(const ErrorReport& r, const Scheme& s) {
   d["bits_per_value"] = r.bits_per_value;
   d["stats"] = stats_dict(r.total);
   nb::list worst;
-  for (const BlockError& b : r.worst_blocks) {
+  for (const BlockReport& b : r.worst_blocks) {
     nb::dict w;
     w["block_row"] = b.block_row;
     w["block_col"] = b.block_col;

@@ -242,6 +242,8 @@ int thread_count(const Problem& p, std::int64_t blocks) {
   return static_cast<int>(std::min<std::int64_t>(p.threads > 0 ? p.threads : omp_get_max_threads(), blocks));
 }
 
+}  // namespace
+
 void compute(Problem p) {
   if (p.m == 0 || p.n == 0) return;
   // The panel kernels read f32 weight scales; the GEMV and the reference read mxfp4's codes through their table.
@@ -270,23 +272,6 @@ void compute(Problem p) {
   fixed_columns(p, a, lda, mp, blocks, threads, parallel);
 }
 
-}  // namespace
 }  // namespace gemm
-
-void fp8_gemm(const QuantizedTensor& a, const QuantizedTensor& w, GemmOut out, const GemmOptions& o) {
-  gemm::compute(gemm::fp8_problem("fp8_gemm", a, w, out, o));
-}
-void fp4_gemm(const QuantizedTensor& a, const QuantizedTensor& w, GemmOut out, const GemmOptions& o) {
-  gemm::compute(gemm::fp4_problem(a, w, out, o));
-}
-void bf16_gemm(const std::uint16_t* a, const std::uint16_t* w, std::int64_t m, std::int64_t n, std::int64_t k,
-               GemmOut out, const GemmOptions& o) {
-  gemm::compute(gemm::plain_problem(a, nullptr, w, nullptr, m, n, k, out, o));
-}
-void f32_gemm(const float* a, const float* w, std::int64_t m, std::int64_t n, std::int64_t k, GemmOut out,
-              const GemmOptions& o) {
-  gemm::compute(gemm::plain_problem(nullptr, a, nullptr, w, m, n, k, out, o));
-}
-
 }  // namespace mf
 #endif  // HWY_ONCE

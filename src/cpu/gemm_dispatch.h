@@ -1,8 +1,16 @@
-// Internal: which per-target GEMM path Highway's dispatch runs, for the tests and benchmarks that check a target
-// reaches its own path (the public entry points are in include/minifloat/gemm.h).
+// Internal: the GEMM kernels' entry (compute, for src/ops/gemm.cc), and which per-target GEMM path Highway's dispatch
+// runs, for the tests and benchmarks that check a target reaches its own path (the public entry points are in
+// include/minifloat/gemm.h).
 #pragma once
 
+#include "../ref/gemm_problem.h"
+
 namespace mf::gemm {
+
+// The problem computed by the fastest path this target has (the GEMV, the column-lane tile, the panel kernels, or
+// the reference where only a real fma gives the definition's result), its columns spread over p.threads threads:
+// the kernels behind fp8_gemm, fp4_gemm, bf16_gemm and f32_gemm (src/ops/gemm.cc).
+void compute(Problem p);
 
 // The decode of the e4m3 GEMV (M = 1) on the target dispatch picks now: "tables" (AVX3_DL and newer: AVX512-VBMI's
 // byte tables, to f32 values that are never subnormal, for groups of whole 64-code lines; others go through fp16 as

@@ -1,5 +1,4 @@
 // The scalar reference Hadamard rotation: the definition that every fast path is tested against bit for bit.
-#include <bit>
 #include <cstddef>
 #include <stdexcept>
 #include <string>
@@ -7,17 +6,6 @@
 #include "minifloat/hadamard.h"
 
 namespace mf {
-
-void validate_rotate(std::size_t count, int n) {
-  if (n < 1 || n > kMaxRotateSize || !std::has_single_bit(static_cast<unsigned>(n))) {
-    throw std::invalid_argument("rotate: n = " + std::to_string(n) + " is not a power of two in [1, " +
-                                std::to_string(kMaxRotateSize) + "]");
-  }
-  if (count % static_cast<std::size_t>(n) != 0) {
-    throw std::invalid_argument("rotate: count = " + std::to_string(count) + " is not a multiple of n = " +
-                                std::to_string(n));
-  }
-}
 
 namespace ref {
 

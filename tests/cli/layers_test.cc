@@ -1,4 +1,5 @@
-// Data flows one way (docs/architecture.md): formats -> blocks -> ref -> cpu -> ops -> io -> present -> tools. Every
+// Data flows one way (docs/architecture.md): formats -> blocks -> ref -> cpu -> ops -> io -> checkpoint -> present ->
+// tools. Every
 // `#include "..."` of the library, the tools and the benchmarks is resolved to the layer it points into, and an
 // include that points to a later layer than its own file's fails, naming both files. Public headers belong to the
 // layer that defines what they declare (kPublicHeaders); a new one must be given a layer here.
@@ -18,13 +19,14 @@ namespace {
 namespace fs = std::filesystem;
 const fs::path kRoot = MF_SOURCE_DIR;
 
-enum Layer { formats, blocks, ref, cpu, ops, io, present, tools };
-constexpr const char* kLayerNames[] = {"formats", "blocks", "ref", "cpu", "ops", "io", "present", "tools"};
+enum Layer { formats, blocks, ref, cpu, ops, io, checkpoint, present, tools };
+constexpr const char* kLayerNames[] = {"formats", "blocks", "ref",        "cpu",     "ops",
+                                       "io",      "checkpoint", "present", "tools"};
 
 // Folders of the tree and their layers. tests/ is not here: a test may include whatever it checks.
 const std::map<std::string, Layer> kFolders = {
     {"src/formats", formats}, {"src/blocks", blocks}, {"src/ref", ref},   {"src/cpu", cpu},
-    {"src/ops", ops},         {"src/io", io},         {"src/present", present},
+    {"src/ops", ops},         {"src/io", io},         {"src/checkpoint", checkpoint}, {"src/present", present},
     {"cli", tools},           {"bench", tools},       {"python/src", tools}, {"web", tools},
 };
 
@@ -34,12 +36,15 @@ const std::map<std::string, Layer> kPublicHeaders = {
     {"describe.h", formats}, {"dtype.h", formats},
     // blocks of numbers
     {"scheme.h", blocks}, {"scale.h", blocks}, {"pack.h", blocks}, {"quantize.h", blocks},
-    {"error_report.h", blocks}, {"hadamard.h", blocks},
+    {"hadamard.h", blocks},
     // the GEMM's definition: operands, options and the reference beside the entry points
     {"gemm.h", ref},
-    {"kv.h", ops}, {"scale_layout.h", ops},
+    {"kv.h", ops}, {"scale_layout.h", ops}, {"error_report.h", ops},
+    // file containers
     {"npy.h", io}, {"safetensors.h", io}, {"gguf.h", io}, {"tensor_file.h", io}, {"checkpoint.h", io},
-    {"checkpoint_tensors.h", io}, {"checkpoint_ops.h", io}, {"hf_config.h", io}, {"recipe.h", io},
+    // the checkpoint tool
+    {"checkpoint_tensors.h", checkpoint}, {"checkpoint_commands.h", checkpoint}, {"hf_config.h", checkpoint},
+    {"recipe.h", checkpoint}, {"gguf_model.h", checkpoint},
     {"describe_json.h", present}, {"picture.h", present}, {"block_demo.h", present},
     {"minifloat.h", tools},  // everything
 };

@@ -1,4 +1,4 @@
-// The one rule inspect, verify, dequantize and convert share (src/io/quantization_rule.h, docs/checkpoints.md "Never
+// The one rule inspect, verify, dequantize and convert share (src/checkpoint/quantization_rule.h, docs/checkpoints.md "Never
 // silent"): a declared quantization is read in full or refused before anything is written, naming the method and
 // the first tensor; a tensor quantized by its dtype or name is never copied as a weight nor quantized as one; names
 // that look like scales but are a model family's parameters pass. The checkpoints are laid out as AutoAWQ (GEMM),

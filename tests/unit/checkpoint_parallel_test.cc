@@ -15,10 +15,10 @@
 #include <thread>
 #include <vector>
 
-#include "../../src/io/parallel.h"  // private: the pool itself is under test here
+#include "../../src/checkpoint/parallel.h"  // private: the pool itself is under test here
 #include "io_test_util.h"
 #include "minifloat/checkpoint.h"
-#include "minifloat/checkpoint_ops.h"
+#include "minifloat/checkpoint_commands.h"
 
 namespace mf::io {
 namespace {
@@ -182,7 +182,7 @@ void expect_same(const Outcome& a, const Outcome& b, const std::string& what) {
   }
   ASSERT_EQ(a.report.tensors.size(), b.report.tensors.size()) << what;
   for (std::size_t i = 0; i < a.report.tensors.size(); ++i) {
-    const TensorError &x = a.report.tensors[i], &y = b.report.tensors[i];
+    const TensorReport &x = a.report.tensors[i], &y = b.report.tensors[i];
     EXPECT_EQ(x.name, y.name) << what << " row " << i;
     EXPECT_EQ(x.target, y.target) << what << " row " << i;
     EXPECT_EQ(x.rmse, y.rmse) << what << " " << x.name;
@@ -239,7 +239,7 @@ TEST(ConvertParallel, RowsComeInShardThenDataOrder) {
     }
   }
   std::vector<std::string> got;
-  for (const TensorError& e : r.tensors) got.push_back(e.name);
+  for (const TensorReport& e : r.tensors) got.push_back(e.name);
   EXPECT_EQ(got, expected);
 }
 
@@ -247,7 +247,7 @@ TEST(ConvertParallel, RowsComeInShardThenDataOrder) {
 
 // Shard 3 of 4 holds a bf16 `w` beside a bf16 `w_scale_inv` that is no scale of it: quantizing `w` would write a
 // second `w_scale_inv`, and copying it would pass a scale-named tensor off as a weight. The quantization rule
-// (src/io/quantization_rule.h) refuses it before any shard is written, naming the tensor and the file, for 1 worker
+// (src/checkpoint/quantization_rule.h) refuses it before any shard is written, naming the tensor and the file, for 1 worker
 // as for 4. (A failure in a worker mid-run: AFailedCommitLeavesNoTemporaryFile below.)
 class ConvertParallelError : public ::testing::Test {
  protected:

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "io_test_util.h"
-#include "minifloat/checkpoint_ops.h"
+#include "minifloat/checkpoint_commands.h"
 #include "minifloat/checkpoint_tensors.h"
 #include "minifloat/codec.h"
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "io_test_util.h"
-#include "minifloat/checkpoint_ops.h"
+#include "minifloat/checkpoint_commands.h"
 #include "minifloat/recipe.h"
 #include "minifloat/safetensors.h"
 
@@ -67,7 +67,7 @@ TEST(ExpertRelayout, DeepSeekExpertsGatheredIntoGptOssBlocksAndSplitBack) {
   o.format = WriteFormat::gpt_oss;
   const ConvertReport r = convert_checkpoint(dir / "v4", dir / "oss", recipe_named("mxfp4"), o);
   ASSERT_EQ(r.tensors.size(), 2u);
-  for (const TensorError& t : r.tensors) {
+  for (const TensorReport& t : r.tensors) {
     EXPECT_EQ(t.target, "mxfp4 re-laid out") << t.name;
     EXPECT_EQ(t.max_abs, 0.0) << t.name;
   }

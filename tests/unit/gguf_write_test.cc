@@ -13,6 +13,7 @@
 
 #include "io_test_util.h"
 #include "minifloat/gguf.h"
+#include "minifloat/gguf_model.h"
 #include "minifloat/safetensors.h"
 
 namespace mf::io {

@@ -6,7 +6,7 @@
 #include <map>
 
 #include "dialect_pairs.h"
-#include "file.h"
+#include "../io/file.h"
 
 namespace mf::io {
 namespace {

@@ -1,5 +1,5 @@
 // Llama for convert --format gguf: config.json checked, and llama.cpp's names for its tensors (gguf_models.h).
-#include "file.h"
+#include "../../io/file.h"
 #include "gguf_models.h"
 
 namespace mf::io::detail {

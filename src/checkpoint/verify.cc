@@ -7,8 +7,8 @@
 #include <memory>
 
 #include "dialect_pairs.h"
-#include "file.h"
-#include "minifloat/checkpoint_ops.h"
+#include "../io/file.h"
+#include "minifloat/checkpoint_commands.h"
 #include "minifloat/checkpoint_tensors.h"
 #include "minifloat/codec.h"
 #include "minifloat/recipe.h"

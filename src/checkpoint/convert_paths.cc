@@ -5,7 +5,7 @@
 #include <array>
 #include <span>
 
-#include "file.h"
+#include "../io/file.h"
 
 namespace mf::io::detail {
 

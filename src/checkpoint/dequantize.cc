@@ -7,8 +7,8 @@
 #include <set>
 
 #include "convert_run.h"
-#include "file.h"
-#include "minifloat/checkpoint_ops.h"
+#include "../io/file.h"
+#include "minifloat/checkpoint_commands.h"
 #include "minifloat/checkpoint_tensors.h"
 #include "minifloat/recipe.h"
 #include "quantization_rule.h"

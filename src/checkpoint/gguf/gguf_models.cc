@@ -5,7 +5,7 @@
 
 #include "gguf_models.h"
 #include "minifloat/dtype.h"
-#include "file.h"
+#include "../../io/file.h"
 
 namespace mf::io::detail {
 

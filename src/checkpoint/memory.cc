@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <map>
 
-#include "minifloat/checkpoint_ops.h"
+#include "minifloat/checkpoint_commands.h"
 
 namespace mf::io {
 

@@ -7,7 +7,7 @@
 #include <cctype>
 #include <set>
 
-#include "file.h"
+#include "../io/file.h"
 #include "minifloat/recipe.h"
 
 namespace mf::io::detail {

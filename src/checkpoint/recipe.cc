@@ -3,7 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "file.h"
+#include "../io/file.h"
 
 namespace mf::io {
 namespace {

@@ -1,4 +1,4 @@
-// minifloat/checkpoint_ops.h: whole-checkpoint operations behind `minifloat inspect | convert | dequantize | verify |
+// minifloat/checkpoint_commands.h: whole-checkpoint operations behind `minifloat inspect | convert | dequantize | verify |
 // memory | make-example-checkpoint`. Each works tensor by tensor: inputs are memory-mapped (each tensor's pages
 // released after use) and each output tensor goes straight to its place in its shard's file (SafetensorsWriter).
 //
@@ -109,7 +109,7 @@ std::string_view to_string(WriteFormat f);
 // that can (called by convert_checkpoint before anything is written).
 void check_write_format(const Recipe& recipe, WriteFormat format);
 
-struct TensorError {
+struct TensorReport {
   std::string name, target;
   double rmse = 0, max_abs = 0, rel_rmse = 0;  // of the dequantized tensor against the input (quantized targets)
 };
@@ -132,7 +132,7 @@ struct ConvertOptions {
   WriteFormat format = WriteFormat::minifloat;  // convert: the dialect of the tensors and config written
 };
 struct ConvertReport {
-  std::vector<TensorError> tensors;
+  std::vector<TensorReport> tensors;
   std::uint64_t input_bytes = 0, output_bytes = 0;
   std::size_t shards_written = 0, shards_skipped = 0;
 };

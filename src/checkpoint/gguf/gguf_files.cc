@@ -2,11 +2,12 @@
 #include <cmath>
 #include <cstring>
 
-#include "file.h"
+#include "../../io/file.h"
 #include "minifloat/bulk.h"
-#include "minifloat/checkpoint_ops.h"
+#include "minifloat/checkpoint_commands.h"
 #include "minifloat/codec.h"
 #include "minifloat/gguf.h"
+#include "minifloat/gguf_model.h"
 
 namespace mf::io {
 namespace {

@@ -15,7 +15,7 @@
 #include <set>
 #include <stdexcept>
 
-#include "file.h"
+#include "../io/file.h"
 #include "minifloat/codec.h"
 #include "minifloat/scale.h"
 

@@ -9,18 +9,19 @@
 #include <set>
 #include <stdexcept>
 
-#include "dialect_pairs.h"
-#include "dialect_writer.h"
-#include "expert_relayout.h"
-#include "file.h"
+#include "../dialect_pairs.h"
+#include "../dialect_writer.h"
+#include "../expert_relayout.h"
+#include "../../io/file.h"
 #include "gguf_models.h"
-#include "json_checked.h"
+#include "../../io/json_checked.h"
 #include "minifloat/checkpoint_tensors.h"
 #include "minifloat/gguf.h"
+#include "minifloat/gguf_model.h"
 #include "minifloat/pack.h"
 #include "minifloat/quantize.h"
-#include "parallel.h"
-#include "tensor_values.h"
+#include "../parallel.h"
+#include "../tensor_values.h"
 
 namespace mf::io {
 namespace {
@@ -270,7 +271,7 @@ std::string reported(const std::string& hf, const Planned& p) {
 
 // Packed codes and their scales ([R, C/2] and [R, C/32] of the source `hf`), the planned split's rows taken, as ggml
 // blocks; the report's row.
-TensorError to_blocks(const SafetensorsFile& f, const Planned& p, std::vector<std::uint8_t>& codes,
+TensorReport to_blocks(const SafetensorsFile& f, const Planned& p, std::vector<std::uint8_t>& codes,
                       std::vector<std::uint8_t>& scales, const std::string& hf, std::vector<std::byte>& bytes) {
   take_rows(codes, p.inner / 2, p.stride, p.offset);
   take_rows(scales, p.inner / 32, p.stride, p.offset);
@@ -284,7 +285,7 @@ TensorError to_blocks(const SafetensorsFile& f, const Planned& p, std::vector<st
 
 // The pair's codes and scales, rows permuted for Q and K or split for gate and up, as ggml blocks: bytes moved, none
 // changed.
-TensorError relayout(const SafetensorsFile& f, const Planned& p, std::vector<std::byte>& bytes) {
+TensorReport relayout(const SafetensorsFile& f, const Planned& p, std::vector<std::byte>& bytes) {
   const auto rows = static_cast<std::uint64_t>(p.pair->shape[0]), cols = static_cast<std::uint64_t>(p.pair->shape[1]);
   std::vector<std::uint8_t> codes = copy_bytes(f.bytes(*p.in));
   std::vector<std::uint8_t> scales = copy_bytes(f.bytes(*f.find(p.pair->scale)));
@@ -299,14 +300,14 @@ TensorError relayout(const SafetensorsFile& f, const Planned& p, std::vector<std
 }
 
 // Per-expert weights' rows gathered as gpt-oss's fused tensor, then split as planned, as ggml blocks.
-TensorError regather(const SafetensorsFile& f, const Planned& p, std::vector<std::byte>& bytes) {
+TensorReport regather(const SafetensorsFile& f, const Planned& p, std::vector<std::byte>& bytes) {
   std::vector<std::uint8_t> codes, scales;
   detail::move_rows(f, *p.move, p.move->outputs[0], codes, scales);
   return to_blocks(f, p, codes, scales, p.move->reported, bytes);
 }
 
 // Tensor p's bytes as planned, and its error row for a lossy type.
-std::optional<TensorError> encode(const SafetensorsFile& f, const Planned& p, int threads, std::vector<float>& x,
+std::optional<TensorReport> encode(const SafetensorsFile& f, const Planned& p, int threads, std::vector<float>& x,
                                   std::vector<std::byte>& bytes) {
   if (p.pair) return relayout(f, p, bytes);
   if (p.move) return regather(f, p, bytes);
@@ -450,7 +451,7 @@ void write_planned(GgufInput& in, const std::vector<Planned>& plan, const Conver
   for (std::size_t k = 0; k < plan.size(); ++k) {
     const Planned& p = plan[k];
     SafetensorsFile& f = in.files[p.shard];
-    if (std::optional<TensorError> row = encode(f, p, threads, x, bytes)) report.tensors.push_back(std::move(*row));
+    if (std::optional<TensorReport> row = encode(f, p, threads, x, bytes)) report.tensors.push_back(std::move(*row));
     writer.write_tensor(k, bytes);
     if (p.offset + 1 < p.stride) continue;  // gate of a split: up reads the same tensors next
     done += release_inputs(f, p);

@@ -6,8 +6,8 @@
 
 #include "convert_paths.h"
 #include "dialect_writer.h"
-#include "file.h"
-#include "minifloat/checkpoint_ops.h"
+#include "../io/file.h"
+#include "minifloat/checkpoint_commands.h"
 #include "minifloat/checkpoint_tensors.h"
 #include "minifloat/hf_config.h"
 

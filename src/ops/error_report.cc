@@ -4,7 +4,7 @@
 #include <cmath>
 #include <vector>
 
-#include "blocking.h"
+#include "../blocks/blocking.h"
 #include "minifloat/hadamard.h"
 
 namespace mf {
@@ -47,7 +47,7 @@ ErrorReport error_report(const float* x, const QuantizedTensor& q, int worst_blo
   const std::vector<float> divisors = detail::load_divisors(q);
   const float max_elem = q.scheme.element.max();
   Sums total;
-  std::vector<BlockError> blocks(static_cast<std::size_t>(g.blocks()));
+  std::vector<BlockReport> blocks(static_cast<std::size_t>(g.blocks()));
   std::vector<std::int64_t> block_count(blocks.size(), 0);
   for (std::int64_t r = 0; r < g.rows; ++r) {
     for (std::int64_t c = 0; c < g.cols; ++c) {
@@ -71,7 +71,7 @@ ErrorReport error_report(const float* x, const QuantizedTensor& q, int worst_blo
         if (qv == 0) ++total.zeroed;
       }
       if (std::fabs(xs[i]) > static_cast<double>(max_elem) * divisors[b]) ++total.clipped;
-      BlockError& be = blocks[b];
+      BlockReport& be = blocks[b];
       be.mse += err * err;
       be.max_abs_error = std::max(be.max_abs_error, err);
       be.amax = std::max(be.amax, static_cast<float>(std::fabs(xv)));
@@ -86,7 +86,7 @@ ErrorReport error_report(const float* x, const QuantizedTensor& q, int worst_blo
   }
   const std::size_t k = std::min(blocks.size(), static_cast<std::size_t>(std::max(worst_blocks, 0)));
   std::partial_sort(blocks.begin(), blocks.begin() + static_cast<std::ptrdiff_t>(k), blocks.end(),
-                    [](const BlockError& a, const BlockError& b) { return a.mse > b.mse; });
+                    [](const BlockReport& a, const BlockReport& b) { return a.mse > b.mse; });
   blocks.resize(k);
   return {q.scheme.name, q.scheme.bits_per_value(), finish(total), std::move(blocks)};
 }

@@ -8,7 +8,7 @@
 #include <stdexcept>
 
 #include "dialect_pairs.h"
-#include "file.h"
+#include "../io/file.h"
 #include "minifloat/codec.h"
 #include "minifloat/text.h"
 

@@ -7,7 +7,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "file.h"
+#include "../io/file.h"
 #include "minifloat/codec.h"
 #include "minifloat/scheme.h"
 #include "minifloat/text.h"

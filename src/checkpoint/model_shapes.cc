@@ -6,8 +6,8 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 
-#include "file.h"
-#include "minifloat/checkpoint_ops.h"
+#include "../io/file.h"
+#include "minifloat/checkpoint_commands.h"
 #include "minifloat/codec.h"
 
 namespace mf::io {

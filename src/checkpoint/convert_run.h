@@ -14,7 +14,7 @@
 
 #include "dialect_writer.h"
 #include "expert_relayout.h"
-#include "minifloat/checkpoint_ops.h"
+#include "minifloat/checkpoint_commands.h"
 #include "minifloat/checkpoint_tensors.h"
 
 namespace mf::io::detail {

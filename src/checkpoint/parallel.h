@@ -1,4 +1,4 @@
-// src/io/parallel.h (private): the worker pool behind convert, dequantize, verify and inspect --stats, which run the
+// src/checkpoint/parallel.h (private): the worker pool behind convert, dequantize, verify and inspect --stats, which run the
 // tensors of all their shards at once while still failing the way a sequential loop would.
 #pragma once
 

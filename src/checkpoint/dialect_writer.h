@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "minifloat/checkpoint_ops.h"
+#include "minifloat/checkpoint_commands.h"
 #include "minifloat/safetensors.h"
 
 namespace mf::io::detail {

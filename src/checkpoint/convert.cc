@@ -10,8 +10,8 @@
 #include "dialect_pairs.h"
 #include "dialect_writer.h"
 #include "expert_relayout.h"
-#include "file.h"
-#include "minifloat/checkpoint_ops.h"
+#include "../io/file.h"
+#include "minifloat/checkpoint_commands.h"
 #include "minifloat/checkpoint_tensors.h"
 #include "tensor_values.h"
 

@@ -9,7 +9,7 @@
 #include <cstring>
 #include <vector>
 
-#include "minifloat/checkpoint_ops.h"
+#include "minifloat/checkpoint_commands.h"
 #include "minifloat/codec.h"
 #include "minifloat/safetensors.h"
 
@@ -40,7 +40,7 @@ inline void widen(const SafetensorsFile& f, const SafetensorsTensor& t, std::vec
 }
 
 // Four independent partial sums, so the loop is not one long dependency chain (a third of a convert otherwise).
-inline TensorError error_of(const std::string& name, const std::string& target, const std::vector<float>& x,
+inline TensorReport error_of(const std::string& name, const std::string& target, const std::vector<float>& x,
                      const std::vector<float>& y) {
   double se[4] = {0, 0, 0, 0}, sx[4] = {0, 0, 0, 0};
   float max_abs = 0;

@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "file.h"
+#include "../io/file.h"
 
 namespace mf::io {
 namespace {

@@ -7,8 +7,8 @@
 #include <memory>
 #include <utility>
 
-#include "file.h"
-#include "minifloat/checkpoint_ops.h"
+#include "../io/file.h"
+#include "minifloat/checkpoint_commands.h"
 #include "minifloat/checkpoint_tensors.h"
 #include "minifloat/codec.h"
 #include "parallel.h"

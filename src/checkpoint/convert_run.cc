@@ -13,7 +13,7 @@
 #include <set>
 
 #include "convert_paths.h"
-#include "file.h"
+#include "../io/file.h"
 #include "minifloat/bulk.h"
 #include "minifloat/codec.h"
 #include "minifloat/quantize.h"
@@ -188,7 +188,7 @@ std::span<const std::byte> bytes_of(const std::vector<std::uint8_t>& v) { return
 
 // A relayout step's tensors: codes and block scales are the bytes every dialect of the scheme holds (MoE experts:
 // whole rows of them regrouped), scales recoded exactly where the format keeps another scale format.
-TensorError produce_relayout(const SafetensorsFile& f, const Step& s, std::size_t k, SafetensorsWriter& w) {
+TensorReport produce_relayout(const SafetensorsFile& f, const Step& s, std::size_t k, SafetensorsWriter& w) {
   if (s.move) {
     std::vector<std::uint8_t> codes, scales;
     for (const detail::MovedTensor& out : s.move->outputs) {
@@ -196,7 +196,7 @@ TensorError produce_relayout(const SafetensorsFile& f, const Step& s, std::size_
       w.write_tensor(k++, bytes_of(codes));
       w.write_tensor(k++, bytes_of(scales));
     }
-    return TensorError{s.move->reported, s.target + " re-laid out", 0, 0, 0};
+    return TensorReport{s.move->reported, s.target + " re-laid out", 0, 0, 0};
   }
   w.write_tensor(k, f.bytes(*s.in));
   if (s.recode == ScaleRecode::none) {
@@ -205,7 +205,7 @@ TensorError produce_relayout(const SafetensorsFile& f, const Step& s, std::size_
     w.write_tensor(k + 1, recode_scales(f, *s.pair, s.recode, s.target));
   }
   if (s.scheme->tensor_scale) w.write_tensor(k + 2, std::as_bytes(std::span(&s.second, 1)));
-  return TensorError{s.pair->output, s.target + " re-laid out", 0, 0, 0};
+  return TensorReport{s.pair->output, s.target + " re-laid out", 0, 0, 0};
 }
 
 // The quantized tensor's codes, block scales and second level as step `s`'s format stores them: the packed codes and
@@ -229,7 +229,7 @@ void write_quantized(const SafetensorsFile& f, const Step& s, const QuantizedTen
 }
 
 // A step quantized by the recipe's scheme (gpt-oss's experts transposed first), with its error.
-TensorError produce_quantized(const SafetensorsFile& f, const Step& s, std::size_t k, SafetensorsWriter& w,
+TensorReport produce_quantized(const SafetensorsFile& f, const Step& s, std::size_t k, SafetensorsWriter& w,
                               int threads, Scratch& scratch) {
   const SafetensorsTensor& t = *s.in;
   std::vector<float>&x = scratch.x, &y = scratch.y;
@@ -261,7 +261,7 @@ TensorError produce_quantized(const SafetensorsFile& f, const Step& s, std::size
 
 // Step `s`'s output tensors, placed at spec `k` (and after it, for a quantized pair's scales); its error row, for
 // quantized targets. Safe to run for several steps of one shard at once: each writes only its own tensors.
-std::optional<TensorError> produce(const SafetensorsFile& f, const Step& s, std::size_t k, SafetensorsWriter& w,
+std::optional<TensorReport> produce(const SafetensorsFile& f, const Step& s, std::size_t k, SafetensorsWriter& w,
                                    bool bf16_out, int threads, Scratch& scratch) {
   const SafetensorsTensor& t = *s.in;
   if (s.relayout) return produce_relayout(f, s, k, w);
@@ -304,8 +304,8 @@ class Run {
   ConvertReport go() {
     detail::run_in_order(workers_, [this] { return next(); });
     // Rows in shard order, then data order, however the workers finished.
-    for (std::vector<std::optional<TensorError>>& shard : rows_) {
-      for (std::optional<TensorError>& row : shard) {
+    for (std::vector<std::optional<TensorReport>>& shard : rows_) {
+      for (std::optional<TensorReport>& row : shard) {
         if (row) report_.tensors.push_back(std::move(*row));
       }
     }
@@ -417,7 +417,7 @@ class Run {
   const Planner& plan_;
   const bool bf16_out_;
   const int workers_;
-  std::vector<std::vector<std::optional<TensorError>>> rows_;  // by shard, by step; each slot written by its job
+  std::vector<std::vector<std::optional<TensorReport>>> rows_;  // by shard, by step; each slot written by its job
   std::shared_ptr<ShardWork> current_;                         // next() state, under run_in_order's lock
   std::size_t shard_ = 0, step_ = 0;
   std::mutex mutex_;  // report_ counters, done_, ShardWork::left, scratch_

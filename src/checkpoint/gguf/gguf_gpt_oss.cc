@@ -1,7 +1,7 @@
 // gpt-oss for convert --format gguf, as llama.cpp's convert_hf_to_gguf writes it (GptOssModel, arch "gpt-oss"):
 // config.json checked, llama.cpp's names for its tensors, gate_up split into gate and up, and the gpt-oss.* metadata
 // (gguf_models.h).
-#include "file.h"
+#include "../../io/file.h"
 #include "gguf_models.h"
 
 namespace mf::io::detail {

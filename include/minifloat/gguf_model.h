@@ -1,0 +1,69 @@
+// minifloat/gguf_model.h: GGUF files as whole models: a Hugging Face checkpoint converted into one GGUF file that
+// llama.cpp loads (convert --format gguf), and a GGUF file dequantized into safetensors or verified as a checkpoint
+// (dequantize, verify). The file container itself (reading, writing, the block codecs) is gguf.h.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "minifloat/checkpoint_commands.h"
+#include "minifloat/gguf.h"
+#include "minifloat/recipe.h"
+
+namespace mf::io {
+
+// ---- a Hugging Face checkpoint as one GGUF file: convert --format gguf (src/checkpoint/gguf/gguf_convert.cc) ----
+
+// What each 2-D weight is written as: one ggml type for all (`type`: F32, F16, BF16 or Q8_0, as llama.cpp's
+// convert_hf_to_gguf --outtype), or (`recipe`) MXFP4 where the recipe quantizes, every scheme target of which must be
+// mxfp4, and the recipe's bf16 / f32 / keep elsewhere. 1-D tensors (norms, biases) are F32 either way, as llama.cpp
+// keeps them.
+struct GgufRecipe {
+  std::string name;
+  std::optional<GgufType> type;
+  std::optional<Recipe> recipe;
+};
+// "f32", "f16", "bf16", "q8_0", or a recipe (load_recipe: a name or a .json file). Throws RecipeError for an unknown
+// recipe and std::invalid_argument for one GGUF cannot express (nvfp4, fp8-*, mixed schemes), naming the formats
+// that can.
+GgufRecipe gguf_recipe(const std::string& name);
+bool is_gguf_type_name(std::string_view name);  // f32, f16, bf16, q8_0
+
+// A Llama checkpoint (config.json: architectures LlamaForCausalLM, or model_type llama) as one GGUF v3 file `out`
+// (a path ending in .gguf) that llama.cpp loads: llama.cpp's tensor names (token_embd, blk.N.attn_q, ...,
+// output_norm, output), Q and K rows permuted as convert_hf_to_gguf permutes them for llama's rotary embedding,
+// the llama.* metadata from config.json, general.file_type, and tokenizer.ggml.model "none" (no vocabulary is
+// converted: llama.cpp then loads the model without a tokenizer). Or a gpt-oss checkpoint (GptOssForCausalLM) as
+// convert_hf_to_gguf's GptOssModel writes it (arch gpt-oss): its MXFP4 experts (X_blocks, or per-expert weights of any
+// packed dialect) re-laid out into ggml MXFP4 blocks with codes and scales unchanged, gate_up split into
+// ffn_gate_exps and ffn_up_exps, the gpt-oss.* metadata (experts, sliding window, YaRN). Every tensor is planned and
+// every config field checked before the file is created; the file is written to a temporary name and renamed. Throws IoError
+// gguf_unsupported naming the architecture, config field or tensor it has no mapping for, and IoError /
+// std::invalid_argument for values a type cannot hold (naming the tensor). The report's rows: each tensor written
+// lossily (Q8_0, MXFP4, F16 or BF16 from wider values) with its error.
+ConvertReport convert_to_gguf(const std::filesystem::path& in, const std::filesystem::path& out,
+                              const GgufRecipe& recipe, const ConvertOptions& options = {});
+
+// ---- GGUF files as checkpoints (src/checkpoint/gguf/gguf_files.cc) ----
+
+struct GgufDequantizeReport {
+  std::size_t tensors = 0;
+  std::uint64_t input_bytes = 0, output_bytes = 0;
+};
+// Every tensor of `in` dequantized into the safetensors file `out` (F32, or BF16 rounded to nearest even), names and
+// shapes (numpy order) kept, written to a temporary name and renamed. Never silent: a tensor of a type minifloat
+// does not decode is an IoError (not_dequantizable) naming it, raised before anything is written.
+GgufDequantizeReport dequantize_gguf_file(const std::filesystem::path& in, const std::filesystem::path& out,
+                                          bool bf16);
+
+struct GgufVerifyReport {
+  std::size_t tensors = 0, decoded = 0;
+};
+// Every header check of read_gguf, then every decodable tensor's values: finite (a NaN or Inf Q8_0 scale, an
+// MXFP4 scale byte of 255, is named). Throws IoError or VerifyError (checkpoint_commands.h).
+GgufVerifyReport verify_gguf(const std::filesystem::path& path);
+
+}  // namespace mf::io

@@ -1,0 +1,24 @@
+// The GEMM's public entry points (gemm.h): each call's operands checked into one Problem (src/ref/gemm_problem.h),
+// then computed by the kernels (src/cpu/gemm.cc).
+#include "../cpu/gemm_dispatch.h"
+#include "../ref/gemm_problem.h"
+#include "minifloat/gemm.h"
+
+namespace mf {
+
+void fp8_gemm(const QuantizedTensor& a, const QuantizedTensor& w, GemmOut out, const GemmOptions& o) {
+  gemm::compute(gemm::fp8_problem("fp8_gemm", a, w, out, o));
+}
+void fp4_gemm(const QuantizedTensor& a, const QuantizedTensor& w, GemmOut out, const GemmOptions& o) {
+  gemm::compute(gemm::fp4_problem(a, w, out, o));
+}
+void bf16_gemm(const std::uint16_t* a, const std::uint16_t* w, std::int64_t m, std::int64_t n, std::int64_t k,
+               GemmOut out, const GemmOptions& o) {
+  gemm::compute(gemm::plain_problem(a, nullptr, w, nullptr, m, n, k, out, o));
+}
+void f32_gemm(const float* a, const float* w, std::int64_t m, std::int64_t n, std::int64_t k, GemmOut out,
+              const GemmOptions& o) {
+  gemm::compute(gemm::plain_problem(nullptr, a, nullptr, w, m, n, k, out, o));
+}
+
+}  // namespace mf
