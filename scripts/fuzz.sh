@@ -32,7 +32,7 @@ jobs=$(nproc)
 # the builds and runs are single-threaded, and in sequence they took twice the wall time on 2 cores.
 build_one() {
   local t=$1 bin="$out/$1" stale=0 d
-  local deps=(tests/fuzz/$t.cc ${sources[$t]} include/minifloat/*.h src/io/*.h)
+  local deps=(tests/fuzz/$t.cc ${sources[$t]} include/minifloat/*.h src/io/*.h src/checkpoint/*.h)
   [ -x "$bin" ] || stale=1
   for d in "${deps[@]}"; do [ "$stale" -eq 1 ] || [ "$d" -ot "$bin" ] || stale=1; done
   [ "$stale" -eq 1 ] || return 0
