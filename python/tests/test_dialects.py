@@ -90,7 +90,9 @@ def ct_checkpoint(torch, preset, out):
 @pytest.mark.parametrize("preset,fmt", [("NVFP4", "nvfp4-pack-quantized"), ("NVFP4A16", "nvfp4-pack-quantized"),
                                         ("MXFP4", "mxfp4-pack-quantized"), ("MXFP8", "mxfp8-quantized"),
                                         ("FP8", "float-quantized"), ("FP8_DYNAMIC", "float-quantized"),
-                                        ("FP8_BLOCK", "float-quantized"), ("FP8_CHANNEL_W_ONLY", "naive-quantized")])
+                                        ("FP8_BLOCK", "float-quantized"), ("FP8_CHANNEL_W_ONLY", "naive-quantized"),
+                                        ("W4A16", "pack-quantized"), ("W4A16_ASYM", "pack-quantized"),
+                                        ("W8A16", "pack-quantized"), ("W8A8", "int-quantized")])
 def test_compressed_tensors(tmp_path, preset, fmt):
     torch = need("torch")
     from compressed_tensors.compressors import BaseCompressor

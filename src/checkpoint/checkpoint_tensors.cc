@@ -186,6 +186,7 @@ std::string_view to_string(PairForm f) {
     case PairForm::packed: return "weight_packed + weight_scale";
     case PairForm::packed_global: return "weight_packed + weight_scale + weight_global_scale";
     case PairForm::blocks: return "X_blocks + X_scales";
+    case PairForm::integer: return "integer codes + weight_scale";
   }
   return "?";
 }

@@ -91,13 +91,18 @@ bool passed(const std::vector<std::string>& patterns, const std::string& name) {
   return std::any_of(patterns.begin(), patterns.end(), [&](const std::string& p) { return glob_match(p, name); });
 }
 
-// compressed-tensors' formats whose tensors minifloat reads (dialect_pairs.h), with float weights.
+// compressed-tensors' formats whose tensors minifloat reads (dialect_pairs.h): float weights in the FP8 and FP4
+// formats, integer weights of 2 to 8 bits packed into I32 words (pack-quantized) or stored as I8 (int-quantized,
+// naive-quantized).
 bool read_ct_group(const QuantGroup& g) {
   if (g.type.empty()) return true;  // quantizes no weights (activations or KV cache only)
   if (g.format == "dense") return true;
-  static constexpr std::array<const char*, 5> kRead{"float-quantized", "naive-quantized", "mxfp8-quantized",
-                                                    "mxfp4-pack-quantized", "nvfp4-pack-quantized"};
-  return g.type == "float" && std::find(kRead.begin(), kRead.end(), g.format) != kRead.end();
+  static constexpr std::array<const char*, 5> kFloat{"float-quantized", "naive-quantized", "mxfp8-quantized",
+                                                     "mxfp4-pack-quantized", "nvfp4-pack-quantized"};
+  if (g.type == "float") return std::find(kFloat.begin(), kFloat.end(), g.format) != kFloat.end();
+  const bool bits = g.num_bits >= 2 && g.num_bits <= 8;
+  if (g.format == "pack-quantized") return bits;
+  return (g.format == "int-quantized" || g.format == "naive-quantized") && g.num_bits == 8;
 }
 
 std::string upper(std::string s) {
@@ -131,7 +136,8 @@ Declaration declaration_of(const std::optional<HfConfig>& config) {
           d.not_read = cat("its config group '", g.name, "' stores ", g.type, g.num_bits ? cat(g.num_bits) : "",
                            " weights as '", g.format.empty() ? "(no format)" : g.format,
                            "', which minifloat does not read (it reads float-quantized, naive-quantized and "
-                           "mxfp8-quantized FP8, mxfp4-pack-quantized and nvfp4-pack-quantized)");
+                           "mxfp8-quantized FP8, mxfp4-pack-quantized and nvfp4-pack-quantized, pack-quantized "
+                           "integers of 2 to 8 bits, and int-quantized int8)");
           return d;
         }
       }

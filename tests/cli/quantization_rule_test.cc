@@ -108,7 +108,10 @@ void add_modelopt_nvfp4(std::vector<Tensor>& t, const std::string& m) {
 void add_ct_int4(std::vector<Tensor>& t, const std::string& m) {
   t.push_back(filled(m + ".weight_packed", DType::I32, {32, 8}));
   t.push_back(filled(m + ".weight_scale", DType::BF16, {32, 1}));
-  t.push_back(filled(m + ".weight_shape", DType::I64, {2}));
+  Tensor shape = filled(m + ".weight_shape", DType::I64, {2});
+  const std::int64_t rc[2] = {32, 64};
+  std::memcpy(shape.data.data(), rc, sizeof rc);
+  t.push_back(std::move(shape));
 }
 
 constexpr const char* kAwqConfig =
@@ -123,9 +126,10 @@ constexpr const char* kModeloptConfig =
 constexpr const char* kHfQuantConfig =
     R"({"producer": {"name": "modelopt", "version": "0.47.0"}, "quantization": {"quant_algo": "NVFP4",
         "group_size": 16, "exclude_modules": ["lm_head"]}})";
-constexpr const char* kCtInt4Config =
+// marlin-24: 2:4-sparse int4 for Marlin's kernels, a compressed-tensors format minifloat does not read.
+constexpr const char* kCtMarlinConfig =
     R"({"model_type": "llama", "quantization_config": {"quant_method": "compressed-tensors", "format":
-        "pack-quantized", "config_groups": {"group_0": {"targets": ["Linear"], "weights": {"num_bits": 4, "type": "int",
+        "marlin-24", "config_groups": {"group_0": {"targets": ["Linear"], "weights": {"num_bits": 4, "type": "int",
         "strategy": "group", "group_size": 64, "symmetric": true}}}, "ignore": ["lm_head"]}})";
 
 std::vector<Tensor> model_with(void (*add)(std::vector<Tensor>&, const std::string&)) {
@@ -183,12 +187,12 @@ TEST(QuantizationRule, AwqAndGptqTensorsWithoutAConfigAreRefusedByTheirNames) {
   }
 }
 
-TEST(QuantizationRule, CompressedTensorsPackQuantizedInt4IsRefusedNamingItsFormat) {
+TEST(QuantizationRule, CompressedTensorsFormatNotReadIsRefusedNamingIt) {
   TempDir dir;
-  write_checkpoint(dir / "in", model_with(add_ct_int4), kCtInt4Config);
+  write_checkpoint(dir / "in", model_with(add_ct_int4), kCtMarlinConfig);
   expect_refused_everywhere(dir, dir / "in",
                             {"config.json declares quantization 'compressed-tensors'", "'group_0' stores int4 weights "
-                             "as 'pack-quantized'", "'model.layers.0.mlp.down_proj.weight_packed' (I32 [32, 8])"});
+                             "as 'marlin-24'", "'model.layers.0.mlp.down_proj.weight_packed' (I32 [32, 8])"});
 }
 
 // inspect still lists the checkpoint, marking what it does not understand, and exits 2 with the same message.
@@ -333,7 +337,7 @@ const std::vector<Module> kModules{
     {"plain", true, add_plain},         {"deepseek-fp8", true, add_deepseek_fp8}, {"modelopt-nvfp4", true, add_modelopt_nvfp4},
     {"ct-nvfp4", true, add_ct_nvfp4},   {"hc-scale", true, add_hc_scale},         {"norm-scale", true, add_norm_scale},
     {"hash-table", true, add_hash_table}, {"awq", false, add_awq},                {"gptq", false, add_gptq},
-    {"ct-int4", false, add_ct_int4},    {"orphan-scale", false, add_orphan_scale}, {"orphan-fp8", false, add_orphan_fp8},
+    {"ct-int4", true, add_ct_int4},    {"orphan-scale", false, add_orphan_scale}, {"orphan-fp8", false, add_orphan_fp8},
     {"bnb", false, add_bnb}};
 
 struct Declaration {
@@ -347,6 +351,8 @@ const std::vector<Declaration> kDeclarations{
     {R"({"quant_method": "compressed-tensors", "format": "nvfp4-pack-quantized", "config_groups": {"g": {"targets":
         ["Linear"], "weights": {"num_bits": 4, "type": "float"}}}})", true},
     {R"({"quant_method": "compressed-tensors", "format": "pack-quantized", "config_groups": {"g": {"targets":
+        ["Linear"], "weights": {"num_bits": 4, "type": "int"}}}})", true},
+    {R"({"quant_method": "compressed-tensors", "format": "marlin-24", "config_groups": {"g": {"targets":
         ["Linear"], "weights": {"num_bits": 4, "type": "int"}}}})", false},
     {R"({"quant_method": "modelopt", "quant_algo": "NVFP4"})", true},
     {R"({"quant_method": "modelopt", "quant_algo": "INT4_AWQ"})", false},

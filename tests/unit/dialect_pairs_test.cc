@@ -88,6 +88,82 @@ TEST(DialectPairs, CompressedTensorsMxfp4) {
   EXPECT_EQ(v[31], -0.125f);
 }
 
+std::vector<std::byte> words(std::initializer_list<std::uint32_t> v) {
+  std::vector<std::byte> out;
+  for (const std::uint32_t w : v) {
+    for (int b = 0; b < 4; ++b) out.push_back(static_cast<std::byte>((w >> (8 * b)) & 0xff));
+  }
+  return out;
+}
+std::vector<std::byte> i64(std::initializer_list<std::int64_t> v) {
+  std::vector<std::byte> out;
+  for (const std::int64_t x : v) {
+    for (int b = 0; b < 8; ++b) out.push_back(static_cast<std::byte>((static_cast<std::uint64_t>(x) >> (8 * b)) & 0xff));
+  }
+  return out;
+}
+
+// compressed-tensors pack-quantized int4 (compressors/pack_quantized: element c of a row at bit 4c of the row's I32
+// words, stored as q + 8; value (q - zp) x scale[group]). One row of 16 columns in two groups of 8; the word
+// 0x76543210 holds the stored codes 0..7 (q = -8..-1), 0xFEDCBA98 the codes 8..15 (q = 0..7). Scales bf16 0.5 and
+// 2. With weight_g_idx (GPTQ's act-order), column c's group is g_idx[c], here mirrored: 1 for c < 8, 0 after.
+TEST(DialectPairs, CompressedTensorsPackQuantizedInt4WithGroupIndex) {
+  for (const bool g_idx : {false, true}) {
+    std::vector<Owned> t{{"m.weight_packed", DType::I32, {1, 2}, words({0x76543210u, 0xFEDCBA98u})},
+                         {"m.weight_scale", DType::BF16, {1, 2}, bf16({0.5f, 2.0f})},
+                         {"m.weight_shape", DType::I64, {2}, i64({1, 16})}};
+    if (g_idx) t.push_back({"m.weight_g_idx", DType::I32, {16}, words({1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0})});
+    const SafetensorsFile f = file_of(t);
+    const std::vector<QuantizedPair> pairs = find_pairs(f);
+    ASSERT_EQ(pairs.size(), 1u);
+    const QuantizedPair& p = pairs[0];
+    EXPECT_EQ(p.form, PairForm::integer);
+    EXPECT_EQ(p.bits, 4);
+    EXPECT_EQ(p.output, "m.weight");
+    EXPECT_EQ(p.scheme_name, "int4-1x8-bf16");
+    const std::vector<float> v = dequantize_pair(f, p);
+    ASSERT_EQ(v.size(), 16u);
+    for (int c = 0; c < 16; ++c) {
+      const float q = static_cast<float>(c - 8);
+      const float scale = (c < 8) != g_idx ? 0.5f : 2.0f;
+      EXPECT_EQ(v[c], q * scale) << c << (g_idx ? " with g_idx" : "");
+    }
+  }
+}
+
+// 3-bit codes cross word boundaries (32 consecutive elements in exactly 3 words): element 10 is bits 30..32, the
+// top two bits of word 0 and the lowest of word 1. Every stored code is 5 (q = 5 - 4 = 1) but element 10, 6 (q = 2);
+// per channel (one scale, f32 0.25), asymmetric: the zero point is packed along the rows as the codes are, here
+// one row's stored 3 (zp = -1), so the values are (q + 1) x 0.25.
+TEST(DialectPairs, CompressedTensorsPackQuantizedThreeBitsAcrossWordsWithZeroPoint) {
+  std::uint32_t w[3] = {0, 0, 0};
+  for (std::uint32_t c = 0; c < 32; ++c) {
+    const std::uint64_t code = c == 10 ? 6 : 5, at = 3 * c;
+    w[at / 32] |= static_cast<std::uint32_t>(code << (at % 32));
+    if (at % 32 > 29) w[at / 32 + 1] |= static_cast<std::uint32_t>(code >> (32 - at % 32));
+  }
+  const SafetensorsFile f = file_of({{"m.weight_packed", DType::I32, {1, 3}, words({w[0], w[1], w[2]})},
+                                     {"m.weight_scale", DType::F32, {1, 1}, f32(0.25f)},
+                                     {"m.weight_shape", DType::I64, {2}, i64({1, 32})},
+                                     {"m.weight_zero_point", DType::I32, {1, 1}, words({3})}});
+  const std::vector<QuantizedPair> pairs = find_pairs(f);
+  ASSERT_EQ(pairs.size(), 1u);
+  EXPECT_EQ(pairs[0].bits, 3);
+  EXPECT_EQ(pairs[0].zero_point, "m.weight_zero_point");
+  const std::vector<float> v = dequantize_pair(f, pairs[0]);
+  for (int c = 0; c < 32; ++c) EXPECT_EQ(v[c], (c == 10 ? 3 : 2) * 0.25f) << c;
+}
+
+// int-quantized int8 (W8A8): I8 codes, one bf16 scale per row.
+TEST(DialectPairs, CompressedTensorsInt8PerChannel) {
+  const SafetensorsFile f = file_of({{"m.weight", DType::I8, {2, 2}, bytes({0x7f, 0x81, 0xff, 0x01})},
+                                     {"m.weight_scale", DType::BF16, {2, 1}, bf16({0.5f, 4.0f})}});
+  const std::vector<QuantizedPair> pairs = find_pairs(f);
+  ASSERT_EQ(pairs.size(), 1u);
+  EXPECT_EQ(pairs[0].scheme_name, "int8-channel-bf16");
+  EXPECT_EQ(dequantize_pair(f, pairs[0]), (std::vector<float>{63.5f, -63.5f, -4.0f, 4.0f}));
+}
+
 TEST(DialectPairs, Fp8PerChannelBf16Scales) {
   // 2 x 2 e4m3 0x38 (1) and 0xb8 (-1); row scales bf16 0.5 and 3.
   const SafetensorsFile f = file_of({{"m.weight", DType::F8_E4M3, {2, 2}, bytes({0x38, 0xb8, 0x38, 0x38})},
