@@ -426,3 +426,29 @@ def test_nvfp4_global_scale_without_an_exact_reciprocal_is_not_relaid_out(tmp_pa
     assert "weight_global_scale" in r.stderr and "has no tensor scale that reproduces its values exactly" in r.stderr
     assert ".weight_packed'" in r.stderr and "nothing was written" in r.stderr, r.stderr
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("preset", ["W4A16", "W4A16_ASYM"])
+def test_integer_weights_convert_into_a_scheme(tmp_path, preset):
+    """compressed-tensors' integer weights into MXFP4: requantized from their exact values, so one pass writes what
+    dequantize --dtype f32 then convert writes; the output verifies and its config says what it holds."""
+    torch = need("torch")
+    ct_checkpoint(torch, preset, tmp_path / "ct")
+    r = minifloat("convert", tmp_path / "ct", tmp_path / "one", "--recipe", "mxfp4")
+    assert r.returncode == 0, r.stderr
+    f32 = dequantize(tmp_path / "ct", tmp_path / "f32", "f32")
+    assert f32
+    r = minifloat("convert", tmp_path / "f32", tmp_path / "two", "--recipe", "mxfp4")
+    assert r.returncode == 0, r.stderr
+    one, two = load(tmp_path / "one"), load(tmp_path / "two")
+    quantized = [k for k in one if k.endswith("_scale_inv")]
+    assert len(quantized) == 14
+    for k in quantized:
+        w = k[:-len("_scale_inv")]
+        assert torch.equal(one[w].view(torch.uint8), two[w].view(torch.uint8)), w
+        assert torch.equal(one[k].view(torch.uint8), two[k].view(torch.uint8)), k
+    assert not any(k.endswith(("weight_packed", "weight_shape", "weight_zero_point")) for k in one)
+    config = json.loads((tmp_path / "one" / "config.json").read_text())
+    assert config["quantization_config"] == {"quant_method": "minifloat", "schemes": ["e2m1-1x32-ue8m0-rceil"]}
+    v = minifloat("verify", tmp_path / "one")
+    assert v.returncode == 0, v.stderr
