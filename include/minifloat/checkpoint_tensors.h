@@ -38,7 +38,11 @@ namespace mf::io {
 //                 as q + 2^(b-1) from bit c x b of the row; P.weight_scale BF16/F16/F32 [R, G] or [R, 1];
 //                 P.weight_shape [2]; optional P.weight_zero_point I32 packed the same way along the rows, and
 //                 P.weight_g_idx I32 [C], the group of each column) and int-quantized (W I8 [R, C] + W_scale, an
-//                 optional W_zero_point I8 [R, G]); dequantized as P.weight
+//                 optional W_zero_point I8 [R, G]); AutoAWQ's GEMM layout (M.qweight I32 [C, R/8], 4-bit codes in
+//                 AWQ's interleaved nibble order, M.qzeros I32 [C/G, R/8] the same way, M.scales F16 [C/G, R]:
+//                 W[n, k] = (q - z) x s, transposed) and AutoGPTQ's (M.qweight I32 [C x b / 32, R] packed along the
+//                 inputs, M.qzeros I32 [C/G, R x b / 32] stored as zero - 1, M.scales F16 [C/G, R], M.g_idx I32 [C]);
+//                 dequantized as M.weight [R, C]
 enum class PairForm : std::uint8_t { deepseek, nvfp4, scaled, packed, packed_global, blocks, integer };
 std::string_view to_string(PairForm f);
 
@@ -51,6 +55,7 @@ struct QuantizedPair {
                                             // points, group index, weight_shape, ...)
   std::string zero_point, group_index;      // integer form: its zero points and column groups ("" when absent)
   int bits = 0;                             // integer form: bits per code
+  enum class Packing : std::uint8_t { compressed_tensors, awq, gptq } packing = Packing::compressed_tensors;
   Scheme scheme;                            // deepseek and nvfp4 forms: element, block and scale format as stored
   std::string scheme_name;                  // every form: e.g. e4m3-1x128-f32, e2m1-1x16-e4m3-global
   std::vector<std::int64_t> shape;          // the logical [R, C] (blocks: R counts the rows of every leading dim)

@@ -452,3 +452,45 @@ def test_integer_weights_convert_into_a_scheme(tmp_path, preset):
     assert config["quantization_config"] == {"quant_method": "minifloat", "schemes": ["e2m1-1x32-ue8m0-rceil"]}
     v = minifloat("verify", tmp_path / "one")
     assert v.returncode == 0, v.stderr
+
+
+# ---- AutoAWQ (GEMM) ----
+
+def test_autoawq_gemm_against_compressed_tensors_converter(tmp_path):
+    """AutoAWQ's GEMM tensors (qweight [C, R/8] in AWQ's interleaved nibble order, qzeros, scales F16), read by
+    minifloat, against compressed-tensors' own AutoAWQ converter followed by its pack-quantized decompressor: the
+    library's f16 result is the rounding of minifloat's exact f32 product, value for value."""
+    torch = need("torch")
+    need("compressed_tensors")
+    from safetensors.torch import save_file
+    from compressed_tensors.compressors import BaseCompressor
+    from compressed_tensors.entrypoints.convert.converters import AutoAWQConverter
+    from compressed_tensors.quantization import QuantizationArgs, QuantizationScheme
+    g = torch.Generator().manual_seed(3)
+    rows, cols, group = 64, 256, 128  # R outputs, C inputs
+    tensors = {}
+    for m in ("model.layers.0.mlp.down_proj", "model.layers.0.self_attn.q_proj"):
+        tensors[m + ".qweight"] = torch.randint(-2**31, 2**31 - 1, (cols, rows // 8), generator=g, dtype=torch.int32)
+        tensors[m + ".qzeros"] = torch.randint(-2**31, 2**31 - 1, (cols // group, rows // 8), generator=g,
+                                               dtype=torch.int32)
+        tensors[m + ".scales"] = (torch.rand(cols // group, rows, generator=g) * 0.01 + 0.001).to(torch.float16)
+    tensors["model.norm.weight"] = torch.ones(rows, dtype=torch.float16)
+    src = tmp_path / "awq"
+    src.mkdir()
+    save_file(tensors, str(src / "model.safetensors"))
+    (src / "config.json").write_text(json.dumps({"model_type": "llama", "torch_dtype": "float16", "quantization_config": {
+        "quant_method": "awq", "bits": 4, "group_size": group, "zero_point": True, "version": "gemm"}}))
+    out = dequantize(src, tmp_path / "f32", "f32")
+    converted = AutoAWQConverter(bits=4, group_size=group).process({k: v.clone() for k, v in tensors.items()})
+    scheme = QuantizationScheme(targets=["Linear"], weights=QuantizationArgs(
+        num_bits=4, type="int", strategy="group", group_size=group, symmetric=False))
+    compressor = BaseCompressor.get_value_from_registry("pack-quantized")
+    for m in ("model.layers.0.mlp.down_proj", "model.layers.0.self_attn.q_proj"):
+        parts = {k[len(m) + 1:]: v for k, v in converted.items() if k.startswith(m + ".")}
+        want = compressor.decompress(parts, scheme)["weight"]
+        assert want.shape == (rows, cols) and want.dtype == torch.float16
+        same_bits(torch, out[m + ".weight"].to(torch.float16), want, m)
+    r = minifloat("inspect", src)
+    assert r.returncode == 0 and "awq-int4-1x128-f16" in r.stdout, r.stdout + r.stderr
+    v = minifloat("verify", src)
+    assert v.returncode == 0, v.stderr

@@ -103,7 +103,9 @@ std::optional<QuantizedPair> match(const SafetensorsFile& file, const Safetensor
                                    std::vector<std::array<int, 2>>& fits) {
   fits.clear();
   const Format* element = element_of(w.dtype);
-  if (w.name.ends_with("_blocks") || w.name.ends_with(".weight_packed")) return detail::match_dialect_pair(file, w);
+  if (w.name.ends_with("_blocks") || w.name.ends_with(".weight_packed") || w.name.ends_with(".qweight")) {
+    return detail::match_dialect_pair(file, w);
+  }
   if (element == nullptr) return std::nullopt;
   const SafetensorsTensor* scale = file.find(w.name + "_scale_inv");
   const SafetensorsTensor* scale2 = nullptr;

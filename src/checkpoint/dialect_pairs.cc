@@ -255,6 +255,72 @@ std::optional<QuantizedPair> match_packed_int(const SafetensorsFile& f, const Sa
   return p;
 }
 
+// AutoAWQ (GEMM) and AutoGPTQ: M.qweight I32 + M.qzeros I32 + M.scales F16 (+ M.g_idx), told apart by the packed
+// dimension (AWQ packs 8 outputs per word: qweight [C, R/8]; GPTQ packs the inputs: qweight [C x b / 32, R]).
+std::optional<QuantizedPair> match_awq_gptq(const SafetensorsFile& f, const SafetensorsTensor& w) {
+  const std::string module = w.name.substr(0, w.name.size() - 8);
+  const SafetensorsTensor* s = f.find(module + ".scales");
+  const SafetensorsTensor* z = f.find(module + ".qzeros");
+  if (s == nullptr) return std::nullopt;
+  const std::string expected = "AutoAWQ GEMM (qweight I32 [C, R/8], qzeros I32 [C/G, R/8], scales F16 [C/G, R]) or "
+                               "AutoGPTQ (qweight I32 [C x b / 32, R], qzeros I32 [C/G, R x b / 32], scales [C/G, R])";
+  if (w.dtype != DType::I32 || w.shape.size() != 2 || s->shape.size() != 2 || !float_scale(s->dtype) ||
+      z == nullptr || z->dtype != DType::I32 || z->shape.size() != 2 || z->shape[0] != s->shape[0]) {
+    misfit(f, w, *s, expected);
+  }
+  const std::uint64_t groups = s->shape[0], rows = s->shape[1];  // R outputs
+  QuantizedPair p;
+  std::uint64_t cols = 0;
+  if (w.shape[1] * 8 == rows && z->shape[1] * 8 == rows) {  // AWQ: 4-bit, 8 outputs per word
+    p.packing = QuantizedPair::Packing::awq;
+    p.bits = 4;
+    cols = w.shape[0];
+  } else if (w.shape[1] == rows && rows > 0 && (z->shape[1] * 32) % rows == 0) {  // GPTQ
+    p.packing = QuantizedPair::Packing::gptq;
+    p.bits = static_cast<int>(z->shape[1] * 32 / rows);
+    if (p.bits < 2 || p.bits > 8) misfit(f, w, *s, expected);
+    cols = w.shape[0] * 32 / static_cast<std::uint64_t>(p.bits);
+    if (const SafetensorsTensor* g = f.find(module + ".g_idx"); g != nullptr && g->shape.size() == 1) {
+      cols = g->shape[0];
+    }
+    if ((cols * static_cast<std::uint64_t>(p.bits) + 31) / 32 != w.shape[0]) misfit(f, w, *s, expected);
+  } else {
+    misfit(f, w, *s, expected);
+  }
+  const std::uint64_t group = group_of(cols, groups);
+  if (group == 0) misfit(f, w, *s, expected);
+  const std::string name = p.packing == QuantizedPair::Packing::awq ? "awq" : "gptq";
+  const QuantizedPair base = row_pair(PairForm::integer, w.name, s->name, module + ".weight", {rows, cols}, group,
+                                      cat(name, "-int", p.bits, "-", groups == 1 ? std::string("channel")
+                                                                                 : cat("1x", group), "-",
+                                          scale_label(s->dtype)));
+  const auto packing = p.packing;
+  const int bits = p.bits;
+  p = base;
+  p.packing = packing;
+  p.bits = bits;
+  p.zero_point = z->name;
+  p.extras.push_back(z->name);
+  if (const SafetensorsTensor* g = f.find(module + ".g_idx")) {
+    if (!int_dtype(g->dtype) || g->shape != std::vector<std::uint64_t>{cols}) {
+      throw IoError(IoErrc::size_mismatch, f.path(), g->name,
+                    cat(dtype_name(g->dtype), " ", shape_text(g->shape), " is no group index of ", w.name, ": [",
+                        cols, "] expected"));
+    }
+    const std::span<const std::byte> b = f.bytes(*g);
+    for (std::uint64_t c = 0; c < cols; ++c) {
+      const std::int64_t v = int_at(*g, b, c);
+      if (v < 0 || static_cast<std::uint64_t>(v) >= groups) {
+        throw IoError(IoErrc::size_mismatch, f.path(), g->name,
+                      cat("input ", c, " is in group ", v, ", outside the ", groups, " groups of its scales"));
+      }
+    }
+    p.group_index = g->name;
+    p.extras.push_back(g->name);
+  }
+  return p;
+}
+
 // compressed-tensors int-quantized: W I8 [R, C] + W_scale (float [R, G] or [R, 1]), an optional W_zero_point.
 std::optional<QuantizedPair> match_int8(const SafetensorsFile& f, const SafetensorsTensor& w,
                                         const SafetensorsTensor& s) {
@@ -345,6 +411,7 @@ std::vector<float> transpose_last_two(const std::vector<float>& x, const std::ve
 
 std::optional<QuantizedPair> match_dialect_pair(const SafetensorsFile& file, const SafetensorsTensor& w) {
   if (w.name.ends_with("_blocks")) return match_blocks(file, w);
+  if (w.name.ends_with(".qweight")) return match_awq_gptq(file, w);
   if (w.name.ends_with(".weight_packed")) {
     return w.dtype == DType::I32 ? match_packed_int(file, w) : match_packed(file, w);
   }
@@ -378,6 +445,61 @@ std::uint32_t field(const std::byte* words, std::uint64_t at, int b) {
     two |= static_cast<std::uint64_t>(next) << 32;
   }
   return static_cast<std::uint32_t>((two >> (at % 32)) & ((1u << b) - 1));
+}
+
+// AutoAWQ's and AutoGPTQ's words (checkpoint_tensors.h): the code of output n, input k, and the zero point of
+// output n in group g, as each library packs them.
+constexpr std::array<int, 8> kAwqNibble{0, 4, 1, 5, 2, 6, 3, 7};  // AWQ_REVERSE_ORDER: output j of a word
+
+std::uint32_t word_at(const std::byte* words, std::uint64_t i) {
+  std::uint32_t v = 0;
+  std::memcpy(&v, words + 4 * i, 4);
+  return v;
+}
+
+// The b-bit field at bit `at` of the column `col` of a word matrix with `width` columns (packed down the rows).
+std::uint32_t field_down(const std::byte* words, std::uint64_t width, std::uint64_t col, std::uint64_t at, int b,
+                         std::uint64_t height) {
+  std::uint64_t two = word_at(words, (at / 32) * width + col);
+  if ((at % 32) + static_cast<std::uint64_t>(b) > 32 && at / 32 + 1 < height) {
+    two |= static_cast<std::uint64_t>(word_at(words, (at / 32 + 1) * width + col)) << 32;
+  }
+  return static_cast<std::uint32_t>((two >> (at % 32)) & ((1u << b) - 1));
+}
+
+std::vector<float> dequantize_awq_gptq(const SafetensorsFile& file, const QuantizedPair& p) {
+  const SafetensorsTensor& w = *file.find(p.weight);
+  const SafetensorsTensor& z = *file.find(p.zero_point);
+  const auto rows = static_cast<std::uint64_t>(p.shape[0]), cols = static_cast<std::uint64_t>(p.shape[1]);
+  const std::vector<float> scales = pair_scale_values(file, p);  // [groups, R]
+  const std::byte* q = file.bytes(w).data();
+  const std::byte* zp = file.bytes(z).data();
+  const SafetensorsTensor* g = p.group_index.empty() ? nullptr : file.find(p.group_index);
+  const int b = p.bits;
+  const std::uint32_t mask = (1u << b) - 1;
+  std::vector<float> out(rows * cols);
+  for (std::uint64_t k = 0; k < cols; ++k) {
+    const std::uint64_t grp = g ? static_cast<std::uint64_t>(int_at(*g, file.bytes(*g), k))
+                                : k / static_cast<std::uint64_t>(p.block_cols);
+    for (std::uint64_t n = 0; n < rows; ++n) {
+      std::int64_t code = 0, zero = 0;
+      if (p.packing == QuantizedPair::Packing::awq) {  // qweight [C, R/8], qzeros [G, R/8]: nibbles interleaved
+        const int shift = 4 * kAwqNibble[n % 8];
+        code = (word_at(q, k * (rows / 8) + n / 8) >> shift) & 15;
+        zero = (word_at(zp, grp * (rows / 8) + n / 8) >> shift) & 15;
+      } else {  // qweight [C b / 32, R] packed down the inputs; qzeros [G, R b / 32] along the outputs, zero - 1
+        code = field_down(q, rows, n, k * static_cast<std::uint64_t>(b), b, w.shape[0]);
+        const std::uint64_t at = n * static_cast<std::uint64_t>(b), zw = z.shape[1];
+        std::uint64_t two = word_at(zp, grp * zw + at / 32);
+        if ((at % 32) + static_cast<std::uint64_t>(b) > 32 && at / 32 + 1 < zw) {
+          two |= static_cast<std::uint64_t>(word_at(zp, grp * zw + at / 32 + 1)) << 32;
+        }
+        zero = static_cast<std::int64_t>((((two >> (at % 32)) & mask) + 1) & mask);
+      }
+      out[n * cols + k] = static_cast<float>(code - zero) * scales[grp * rows + n];
+    }
+  }
+  return out;
 }
 
 // (q - zero point) x scale: each difference an integer of at most 9 bits, so the product is exact in f32 for BF16
@@ -434,7 +556,10 @@ std::vector<float> dequantize_dialect_pair(const SafetensorsFile& file, const Qu
   const SafetensorsTensor* w = file.find(p.weight);
   const SafetensorsTensor* s = file.find(p.scale);
   if (w == nullptr || s == nullptr) throw IoError(IoErrc::invalid_tensor_entry, file.path(), p.weight, "pair is gone");
-  if (p.form == PairForm::integer) return dequantize_integer(file, p);
+  if (p.form == PairForm::integer) {
+    return p.packing == QuantizedPair::Packing::compressed_tensors ? dequantize_integer(file, p)
+                                                                    : dequantize_awq_gptq(file, p);
+  }
   const std::byte* codes = file.bytes(*w).data();
   const auto rows = static_cast<std::uint64_t>(p.shape[0]), cols = static_cast<std::uint64_t>(p.shape[1]);
   const auto br = static_cast<std::uint64_t>(p.block_rows), bc = static_cast<std::uint64_t>(p.block_cols);

@@ -130,6 +130,19 @@ Declaration declaration_of(const std::optional<HfConfig>& config) {
     case ConfigRules::deepseek: case ConfigRules::deepinfer: case ConfigRules::transformers_fp8:
     case ConfigRules::gpt_oss: case ConfigRules::minifloat:
       return d;
+    case ConfigRules::awq: case ConfigRules::gptq: {
+      // AutoAWQ's GEMM layout with 4-bit codes; AutoGPTQ's own layout (checkpoint_format gptq: zeros stored - 1) of
+      // 2 to 8 bits. Other versions (AWQ's gemv, gemv_fast, marlin; GPTQ's marlin, gptq_v2) pack otherwise.
+      const QuantGroup& g = c.groups.front();
+      const bool awq = c.rules == ConfigRules::awq;
+      if (awq ? g.format == "gemm" && g.num_bits == 4 : g.format == "gptq" && g.num_bits >= 2 && g.num_bits <= 8) {
+        return d;
+      }
+      d.not_read = cat("its ", awq ? "version" : "checkpoint_format", " '", g.format, "' with ", g.num_bits,
+                       "-bit codes is not a layout minifloat reads (", awq ? "AutoAWQ's gemm, 4 bits" :
+                       "AutoGPTQ's gptq, 2 to 8 bits", ")");
+      return d;
+    }
     case ConfigRules::compressed_tensors:
       for (const QuantGroup& g : c.groups) {
         if (!read_ct_group(g)) {
