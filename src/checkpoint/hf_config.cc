@@ -257,6 +257,15 @@ void check_modelopt(const Json& q, HfConfig& c) {
   if (!q.contains("quant_algo")) throw HfConfigError(HfErrc::missing_key, "Missing modelopt quantization key 'quant_algo'");
   c.scheme = string_or(q, d, "quant_algo", "");
   c.not_converted = string_list(q, d, q.contains("exclude_modules") ? "exclude_modules" : "ignore");
+  // MIXED_PRECISION: each quantized layer's own algorithm, one group per layer.
+  if (q.contains("quantized_layers") && !q.at("quantized_layers").is_null()) {
+    const Json& layers = q.at("quantized_layers");
+    if (!layers.is_object()) bad_type(d, "quantized_layers", "an object of module names", layers);
+    for (auto it = layers.begin(); it != layers.end(); ++it) {
+      if (!it.value().is_object()) bad_type(d, cat("quantized_layers.", it.key()), "an object", it.value());
+      c.groups.push_back({it.key(), string_or(it.value(), d, "quant_algo", ""), "", 0});
+    }
+  }
 }
 
 void check_dialect(const Json& q, HfConfig& c) {

@@ -156,12 +156,26 @@ Declaration declaration_of(const std::optional<HfConfig>& config) {
       }
       return d;
     case ConfigRules::modelopt: {
-      const std::string algo = upper(c.scheme);
-      for (const char* read : {"NVFP4", "FP8", "FP8_PB_WO", "MXFP8", "MXFP4"}) {
-        if (algo == read) return d;
+      const auto read = [](const std::string& algo) {
+        for (const char* r : {"NVFP4", "FP8", "FP8_PB_WO", "MXFP8", "MXFP4"}) {
+          if (upper(algo) == r) return true;
+        }
+        return false;
+      };
+      // MIXED_PRECISION: every layer's own algorithm (quantized_layers) must be one minifloat reads.
+      if (upper(c.scheme) == "MIXED_PRECISION" && !c.groups.empty()) {
+        for (const QuantGroup& g : c.groups) {
+          if (!read(g.format)) {
+            d.not_read = cat("its quantized layer '", g.name, "' has quant_algo '", g.format, "', not one minifloat "
+                             "reads (NVFP4, FP8, FP8_PB_WO, MXFP8, MXFP4)");
+            return d;
+          }
+        }
+        return d;
       }
+      if (read(c.scheme)) return d;
       d.not_read = cat("its quant_algo '", c.scheme, "' is not one minifloat reads (NVFP4, FP8, FP8_PB_WO, MXFP8, "
-                       "MXFP4)");
+                       "MXFP4; MIXED_PRECISION of those)");
       return d;
     }
     default: break;

@@ -414,6 +414,11 @@ const std::vector<Declaration> kDeclarations{
         ["Linear"], "weights": {"num_bits": 4, "type": "int"}}}})", false},
     {R"({"quant_method": "modelopt", "quant_algo": "NVFP4"})", true},
     {R"({"quant_method": "modelopt", "quant_algo": "INT4_AWQ"})", false},
+    {R"({"quant_method": "modelopt", "quant_algo": "MIXED_PRECISION", "quantized_layers": {
+        "model.layers.0.mlp.up_proj": {"quant_algo": "NVFP4", "group_size": 16},
+        "model.layers.1.mlp.up_proj": {"quant_algo": "FP8"}}})", true},
+    {R"({"quant_method": "modelopt", "quant_algo": "MIXED_PRECISION", "quantized_layers": {
+        "model.layers.0.mlp.up_proj": {"quant_algo": "W4A16_AWQ"}}})", false},
     {R"({"quant_method": "awq", "bits": 4})", true},
     {R"({"quant_method": "awq", "bits": 4, "version": "gemv_fast"})", false},
     {R"({"quant_method": "gptq", "bits": 4})", true},
