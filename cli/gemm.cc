@@ -12,6 +12,7 @@
 
 #include "common.h"
 #include "../bench/gemm_cases.h"
+#include "../src/cpu/thread_count.h"
 #include "minifloat/codec.h"
 #include "minifloat/gemm.h"
 #include "minifloat/quantize.h"
@@ -193,7 +194,7 @@ void print_bench_row(std::int64_t m, std::int64_t n, std::int64_t k, bool stream
 
 void gemm_bench(const BenchArgs& a) {
   mf::bench::rerun_with_fitting_blas_kernels();  // before anything is printed (the header names the kernels)
-  const int threads = a.threads > 0 ? a.threads : omp_get_max_threads();
+  const int threads = mf::cpu::thread_count(a.threads);
   if (a.reps < 1) throw UsageError("--reps must be positive");
   const std::vector<std::int64_t> ms = m_list(a.quick ? "1,8,128" : a.ms);
   mf::bench::set_threads(threads);

@@ -8,6 +8,7 @@
 #include "checkpoint_cli.h"
 #include "common.h"
 #include "minifloat/dtype.h"
+#include "minifloat/version.h"
 
 namespace {
 
@@ -81,7 +82,7 @@ int main(int argc, char** argv) {
   CLI::App app{"minifloat: exact low-precision number formats for LLM inference (FP8, FP6, FP4, BF16, scales)",
                "minifloat"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "minifloat 0.1.0");
+  app.set_version_flag("--version", "minifloat " + std::string(mf::kVersion));
   register_all(app);
   if (!known_subcommand(app, argc, argv)) return 2;
   return parse_and_run(app, argc, argv);

@@ -30,7 +30,7 @@ ln -sfn /usr/include/nlohmann "$inc/nlohmann"
 # Skip the compile when nothing it reads changed (the stamp lists the inputs' checksums).
 stamp="$out/.inputs"
 inputs="$(cd "$root" && cat "${sources[@]}" web/compat.h include/minifloat/*.h src/blocks/blocking.h \
-  src/cpu/bulk_dispatch.h src/cpu/element_codec.h "$0" | sha256sum)"
+  src/cpu/bulk_dispatch.h src/cpu/element_codec.h src/cpu/thread_count.h "$0" | sha256sum)"
 if [ ! -f "$out/minifloat.wasm" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$inputs" ]; then
   (cd "$root" && emcc -std=c++20 -O2 -fexceptions -Wall -Wextra -Werror -include web/compat.h -Iinclude -I"$inc" "${sources[@]}" \
      -sMODULARIZE=1 -sEXPORT_NAME=createMinifloat -sENVIRONMENT=web,node -sALLOW_MEMORY_GROWTH=1 \

@@ -13,7 +13,7 @@ Every number is computed by the C++ core (minifloat._core); this package convert
 """
 from ._checkpoint import checkpoint_shards, convert, make_example_checkpoint, merge
 from ._codec import decode, encode
-from ._core import formats
+from ._core import __version__, formats  # __version__: the core's, CMakeLists.txt's project()
 from ._ops import (KvCache, act_quant, fp4_gemm, fp8_gemm, kv_decode, kv_encode, kv_formats, kv_page_bytes, linear,
                    pack_scales, scale_layouts, unpack_scales)
 from ._quantize import QuantizedTensor, error_report, fake_quantize, quantize, rotate, schemes
@@ -22,4 +22,3 @@ __all__ = ["encode", "decode", "quantize", "fake_quantize", "error_report", "rot
            "QuantizedTensor", "act_quant", "fp8_gemm", "fp4_gemm", "linear", "kv_encode", "kv_decode", "kv_formats",
            "kv_page_bytes", "KvCache", "pack_scales", "unpack_scales", "scale_layouts", "convert", "merge",
            "make_example_checkpoint", "checkpoint_shards"]
-__version__ = "0.1.0"

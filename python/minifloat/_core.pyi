@@ -5,6 +5,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+__version__: str
+"""The core's version, from minifloat/version.h (the top CMakeLists.txt's project())."""
+
 def formats() -> list[dict[str, Any]]:
     """The library's format table: name, also, bits, sign/exponent/mantissa bits, bias, specials, limits, codes."""
 def scheme_names() -> list[str]: ...

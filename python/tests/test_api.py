@@ -1,12 +1,27 @@
 """The Python API itself: arguments, errors, shapes, views, stochastic rounding, metadata."""
+import importlib.metadata
+import re
+from pathlib import Path
+
 import ml_dtypes
 import numpy as np
 import pytest
 
 import minifloat
+import minifloat._core
 from conftest import assert_same
 
 RNG = np.random.default_rng(7)
+
+
+def test_version_is_the_projects():
+    """The version is written once, in the top CMakeLists.txt's project() line: __version__ comes from the core's
+    minifloat/version.h, the installed distribution's from pyproject.toml's regex over the same line."""
+    cmake = (Path(__file__).resolve().parents[2] / "CMakeLists.txt").read_text(encoding="utf-8")
+    project = re.search(r"project\(minifloat\s+VERSION\s+([0-9]+\.[0-9]+\.[0-9]+)", cmake)
+    assert project, "no project(minifloat VERSION x.y.z) in CMakeLists.txt"
+    assert minifloat.__version__ == minifloat._core.__version__ == project.group(1)
+    assert importlib.metadata.version("minifloat") == project.group(1)
 
 
 def test_formats_and_schemes_metadata():

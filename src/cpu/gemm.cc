@@ -19,6 +19,7 @@
 #include "../ref/gemm_problem.h"
 #include "column_queue.h"
 #include "gemm_dispatch.h"
+#include "thread_count.h"
 #include "thread_scratch.h"
 #include "minifloat/gemm.h"
 
@@ -239,7 +240,7 @@ std::int64_t padded_rows(std::int64_t m) {
 }
 
 int thread_count(const Problem& p, std::int64_t blocks) {
-  return static_cast<int>(std::min<std::int64_t>(p.threads > 0 ? p.threads : omp_get_max_threads(), blocks));
+  return static_cast<int>(std::min<std::int64_t>(cpu::thread_count(p.threads), blocks));
 }
 
 }  // namespace

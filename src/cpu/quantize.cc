@@ -14,6 +14,7 @@
 #include "minifloat/pack.h"
 #include "minifloat/quantize.h"
 #include "quantize_dispatch.h"
+#include "thread_count.h"
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "../src/cpu/quantize.cc"
@@ -58,9 +59,6 @@ QuantizeElement quantize_element(const Scheme& s) {
   if (!ec.is_int) ec.codec = saturating_codec(*s.element.format);
   return ec;
 }
-
-// 0 asks for OpenMP's default (all cores); num_threads() itself needs a positive count.
-static int thread_count(int requested) { return requested > 0 ? requested : omp_get_max_threads(); }
 
 float tensor_amax(const float* x, std::int64_t n, int threads) {
   std::uint32_t m = 0;

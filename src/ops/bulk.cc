@@ -1,10 +1,6 @@
 // Bulk casts: checks, threads over chunks, f64 / bf16 / f16 staged through f32 a piece at a time, packing; each
 // piece through the kernels of src/cpu/bulk_dispatch.h (the SIMD element codec on this CPU's best target, or the
 // scalar codec in a build without Highway).
-#ifdef _OPENMP
-#include <omp.h>
-#endif
-
 #include <cfenv>
 
 #include <algorithm>
@@ -12,6 +8,7 @@
 #include <string>
 
 #include "../cpu/bulk_dispatch.h"
+#include "../cpu/thread_count.h"
 #include "minifloat/bulk.h"
 #include "minifloat/pack.h"
 #include "minifloat/random.h"
@@ -34,12 +31,7 @@ bool streams(std::span<In> in, std::span<Out> out) {
 
 int thread_count(int requested, std::size_t n) {
   if (n < 2 * kChunk) return 1;
-#ifdef _OPENMP
-  return requested > 0 ? requested : omp_get_max_threads();
-#else
-  (void)requested;
-  return 1;  // a build without OpenMP: one thread
-#endif
+  return cpu::thread_count(requested);  // 1 in a build without OpenMP
 }
 
 // fn(begin, len) over [0, n) in chunks of kChunk elements, on `threads` threads when n is large.

@@ -1,13 +1,12 @@
 // The public block-quantization API: rotation, input widening and output narrowing around the fast path.
 #include "minifloat/quantize.h"
 
-#include <omp.h>
-
 #include <bit>
 #include <vector>
 
 #include "../blocks/blocking.h"
 #include "../cpu/quantize_dispatch.h"
+#include "../cpu/thread_count.h"
 #include "minifloat/codec.h"
 #include "minifloat/hadamard.h"
 #include "minifloat/pack.h"
@@ -60,7 +59,7 @@ void dequantize_bf16(const QuantizedTensor& q, std::uint16_t* out, int threads) 
   std::vector<float> wide(static_cast<std::size_t>(q.count()));
   dequantize(q, wide.data(), threads);
   const auto n = static_cast<std::int64_t>(wide.size());
-#pragma omp parallel for num_threads(threads > 0 ? threads : omp_get_max_threads()) schedule(static)
+#pragma omp parallel for num_threads(cpu::thread_count(threads)) schedule(static)
   for (std::int64_t i = 0; i < n; ++i) out[i] = static_cast<std::uint16_t>(encode(bf16, wide[i]));
 }
 

@@ -275,6 +275,20 @@ TEST(Help, EverySubcommandExitsZero) {
   expect_contains(run({"show", "--help"}).out, {"--formats", "--scale", "--json"});
 }
 
+// The version is written once, in the top CMakeLists.txt's project() line; --version prints it (minifloat/version.h).
+TEST(Version, IsTheProjectVersion) {
+  const std::string cmake = read_file(MF_SOURCE_DIR "/CMakeLists.txt");
+  const std::string key = "project(minifloat VERSION ";
+  const std::size_t at = cmake.find(key);
+  ASSERT_NE(at, std::string::npos) << "no '" << key << "' in CMakeLists.txt";
+  const std::size_t begin = at + key.size();
+  const std::string version = cmake.substr(begin, cmake.find_first_of(" \n)", begin) - begin);
+  ASSERT_FALSE(version.empty());
+  const Result r = run({"--version"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "minifloat " + version + "\n");
+}
+
 // ---- every error path: one line on stderr, exit 2, nothing on stdout ----
 
 TEST(Errors, UnparsableValueNamesTheLine) {

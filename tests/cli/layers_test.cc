@@ -34,6 +34,8 @@ const std::map<std::string, Layer> kPublicHeaders = {
     // numbers: formats as data, the scalar and bulk codecs, text, one number described
     {"format.h", formats}, {"codec.h", formats}, {"bulk.h", formats}, {"random.h", formats}, {"text.h", formats},
     {"describe.h", formats}, {"dtype.h", formats},
+    // the version: version.h.in, configured into the build tree as version.h; no layer's code, so any may include it
+    {"version.h.in", formats},
     // blocks of numbers
     {"scheme.h", blocks}, {"scale.h", blocks}, {"pack.h", blocks}, {"quantize.h", blocks},
     {"hadamard.h", blocks},

@@ -1,8 +1,10 @@
-// Uses the installed headers (constexpr codec) and the installed library (describe, text).
+// Uses the installed headers (constexpr codec, the generated version.h) and the installed library (describe, text).
 #include <cstdio>
 #include <minifloat/minifloat.h>
+#include <minifloat/version.h>
 
 static_assert(mf::encode(mf::e4m3, 0.3f) == 0x2a, "0.3 in e4m3 is 0 | 0101 | 010");
+static_assert(mf::kVersion == MF_VERSION_STRING && !mf::kVersion.empty());
 
 int main() {
   const mf::Description d = mf::describe(mf::e2m1, 0.3, 0.0625);
