@@ -10,13 +10,12 @@
 #include <thread>
 #include <vector>
 
+#include "../cpu/thread_count.h"
+
 namespace mf::io::detail {
 
-// `threads` workers, 0 (or less) meaning one per hardware thread.
-inline int worker_count(int threads) {
-  if (threads > 0) return threads;
-  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-}
+// `threads` workers, 0 (or less) meaning all: the library's one rule (src/cpu/thread_count.h).
+inline int worker_count(int threads) { return cpu::thread_count(threads); }
 
 // A job, or an empty function when no job is left.
 using Job = std::function<void()>;
