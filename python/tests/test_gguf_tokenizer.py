@@ -100,17 +100,26 @@ def smollm_tokenizer(tmp_path_factory):
 @pytest.mark.parametrize("vocab", [49152, 49160])
 def test_smollm2_tokenizer_as_llama_cpp_converts_it(tmp_path, smollm_tokenizer, vocab):
     """vocab 49152 is SmolLM2's own (and the converter's "granite small models" rule: add_bos_token false);
-    49160 makes the converter pad the vocabulary with [PAD{i}] tokens of type UNUSED."""
+    49160 makes the converter pad the vocabulary with [PAD{i}] tokens of type UNUSED, and its tokenizer_config.json
+    carries an added_tokens_decoder as transformers 4 wrote them, one token's flags changed (transformers takes
+    those)."""
     src = tmp_path / "src"
     tiny_llama(src, vocab, bos_token_id=1, eos_token_id=2)
     for f in smollm_tokenizer.iterdir():
         shutil.copy(f, src / f.name)
+    if vocab != 49152:
+        config = json.loads((src / "tokenizer_config.json").read_text())
+        added = json.loads((src / "tokenizer.json").read_text())["added_tokens"]
+        config["added_tokens_decoder"] = {str(a["id"]): {k: v for k, v in a.items() if k != "id"} for a in added}
+        config["added_tokens_decoder"]["3"]["special"] = False  # <repo_name>: USER_DEFINED, not CONTROL
+        (src / "tokenizer_config.json").write_text(json.dumps(config))
     got = assert_same_tokenizer(src, tmp_path)
     assert got["tokenizer.ggml.model"] == "gpt2" and got["tokenizer.ggml.pre"] == "smollm"
     assert len(got["tokenizer.ggml.tokens"]) == vocab
     assert "tokenizer.chat_template" in got
     if vocab != 49152:
         assert got["tokenizer.ggml.tokens"][-1] == f"[PAD{vocab - 1}]" and got["tokenizer.ggml.token_type"][-1] == 5
+        assert got["tokenizer.ggml.tokens"][3] == "<repo_name>" and got["tokenizer.ggml.token_type"][3] == 4
 
 
 # ---- SentencePiece: tokenizer.model, and the byte-fallback BPE tokenizer.json made from it ----

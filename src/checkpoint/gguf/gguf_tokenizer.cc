@@ -8,6 +8,7 @@
 #include <cctype>
 #include <cstring>
 #include <set>
+#include <unordered_map>
 
 #include "../../io/file.h"
 #include "../../io/json_checked.h"
@@ -168,6 +169,28 @@ HfTokenizer load_hf(const fs::path& file, Json json, const Json& config, const f
     t.added.push_back({a["content"].get<std::string>(), a["id"].get<std::uint32_t>(), a.value("special", false),
                        a.value("normalized", true), a.value("lstrip", false), a.value("rstrip", false),
                        a.value("single_word", false)});
+  }
+  // tokenizer_config.json's added_tokens_decoder: transformers adds each again, its flags replacing tokenizer.json's.
+  Json decoder = get(t.config, "added_tokens_decoder");
+  if (!decoder.is_object()) decoder = Json::object();
+  for (const auto& [key, data] : decoder.items()) {
+    if (!data.is_object() || !get(data, "content").is_string()) {
+      throw IoError(IoErrc::gguf_tokenizer, config_file, cat("'added_tokens_decoder' entry ", Json(key).dump(),
+                                                             " is not {content, ...}"));
+    }
+    AddedToken a{data["content"].get<std::string>(), 0, truthy(get(data, "special")), data.value("normalized", true),
+                 truthy(get(data, "lstrip")), truthy(get(data, "rstrip")), truthy(get(data, "single_word"))};
+    const auto it = std::find_if(t.added.begin(), t.added.end(), [&](const AddedToken& x) { return x.content == a.content; });
+    const std::optional<std::uint32_t> id = t.id_of(a.content);
+    if (!id || std::to_string(*id) != key) {
+      throw IoError(IoErrc::gguf_tokenizer, config_file,
+                    cat("'added_tokens_decoder' gives ", Json(a.content).dump(), " the id ", key, ", but ",
+                        file.filename().string(), id ? cat(" gives it ", *id) : std::string(" does not hold it"),
+                        " (transformers would give it another id)"));
+    }
+    a.id = *id;
+    if (it != t.added.end()) *it = a;
+    else t.added.push_back(a);
   }
   std::vector<std::pair<std::string, std::string>> specials;  // key, content
   for (const char* key : kNamedSpecials) {
@@ -509,6 +532,8 @@ std::uint64_t vocab_gpt2(const Files& f, std::uint64_t vocab_size, Meta& meta) {
                      "convert_hf_to_gguf table (get_vocab_base_pre), so tokenizer.ggml.pre cannot be chosen as "
                      "llama.cpp chooses it"));
   }
+  std::unordered_map<std::string_view, const AddedToken*> added;
+  for (const AddedToken& a : t.added) added.emplace(a.content, &a);
   std::vector<std::string> tokens;
   std::vector<std::int32_t> types;
   for (std::uint64_t i = 0; i < vocab_size; ++i) {
@@ -518,10 +543,10 @@ std::uint64_t vocab_gpt2(const Files& f, std::uint64_t vocab_size, Meta& meta) {
       continue;
     }
     std::string tok = *reverse[i];
-    const auto a = std::find_if(t.added.begin(), t.added.end(), [&](const AddedToken& x) { return x.content == tok; });
-    if (a == t.added.end()) {
+    const auto a = added.find(tok);
+    if (a == added.end()) {
       types.push_back(kNormal);
-    } else if (a->special || looks_special(tok)) {
+    } else if (a->second->special || looks_special(tok)) {
       types.push_back(kControl);  // a token that is not normalized is decoded back as itself
     } else {
       tok = spaces(tok);
