@@ -1058,6 +1058,8 @@ BpePre bpe_pre(const HfTokenizer& t) {
       else bpe.encode(p.text, out.ids);
     }
     transformers_post_process(t, out.ids);
+  } catch (const Json::exception& e) {
+    throw IoError(IoErrc::gguf_tokenizer, t.file, cat("a value of an unexpected type or shape (", e.what(), ")"));
   } catch (const Unsupported& e) {
     throw IoError(IoErrc::gguf_tokenizer, t.file,
                   cat("cannot reproduce llama.cpp's pre-tokenizer fingerprint (convert_hf_to_gguf's "

@@ -754,7 +754,9 @@ std::uint64_t vocab_llama_hf(const Files& f, Meta& meta) {
 
 }  // namespace
 
-std::optional<GgufTokenizer> gguf_tokenizer(const fs::path& dir, const Json& config, const GgufModel& m) {
+namespace {
+
+std::optional<GgufTokenizer> read_tokenizer(const fs::path& dir, const Json& config, const GgufModel& m) {
   Files f;
   f.dir = dir;
   f.model_config = &config;
@@ -823,6 +825,16 @@ std::optional<GgufTokenizer> gguf_tokenizer(const fs::path& dir, const Json& con
   }
   if (vocab_size == 49152) put(out.metadata, "tokenizer.ggml.add_bos_token", GgufValue::of_bool(false));  // "granite small models"
   return out;
+}
+
+}  // namespace
+
+std::optional<GgufTokenizer> gguf_tokenizer(const fs::path& dir, const Json& config, const GgufModel& m) {
+  try {
+    return read_tokenizer(dir, config, m);
+  } catch (const Json::exception& e) {  // a value of another type than the converter reads there
+    refuse(dir, cat("a tokenizer file holds a value of an unexpected type or shape (", e.what(), ")"));
+  }
 }
 
 }  // namespace mf::io::detail
