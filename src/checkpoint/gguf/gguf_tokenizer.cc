@@ -203,7 +203,9 @@ HfTokenizer load_hf(const fs::path& file, Json json, const Json& config, const f
       if (const std::optional<std::string> c = token_content(x)) specials.emplace_back(key, *c);
     }
   }
-  for (const auto& [key, content] : specials) {
+  for (const auto& special : specials) {
+    const std::string& key = special.first;
+    const std::string& content = special.second;
     const auto it = std::find_if(t.added.begin(), t.added.end(), [&](const AddedToken& a) { return a.content == content; });
     if (it != t.added.end()) {
       it->special = true;
