@@ -54,7 +54,7 @@ namespace {
 struct ConvertArgs {
   std::string in, out, recipe, format = "minifloat";
   std::size_t shard_index = 0, shard_count = 1;
-  bool resume = false, merge = false;
+  bool resume = false, merge = false, no_tokenizer = false;
   int threads = 0;
 };
 
@@ -78,9 +78,15 @@ void run_convert_gguf(const ConvertArgs& a) {
   o.threads = a.threads;
   ProgressBar bar("convert");
   o.progress = [&bar](std::uint64_t done, std::uint64_t total) { bar.update(done, total); };
-  const io::ConvertReport r = io::convert_to_gguf(a.in, a.out, recipe, o);
+  const io::ConvertReport r = io::convert_to_gguf(
+      a.in, a.out, recipe, o, a.no_tokenizer ? io::GgufTokenizerMode::none : io::GgufTokenizerMode::required);
   const io::GgufFile written = io::read_gguf(a.out);  // the architecture it was written as (llama, gpt-oss)
   const io::GgufValue* arch = written.find_metadata("general.architecture");
+  if (a.no_tokenizer) {
+    std::fprintf(stderr, "minifloat: warning: %s has no tokenizer (--no-tokenizer: tokenizer.ggml.model \"none\"): "
+                         "llama.cpp loads it, but none of its text tools runs without a vocabulary\n",
+                 a.out.c_str());
+  }
   write_stdout(error_table(r) + fmt::format("recipe {}: wrote {} (GGUF v3, {}); {} -> {}\n", recipe.name, a.out,
                                             arch ? arch->as_string().value_or("?") : "?",
                                             human_bytes(static_cast<double>(r.input_bytes)),
@@ -90,6 +96,7 @@ void run_convert_gguf(const ConvertArgs& a) {
 void run_convert(const ConvertArgs& a) {
   const io::WriteFormat format = io::write_format_named(a.format);
   if (format == io::WriteFormat::gguf) return run_convert_gguf(a);
+  if (a.no_tokenizer) throw UsageError("--no-tokenizer goes with --format gguf (the other formats copy no tokenizer)");
   if (io::is_gguf_type_name(a.recipe)) {
     throw UsageError(fmt::format("--recipe {} is a GGUF tensor type: it goes with --format gguf", a.recipe));
   }
@@ -150,6 +157,9 @@ void register_convert(CLI::App& app) {
   s->add_option("--shard-index", a->shard_index, "this job's index in a job array (Slurm, Kubernetes indexed jobs)");
   s->add_option("--shard-count", a->shard_count, "jobs in the array; job i converts shards i, i + N, ...");
   s->add_flag("--resume", a->resume, "keep output shards a previous run finished");
+  s->add_flag("--no-tokenizer", a->no_tokenizer,
+              "with --format gguf: write no vocabulary (tokenizer.ggml.model \"none\") on purpose; without it a "
+              "checkpoint with no tokenizer.json or tokenizer.model is refused");
   s->add_flag("--merge", a->merge, "after a job array: write OUT's index and config.json");
   s->add_option("--threads", a->threads, "worker threads over the tensors of all shards (default: all cores); output is the same for any count");
   s->callback([a] { run_convert(*a); });

@@ -139,6 +139,9 @@ enum class IoErrc : std::uint8_t {
   gguf_bad_row,            // dims[0] is not a multiple of the type's block size
   gguf_misaligned,         // a tensor offset that is not a multiple of the alignment
   gguf_unsupported,        // convert --format gguf: an architecture, config field or tensor it has no mapping for
+  gguf_tokenizer,          // convert --format gguf: a tokenizer file it cannot convert as llama.cpp's converter does
+                           // (ids past vocab_size, an unknown pre-tokenizer, a SentencePiece model that does not parse)
+  gguf_no_tokenizer,       // convert --format gguf: no tokenizer.json or tokenizer.model beside the checkpoint
 };
 
 // The io layer's one exception. what() reads "<file>: <detail>" or "<file>: tensor '<name>': <detail>".

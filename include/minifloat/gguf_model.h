@@ -32,11 +32,19 @@ struct GgufRecipe {
 GgufRecipe gguf_recipe(const std::string& name);
 bool is_gguf_type_name(std::string_view name);  // f32, f16, bf16, q8_0
 
+// What convert_to_gguf does about the tokenizer: `required` converts the checkpoint's tokenizer files (tokenizer.json,
+// tokenizer_config.json, tokenizer.model, ...) and refuses a checkpoint without any (IoError gguf_no_tokenizer, before
+// anything is written); `none` writes tokenizer.ggml.model "none" and no vocabulary on purpose (--no-tokenizer).
+enum class GgufTokenizerMode { required, none };
+
 // A Llama checkpoint (config.json: architectures LlamaForCausalLM, or model_type llama) as one GGUF v3 file `out`
 // (a path ending in .gguf) that llama.cpp loads: llama.cpp's tensor names (token_embd, blk.N.attn_q, ...,
 // output_norm, output), Q and K rows permuted as convert_hf_to_gguf permutes them for llama's rotary embedding,
-// the llama.* metadata from config.json, general.file_type, and tokenizer.ggml.model "none" (no vocabulary is
-// converted: llama.cpp then loads the model without a tokenizer). Or a gpt-oss checkpoint (GptOssForCausalLM) as
+// the llama.* metadata from config.json, general.file_type, and the tokenizer as convert_hf_to_gguf writes it
+// (tokenizer.ggml.* and tokenizer.chat_template: a BPE tokenizer.json as "gpt2" with tokenizer.ggml.pre chosen by
+// the converter's fingerprint table, a SentencePiece tokenizer.model or a byte-fallback BPE as "llama" with scores;
+// IoError gguf_tokenizer naming the file for one it cannot convert so, and for a token count that is not the
+// embedding's rows). Or a gpt-oss checkpoint (GptOssForCausalLM) as
 // convert_hf_to_gguf's GptOssModel writes it (arch gpt-oss): its MXFP4 experts (X_blocks, or per-expert weights of any
 // packed dialect) re-laid out into ggml MXFP4 blocks with codes and scales unchanged, gate_up split into
 // ffn_gate_exps and ffn_up_exps, the gpt-oss.* metadata (experts, sliding window, YaRN). Every tensor is planned and
@@ -45,7 +53,8 @@ bool is_gguf_type_name(std::string_view name);  // f32, f16, bf16, q8_0
 // std::invalid_argument for values a type cannot hold (naming the tensor). The report's rows: each tensor written
 // lossily (Q8_0, MXFP4, F16 or BF16 from wider values) with its error.
 ConvertReport convert_to_gguf(const std::filesystem::path& in, const std::filesystem::path& out,
-                              const GgufRecipe& recipe, const ConvertOptions& options = {});
+                              const GgufRecipe& recipe, const ConvertOptions& options = {},
+                              GgufTokenizerMode tokenizer = GgufTokenizerMode::required);
 
 // ---- GGUF files as checkpoints (src/checkpoint/gguf/gguf_files.cc) ----
 

@@ -32,7 +32,7 @@ def convert(oss, recipe):
     root = oss[0]
     out = root / f"oss-{recipe}.gguf"
     if not out.exists():
-        r = minifloat("convert", root / "oss", out, "--recipe", recipe, "--format", "gguf")
+        r = minifloat("convert", root / "oss", out, "--recipe", recipe, "--format", "gguf", "--no-tokenizer")
         assert r.returncode == 0, r.stderr
         # gate_up splits into gate and up, down goes as it is: three re-laid out per layer, none requantized
         assert r.stdout.count(" re-laid out") == 3 * LAYERS, r.stdout
@@ -137,7 +137,7 @@ def test_gpt_oss_gguf_experts_bit_identical(oss, recipe):
 
 def test_gpt_oss_gguf_refuses_unquantized_experts(oss, tmp_path):
     root = oss[0]
-    r = minifloat("convert", root / "src", tmp_path / "out.gguf", "--recipe", "bf16", "--format", "gguf")
+    r = minifloat("convert", root / "src", tmp_path / "out.gguf", "--recipe", "bf16", "--format", "gguf", "--no-tokenizer")
     assert r.returncode == 2, r.stderr
     assert "mlp.experts." in r.stderr and "not MXFP4 blocks" in r.stderr, r.stderr
     assert "--format gpt-oss --recipe mxfp4 first" in r.stderr, r.stderr
@@ -155,7 +155,7 @@ def test_gpt_oss_per_expert_weights_into_gguf(oss, fmt):
     r = minifloat("convert", root / "oss", root / f"split-{fmt}", "--recipe", recipe, "--format", fmt)
     assert r.returncode == 0, r.stderr
     out = root / f"split-{fmt}.gguf"
-    r = minifloat("convert", root / f"split-{fmt}", out, "--recipe", "bf16", "--format", "gguf")
+    r = minifloat("convert", root / f"split-{fmt}", out, "--recipe", "bf16", "--format", "gguf", "--no-tokenizer")
     assert r.returncode == 0, r.stderr
     assert r.stdout.count(" re-laid out") == 3 * LAYERS, r.stdout
     direct = {t.name: t for t in convert(oss, "bf16").tensors}
@@ -182,7 +182,7 @@ def test_gpt_oss_incomplete_experts_refused(oss, tmp_path):
     (tmp_path / "cut").mkdir()
     save_file(tensors, str(tmp_path / "cut" / "model.safetensors"))
     (tmp_path / "cut" / "config.json").write_bytes((tmp_path / "split" / "config.json").read_bytes())
-    r = minifloat("convert", tmp_path / "cut", tmp_path / "out.gguf", "--recipe", "bf16", "--format", "gguf")
+    r = minifloat("convert", tmp_path / "cut", tmp_path / "out.gguf", "--recipe", "bf16", "--format", "gguf", "--no-tokenizer")
     assert r.returncode == 2, r.stderr
     assert gone in r.stderr and "is missing" in r.stderr, r.stderr
     assert not (tmp_path / "out.gguf").exists()

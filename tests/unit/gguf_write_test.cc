@@ -258,7 +258,7 @@ std::string convert_error(const std::string& config, const std::vector<std::pair
 TEST(ConvertToGguf, WritesTheTinyLlama) {
   TempDir dir;
   tiny_llama(dir / "in", kLlamaConfig, llama_tensors());
-  const ConvertReport r = convert_to_gguf(dir / "in", dir / "out.gguf", gguf_recipe("q8_0"));
+  const ConvertReport r = convert_to_gguf(dir / "in", dir / "out.gguf", gguf_recipe("q8_0"), {}, GgufTokenizerMode::none);
   const GgufFile f = read_gguf(dir / "out.gguf");
   EXPECT_EQ(f.find("blk.0.attn_q.weight")->type, static_cast<std::uint32_t>(GgufType::Q8_0));
   EXPECT_EQ(f.find("blk.0.attn_k.weight")->dims, (Dims{64, 32}));
@@ -300,7 +300,7 @@ TEST(ConvertToGguf, AnMxfp4PairIsReLaidOutIntoGgmlBlocks) {
   SafetensorsWriter w(dir / "in" / "model.safetensors", specs);
   for (std::size_t i = 0; i < specs.size(); ++i) w.write_tensor(i, data[i]);
   w.commit();
-  const ConvertReport r = convert_to_gguf(dir / "in", dir / "out.gguf", gguf_recipe("mxfp4"));
+  const ConvertReport r = convert_to_gguf(dir / "in", dir / "out.gguf", gguf_recipe("mxfp4"), {}, GgufTokenizerMode::none);
   ASSERT_EQ(r.tensors.size(), 2u);
   EXPECT_EQ(r.tensors[0].name, q);
   EXPECT_EQ(r.tensors[0].target, "mxfp4 re-laid out");
@@ -413,7 +413,7 @@ std::vector<std::pair<std::string, Dims>> gpt_oss_tensors() {
 TEST(ConvertToGguf, GptOssNamesTypesAndMetadata) {
   TempDir dir;
   tiny_llama(dir / "in", kGptOssConfig, gpt_oss_tensors());
-  convert_to_gguf(dir / "in", dir / "out.gguf", gguf_recipe("q8_0"));
+  convert_to_gguf(dir / "in", dir / "out.gguf", gguf_recipe("q8_0"), {}, GgufTokenizerMode::none);
   const GgufFile f = read_gguf(dir / "out.gguf");
   const auto type = [&f](const char* name) { return f.find(name) ? static_cast<int>(f.find(name)->type) : -1; };
   EXPECT_EQ(type("blk.0.attn_q.weight"), static_cast<int>(GgufType::Q8_0));

@@ -14,6 +14,7 @@
 #include "../expert_relayout.h"
 #include "../../io/file.h"
 #include "gguf_models.h"
+#include "gguf_tokenizer.h"
 #include "../../io/json_checked.h"
 #include "minifloat/checkpoint_tensors.h"
 #include "minifloat/gguf.h"
@@ -412,6 +413,31 @@ void plan_shard(const GgufInput& in, std::size_t i, const detail::GgufModel& m, 
   for (const detail::ExpertMove& move : in.gathers[i]) plan_gather(in.files[i], i, move, m, plan);
 }
 
+// The tokenizer's metadata (tokenizer.ggml.model "none" with --no-tokenizer), its token count checked against the
+// embedding's rows (llama.cpp's n_vocab is the token count, and token_embd must have that many rows).
+std::vector<std::pair<std::string, GgufValue>> tokenizer_metadata(const Checkpoint& c, const Json& config,
+                                                                 const detail::GgufModel& m,
+                                                                 const std::vector<Planned>& plan,
+                                                                 GgufTokenizerMode mode) {
+  if (mode == GgufTokenizerMode::none) return {{"tokenizer.ggml.model", GgufValue::of_string("none")}};
+  std::optional<detail::GgufTokenizer> tok = detail::gguf_tokenizer(c.directory.empty() ? fs::path(".") : c.directory,
+                                                                    config, m);
+  if (!tok) {
+    throw IoError(IoErrc::gguf_no_tokenizer, c.directory.empty() ? fs::path(".") : c.directory,
+                  "no tokenizer.json or tokenizer.model beside the checkpoint: llama.cpp loads a GGUF without a "
+                  "vocabulary but none of its text tools runs; add the tokenizer files, or pass --no-tokenizer to "
+                  "write tokenizer.ggml.model \"none\" on purpose");
+  }
+  for (const Planned& p : plan) {
+    if (p.spec.name == "token_embd.weight" && p.spec.dims.size() == 2 && p.spec.dims[1] != tok->tokens) {
+      throw IoError(IoErrc::gguf_tokenizer, tok->file,
+                    cat(tok->tokens, " tokens, but token_embd (", p.in->name, ") has ", p.spec.dims[1],
+                        " rows: llama.cpp needs one row per token"));
+    }
+  }
+  return std::move(tok->metadata);
+}
+
 // llama.cpp cannot load a model without its embeddings and final norm.
 void check_needed(const Checkpoint& c, const std::vector<Planned>& plan) {
   std::set<std::string> names;
@@ -462,7 +488,7 @@ void write_planned(GgufInput& in, const std::vector<Planned>& plan, const Conver
 }  // namespace
 
 ConvertReport convert_to_gguf(const fs::path& in, const fs::path& out, const GgufRecipe& recipe,
-                              const ConvertOptions& options) {
+                              const ConvertOptions& options, GgufTokenizerMode tokenizer) {
   if (recipe.type.has_value() == recipe.recipe.has_value()) {
     throw std::invalid_argument("convert_to_gguf: a GgufRecipe has a type or a recipe (gguf_recipe makes one)");
   }
@@ -479,12 +505,16 @@ ConvertReport convert_to_gguf(const fs::path& in, const fs::path& out, const Ggu
   std::vector<Planned> plan;
   for (std::size_t i = 0; i < input.files.size(); ++i) plan_shard(input, i, m, recipe, plan);
   check_needed(c, plan);
+  std::vector<std::pair<std::string, GgufValue>> tok = tokenizer_metadata(c, config, m, plan, tokenizer);
   std::vector<GgufTensorSpec> specs;
   for (const Planned& p : plan) specs.push_back(p.spec);
   std::error_code ec;
   const fs::path dir = fs::weakly_canonical(c.directory.empty() ? fs::path(".") : c.directory, ec);
   fs::create_directories(out.parent_path().empty() ? fs::path(".") : out.parent_path());
-  GgufWriter writer(out, detail::gguf_metadata(m, file_type(recipe), dir.filename().string()), std::move(specs));
+  std::vector<std::pair<std::string, GgufValue>> metadata =
+      detail::gguf_metadata(m, file_type(recipe), dir.filename().string());
+  metadata.insert(metadata.end(), std::make_move_iterator(tok.begin()), std::make_move_iterator(tok.end()));
+  GgufWriter writer(out, std::move(metadata), std::move(specs));
   write_planned(input, plan, options, writer, report);
   writer.commit();
   report.output_bytes = writer.bytes_total();

@@ -83,7 +83,6 @@ std::vector<std::pair<std::string, GgufValue>> gpt_oss_metadata(const GgufModel&
   out.emplace_back("gpt-oss.expert_feed_forward_length", V::of_u32(m.n_ff));
   out.emplace_back("gpt-oss.vocab_size", V::of_u32(m.n_vocab));
   out.emplace_back("general.quantization_version", V::of_u32(2));  // GGML_QNT_VERSION
-  out.emplace_back("tokenizer.ggml.model", V::of_string("none"));
   return out;
 }
 

@@ -166,7 +166,6 @@ std::vector<std::pair<std::string, GgufValue>> gguf_metadata(const GgufModel& m,
   out.emplace_back("llama.vocab_size", V::of_u32(m.n_vocab));
   out.emplace_back("llama.rope.dimension_count", V::of_u32(m.head_dim));
   out.emplace_back("general.quantization_version", V::of_u32(2));  // GGML_QNT_VERSION
-  out.emplace_back("tokenizer.ggml.model", V::of_string("none"));
   return out;
 }
 

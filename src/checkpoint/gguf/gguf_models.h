@@ -52,7 +52,8 @@ std::string gguf_mapped(const GgufModel& m);
 // True for a tensor llama.cpp keeps in F32 whatever the requested type (biases, the MoE router).
 bool gguf_keeps_f32(const GgufModel& m, std::string_view gguf_name);
 
-// The metadata llama.cpp reads for `m`; file_type: llama_ftype of the weights.
+// The metadata llama.cpp reads for `m` but the tokenizer's (gguf_tokenizer.h); file_type: llama_ftype of the
+// weights.
 std::vector<std::pair<std::string, GgufValue>> gguf_metadata(const GgufModel& m, std::uint32_t file_type,
                                                             const std::string& model_name);
 
