@@ -209,7 +209,7 @@ void verify_job(Shard& s, std::size_t j) {
     return;
   }
   const QuantizedPair& p = s.pairs[j];
-  if (p.form == PairForm::deepseek || p.form == PairForm::nvfp4) {
+  if (p.form == PairForm::deepseek || p.form == PairForm::deepseek_v4 || p.form == PairForm::nvfp4) {
     const QuantizedTensor q = read_pair(s.file, p);
     check_scales(q, p.weight, p.scale);
     check_codes(q, p.weight);
