@@ -190,7 +190,7 @@ struct TensorInfo {
   DType dtype;
   std::vector<std::uint64_t> shape;
   std::uint64_t bytes = 0;
-  std::string role;  // "weight of <scheme>", "scale of W", "tensor scale of W", or "" for a plain tensor
+  std::string role;  // "weight of <scheme> (<pair form>)", "scale of W", "tensor scale of W", or "" for a plain one
   std::uint64_t params = 0;  // logical elements (scales count 0: they are overhead)
   // --stats, floating tensors and dequantized pairs: over the values
   std::optional<double> min, max, mean, rms;
@@ -202,6 +202,10 @@ struct InspectReport {
   std::uint64_t params = 0, bytes = 0;
   std::optional<HfConfig> config;  // when config.json is there
   std::string scheme_summary;      // "fp8-128x128 x 12, e2m1-1x32-ue8m0-rceil x 24" or "none"
+  // The published family the pairs' forms (and config.json) name, "" when they name none: "DeepSeek-V4 as released
+  // (X.weight + X.scale): ...", "DeepSeek-V4.1 ...", "Qwen FP8 release (... BF16 block scales) x N", "transformers
+  // FineGrainedFP8 per tensor ... x N", "DeepSeek-V3 / R1 / V3.1 FP8 ... x N".
+  std::string family;
   // Why the other commands would refuse this checkpoint, "" when they would not: a tensor quantized (by dtype or
   // name) in no pair minifloat reads, or a declared quantization it does not read (the message they throw).
   std::string not_understood;
