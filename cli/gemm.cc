@@ -1,5 +1,5 @@
 // minifloat gemm-error: how far fp8_gemm, fp4_gemm and the bf16 GEMM land from an f64 product, on random and
-// outlier-heavy inputs. minifloat gemm-bench: the GEMM benchmark table (BENCHMARKS.md#the-current-figures) on this machine.
+// outlier-heavy inputs. minifloat gemm-bench: the GEMM benchmark table on this machine (its figures: BENCHMARKS.md#the-current-figures).
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cmath>
@@ -247,7 +247,7 @@ void register_gemm(CLI::App& app) {
   err->add_option("--seed", e->seed, "Random seed")->capture_default_str();
   err->callback([e] { write_stdout(gemm_error_text(*e)); });
 
-  auto* bench = app.add_subcommand("gemm-bench", "GEMM throughput beside OpenBLAS on this machine (BENCHMARKS.md#the-current-figures)");
+  auto* bench = app.add_subcommand("gemm-bench", "GEMM throughput beside OpenBLAS on this machine (its table: BENCHMARKS.md#the-current-figures)");
   auto b = std::make_shared<BenchArgs>();
   bench->add_option("--threads", b->threads, "Threads for minifloat and OpenBLAS (0: all cores)")->capture_default_str();
   bench->add_option("--reps", b->reps, "Timed runs per cell (the median is printed)")->capture_default_str();

@@ -41,7 +41,17 @@ namespace mf::io {
 //                 (scale / global_scale), compressed-tensors nvfp4-pack-quantized; dequantized as P.weight
 //   blocks        X_blocks (U8 [..., R, C/32, 16]) + X_scales (U8 [..., R, C/32], E8M0): gpt-oss MXFP4 experts;
 //                 dequantized as X [..., R, C]
-enum class PairForm : std::uint8_t { deepseek, nvfp4, scaled, packed, packed_global, blocks, deepseek_v4 };
+//   integer       integer codes with a float scale per group or channel, (q - zero point) x scale:
+//                 compressed-tensors pack-quantized (P.weight_packed I32 [R, ceil(C x b / 32)], b-bit codes stored
+//                 as q + 2^(b-1) from bit c x b of the row; P.weight_scale BF16/F16/F32 [R, G] or [R, 1];
+//                 P.weight_shape [2]; optional P.weight_zero_point I32 packed the same way along the rows, and
+//                 P.weight_g_idx I32 [C], the group of each column) and int-quantized (W I8 [R, C] + W_scale, an
+//                 optional W_zero_point I8 [R, G]); AutoAWQ's GEMM layout (M.qweight I32 [C, R/8], 4-bit codes in
+//                 AWQ's interleaved nibble order, M.qzeros I32 [C/G, R/8] the same way, M.scales F16 [C/G, R]:
+//                 W[n, k] = (q - z) x s, transposed) and AutoGPTQ's (M.qweight I32 [C x b / 32, R] packed along the
+//                 inputs, M.qzeros I32 [C/G, R x b / 32] stored as zero - 1, M.scales F16 [C/G, R], M.g_idx I32 [C]);
+//                 dequantized as M.weight [R, C]
+enum class PairForm : std::uint8_t { deepseek, nvfp4, scaled, packed, packed_global, blocks, integer, deepseek_v4 };
 std::string_view to_string(PairForm f);
 
 // A quantized weight found in one file: the names of its parts and what they hold.
@@ -49,7 +59,11 @@ struct QuantizedPair {
   PairForm form = PairForm::deepseek;
   std::string weight, scale, tensor_scale;  // tensor_scale: the second-level scale (W_scale_2, weight_global_scale)
   std::string output;                       // the dequantized tensor's name (weight, less _packed / _blocks)
-  std::vector<std::string> extras;          // parts with no place in a dequantized model (input_scale, ...)
+  std::vector<std::string> extras;          // parts with no place in a dequantized model (input_scale, zero
+                                            // points, group index, weight_shape, ...)
+  std::string zero_point, group_index;      // integer form: its zero points and column groups ("" when absent)
+  int bits = 0;                             // integer form: bits per code
+  enum class Packing : std::uint8_t { compressed_tensors, awq, gptq } packing = Packing::compressed_tensors;
   Scheme scheme;                            // deepseek, deepseek_v4 and nvfp4 forms: element, block and scale
                                             // format (BF16 / F16 scales: f32, the values they widen to exactly; one
                                             // scale for the tensor: a block of the whole [R, C])

@@ -26,13 +26,14 @@ namespace mf::io {
 // The rule sets, one per checkpoint dialect (docs/checkpoints.md, "Dialects"). `detect` picks one from
 // quant_method: "fp8" with "fmt" (or DeepInfer's [32, 32] blocks) is DeepSeek's (or DeepInfer's), "fp8" without it
 // transformers' FineGrainedFP8, "compressed-tensors", "modelopt" (or an hf_quant_config.json beside config.json),
-// "mxfp4" gpt-oss, "minifloat" minifloat's own declaration (the schemes its pairs hold, as convert writes it); any
+// "mxfp4" gpt-oss, "minifloat" minifloat's own declaration (the schemes its pairs hold, as convert writes it), "awq"
+// (AutoAWQ: version, bits, group_size, zero_point) and "gptq" (AutoGPTQ: bits, group_size, checkpoint_format); any
 // other quant_method is `unknown`: nothing is checked, and the commands refuse it (quantization_rule.h).
 enum class ConfigRules : std::uint8_t {
-  detect, deepseek, deepinfer, transformers_fp8, compressed_tensors, modelopt, gpt_oss, minifloat, unknown
+  detect, deepseek, deepinfer, transformers_fp8, compressed_tensors, modelopt, gpt_oss, minifloat, awq, gptq, unknown
 };
 // "auto" (or "detect"), "deepseek", "deepinfer", "transformers-fp8", "compressed-tensors", "modelopt", "gpt-oss",
-// "minifloat";
+// "minifloat", "awq", "gptq";
 // throws std::invalid_argument.
 ConfigRules config_rules_named(std::string_view name);
 std::string_view to_string(ConfigRules r);
@@ -74,7 +75,8 @@ struct HfConfig {
   bool quantization_in_text_config = false;
   std::string scheme;  // the dialect's name for its scheme: compressed-tensors' format, ModelOpt's quant_algo, ...
   std::vector<std::string> not_converted;  // ignore / modules_to_not_convert / exclude_modules, as written
-  std::vector<QuantGroup> groups;          // compressed-tensors' config_groups, in order
+  std::vector<QuantGroup> groups;          // compressed-tensors' config_groups, in order; AWQ's and GPTQ's one
+                                           // (format: AWQ's version, GPTQ's checkpoint_format)
   std::vector<std::string> schemes;        // minifloat's own declaration: the schemes its pairs hold
   PrecisionFlags flags;
   // The integer fields of the top level (hidden_size, num_hidden_layers, n_routed_experts, ...), for `memory`.

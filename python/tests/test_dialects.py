@@ -90,7 +90,9 @@ def ct_checkpoint(torch, preset, out):
 @pytest.mark.parametrize("preset,fmt", [("NVFP4", "nvfp4-pack-quantized"), ("NVFP4A16", "nvfp4-pack-quantized"),
                                         ("MXFP4", "mxfp4-pack-quantized"), ("MXFP8", "mxfp8-quantized"),
                                         ("FP8", "float-quantized"), ("FP8_DYNAMIC", "float-quantized"),
-                                        ("FP8_BLOCK", "float-quantized"), ("FP8_CHANNEL_W_ONLY", "naive-quantized")])
+                                        ("FP8_BLOCK", "float-quantized"), ("FP8_CHANNEL_W_ONLY", "naive-quantized"),
+                                        ("W4A16", "pack-quantized"), ("W4A16_ASYM", "pack-quantized"),
+                                        ("W8A16", "pack-quantized"), ("W8A8", "int-quantized")])
 def test_compressed_tensors(tmp_path, preset, fmt):
     torch = need("torch")
     from compressed_tensors.compressors import BaseCompressor
@@ -424,3 +426,71 @@ def test_nvfp4_global_scale_without_an_exact_reciprocal_is_not_relaid_out(tmp_pa
     assert "weight_global_scale" in r.stderr and "has no tensor scale that reproduces its values exactly" in r.stderr
     assert ".weight_packed'" in r.stderr and "nothing was written" in r.stderr, r.stderr
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("preset", ["W4A16", "W4A16_ASYM"])
+def test_integer_weights_convert_into_a_scheme(tmp_path, preset):
+    """compressed-tensors' integer weights into MXFP4: requantized from their exact values, so one pass writes what
+    dequantize --dtype f32 then convert writes; the output verifies and its config says what it holds."""
+    torch = need("torch")
+    ct_checkpoint(torch, preset, tmp_path / "ct")
+    r = minifloat("convert", tmp_path / "ct", tmp_path / "one", "--recipe", "mxfp4")
+    assert r.returncode == 0, r.stderr
+    f32 = dequantize(tmp_path / "ct", tmp_path / "f32", "f32")
+    assert f32
+    r = minifloat("convert", tmp_path / "f32", tmp_path / "two", "--recipe", "mxfp4")
+    assert r.returncode == 0, r.stderr
+    one, two = load(tmp_path / "one"), load(tmp_path / "two")
+    quantized = [k for k in one if k.endswith("_scale_inv")]
+    assert len(quantized) == 14
+    for k in quantized:
+        w = k[:-len("_scale_inv")]
+        assert torch.equal(one[w].view(torch.uint8), two[w].view(torch.uint8)), w
+        assert torch.equal(one[k].view(torch.uint8), two[k].view(torch.uint8)), k
+    assert not any(k.endswith(("weight_packed", "weight_shape", "weight_zero_point")) for k in one)
+    config = json.loads((tmp_path / "one" / "config.json").read_text())
+    assert config["quantization_config"] == {"quant_method": "minifloat", "schemes": ["e2m1-1x32-ue8m0-rceil"]}
+    v = minifloat("verify", tmp_path / "one")
+    assert v.returncode == 0, v.stderr
+
+
+# ---- AutoAWQ (GEMM) ----
+
+def test_autoawq_gemm_against_compressed_tensors_converter(tmp_path):
+    """AutoAWQ's GEMM tensors (qweight [C, R/8] in AWQ's interleaved nibble order, qzeros, scales F16), read by
+    minifloat, against compressed-tensors' own AutoAWQ converter followed by its pack-quantized decompressor: the
+    library's f16 result is the rounding of minifloat's exact f32 product, value for value."""
+    torch = need("torch")
+    need("compressed_tensors")
+    from safetensors.torch import save_file
+    from compressed_tensors.compressors import BaseCompressor
+    from compressed_tensors.entrypoints.convert.converters import AutoAWQConverter
+    from compressed_tensors.quantization import QuantizationArgs, QuantizationScheme
+    g = torch.Generator().manual_seed(3)
+    rows, cols, group = 64, 256, 128  # R outputs, C inputs
+    tensors = {}
+    for m in ("model.layers.0.mlp.down_proj", "model.layers.0.self_attn.q_proj"):
+        tensors[m + ".qweight"] = torch.randint(-2**31, 2**31 - 1, (cols, rows // 8), generator=g, dtype=torch.int32)
+        tensors[m + ".qzeros"] = torch.randint(-2**31, 2**31 - 1, (cols // group, rows // 8), generator=g,
+                                               dtype=torch.int32)
+        tensors[m + ".scales"] = (torch.rand(cols // group, rows, generator=g) * 0.01 + 0.001).to(torch.float16)
+    tensors["model.norm.weight"] = torch.ones(rows, dtype=torch.float16)
+    src = tmp_path / "awq"
+    src.mkdir()
+    save_file(tensors, str(src / "model.safetensors"))
+    (src / "config.json").write_text(json.dumps({"model_type": "llama", "torch_dtype": "float16", "quantization_config": {
+        "quant_method": "awq", "bits": 4, "group_size": group, "zero_point": True, "version": "gemm"}}))
+    out = dequantize(src, tmp_path / "f32", "f32")
+    converted = AutoAWQConverter(bits=4, group_size=group).process({k: v.clone() for k, v in tensors.items()})
+    scheme = QuantizationScheme(targets=["Linear"], weights=QuantizationArgs(
+        num_bits=4, type="int", strategy="group", group_size=group, symmetric=False))
+    compressor = BaseCompressor.get_value_from_registry("pack-quantized")
+    for m in ("model.layers.0.mlp.down_proj", "model.layers.0.self_attn.q_proj"):
+        parts = {k[len(m) + 1:]: v for k, v in converted.items() if k.startswith(m + ".")}
+        want = compressor.decompress(parts, scheme)["weight"]
+        assert want.shape == (rows, cols) and want.dtype == torch.float16
+        same_bits(torch, out[m + ".weight"].to(torch.float16), want, m)
+    r = minifloat("inspect", src)
+    assert r.returncode == 0 and "awq-int4-1x128-f16" in r.stdout, r.stdout + r.stderr
+    v = minifloat("verify", src)
+    assert v.returncode == 0, v.stderr

@@ -156,7 +156,9 @@ std::optional<QuantizedPair> match(const SafetensorsFile& file, const Safetensor
                                    std::vector<std::array<int, 2>>& fits) {
   fits.clear();
   const Format* element = element_of(w.dtype);
-  if (w.name.ends_with("_blocks") || w.name.ends_with(".weight_packed")) return detail::match_dialect_pair(file, w);
+  if (w.name.ends_with("_blocks") || w.name.ends_with(".weight_packed") || w.name.ends_with(".qweight")) {
+    return detail::match_dialect_pair(file, w);
+  }
   if (element == nullptr) return std::nullopt;
   const SafetensorsTensor* scale = file.find(w.name + "_scale_inv");
   const SafetensorsTensor* scale2 = nullptr;
@@ -274,6 +276,7 @@ std::string_view to_string(PairForm f) {
     case PairForm::packed: return "weight_packed + weight_scale";
     case PairForm::packed_global: return "weight_packed + weight_scale + weight_global_scale";
     case PairForm::blocks: return "X_blocks + X_scales";
+    case PairForm::integer: return "integer codes + weight_scale";
     case PairForm::deepseek_v4: return "X.weight + X.scale";
   }
   return "?";

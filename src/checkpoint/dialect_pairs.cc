@@ -6,6 +6,7 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <span>
 
 #include "../io/file.h"
 #include "minifloat/codec.h"
@@ -138,8 +139,7 @@ bool packed_fits(const SafetensorsTensor& w, const SafetensorsTensor& s, const S
 std::optional<QuantizedPair> match_packed(const SafetensorsFile& f, const SafetensorsTensor& w) {
   const std::string base = w.name.substr(0, w.name.size() - 7);  // P.weight
   const SafetensorsTensor* s = f.find(base + "_scale");
-  // I32 words are pack-quantized integers (INT4/INT8), another form: the quantization rule names it, not read here.
-  if (s == nullptr || w.dtype != DType::U8) return std::nullopt;
+  if (s == nullptr) return std::nullopt;
   const SafetensorsTensor* g = f.find(base + "_global_scale");
   if (!packed_fits(w, *s, g)) {
     misfit(f, w, *s, g ? "weight_packed U8 [R, C/2], weight_scale F8_E4M3 [R, C/16], weight_global_scale F32 [1] "
@@ -151,6 +151,192 @@ std::optional<QuantizedPair> match_packed(const SafetensorsFile& f, const Safete
                              g ? 16 : 32, g ? "e2m1-1x16-e4m3-global" : "e2m1-1x32-ue8m0");
   if (g) p.tensor_scale = g->name;
   add_extras(f, module_of(base), p);
+  return p;
+}
+
+bool float_scale(DType t) { return t == DType::F32 || t == DType::BF16 || t == DType::F16; }
+bool int_dtype(DType t) { return t == DType::I32 || t == DType::I64 || t == DType::I8 || t == DType::U8; }
+
+std::int64_t int_at(const SafetensorsTensor& t, std::span<const std::byte> b, std::size_t i) {
+  switch (t.dtype) {
+    case DType::I64: { std::int64_t v; std::memcpy(&v, b.data() + 8 * i, 8); return v; }
+    case DType::I32: { std::int32_t v; std::memcpy(&v, b.data() + 4 * i, 4); return v; }
+    case DType::I8: return static_cast<std::int8_t>(b[i]);
+    default: return static_cast<std::uint8_t>(b[i]);
+  }
+}
+
+// The group of columns each of G scales covers over C columns: C for one scale (channel), else the size whose
+// ceil(C / size) is G; 0 when none is.
+std::uint64_t group_of(std::uint64_t cols, std::uint64_t groups) {
+  if (groups == 1) return cols == 0 ? 1 : cols;
+  const std::uint64_t g = (cols + groups - 1) / groups;
+  return g > 0 && (cols + g - 1) / g == groups ? g : 0;
+}
+
+// The integer form's optional parts, checked against [rows, groups] (zero points: packed along the rows when the
+// codes are; the group index: one I32 per column).
+void integer_parts(const SafetensorsFile& f, const std::string& module, QuantizedPair& p, std::uint64_t rows,
+                   std::uint64_t cols, std::uint64_t groups, bool packed) {
+  if (const SafetensorsTensor* z = f.find(module + ".weight_zero_point")) {
+    const std::vector<std::uint64_t> want =
+        packed ? std::vector<std::uint64_t>{(rows * static_cast<std::uint64_t>(p.bits) + 31) / 32, groups}
+               : std::vector<std::uint64_t>{rows, groups};
+    if (!int_dtype(z->dtype) || z->shape != want || (packed && z->dtype != DType::I32)) {
+      throw IoError(IoErrc::size_mismatch, f.path(), z->name,
+                    cat(dtype_name(z->dtype), " ", shape_text(z->shape), " is no zero point of ", p.weight, ": ",
+                        packed ? "I32 packed along the rows, " : "integers ", shape_text(want), " expected"));
+    }
+    p.zero_point = z->name;
+  }
+  if (const SafetensorsTensor* g = f.find(module + ".weight_g_idx")) {
+    if (!int_dtype(g->dtype) || g->shape != std::vector<std::uint64_t>{cols}) {
+      throw IoError(IoErrc::size_mismatch, f.path(), g->name,
+                    cat(dtype_name(g->dtype), " ", shape_text(g->shape), " is no group index of ", p.weight,
+                        ": one integer per column, [", cols, "] expected"));
+    }
+    const std::span<const std::byte> b = f.bytes(*g);
+    for (std::uint64_t c = 0; c < cols; ++c) {
+      const std::int64_t v = int_at(*g, b, c);
+      if (v < 0 || static_cast<std::uint64_t>(v) >= groups) {
+        throw IoError(IoErrc::size_mismatch, f.path(), g->name,
+                      cat("column ", c, " is in group ", v, ", outside the ", groups, " groups of its scale"));
+      }
+    }
+    p.group_index = g->name;
+  }
+}
+
+// compressed-tensors pack-quantized: P.weight_packed I32 [R, ceil(C x b / 32)] + P.weight_scale (float [R, G]) +
+// P.weight_shape [2] (R, C); b read off the widths (2 to 8 bits; exactly one may fit).
+std::optional<QuantizedPair> match_packed_int(const SafetensorsFile& f, const SafetensorsTensor& w) {
+  const std::string base = w.name.substr(0, w.name.size() - 7);  // P.weight
+  const std::string module = base.substr(0, base.size() - 7);   // P
+  const SafetensorsTensor* s = f.find(base + "_scale");
+  const SafetensorsTensor* shape = f.find(base + "_shape");
+  if (s == nullptr) return std::nullopt;
+  const std::string expected = "weight_packed I32 [R, ceil(C x b / 32)], weight_scale BF16/F16/F32 [R, G] and "
+                               "weight_shape [2] = [R, C] (compressed-tensors pack-quantized)";
+  if (shape == nullptr || !int_dtype(shape->dtype) || shape->shape != std::vector<std::uint64_t>{2} ||
+      w.shape.size() != 2 || !float_scale(s->dtype) || s->shape.size() != 2) {
+    misfit(f, w, *s, expected);
+  }
+  const auto rows_cols = f.bytes(*shape);
+  const std::int64_t r64 = int_at(*shape, rows_cols, 0), c64 = int_at(*shape, rows_cols, 1);
+  if (r64 < 0 || c64 <= 0 || static_cast<std::uint64_t>(r64) != w.shape[0] || s->shape[0] != w.shape[0]) {
+    misfit(f, w, *s, expected);
+  }
+  const auto rows = static_cast<std::uint64_t>(r64), cols = static_cast<std::uint64_t>(c64);
+  // The width whose codes fill the words exactly (32 x words / C), else the one width whose padded rows fit.
+  int bits = 0;
+  if ((32 * w.shape[1]) % cols == 0 && 32 * w.shape[1] / cols >= 2 && 32 * w.shape[1] / cols <= 8) {
+    bits = static_cast<int>(32 * w.shape[1] / cols);
+  }
+  for (int b = 2; b <= 8 && bits == 0; ++b) {
+    if ((cols * static_cast<std::uint64_t>(b) + 31) / 32 != w.shape[1]) continue;
+    for (int b2 = b + 1; b2 <= 8; ++b2) {
+      if ((cols * static_cast<std::uint64_t>(b2) + 31) / 32 == w.shape[1]) {
+        misfit(f, w, *s, cat(expected, "; ", b, " and ", b2, " bits both fit ", w.shape[1], " words of ", cols,
+                             " columns"));
+      }
+    }
+    bits = b;
+  }
+  const std::uint64_t groups = s->shape[1], group = group_of(cols, groups);
+  if (bits == 0 || group == 0) misfit(f, w, *s, expected);
+  QuantizedPair p = row_pair(PairForm::integer, w.name, s->name, base, {rows, cols}, group,
+                             cat("int", bits, "-", groups == 1 ? std::string("channel") : cat("1x", group), "-",
+                                 scale_label(s->dtype)));
+  p.bits = bits;
+  p.extras.push_back(shape->name);
+  integer_parts(f, module, p, rows, cols, groups, true);
+  add_extras(f, module, p);  // input scales, the zero point and group index: parts of the pair
+  if (f.find(module + ".weight_g_idx") != nullptr) p.extras.push_back(module + ".weight_g_idx");
+  return p;
+}
+
+// AutoAWQ (GEMM) and AutoGPTQ: M.qweight I32 + M.qzeros I32 + M.scales F16 (+ M.g_idx), told apart by the packed
+// dimension (AWQ packs 8 outputs per word: qweight [C, R/8]; GPTQ packs the inputs: qweight [C x b / 32, R]).
+std::optional<QuantizedPair> match_awq_gptq(const SafetensorsFile& f, const SafetensorsTensor& w) {
+  const std::string module = w.name.substr(0, w.name.size() - 8);
+  const SafetensorsTensor* s = f.find(module + ".scales");
+  const SafetensorsTensor* z = f.find(module + ".qzeros");
+  if (s == nullptr) return std::nullopt;
+  const std::string expected = "AutoAWQ GEMM (qweight I32 [C, R/8], qzeros I32 [C/G, R/8], scales F16 [C/G, R]) or "
+                               "AutoGPTQ (qweight I32 [C x b / 32, R], qzeros I32 [C/G, R x b / 32], scales [C/G, R])";
+  if (w.dtype != DType::I32 || w.shape.size() != 2 || s->shape.size() != 2 || !float_scale(s->dtype) ||
+      z == nullptr || z->dtype != DType::I32 || z->shape.size() != 2 || z->shape[0] != s->shape[0]) {
+    misfit(f, w, *s, expected);
+  }
+  const std::uint64_t groups = s->shape[0], rows = s->shape[1];  // R outputs
+  QuantizedPair p;
+  std::uint64_t cols = 0;
+  if (w.shape[1] * 8 == rows && z->shape[1] * 8 == rows) {  // AWQ: 4-bit, 8 outputs per word
+    p.packing = QuantizedPair::Packing::awq;
+    p.bits = 4;
+    cols = w.shape[0];
+  } else if (w.shape[1] == rows && rows > 0 && (z->shape[1] * 32) % rows == 0) {  // GPTQ
+    p.packing = QuantizedPair::Packing::gptq;
+    p.bits = static_cast<int>(z->shape[1] * 32 / rows);
+    if (p.bits < 2 || p.bits > 8) misfit(f, w, *s, expected);
+    cols = w.shape[0] * 32 / static_cast<std::uint64_t>(p.bits);
+    if (const SafetensorsTensor* g = f.find(module + ".g_idx"); g != nullptr && g->shape.size() == 1) {
+      cols = g->shape[0];
+    }
+    if ((cols * static_cast<std::uint64_t>(p.bits) + 31) / 32 != w.shape[0]) misfit(f, w, *s, expected);
+  } else {
+    misfit(f, w, *s, expected);
+  }
+  const std::uint64_t group = group_of(cols, groups);
+  if (group == 0) misfit(f, w, *s, expected);
+  const std::string name = p.packing == QuantizedPair::Packing::awq ? "awq" : "gptq";
+  const QuantizedPair base = row_pair(PairForm::integer, w.name, s->name, module + ".weight", {rows, cols}, group,
+                                      cat(name, "-int", p.bits, "-", groups == 1 ? std::string("channel")
+                                                                                 : cat("1x", group), "-",
+                                          scale_label(s->dtype)));
+  const auto packing = p.packing;
+  const int bits = p.bits;
+  p = base;
+  p.packing = packing;
+  p.bits = bits;
+  p.zero_point = z->name;
+  p.extras.push_back(z->name);
+  if (const SafetensorsTensor* g = f.find(module + ".g_idx")) {
+    if (!int_dtype(g->dtype) || g->shape != std::vector<std::uint64_t>{cols}) {
+      throw IoError(IoErrc::size_mismatch, f.path(), g->name,
+                    cat(dtype_name(g->dtype), " ", shape_text(g->shape), " is no group index of ", w.name, ": [",
+                        cols, "] expected"));
+    }
+    const std::span<const std::byte> b = f.bytes(*g);
+    for (std::uint64_t c = 0; c < cols; ++c) {
+      const std::int64_t v = int_at(*g, b, c);
+      if (v < 0 || static_cast<std::uint64_t>(v) >= groups) {
+        throw IoError(IoErrc::size_mismatch, f.path(), g->name,
+                      cat("input ", c, " is in group ", v, ", outside the ", groups, " groups of its scales"));
+      }
+    }
+    p.group_index = g->name;
+    p.extras.push_back(g->name);
+  }
+  return p;
+}
+
+// compressed-tensors int-quantized: W I8 [R, C] + W_scale (float [R, G] or [R, 1]), an optional W_zero_point.
+std::optional<QuantizedPair> match_int8(const SafetensorsFile& f, const SafetensorsTensor& w,
+                                        const SafetensorsTensor& s) {
+  const std::string module = module_of(w.name);
+  if (w.shape.size() != 2 || !float_scale(s.dtype) || s.shape.size() != 2 || s.shape[0] != w.shape[0]) {
+    misfit(f, w, s, "an I8 weight [R, C] with W_scale BF16/F16/F32 [R, G] (compressed-tensors int-quantized)");
+  }
+  const std::uint64_t rows = w.shape[0], cols = w.shape[1], groups = s.shape[1], group = group_of(cols, groups);
+  if (group == 0) misfit(f, w, s, "a scale grid of [R, G] groups over the columns");
+  QuantizedPair p = row_pair(PairForm::integer, w.name, s.name, w.name, {rows, cols}, group,
+                             cat("int8-", groups == 1 ? std::string("channel") : cat("1x", group), "-",
+                                 scale_label(s.dtype)));
+  p.bits = 8;
+  integer_parts(f, module, p, rows, cols, groups, false);
+  add_extras(f, module, p);
+  if (f.find(module + ".weight_g_idx") != nullptr) p.extras.push_back(module + ".weight_g_idx");
   return p;
 }
 
@@ -191,6 +377,7 @@ std::optional<QuantizedPair> match_scaled(const SafetensorsFile& f, const Safete
   const SafetensorsTensor* s = f.find(w.name + "_scale");
   if (s == nullptr || f.find(w.name + "_scale_2") != nullptr) return std::nullopt;
   if (w.dtype == DType::U8) return match_packed_weight(f, w, *s);
+  if (w.dtype == DType::I8) return match_int8(f, w, *s);
   if (w.dtype != DType::F8_E4M3 && w.dtype != DType::F8_E5M2) return std::nullopt;
   const std::string expected = "an F8 weight [R, C] with W_scale F32/BF16/F16/E8M0 of one value, [R, 1], "
                                "[ceil(R/128), ceil(C/128)] or [R, C/32]";
@@ -224,7 +411,10 @@ std::vector<float> transpose_last_two(const std::vector<float>& x, const std::ve
 
 std::optional<QuantizedPair> match_dialect_pair(const SafetensorsFile& file, const SafetensorsTensor& w) {
   if (w.name.ends_with("_blocks")) return match_blocks(file, w);
-  if (w.name.ends_with(".weight_packed")) return match_packed(file, w);
+  if (w.name.ends_with(".qweight")) return match_awq_gptq(file, w);
+  if (w.name.ends_with(".weight_packed")) {
+    return w.dtype == DType::I32 ? match_packed_int(file, w) : match_packed(file, w);
+  }
   return match_scaled(file, w);
 }
 
@@ -242,10 +432,134 @@ float pair_second_scale(const SafetensorsFile& file, const QuantizedPair& p) {
   return scale_at(g->dtype, file.bytes(*g).data(), 0);
 }
 
+namespace {
+
+// The b-bit field at bit `at` of little-endian 32-bit words (a field may span two words).
+std::uint32_t field(const std::byte* words, std::uint64_t at, int b) {
+  std::uint64_t two = 0;
+  const std::uint64_t word = at / 32;
+  std::memcpy(&two, words + 4 * word, 4);
+  if ((at % 32) + static_cast<std::uint64_t>(b) > 32) {
+    std::uint32_t next = 0;
+    std::memcpy(&next, words + 4 * (word + 1), 4);
+    two |= static_cast<std::uint64_t>(next) << 32;
+  }
+  return static_cast<std::uint32_t>((two >> (at % 32)) & ((1u << b) - 1));
+}
+
+// AutoAWQ's and AutoGPTQ's words (checkpoint_tensors.h): the code of output n, input k, and the zero point of
+// output n in group g, as each library packs them.
+constexpr std::array<int, 8> kAwqNibble{0, 4, 1, 5, 2, 6, 3, 7};  // AWQ_REVERSE_ORDER: output j of a word
+
+std::uint32_t word_at(const std::byte* words, std::uint64_t i) {
+  std::uint32_t v = 0;
+  std::memcpy(&v, words + 4 * i, 4);
+  return v;
+}
+
+// The b-bit field at bit `at` of the column `col` of a word matrix with `width` columns (packed down the rows).
+std::uint32_t field_down(const std::byte* words, std::uint64_t width, std::uint64_t col, std::uint64_t at, int b,
+                         std::uint64_t height) {
+  std::uint64_t two = word_at(words, (at / 32) * width + col);
+  if ((at % 32) + static_cast<std::uint64_t>(b) > 32 && at / 32 + 1 < height) {
+    two |= static_cast<std::uint64_t>(word_at(words, (at / 32 + 1) * width + col)) << 32;
+  }
+  return static_cast<std::uint32_t>((two >> (at % 32)) & ((1u << b) - 1));
+}
+
+std::vector<float> dequantize_awq_gptq(const SafetensorsFile& file, const QuantizedPair& p) {
+  const SafetensorsTensor& w = *file.find(p.weight);
+  const SafetensorsTensor& z = *file.find(p.zero_point);
+  const auto rows = static_cast<std::uint64_t>(p.shape[0]), cols = static_cast<std::uint64_t>(p.shape[1]);
+  const std::vector<float> scales = pair_scale_values(file, p);  // [groups, R]
+  const std::byte* q = file.bytes(w).data();
+  const std::byte* zp = file.bytes(z).data();
+  const SafetensorsTensor* g = p.group_index.empty() ? nullptr : file.find(p.group_index);
+  const int b = p.bits;
+  const std::uint32_t mask = (1u << b) - 1;
+  std::vector<float> out(rows * cols);
+  for (std::uint64_t k = 0; k < cols; ++k) {
+    const std::uint64_t grp = g ? static_cast<std::uint64_t>(int_at(*g, file.bytes(*g), k))
+                                : k / static_cast<std::uint64_t>(p.block_cols);
+    for (std::uint64_t n = 0; n < rows; ++n) {
+      std::int64_t code = 0, zero = 0;
+      if (p.packing == QuantizedPair::Packing::awq) {  // qweight [C, R/8], qzeros [G, R/8]: nibbles interleaved
+        const int shift = 4 * kAwqNibble[n % 8];
+        code = (word_at(q, k * (rows / 8) + n / 8) >> shift) & 15;
+        zero = (word_at(zp, grp * (rows / 8) + n / 8) >> shift) & 15;
+      } else {  // qweight [C b / 32, R] packed down the inputs; qzeros [G, R b / 32] along the outputs, zero - 1
+        code = field_down(q, rows, n, k * static_cast<std::uint64_t>(b), b, w.shape[0]);
+        const std::uint64_t at = n * static_cast<std::uint64_t>(b), zw = z.shape[1];
+        std::uint64_t two = word_at(zp, grp * zw + at / 32);
+        if ((at % 32) + static_cast<std::uint64_t>(b) > 32 && at / 32 + 1 < zw) {
+          two |= static_cast<std::uint64_t>(word_at(zp, grp * zw + at / 32 + 1)) << 32;
+        }
+        zero = static_cast<std::int64_t>((((two >> (at % 32)) & mask) + 1) & mask);
+      }
+      out[n * cols + k] = static_cast<float>(code - zero) * scales[grp * rows + n];
+    }
+  }
+  return out;
+}
+
+// (q - zero point) x scale: each difference an integer of at most 9 bits, so the product is exact in f32 for BF16
+// and F16 scales (and rounded once for F32 ones), as compressed-tensors computes it in the scale's dtype.
+std::vector<float> dequantize_integer(const SafetensorsFile& file, const QuantizedPair& p) {
+  const SafetensorsTensor& w = *file.find(p.weight);
+  const auto rows = static_cast<std::uint64_t>(p.shape[0]), cols = static_cast<std::uint64_t>(p.shape[1]);
+  const std::vector<float> scales = pair_scale_values(file, p);
+  const std::uint64_t groups = file.find(p.scale)->shape[1], group = static_cast<std::uint64_t>(p.block_cols);
+  const bool packed = w.dtype == DType::I32;
+  const int b = p.bits;
+  const std::int64_t offset = packed ? std::int64_t{1} << (b - 1) : 0;  // stored as q + 2^(b-1)
+  const std::byte* codes = file.bytes(w).data();
+  const std::uint64_t row_words = packed ? w.shape[1] : 0;
+  const SafetensorsTensor* z = p.zero_point.empty() ? nullptr : file.find(p.zero_point);
+  const SafetensorsTensor* g = p.group_index.empty() ? nullptr : file.find(p.group_index);
+  std::vector<std::uint64_t> group_of_col(cols);
+  for (std::uint64_t c = 0; c < cols; ++c) {
+    group_of_col[c] = g ? static_cast<std::uint64_t>(int_at(*g, file.bytes(*g), c)) : c / group;
+  }
+  std::vector<float> out(rows * cols);
+  for (std::uint64_t r = 0; r < rows; ++r) {
+    for (std::uint64_t c = 0; c < cols; ++c) {
+      const std::int64_t q = packed ? static_cast<std::int64_t>(field(codes + 4 * r * row_words, c * b, b)) - offset
+                                    : static_cast<std::int8_t>(codes[r * cols + c]);
+      const std::uint64_t k = group_of_col[c];
+      std::int64_t zp = 0;
+      if (z != nullptr) {
+        if (packed) {
+          // Zero points are packed along the rows: column k's words hold row r's at bit r x b, one column apart.
+          const std::uint64_t zp_rows = z->shape[0];
+          std::uint32_t word_lo = 0, word_hi = 0;
+          const std::uint64_t at = r * static_cast<std::uint64_t>(b), word = at / 32;
+          std::memcpy(&word_lo, file.bytes(*z).data() + 4 * (word * groups + k), 4);
+          std::uint64_t two = word_lo;
+          if ((at % 32) + static_cast<std::uint64_t>(b) > 32 && word + 1 < zp_rows) {
+            std::memcpy(&word_hi, file.bytes(*z).data() + 4 * ((word + 1) * groups + k), 4);
+            two |= static_cast<std::uint64_t>(word_hi) << 32;
+          }
+          zp = static_cast<std::int64_t>((two >> (at % 32)) & ((1u << b) - 1)) - offset;
+        } else {
+          zp = int_at(*z, file.bytes(*z), r * groups + k);
+        }
+      }
+      out[r * cols + c] = static_cast<float>(q - zp) * scales[r * groups + k];
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 std::vector<float> dequantize_dialect_pair(const SafetensorsFile& file, const QuantizedPair& p) {
   const SafetensorsTensor* w = file.find(p.weight);
   const SafetensorsTensor* s = file.find(p.scale);
   if (w == nullptr || s == nullptr) throw IoError(IoErrc::invalid_tensor_entry, file.path(), p.weight, "pair is gone");
+  if (p.form == PairForm::integer) {
+    return p.packing == QuantizedPair::Packing::compressed_tensors ? dequantize_integer(file, p)
+                                                                    : dequantize_awq_gptq(file, p);
+  }
   const std::byte* codes = file.bytes(*w).data();
   const auto rows = static_cast<std::uint64_t>(p.shape[0]), cols = static_cast<std::uint64_t>(p.shape[1]);
   const auto br = static_cast<std::uint64_t>(p.block_rows), bc = static_cast<std::uint64_t>(p.block_cols);
@@ -276,6 +590,7 @@ std::vector<float> dequantize_dialect_pair(const SafetensorsFile& file, const Qu
 
 std::optional<Scheme> held_scheme(const QuantizedPair& p) {
   if (p.form == PairForm::deepseek || p.form == PairForm::nvfp4) return p.scheme;
+  if (p.form == PairForm::integer) return std::nullopt;  // float scales per group and zero points: no Scheme of ours
   try {
     return scheme_named(p.form == PairForm::packed_global ? std::string("nvfp4") : p.scheme_name);
   } catch (const std::invalid_argument&) {

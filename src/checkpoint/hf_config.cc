@@ -2,6 +2,7 @@
 #include "minifloat/hf_config.h"
 
 #include <algorithm>
+#include <cctype>
 #include <array>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -256,6 +257,15 @@ void check_modelopt(const Json& q, HfConfig& c) {
   if (!q.contains("quant_algo")) throw HfConfigError(HfErrc::missing_key, "Missing modelopt quantization key 'quant_algo'");
   c.scheme = string_or(q, d, "quant_algo", "");
   c.not_converted = string_list(q, d, q.contains("exclude_modules") ? "exclude_modules" : "ignore");
+  // MIXED_PRECISION: each quantized layer's own algorithm, one group per layer.
+  if (q.contains("quantized_layers") && !q.at("quantized_layers").is_null()) {
+    const Json& layers = q.at("quantized_layers");
+    if (!layers.is_object()) bad_type(d, "quantized_layers", "an object of module names", layers);
+    for (auto it = layers.begin(); it != layers.end(); ++it) {
+      if (!it.value().is_object()) bad_type(d, cat("quantized_layers.", it.key()), "an object", it.value());
+      c.groups.push_back({it.key(), string_or(it.value(), d, "quant_algo", ""), "", 0});
+    }
+  }
 }
 
 void check_dialect(const Json& q, HfConfig& c) {
@@ -269,6 +279,23 @@ void check_dialect(const Json& q, HfConfig& c) {
       c.scheme = "mxfp4";
       c.not_converted = string_list(q, "gpt-oss", "modules_to_not_convert");
       break;
+    case ConfigRules::awq: case ConfigRules::gptq: {
+      const bool awq = c.rules == ConfigRules::awq;
+      const std::string d = awq ? "AutoAWQ" : "GPTQ";
+      const auto integer = [&](const char* key, int fallback) {
+        if (!q.contains(key) || q.at(key).is_null()) return fallback;
+        if (!q.at(key).is_number_integer()) bad_type(d, key, "an integer", q.at(key));
+        return q.at(key).get<int>();
+      };
+      QuantGroup g{awq ? "awq" : "gptq", string_or(q, d, awq ? "version" : "checkpoint_format", awq ? "gemm" : "gptq"),
+                   "int", integer("bits", 4)};
+      if (!awq && q.contains("is_marlin_format") && q.at("is_marlin_format") == true) g.format = "marlin";
+      std::transform(g.format.begin(), g.format.end(), g.format.begin(), [](unsigned char ch) { return std::tolower(ch); });
+      c.scheme = cat(g.name, " ", g.format, " int", g.num_bits, " group ", integer("group_size", 128));
+      c.groups.push_back(std::move(g));
+      c.not_converted = string_list(q, d, "modules_to_not_convert");
+      break;
+    }
     case ConfigRules::minifloat:
       c.schemes = string_list(q, "minifloat", "schemes");
       for (const std::string& s : c.schemes) c.scheme += cat(c.scheme.empty() ? "" : ", ", s);
@@ -298,6 +325,8 @@ ConfigRules detect(const Json& config) {
     if (m == "modelopt") return ConfigRules::modelopt;
     if (m == "mxfp4") return ConfigRules::gpt_oss;
     if (m == "minifloat") return ConfigRules::minifloat;
+    if (m == "awq") return ConfigRules::awq;
+    if (m == "gptq") return ConfigRules::gptq;
     if (m != "fp8") return ConfigRules::unknown;
     const bool deepseek_form = q.contains("fmt") || (q.contains("weight_block_size") &&
                                                      q.at("weight_block_size") == Json::array({32, 32}));
@@ -322,10 +351,11 @@ nlohmann::ordered_json to_json(const QuantizationConfig& q) {
 
 }  // namespace
 
-constexpr std::array<ConfigRules, 8> kNamedRules{ConfigRules::detect,           ConfigRules::deepseek,
-                                                 ConfigRules::deepinfer,        ConfigRules::transformers_fp8,
-                                                 ConfigRules::compressed_tensors, ConfigRules::modelopt,
-                                                 ConfigRules::gpt_oss,          ConfigRules::minifloat};
+constexpr std::array<ConfigRules, 10> kNamedRules{ConfigRules::detect,           ConfigRules::deepseek,
+                                                  ConfigRules::deepinfer,        ConfigRules::transformers_fp8,
+                                                  ConfigRules::compressed_tensors, ConfigRules::modelopt,
+                                                  ConfigRules::gpt_oss,          ConfigRules::minifloat,
+                                                  ConfigRules::awq,              ConfigRules::gptq};
 
 ConfigRules config_rules_named(std::string_view name) {
   if (name == "detect") return ConfigRules::detect;
@@ -333,7 +363,7 @@ ConfigRules config_rules_named(std::string_view name) {
     if (to_string(r) == name) return r;
   }
   throw std::invalid_argument(cat("unknown config rules '", name, "' (known: auto, deepseek, deepinfer, "
-                                  "transformers-fp8, compressed-tensors, modelopt, gpt-oss, minifloat)"));
+                                  "transformers-fp8, compressed-tensors, modelopt, gpt-oss, minifloat, awq, gptq)"));
 }
 
 std::string_view to_string(ConfigRules r) {
@@ -346,6 +376,8 @@ std::string_view to_string(ConfigRules r) {
     case ConfigRules::modelopt: return "modelopt";
     case ConfigRules::gpt_oss: return "gpt-oss";
     case ConfigRules::minifloat: return "minifloat";
+    case ConfigRules::awq: return "awq";
+    case ConfigRules::gptq: return "gptq";
     case ConfigRules::unknown: return "unknown";
   }
   return "?";

@@ -139,7 +139,11 @@ std::map<std::string, std::string> pair_roles(Shard& sh, std::map<std::string, i
     roles[p.weight] = cat("weight of ", p.scheme_name, " (", to_string(p.form), ")");
     roles[p.scale] = cat("scale of ", p.weight);
     if (!p.tensor_scale.empty()) roles[p.tensor_scale] = cat("tensor scale of ", p.weight);
-    for (const std::string& e : p.extras) roles[e] = cat("activation scale of ", p.weight);
+    for (const std::string& e : p.extras) {
+      const char* what = e.ends_with("zero_point") ? "zero point of " : e.ends_with("g_idx") ? "column groups of "
+                         : e.ends_with("weight_shape") ? "shape of " : "activation scale of ";
+      roles[e] = cat(what, p.weight);
+    }
     sh.by_weight[p.weight] = &p;
     ++schemes[p.scheme_name];
   }

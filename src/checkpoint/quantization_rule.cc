@@ -91,13 +91,18 @@ bool passed(const std::vector<std::string>& patterns, const std::string& name) {
   return std::any_of(patterns.begin(), patterns.end(), [&](const std::string& p) { return glob_match(p, name); });
 }
 
-// compressed-tensors' formats whose tensors minifloat reads (dialect_pairs.h), with float weights.
+// compressed-tensors' formats whose tensors minifloat reads (dialect_pairs.h): float weights in the FP8 and FP4
+// formats, integer weights of 2 to 8 bits packed into I32 words (pack-quantized) or stored as I8 (int-quantized,
+// naive-quantized).
 bool read_ct_group(const QuantGroup& g) {
   if (g.type.empty()) return true;  // quantizes no weights (activations or KV cache only)
   if (g.format == "dense") return true;
-  static constexpr std::array<const char*, 5> kRead{"float-quantized", "naive-quantized", "mxfp8-quantized",
-                                                    "mxfp4-pack-quantized", "nvfp4-pack-quantized"};
-  return g.type == "float" && std::find(kRead.begin(), kRead.end(), g.format) != kRead.end();
+  static constexpr std::array<const char*, 5> kFloat{"float-quantized", "naive-quantized", "mxfp8-quantized",
+                                                     "mxfp4-pack-quantized", "nvfp4-pack-quantized"};
+  if (g.type == "float") return std::find(kFloat.begin(), kFloat.end(), g.format) != kFloat.end();
+  const bool bits = g.num_bits >= 2 && g.num_bits <= 8;
+  if (g.format == "pack-quantized") return bits;
+  return (g.format == "int-quantized" || g.format == "naive-quantized") && g.num_bits == 8;
 }
 
 std::string upper(std::string s) {
@@ -125,24 +130,52 @@ Declaration declaration_of(const std::optional<HfConfig>& config) {
     case ConfigRules::deepseek: case ConfigRules::deepinfer: case ConfigRules::transformers_fp8:
     case ConfigRules::gpt_oss: case ConfigRules::minifloat:
       return d;
+    case ConfigRules::awq: case ConfigRules::gptq: {
+      // AutoAWQ's GEMM layout with 4-bit codes; AutoGPTQ's own layout (checkpoint_format gptq: zeros stored - 1) of
+      // 2 to 8 bits. Other versions (AWQ's gemv, gemv_fast, marlin; GPTQ's marlin, gptq_v2) pack otherwise.
+      const QuantGroup& g = c.groups.front();
+      const bool awq = c.rules == ConfigRules::awq;
+      if (awq ? g.format == "gemm" && g.num_bits == 4 : g.format == "gptq" && g.num_bits >= 2 && g.num_bits <= 8) {
+        return d;
+      }
+      d.not_read = cat("its ", awq ? "version" : "checkpoint_format", " '", g.format, "' with ", g.num_bits,
+                       "-bit codes is not a layout minifloat reads (", awq ? "AutoAWQ's gemm, 4 bits" :
+                       "AutoGPTQ's gptq, 2 to 8 bits", ")");
+      return d;
+    }
     case ConfigRules::compressed_tensors:
       for (const QuantGroup& g : c.groups) {
         if (!read_ct_group(g)) {
           d.not_read = cat("its config group '", g.name, "' stores ", g.type, g.num_bits ? cat(g.num_bits) : "",
                            " weights as '", g.format.empty() ? "(no format)" : g.format,
                            "', which minifloat does not read (it reads float-quantized, naive-quantized and "
-                           "mxfp8-quantized FP8, mxfp4-pack-quantized and nvfp4-pack-quantized)");
+                           "mxfp8-quantized FP8, mxfp4-pack-quantized and nvfp4-pack-quantized, pack-quantized "
+                           "integers of 2 to 8 bits, and int-quantized int8)");
           return d;
         }
       }
       return d;
     case ConfigRules::modelopt: {
-      const std::string algo = upper(c.scheme);
-      for (const char* read : {"NVFP4", "FP8", "FP8_PB_WO", "MXFP8", "MXFP4"}) {
-        if (algo == read) return d;
+      const auto read = [](const std::string& algo) {
+        for (const char* r : {"NVFP4", "FP8", "FP8_PB_WO", "MXFP8", "MXFP4"}) {
+          if (upper(algo) == r) return true;
+        }
+        return false;
+      };
+      // MIXED_PRECISION: every layer's own algorithm (quantized_layers) must be one minifloat reads.
+      if (upper(c.scheme) == "MIXED_PRECISION" && !c.groups.empty()) {
+        for (const QuantGroup& g : c.groups) {
+          if (!read(g.format)) {
+            d.not_read = cat("its quantized layer '", g.name, "' has quant_algo '", g.format, "', not one minifloat "
+                             "reads (NVFP4, FP8, FP8_PB_WO, MXFP8, MXFP4)");
+            return d;
+          }
+        }
+        return d;
       }
+      if (read(c.scheme)) return d;
       d.not_read = cat("its quant_algo '", c.scheme, "' is not one minifloat reads (NVFP4, FP8, FP8_PB_WO, MXFP8, "
-                       "MXFP4)");
+                       "MXFP4; MIXED_PRECISION of those)");
       return d;
     }
     default: break;

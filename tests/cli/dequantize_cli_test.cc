@@ -122,12 +122,12 @@ namespace {
 TEST(InspectUnknownDialect, ListsTheTensorsAndSaysItDoesNotKnowTheScheme) {
   TempDir dir;
   const fs::path in = orphan_checkpoint(dir);
-  write_file(in / "config.json", R"({"quantization_config": {"quant_method": "awq", "bits": 4}})");
+  write_file(in / "config.json", R"({"quantization_config": {"quant_method": "bitsandbytes", "bits": 4}})");
   const auto r = run({"inspect", in.string()});
   ASSERT_EQ(r.exit_code, 2) << r.err;
-  EXPECT_NE(r.err.find("config.json declares quantization 'awq'"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("config.json declares quantization 'bitsandbytes'"), std::string::npos) << r.err;
   EXPECT_NE(r.out.find("a.weight"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("config.json: quant_method 'awq' is a dialect minifloat does not know"), std::string::npos)
+  EXPECT_NE(r.out.find("config.json: quant_method 'bitsandbytes' is a dialect minifloat does not know"), std::string::npos)
       << r.out;
   const auto d = run({"dequantize", in.string(), (dir / "out").string()});
   EXPECT_EQ(d.exit_code, 2);

@@ -85,16 +85,24 @@ void write_checkpoint(const fs::path& dir, const std::vector<Tensor>& tensors, c
 // ---- the published layouts (out = 32, in = 64, groups of 64) ----
 
 // AutoAWQ's GEMM layout: qweight I32 [in, out/8], qzeros I32 [in/G, out/8], scales F16 [in/G, out].
+// Zero points of 8 and codes of 1: every weight -7 x scale (not all zeros, whose zero block scales verify refuses).
+Tensor zeros_of_eight(std::string name, std::vector<std::uint64_t> shape) {
+  Tensor z = filled(std::move(name), DType::I32, std::move(shape));
+  for (std::size_t i = 0; i < z.data.size(); ++i) z.data[i] = std::byte{0x88};
+  return z;
+}
 void add_awq(std::vector<Tensor>& t, const std::string& m) {
   t.push_back(filled(m + ".qweight", DType::I32, {64, 4}));
-  t.push_back(filled(m + ".qzeros", DType::I32, {1, 4}));
+  t.push_back(zeros_of_eight(m + ".qzeros", {1, 4}));
   t.push_back(filled(m + ".scales", DType::F16, {1, 32}));
 }
 // AutoGPTQ: qweight I32 [in/8, out], qzeros I32 [in/G, out/8], scales F16 [in/G, out], g_idx I32 [in].
 void add_gptq(std::vector<Tensor>& t, const std::string& m) {
-  t.push_back(filled(m + ".g_idx", DType::I32, {64}));
+  Tensor g = filled(m + ".g_idx", DType::I32, {64});
+  std::fill(g.data.begin(), g.data.end(), std::byte{0});  // every input in group 0
+  t.push_back(std::move(g));
   t.push_back(filled(m + ".qweight", DType::I32, {8, 32}));
-  t.push_back(filled(m + ".qzeros", DType::I32, {1, 4}));
+  t.push_back(zeros_of_eight(m + ".qzeros", {1, 4}));
   t.push_back(filled(m + ".scales", DType::F16, {1, 32}));
 }
 // ModelOpt NVFP4: weight U8 [R, C/2], weight_scale F8_E4M3 [R, C/16], weight_scale_2 F32 [], input_scale F32 [].
@@ -108,9 +116,28 @@ void add_modelopt_nvfp4(std::vector<Tensor>& t, const std::string& m) {
 void add_ct_int4(std::vector<Tensor>& t, const std::string& m) {
   t.push_back(filled(m + ".weight_packed", DType::I32, {32, 8}));
   t.push_back(filled(m + ".weight_scale", DType::BF16, {32, 1}));
-  t.push_back(filled(m + ".weight_shape", DType::I64, {2}));
+  Tensor shape = filled(m + ".weight_shape", DType::I64, {2});
+  const std::int64_t rc[2] = {32, 64};
+  std::memcpy(shape.data.data(), rc, sizeof rc);
+  t.push_back(std::move(shape));
 }
 
+// bitsandbytes' 4-bit form: weight U8 (packed NF4) with weight.absmax, quant_map and quant_state: not read.
+void add_bnb4(std::vector<Tensor>& t, const std::string& m) {
+  t.push_back(filled(m + ".weight", DType::U8, {1024, 1}));
+  t.push_back(filled(m + ".weight.absmax", DType::F32, {32}));
+  t.push_back(filled(m + ".weight.quant_map", DType::F32, {16}));
+}
+
+constexpr const char* kBnbConfig =
+    R"({"model_type": "llama", "quantization_config": {"quant_method": "bitsandbytes", "load_in_4bit": true,
+        "bnb_4bit_quant_type": "nf4"}})";
+constexpr const char* kAwqGemvConfig =
+    R"({"model_type": "llama", "torch_dtype": "float16", "quantization_config": {"quant_method": "awq", "bits": 4,
+        "group_size": 64, "zero_point": true, "version": "gemv"}})";
+constexpr const char* kGptqV2Config =
+    R"({"model_type": "llama", "torch_dtype": "float16", "quantization_config": {"quant_method": "gptq", "bits": 4,
+        "group_size": 64, "desc_act": true, "sym": true, "checkpoint_format": "gptq_v2"}})";
 constexpr const char* kAwqConfig =
     R"({"model_type": "llama", "torch_dtype": "float16", "quantization_config": {"quant_method": "awq", "bits": 4,
         "group_size": 64, "zero_point": true, "version": "gemm"}})";
@@ -123,9 +150,10 @@ constexpr const char* kModeloptConfig =
 constexpr const char* kHfQuantConfig =
     R"({"producer": {"name": "modelopt", "version": "0.47.0"}, "quantization": {"quant_algo": "NVFP4",
         "group_size": 16, "exclude_modules": ["lm_head"]}})";
-constexpr const char* kCtInt4Config =
+// marlin-24: 2:4-sparse int4 for Marlin's kernels, a compressed-tensors format minifloat does not read.
+constexpr const char* kCtMarlinConfig =
     R"({"model_type": "llama", "quantization_config": {"quant_method": "compressed-tensors", "format":
-        "pack-quantized", "config_groups": {"group_0": {"targets": ["Linear"], "weights": {"num_bits": 4, "type": "int",
+        "marlin-24", "config_groups": {"group_0": {"targets": ["Linear"], "weights": {"num_bits": 4, "type": "int",
         "strategy": "group", "group_size": 64, "symmetric": true}}}, "ignore": ["lm_head"]}})";
 
 std::vector<Tensor> model_with(void (*add)(std::vector<Tensor>&, const std::string&)) {
@@ -159,49 +187,83 @@ void expect_refused_everywhere(const TempDir& dir, const fs::path& in, const std
   }
 }
 
-TEST(QuantizationRule, AwqIsRefusedByEveryCommandNamingTheMethodAndTheFirstTensor) {
+TEST(QuantizationRule, BitsandbytesIsRefusedByEveryCommandNamingTheMethodAndTheFirstTensor) {
   TempDir dir;
-  write_checkpoint(dir / "in", model_with(add_awq), kAwqConfig);
+  write_checkpoint(dir / "in", model_with(add_bnb4), kBnbConfig);
   expect_refused_everywhere(dir, dir / "in",
-                            {"config.json declares quantization 'awq'", "'model.layers.0.mlp.down_proj.qweight' (I32 [64, 4])",
-                             "nothing was written"});
+                            {"config.json declares quantization 'bitsandbytes'",
+                             "'model.layers.0.mlp.down_proj.weight' (U8 [1024, 1])", "nothing was written"});
 }
 
-TEST(QuantizationRule, GptqIsRefusedByEveryCommandNamingTheMethodAndTheFirstTensor) {
-  TempDir dir;
-  write_checkpoint(dir / "in", model_with(add_gptq), kGptqConfig);
-  expect_refused_everywhere(dir, dir / "in",
-                            {"config.json declares quantization 'gptq'", "'model.layers.0.mlp.down_proj.g_idx' (I32 [64])"});
-}
-
-// Without config.json, the names alone: qweight, g_idx, scales are quantization tensors.
-TEST(QuantizationRule, AwqAndGptqTensorsWithoutAConfigAreRefusedByTheirNames) {
-  for (auto add : {add_awq, add_gptq}) {
+// AWQ's other versions and GPTQ's v2 pack (or offset) otherwise than the layouts minifloat reads: refused by name.
+TEST(QuantizationRule, AwqAndGptqLayoutsNotReadAreRefusedNamingThem) {
+  {
     TempDir dir;
-    write_checkpoint(dir / "in", model_with(add), "");
-    expect_refused_everywhere(dir, dir / "in", {"looks quantized (by its name) but is part of no pair minifloat reads"});
+    write_checkpoint(dir / "in", model_with(add_awq), kAwqGemvConfig);
+    expect_refused_everywhere(dir, dir / "in",
+                              {"config.json declares quantization 'awq'", "its version 'gemv' with 4-bit codes",
+                               "'model.layers.0.mlp.down_proj.qweight' (I32 [64, 4])"});
+  }
+  {
+    TempDir dir;
+    write_checkpoint(dir / "in", model_with(add_gptq), kGptqV2Config);
+    expect_refused_everywhere(dir, dir / "in",
+                              {"config.json declares quantization 'gptq'", "its checkpoint_format 'gptq_v2'",
+                               "'model.layers.0.mlp.down_proj.g_idx' (I32 [64])"});
   }
 }
 
-TEST(QuantizationRule, CompressedTensorsPackQuantizedInt4IsRefusedNamingItsFormat) {
+// AutoAWQ's GEMM layout and AutoGPTQ's are read (checked value for value in tests/unit/dialect_pairs_test.cc and
+// python/tests/test_dialects.py): every command runs, dequantize writes plain weights only.
+TEST(QuantizationRule, AwqAndGptqAreReadByEveryCommand) {
+  using Add = void (*)(std::vector<Tensor>&, const std::string&);
+  for (const auto& [add, config] : {std::pair<Add, const char*>{add_awq, kAwqConfig}, {add_gptq, kGptqConfig}}) {
+    TempDir dir;
+    write_checkpoint(dir / "in", model_with(add), config);
+    for (const char* c : {"inspect", "verify"}) {
+      const auto r = run({c, (dir / "in").string()});
+      EXPECT_EQ(r.exit_code, 0) << c << ": " << r.err;
+    }
+    const auto d = run({"dequantize", (dir / "in").string(), (dir / "out").string()});
+    ASSERT_EQ(d.exit_code, 0) << d.err;
+    const mf::io::SafetensorsFile out = mf::io::read_safetensors(dir / "out" / "model.safetensors");
+    std::set<std::string> names;
+    for (const auto& t : out.tensors()) names.insert(t.name);
+    EXPECT_EQ(names, (std::set<std::string>{"model.embed_tokens.weight", "model.layers.0.mlp.down_proj.weight",
+                                            "model.layers.0.self_attn.q_proj.weight", "model.norm.weight"}));
+    EXPECT_EQ(out.find("model.layers.0.mlp.down_proj.weight")->shape, (std::vector<std::uint64_t>{32, 64}));
+    const auto c = run({"convert", (dir / "in").string(), (dir / "conv").string(), "--recipe", "mxfp4"});
+    EXPECT_EQ(c.exit_code, 0) << c.err;
+  }
+}
+
+// Without config.json, the names alone: bitsandbytes' absmax and quant_map are quantization parameters.
+TEST(QuantizationRule, QuantizationTensorsWithoutAConfigAreRefusedByTheirNames) {
   TempDir dir;
-  write_checkpoint(dir / "in", model_with(add_ct_int4), kCtInt4Config);
+  write_checkpoint(dir / "in", model_with(add_bnb4), "");
+  expect_refused_everywhere(dir, dir / "in", {"looks quantized (by its dtype) but is part of no pair minifloat reads"});
+}
+
+TEST(QuantizationRule, CompressedTensorsFormatNotReadIsRefusedNamingIt) {
+  TempDir dir;
+  write_checkpoint(dir / "in", model_with(add_ct_int4), kCtMarlinConfig);
   expect_refused_everywhere(dir, dir / "in",
                             {"config.json declares quantization 'compressed-tensors'", "'group_0' stores int4 weights "
-                             "as 'pack-quantized'", "'model.layers.0.mlp.down_proj.weight_packed' (I32 [32, 8])"});
+                             "as 'marlin-24'", "'model.layers.0.mlp.down_proj.weight_packed' (I32 [32, 8])"});
 }
 
 // inspect still lists the checkpoint, marking what it does not understand, and exits 2 with the same message.
 TEST(QuantizationRule, InspectListsTheTensorsMarksTheUnreadOnesAndExits2) {
   TempDir dir;
-  write_checkpoint(dir / "in", model_with(add_awq), "");
+  write_checkpoint(dir / "in", model_with(add_bnb4), "");
   const auto r = run({"inspect", (dir / "in").string()});
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.out.find("model.layers.0.mlp.down_proj.qweight"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("model.layers.0.mlp.down_proj.weight.absmax"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("not understood"), std::string::npos) << r.out;
   const auto j = run({"inspect", (dir / "in").string(), "--json"});
   EXPECT_EQ(j.exit_code, 2);
-  EXPECT_NE(nlohmann::json::parse(j.out).at("not_understood").get<std::string>().find("qweight"), std::string::npos);
+  EXPECT_NE(nlohmann::json::parse(j.out).at("not_understood").get<std::string>().find("down_proj.weight"),
+            std::string::npos);
 }
 
 // ModelOpt NVFP4 into minifloat's NVFP4 is a re-layout: codes and scales unchanged, and the output's config says what
@@ -332,8 +394,8 @@ void add_bnb(std::vector<Tensor>& t, const std::string& m) {
 const std::vector<Module> kModules{
     {"plain", true, add_plain},         {"deepseek-fp8", true, add_deepseek_fp8}, {"modelopt-nvfp4", true, add_modelopt_nvfp4},
     {"ct-nvfp4", true, add_ct_nvfp4},   {"hc-scale", true, add_hc_scale},         {"norm-scale", true, add_norm_scale},
-    {"hash-table", true, add_hash_table}, {"awq", false, add_awq},                {"gptq", false, add_gptq},
-    {"ct-int4", false, add_ct_int4},    {"orphan-scale", false, add_orphan_scale}, {"orphan-fp8", false, add_orphan_fp8},
+    {"hash-table", true, add_hash_table}, {"awq", true, add_awq},                 {"gptq", true, add_gptq},
+    {"ct-int4", true, add_ct_int4},    {"orphan-scale", false, add_orphan_scale}, {"orphan-fp8", false, add_orphan_fp8},
     {"bnb", false, add_bnb}};
 
 struct Declaration {
@@ -347,17 +409,26 @@ const std::vector<Declaration> kDeclarations{
     {R"({"quant_method": "compressed-tensors", "format": "nvfp4-pack-quantized", "config_groups": {"g": {"targets":
         ["Linear"], "weights": {"num_bits": 4, "type": "float"}}}})", true},
     {R"({"quant_method": "compressed-tensors", "format": "pack-quantized", "config_groups": {"g": {"targets":
+        ["Linear"], "weights": {"num_bits": 4, "type": "int"}}}})", true},
+    {R"({"quant_method": "compressed-tensors", "format": "marlin-24", "config_groups": {"g": {"targets":
         ["Linear"], "weights": {"num_bits": 4, "type": "int"}}}})", false},
     {R"({"quant_method": "modelopt", "quant_algo": "NVFP4"})", true},
     {R"({"quant_method": "modelopt", "quant_algo": "INT4_AWQ"})", false},
-    {R"({"quant_method": "awq", "bits": 4})", false},
-    {R"({"quant_method": "gptq", "bits": 4})", false},
+    {R"({"quant_method": "modelopt", "quant_algo": "MIXED_PRECISION", "quantized_layers": {
+        "model.layers.0.mlp.up_proj": {"quant_algo": "NVFP4", "group_size": 16},
+        "model.layers.1.mlp.up_proj": {"quant_algo": "FP8"}}})", true},
+    {R"({"quant_method": "modelopt", "quant_algo": "MIXED_PRECISION", "quantized_layers": {
+        "model.layers.0.mlp.up_proj": {"quant_algo": "W4A16_AWQ"}}})", false},
+    {R"({"quant_method": "awq", "bits": 4})", true},
+    {R"({"quant_method": "awq", "bits": 4, "version": "gemv_fast"})", false},
+    {R"({"quant_method": "gptq", "bits": 4})", true},
+    {R"({"quant_method": "gptq", "bits": 4, "checkpoint_format": "gptq_v2"})", false},
     {R"({"quant_method": "bitsandbytes", "load_in_4bit": true})", false},
     {R"({"quant_method": "minifloat", "schemes": ["nvfp4"]})", true}};
 
 // What no output of a command that exited 0 may hold: a tensor the rule calls quantized that is no part of a pair.
 bool quantized_name_left(const std::string& name) {
-  for (const char* p : {".qweight", ".qzeros", ".scales", ".g_idx", ".absmax"}) {
+  for (const char* p : {".qweight", ".qzeros", ".scales", ".g_idx", ".absmax", ".quant_map"}) {
     if (name.ends_with(p)) return true;
   }
   return false;

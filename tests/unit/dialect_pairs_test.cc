@@ -3,6 +3,7 @@
 // python/tests/test_dialects.py checks the same against the libraries themselves.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <vector>
@@ -88,6 +89,146 @@ TEST(DialectPairs, CompressedTensorsMxfp4) {
   EXPECT_EQ(v[31], -0.125f);
 }
 
+std::vector<std::byte> words(std::initializer_list<std::uint32_t> v) {
+  std::vector<std::byte> out;
+  for (const std::uint32_t w : v) {
+    for (int b = 0; b < 4; ++b) out.push_back(static_cast<std::byte>((w >> (8 * b)) & 0xff));
+  }
+  return out;
+}
+std::vector<std::byte> i64(std::initializer_list<std::int64_t> v) {
+  std::vector<std::byte> out;
+  for (const std::int64_t x : v) {
+    for (int b = 0; b < 8; ++b) out.push_back(static_cast<std::byte>((static_cast<std::uint64_t>(x) >> (8 * b)) & 0xff));
+  }
+  return out;
+}
+
+// compressed-tensors pack-quantized int4 (compressors/pack_quantized: element c of a row at bit 4c of the row's I32
+// words, stored as q + 8; value (q - zp) x scale[group]). One row of 16 columns in two groups of 8; the word
+// 0x76543210 holds the stored codes 0..7 (q = -8..-1), 0xFEDCBA98 the codes 8..15 (q = 0..7). Scales bf16 0.5 and
+// 2. With weight_g_idx (GPTQ's act-order), column c's group is g_idx[c], here mirrored: 1 for c < 8, 0 after.
+TEST(DialectPairs, CompressedTensorsPackQuantizedInt4WithGroupIndex) {
+  for (const bool g_idx : {false, true}) {
+    std::vector<Owned> t{{"m.weight_packed", DType::I32, {1, 2}, words({0x76543210u, 0xFEDCBA98u})},
+                         {"m.weight_scale", DType::BF16, {1, 2}, bf16({0.5f, 2.0f})},
+                         {"m.weight_shape", DType::I64, {2}, i64({1, 16})}};
+    if (g_idx) t.push_back({"m.weight_g_idx", DType::I32, {16}, words({1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0})});
+    const SafetensorsFile f = file_of(t);
+    const std::vector<QuantizedPair> pairs = find_pairs(f);
+    ASSERT_EQ(pairs.size(), 1u);
+    const QuantizedPair& p = pairs[0];
+    EXPECT_EQ(p.form, PairForm::integer);
+    EXPECT_EQ(p.bits, 4);
+    EXPECT_EQ(p.output, "m.weight");
+    EXPECT_EQ(p.scheme_name, "int4-1x8-bf16");
+    const std::vector<float> v = dequantize_pair(f, p);
+    ASSERT_EQ(v.size(), 16u);
+    for (int c = 0; c < 16; ++c) {
+      const float q = static_cast<float>(c - 8);
+      const float scale = (c < 8) != g_idx ? 0.5f : 2.0f;
+      EXPECT_EQ(v[c], q * scale) << c << (g_idx ? " with g_idx" : "");
+    }
+  }
+}
+
+// 3-bit codes cross word boundaries (32 consecutive elements in exactly 3 words): element 10 is bits 30..32, the
+// top two bits of word 0 and the lowest of word 1. Every stored code is 5 (q = 5 - 4 = 1) but element 10, 6 (q = 2);
+// per channel (one scale, f32 0.25), asymmetric: the zero point is packed along the rows as the codes are, here
+// one row's stored 3 (zp = -1), so the values are (q + 1) x 0.25.
+TEST(DialectPairs, CompressedTensorsPackQuantizedThreeBitsAcrossWordsWithZeroPoint) {
+  std::uint32_t w[3] = {0, 0, 0};
+  for (std::uint32_t c = 0; c < 32; ++c) {
+    const std::uint64_t code = c == 10 ? 6 : 5, at = 3 * c;
+    w[at / 32] |= static_cast<std::uint32_t>(code << (at % 32));
+    if (at % 32 > 29) w[at / 32 + 1] |= static_cast<std::uint32_t>(code >> (32 - at % 32));
+  }
+  const SafetensorsFile f = file_of({{"m.weight_packed", DType::I32, {1, 3}, words({w[0], w[1], w[2]})},
+                                     {"m.weight_scale", DType::F32, {1, 1}, f32(0.25f)},
+                                     {"m.weight_shape", DType::I64, {2}, i64({1, 32})},
+                                     {"m.weight_zero_point", DType::I32, {1, 1}, words({3})}});
+  const std::vector<QuantizedPair> pairs = find_pairs(f);
+  ASSERT_EQ(pairs.size(), 1u);
+  EXPECT_EQ(pairs[0].bits, 3);
+  EXPECT_EQ(pairs[0].zero_point, "m.weight_zero_point");
+  const std::vector<float> v = dequantize_pair(f, pairs[0]);
+  for (int c = 0; c < 32; ++c) EXPECT_EQ(v[c], (c == 10 ? 3 : 2) * 0.25f) << c;
+}
+
+// int-quantized int8 (W8A8): I8 codes, one bf16 scale per row.
+TEST(DialectPairs, CompressedTensorsInt8PerChannel) {
+  const SafetensorsFile f = file_of({{"m.weight", DType::I8, {2, 2}, bytes({0x7f, 0x81, 0xff, 0x01})},
+                                     {"m.weight_scale", DType::BF16, {2, 1}, bf16({0.5f, 4.0f})}});
+  const std::vector<QuantizedPair> pairs = find_pairs(f);
+  ASSERT_EQ(pairs.size(), 1u);
+  EXPECT_EQ(pairs[0].scheme_name, "int8-channel-bf16");
+  EXPECT_EQ(dequantize_pair(f, pairs[0]), (std::vector<float>{63.5f, -63.5f, -4.0f, 4.0f}));
+}
+
+// AutoGPTQ (auto_gptq/nn_modules/qlinear/qlinear_cuda_old.py, checkpoint_format gptq): qweight I32 [C x 4 / 32, R]
+// packs input k of output n at bit 4 (k % 8) of word [k / 8][n]; qzeros I32 [G, R x 4 / 32] packs output n's zero at
+// bit 4 (n % 8) of word [g][n / 8], stored as zero - 1; scales F16 [G, R]; g_idx I32 [C] the group of each input;
+// W[n][k] = (q - (stored zero + 1)) x scale[g_idx[k]][n]. Here R = 8, C = 16, q = (k + n) % 16, every stored zero 7
+// (zero 8), scales f16 0.5 (group 0) and 2 (group 1), g_idx mirrored (inputs 0-7 in group 1).
+TEST(DialectPairs, AutoGptqPackedAlongTheInputsWithZerosMinusOne) {
+  std::vector<std::uint32_t> q(2 * 8, 0);
+  for (std::uint32_t k = 0; k < 16; ++k) {
+    for (std::uint32_t n = 0; n < 8; ++n) q[(k / 8) * 8 + n] |= ((k + n) % 16) << (4 * (k % 8));
+  }
+  std::vector<std::byte> qw, sc, gi;
+  for (const std::uint32_t w : q) {
+    for (int b = 0; b < 4; ++b) qw.push_back(static_cast<std::byte>((w >> (8 * b)) & 0xff));
+  }
+  for (int g = 0; g < 2; ++g) {
+    for (int n = 0; n < 8; ++n) {
+      sc.push_back(std::byte{0x00});
+      sc.push_back(g == 0 ? std::byte{0x38} : std::byte{0x40});
+    }
+  }
+  for (std::uint32_t k = 0; k < 16; ++k) {
+    const std::uint32_t g = k < 8 ? 1 : 0;
+    for (int b = 0; b < 4; ++b) gi.push_back(static_cast<std::byte>((g >> (8 * b)) & 0xff));
+  }
+  const SafetensorsFile f = file_of({{"m.g_idx", DType::I32, {16}, gi},
+                                     {"m.qweight", DType::I32, {2, 8}, qw},
+                                     {"m.qzeros", DType::I32, {2, 1}, words({0x77777777u, 0x77777777u})},
+                                     {"m.scales", DType::F16, {2, 8}, sc}});
+  const std::vector<QuantizedPair> pairs = find_pairs(f);
+  ASSERT_EQ(pairs.size(), 1u);
+  const QuantizedPair& p = pairs[0];
+  EXPECT_EQ(p.form, PairForm::integer);
+  EXPECT_EQ(p.packing, QuantizedPair::Packing::gptq);
+  EXPECT_EQ(p.output, "m.weight");
+  EXPECT_EQ(p.output_shape, (Shape{8, 16}));
+  EXPECT_EQ(p.group_index, "m.g_idx");
+  const std::vector<float> v = dequantize_pair(f, p);
+  for (int n = 0; n < 8; ++n) {
+    for (int k = 0; k < 16; ++k) {
+      EXPECT_EQ(v[n * 16 + k], static_cast<float>((k + n) % 16 - 8) * (k < 8 ? 2.0f : 0.5f)) << n << ", " << k;
+    }
+  }
+}
+
+// AutoAWQ's GEMM words (awq/utils/packing_utils.py): output n = 8 col + j sits at nibble AWQ_REVERSE_ORDER[j] =
+// [0, 4, 1, 5, 2, 6, 3, 7][j] of word [k][col]; zeros likewise, with no offset; W[n][k] = (q - z) x s. One input,
+// eight outputs: the word 0x76543210 holds nibble i = i, so output j reads nibble REVERSE[j]; zero 2, scale 1.
+TEST(DialectPairs, AutoAwqInterleavedNibbles) {
+  std::vector<std::byte> one;  // f16 1.0 = 0x3c00 for each output
+  for (int n = 0; n < 8; ++n) {
+    one.push_back(std::byte{0x00});
+    one.push_back(std::byte{0x3c});
+  }
+  const SafetensorsFile g = file_of({{"m.qweight", DType::I32, {1, 1}, words({0x76543210u})},
+                                     {"m.qzeros", DType::I32, {1, 1}, words({0x22222222u})},
+                                     {"m.scales", DType::F16, {1, 8}, one}});
+  const std::vector<QuantizedPair> pairs = find_pairs(g);
+  ASSERT_EQ(pairs.size(), 1u);
+  EXPECT_EQ(pairs[0].packing, QuantizedPair::Packing::awq);
+  const std::vector<float> v = dequantize_pair(g, pairs[0]);
+  const int reverse[8] = {0, 4, 1, 5, 2, 6, 3, 7};
+  for (int n = 0; n < 8; ++n) EXPECT_EQ(v[n], static_cast<float>(reverse[n] - 2)) << n;
+}
+
 TEST(DialectPairs, Fp8PerChannelBf16Scales) {
   // 2 x 2 e4m3 0x38 (1) and 0xb8 (-1); row scales bf16 0.5 and 3.
   const SafetensorsFile f = file_of({{"m.weight", DType::F8_E4M3, {2, 2}, bytes({0x38, 0xb8, 0x38, 0x38})},
@@ -119,8 +260,8 @@ TEST(DialectPairs, ModelOptBlockScalesWithFourDimensions) {
 
 TEST(DialectPairs, GptOssBlocksAreTransposedAsTransformersLoadsThem) {
   // 1 expert, 2 rows of 32: row 0 all 0x7 (6) with e = 127 (1); row 1 all 0x9 (-0.5) with e = 128 (2).
-  std::vector<std::byte> blocks(16, std::byte{0x77});
-  blocks.resize(32, std::byte{0x99});
+  std::vector<std::byte> blocks(32, std::byte{0x99});
+  std::fill_n(blocks.begin(), 16, std::byte{0x77});
   const SafetensorsFile f = file_of({{"e.gate_up_proj_blocks", DType::U8, {1, 2, 1, 16}, blocks},
                                      {"e.gate_up_proj_scales", DType::U8, {1, 2, 1}, bytes({127, 128})}});
   const std::vector<QuantizedPair> pairs = find_pairs(f);

@@ -125,10 +125,28 @@ TEST(HfConfigDialect, GptOss) {
 }
 
 TEST(HfConfigDialect, UnknownQuantMethodIsListedNotRefused) {
-  const HfConfig c = parse_hf_config(R"({"quantization_config": {"quant_method": "awq", "bits": 4}})");
+  const HfConfig c = parse_hf_config(R"({"quantization_config": {"quant_method": "bitsandbytes", "bits": 4}})");
   EXPECT_EQ(c.rules, ConfigRules::unknown);
-  EXPECT_EQ(c.quant_method, "awq");
+  EXPECT_EQ(c.quant_method, "bitsandbytes");
   EXPECT_FALSE(c.quantization);
+}
+
+TEST(HfConfigDialect, AwqAndGptqLayouts) {
+  const HfConfig a = parse_hf_config(R"({"quantization_config": {"quant_method": "awq", "bits": 4, "group_size": 128,
+      "zero_point": true, "version": "GEMM", "modules_to_not_convert": ["visual"]}})");
+  EXPECT_EQ(a.rules, ConfigRules::awq);
+  ASSERT_EQ(a.groups.size(), 1u);
+  EXPECT_EQ(a.groups[0].format, "gemm");
+  EXPECT_EQ(a.scheme, "awq gemm int4 group 128");
+  EXPECT_EQ(a.not_converted, std::vector<std::string>{"visual"});
+  const HfConfig g = parse_hf_config(R"({"quantization_config": {"quant_method": "gptq", "bits": 3, "group_size": -1,
+      "desc_act": true, "sym": false}})");
+  EXPECT_EQ(g.rules, ConfigRules::gptq);
+  EXPECT_EQ(g.groups[0].format, "gptq");
+  EXPECT_EQ(g.groups[0].num_bits, 3);
+  const HfConfig m = parse_hf_config(R"({"quantization_config": {"quant_method": "gptq", "bits": 4,
+      "is_marlin_format": true}})");
+  EXPECT_EQ(m.groups[0].format, "marlin");
 }
 
 TEST(HfConfigDialect, DeepSeekFormWithQwensModulesToNotConvert) {
@@ -140,7 +158,7 @@ TEST(HfConfigDialect, DeepSeekFormWithQwensModulesToNotConvert) {
 }
 
 TEST(HfConfigDialect, RuleNames) {
-  for (const char* name : {"deepseek", "deepinfer", "transformers-fp8", "compressed-tensors", "modelopt", "gpt-oss", "minifloat"}) {
+  for (const char* name : {"deepseek", "deepinfer", "transformers-fp8", "compressed-tensors", "modelopt", "gpt-oss", "minifloat", "awq", "gptq"}) {
     EXPECT_EQ(to_string(config_rules_named(name)), name);
   }
   EXPECT_THROW(config_rules_named("unknown"), std::invalid_argument);
