@@ -1,9 +1,11 @@
 // minifloat make-example-checkpoint: a tiny bf16 checkpoint (V4-like by default; DeepSeek-V4, Llama or Qwen-MoE in
-// miniature with --arch) for the tests, the tour and ./run.
+// miniature with --arch) for the tests, the tour and ./run; or (--like) a published quantized release in miniature,
+// laid out as the release stores it (docs/checkpoints.md, "Published releases in miniature").
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <memory>
 #include <optional>
+#include <vector>
 
 #include "checkpoint_cli.h"
 #include "common.h"
@@ -13,16 +15,23 @@ namespace mf::cli {
 
 void register_example_checkpoint(CLI::App& app) {
   struct Args {
-    std::string dir, arch = "v4-like";
+    std::string dir, arch = "v4-like", like;
     int shards = 2;
     std::optional<int> hidden, layers, experts, moe_intermediate, intermediate;
   };
   auto a = std::make_shared<Args>();
   auto* s = app.add_subcommand("make-example-checkpoint",
                                "Write a tiny synthetic bf16 checkpoint (config.json, shards, index): V4-like, or a "
-                               "real architecture in miniature (--arch)");
+                               "real architecture in miniature (--arch), or a published quantized release (--like)");
   s->add_option("DIR", a->dir, "directory to create")->required();
-  s->add_option("--arch", a->arch,
+  auto* like = s->add_option("--like", a->like,
+                             "a published release's layout in miniature, quantized: deepseek-v4-release (bare names, "
+                             "X.scale E8M0, FP4 experts as I8), deepseek-v4.1 (32x32 tiles, config nested under "
+                             "text_config), deepseek-v3 (W_scale_inv F32, partial tiles, MTP), qwen-fp8 (W_scale_inv "
+                             "BF16), fp8-per-tensor (transformers' FineGrainedFP8, weight_block_size null)")
+                   ->check(CLI::IsMember({"deepseek-v4-release", "deepseek-v4.1", "deepseek-v3", "qwen-fp8",
+                                          "fp8-per-tensor"}));
+  auto* arch = s->add_option("--arch", a->arch,
                 "v4-like (default: DeepSeek-V4's names, simplified shapes), or deepseek-v4, llama, qwen-moe: "
                 "configs and tensors that load in transformers' DeepseekV4ForCausalLM, LlamaForCausalLM, "
                 "Qwen3MoeForCausalLM")
@@ -30,16 +39,27 @@ void register_example_checkpoint(CLI::App& app) {
       ->capture_default_str();
   s->add_option("--shards", a->shards, "number of shards")->check(CLI::Range(1, 64))->capture_default_str();
   // Larger sizes for benchmarks (bench/bench_convert.sh); the defaults (each architecture's) are what tests expect.
-  s->add_option("--hidden", a->hidden, "hidden size, a multiple of 32 (default 64; 128 for the other archs)")
-      ->check(CLI::Range(32, 16384));
-  s->add_option("--layers", a->layers, "layers (default 2)")->check(CLI::Range(1, 256));
-  s->add_option("--experts", a->experts, "routed experts per layer (default 4)")->check(CLI::Range(1, 512));
-  s->add_option("--moe-intermediate", a->moe_intermediate,
-                "expert width, a multiple of 32 (default 32; 128 for the other archs)")
-      ->check(CLI::Range(32, 65536));
-  s->add_option("--intermediate", a->intermediate, "Llama's MLP width, a multiple of 32 (default 256)")
-      ->check(CLI::Range(32, 65536));
+  std::vector<CLI::Option*> sizes{arch};
+  const auto size = [&](CLI::Option* o) { sizes.push_back(o); };
+  size(s->add_option("--hidden", a->hidden, "hidden size, a multiple of 32 (default 64; 128 for the other archs)")
+           ->check(CLI::Range(32, 16384)));
+  size(s->add_option("--layers", a->layers, "layers (default 2)")->check(CLI::Range(1, 256)));
+  size(s->add_option("--experts", a->experts, "routed experts per layer (default 4)")->check(CLI::Range(1, 512)));
+  size(s->add_option("--moe-intermediate", a->moe_intermediate,
+                     "expert width, a multiple of 32 (default 32; 128 for the other archs)")
+           ->check(CLI::Range(32, 65536)));
+  size(s->add_option("--intermediate", a->intermediate, "Llama's MLP width, a multiple of 32 (default 256)")
+           ->check(CLI::Range(32, 65536)));
+  for (CLI::Option* o : sizes) like->excludes(o);  // a release's miniature has its one size
   s->callback([a] {
+    if (!a->like.empty()) {
+      const io::HfConfig config = io::write_release_example(a->dir, io::release_like_named(a->like), a->shards);
+      const io::Checkpoint c = io::open_checkpoint(a->dir);
+      write_stdout(fmt::format("wrote {}: {} tensors in {} shards, config.json ({}, {}), laid out like {}\n", a->dir,
+                               c.index.weight_map.size(), c.shards.size(), config.model_type, config.quant_method,
+                               a->like));
+      return;
+    }
     const io::ExampleArch arch = io::example_arch_named(a->arch);
     io::ExampleSize size = io::example_size(arch);
     size.hidden = a->hidden.value_or(size.hidden);

@@ -49,6 +49,7 @@ std::string as_json(const io::InspectReport& r) {
   j["bytes"] = r.bytes;
   j["bits_per_param"] = r.params ? 8.0 * static_cast<double>(r.bytes) / static_cast<double>(r.params) : 0.0;
   j["schemes"] = r.scheme_summary;
+  j["family"] = r.family;
   j["not_understood"] = r.not_understood;
   if (r.config) {
     j["config"] = {{"rules", std::string(io::to_string(r.config->rules))},
@@ -87,6 +88,7 @@ std::string as_text(const io::InspectReport& r) {
                      human_bytes(static_cast<double>(r.bytes)),
                      r.params ? 8.0 * static_cast<double>(r.bytes) / static_cast<double>(r.params) : 0.0);
   out += fmt::format("schemes (from tensor pairs): {}\n", r.scheme_summary);
+  if (!r.family.empty()) out += fmt::format("family: {}\n", r.family);
   if (r.config) out += config_text(*r.config);
   return out;
 }

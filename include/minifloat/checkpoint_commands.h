@@ -74,6 +74,30 @@ ExampleSize example_size(ExampleArch arch);
 HfConfig write_example_checkpoint(const std::filesystem::path& dir, int shards = 2, const ExampleSize& size = {},
                                   ExampleArch arch = ExampleArch::v4_like);
 
+// ---- published releases in miniature ----
+
+// A published checkpoint family's storage layout in miniature (docs/checkpoints.md, "Published releases in
+// miniature", names each one's sources): its tensor names, dtypes, scale grids and config.json, with the values of
+// the `--arch` example's bf16 model quantized by minifloat into the release's scheme.
+//   deepseek_v4_release  DeepSeek-V4-Flash as released: bare names (layers.N.attn.wq_a.weight, ffn.experts.E.w1.weight,
+//                        mtp.0.*), FP8 with X.scale F8_E8M0 per 128x128, routed experts FP4 as I8 [R, C/2] with
+//                        X.scale F8_E8M0 [R, C/32], F32 hyper-connection mixers and biases; expert_dtype "fp4" at the
+//                        top level of config.json
+//   deepseek_v4_1        DeepSeek-V4.1-Flash: the same names with 32x32 FP8 tiles, an engram table with 1x32 scales,
+//                        quantization_config (and the text model's fields) nested under text_config
+//   deepseek_v3          DeepSeek-V3 / R1 (and Kimi K2-Instruct's form): Hugging Face names, W_scale_inv F32 per
+//                        128x128 with partial edge tiles, an MTP layer
+//   qwen_fp8             Qwen3-MoE FP8: W_scale_inv in BF16 per 128x128
+//   fp8_per_tensor       Llama as transformers' FineGrainedFP8 holds it with weight_block_size null (Mistral's HF FP8):
+//                        one F32 W_scale_inv [] per weight, and an F32 activation_scale []
+enum class ReleaseLike { deepseek_v4_release, deepseek_v4_1, deepseek_v3, qwen_fp8, fp8_per_tensor };
+// "deepseek-v4-release", "deepseek-v4.1", "deepseek-v3", "qwen-fp8", "fp8-per-tensor"; throws std::invalid_argument.
+ReleaseLike release_like_named(std::string_view name);
+std::string_view to_string(ReleaseLike like);
+// Writes the miniature of `like` in `dir` (created): config.json, `shards` shards (a weight's scales in its shard)
+// and their index; deterministic bytes. Returns the config.
+HfConfig write_release_example(const std::filesystem::path& dir, ReleaseLike like, int shards = 2);
+
 // ---- memory ----
 
 struct MemoryClass {
@@ -190,7 +214,7 @@ struct TensorInfo {
   DType dtype;
   std::vector<std::uint64_t> shape;
   std::uint64_t bytes = 0;
-  std::string role;  // "weight of <scheme>", "scale of W", "tensor scale of W", or "" for a plain tensor
+  std::string role;  // "weight of <scheme> (<pair form>)", "scale of W", "tensor scale of W", or "" for a plain one
   std::uint64_t params = 0;  // logical elements (scales count 0: they are overhead)
   // --stats, floating tensors and dequantized pairs: over the values
   std::optional<double> min, max, mean, rms;
@@ -202,6 +226,10 @@ struct InspectReport {
   std::uint64_t params = 0, bytes = 0;
   std::optional<HfConfig> config;  // when config.json is there
   std::string scheme_summary;      // "fp8-128x128 x 12, e2m1-1x32-ue8m0-rceil x 24" or "none"
+  // The published family the pairs' forms (and config.json) name, "" when they name none: "DeepSeek-V4 as released
+  // (X.weight + X.scale): ...", "DeepSeek-V4.1 ...", "Qwen FP8 release (... BF16 block scales) x N", "transformers
+  // FineGrainedFP8 per tensor ... x N", "DeepSeek-V3 / R1 / V3.1 FP8 ... x N".
+  std::string family;
   // Why the other commands would refuse this checkpoint, "" when they would not: a tensor quantized (by dtype or
   // name) in no pair minifloat reads, or a declared quantization it does not read (the message they throw).
   std::string not_understood;

@@ -3,7 +3,13 @@
 //   DeepSeek form   W              F8_E4M3 [R, C], or e2m1 packed as F4 [R, C] / U8 or I8 [R, C/2]
 //                   W_scale_inv    F32 or F8_E8M0, [ceil(R/Br), ceil(C/Bc)]: one scale per block, multiplied on
 //                                  dequantization (fp8-128x128, fp8-32x32, fp8-1x128, mxfp8, and V4's FP4 experts
-//                                  with 1x32 ue8m0 scales)
+//                                  with 1x32 ue8m0 scales); BF16 or F16 (Qwen's FP8 releases: widened to f32
+//                                  exactly); or one F32 / BF16 / F16 value, [] or [1] (transformers' FineGrainedFP8
+//                                  with weight_block_size null: one scale for the FP8 tensor)
+//   DeepSeek-V4     X.weight       F8_E4M3 [R, C], or e2m1 packed as I8 / U8 [R, C/2] (routed experts)
+//   release form    X.scale        F8_E8M0 (F32 in V4-Flash-Base) [ceil(R/B), ceil(C/B)], B = 128 (V4) or 32 (V4.1);
+//                                  experts F8_E8M0 [R, C/32]: DeepSeek's released V4 checkpoints, the DeepSeek form
+//                                  under its bare names (a float X.scale beside a float X.weight is no pair)
 //   NVFP4 form      W              e2m1 packed (F4 / U8), W_scale F8_E4M3 [R, C/16], W_scale_2 F32 [] (ModelOpt)
 //
 // The block shape is read off the two shapes (the first of 128x128, 32x32, 1x128, 1x32 whose scale grid matches;
@@ -22,7 +28,9 @@
 namespace mf::io {
 
 // How a pair's parts are named and what its scales mean (docs/checkpoints.md, "Dialects"):
-//   deepseek      W + W_scale_inv: one scale per block, multiplied (DeepSeek V3/V4, transformers FineGrainedFP8)
+//   deepseek      W + W_scale_inv: one scale per block, multiplied (DeepSeek V3/V4, transformers FineGrainedFP8,
+//                 Qwen's FP8 with BF16 / F16 scales; per tensor: one scale)
+//   deepseek_v4   X.weight + X.scale: the same, under the names of DeepSeek's released V4 / V4.1 checkpoints
 //   nvfp4         W + W_scale (F8_E4M3, 1x16) + W_scale_2 (F32 []): code * scale * scale_2 (NVIDIA ModelOpt)
 //   scaled        W + W_scale, one scale per block (the block read off the two shapes: the whole tensor, a row, a
 //                 128x128 tile, 32 or 16 columns), multiplied; F32, BF16, F16, F8_E4M3 or E8M0 (F8_E8M0 or U8) scales
@@ -43,7 +51,7 @@ namespace mf::io {
 //                 W[n, k] = (q - z) x s, transposed) and AutoGPTQ's (M.qweight I32 [C x b / 32, R] packed along the
 //                 inputs, M.qzeros I32 [C/G, R x b / 32] stored as zero - 1, M.scales F16 [C/G, R], M.g_idx I32 [C]);
 //                 dequantized as M.weight [R, C]
-enum class PairForm : std::uint8_t { deepseek, nvfp4, scaled, packed, packed_global, blocks, integer };
+enum class PairForm : std::uint8_t { deepseek, nvfp4, scaled, packed, packed_global, blocks, integer, deepseek_v4 };
 std::string_view to_string(PairForm f);
 
 // A quantized weight found in one file: the names of its parts and what they hold.
@@ -56,19 +64,24 @@ struct QuantizedPair {
   std::string zero_point, group_index;      // integer form: its zero points and column groups ("" when absent)
   int bits = 0;                             // integer form: bits per code
   enum class Packing : std::uint8_t { compressed_tensors, awq, gptq } packing = Packing::compressed_tensors;
-  Scheme scheme;                            // deepseek and nvfp4 forms: element, block and scale format as stored
-  std::string scheme_name;                  // every form: e.g. e4m3-1x128-f32, e2m1-1x16-e4m3-global
+  Scheme scheme;                            // deepseek, deepseek_v4 and nvfp4 forms: element, block and scale
+                                            // format (BF16 / F16 scales: f32, the values they widen to exactly; one
+                                            // scale for the tensor: a block of the whole [R, C])
+  std::string scheme_name;                  // every form: e.g. e4m3-1x128-f32, e2m1-1x16-e4m3-global, e4m3-128x128-bf16
+                                            // (BF16-stored block scales), e4m3-tensor-f32 (one scale per tensor)
   std::vector<std::int64_t> shape;          // the logical [R, C] (blocks: R counts the rows of every leading dim)
   std::vector<std::uint64_t> output_shape;  // the dequantized tensor's shape
   int block_rows = 0, block_cols = 0;       // the scale block
 };
 
-// Every pair among `file`'s tensors: a weight W whose W_scale_inv (or W_scale with W_scale_2) exists. Throws IoError
-// (size_mismatch) naming the tensor when a pair's shapes or dtypes fit no scheme.
+// Every pair among `file`'s tensors: a weight W whose W_scale_inv (or W_scale with W_scale_2) exists, or an F8_E4M3 /
+// I8 / U8 X.weight whose X.scale exists (DeepSeek-V4's release names). Throws IoError (size_mismatch) naming the
+// tensor when a pair's shapes or dtypes fit no scheme.
 std::vector<QuantizedPair> find_pairs(const SafetensorsFile& file);
 
-// The pair's tensors read into a QuantizedTensor (bytes copied), checked by mf::validate: deepseek and nvfp4 forms
-// only (the others have no QuantizedTensor: BF16 scales, two-level divisions). Throws IoError.
+// The pair's tensors read into a QuantizedTensor (bytes copied; BF16 / F16 scales widened to f32), checked by
+// mf::validate: deepseek, deepseek_v4 and nvfp4 forms only (the others have no QuantizedTensor: two-level
+// divisions, transposed blocks). Throws IoError.
 QuantizedTensor read_pair(const SafetensorsFile& file, const QuantizedPair& pair, Profile profile = Profile::ocp);
 
 // The pair's values as f32 in output_shape's order, every form: code times scale (times or divided by the second

@@ -70,6 +70,9 @@ struct HfConfig {
   std::string dtype;                          // torch_dtype (or the newer "dtype"); "" when absent
   std::optional<QuantizationConfig> quantization;  // deepseek, deepinfer and transformers-fp8 rules
   std::string quant_method;                       // as written; "" without a quantization_config
+  // quantization_config was read from text_config (a composite model's text config: DeepSeek-V4.1-Flash), there
+  // being none at the top level, where it is otherwise read.
+  bool quantization_in_text_config = false;
   std::string scheme;  // the dialect's name for its scheme: compressed-tensors' format, ModelOpt's quant_algo, ...
   std::vector<std::string> not_converted;  // ignore / modules_to_not_convert / exclude_modules, as written
   std::vector<QuantGroup> groups;          // compressed-tensors' config_groups, in order; AWQ's and GPTQ's one
@@ -109,13 +112,18 @@ HfConfig parse_hf_config(std::string_view json, ConfigRules rules = ConfigRules:
 HfConfig read_hf_config(const std::filesystem::path& path, ConfigRules rules = ConfigRules::detect);
 
 // config.json text with quantization_config replaced by `q` (removed when nullopt) and everything else kept, as
-// indented JSON. For convert and dequantize. Throws HfConfigError if `json` is not an object.
+// indented JSON; one nested under text_config is removed (the top-level one says what the output holds). For convert
+// and dequantize. Throws HfConfigError if `json` is not an object.
 std::string hf_config_with_quantization(std::string_view json, const std::optional<QuantizationConfig>& q);
 
 // config.json text with quantization_config set to minifloat's own declaration, {"quant_method": "minifloat",
 // "schemes": [...]}: the schemes its quantized pairs hold, as find_pairs names them (convert writes it where no other
 // dialect's config says what minifloat's form holds; verify holds the pairs against it).
 std::string hf_config_with_minifloat_schemes(std::string_view json, const std::vector<std::string>& schemes);
+
+// config.json text without a quantization_config nested under text_config (the other dialects' configs are written
+// at the top level over this). Throws HfConfigError if `json` is not an object.
+std::string hf_config_unnested(std::string_view json);
 
 // Python's repr of a JSON value ('fp8', [32, 32], True, None): how DeepInfer's messages print values.
 std::string python_repr_of_json(std::string_view json);

@@ -2,11 +2,14 @@
 #include "minifloat/checkpoint_tensors.h"
 
 #include <array>
+#include <bit>
 #include <cstring>
 #include <map>
 
 #include "dialect_pairs.h"
 #include "../io/file.h"
+#include "minifloat/codec.h"
+#include "minifloat/text.h"
 
 namespace mf::io {
 namespace {
@@ -27,13 +30,23 @@ const Format* element_of(DType t) {
   }
 }
 
+// The scale format a stored scale dtype holds: BF16 and F16 (Qwen's FP8 releases) widen to f32 exactly, so their pairs
+// are read as f32-scaled ones (read_pair widens the bytes).
 const Format* scale_of(DType t) {
   switch (t) {
-    case DType::F32: return &f32;
+    case DType::F32: case DType::BF16: case DType::F16: return &f32;
     case DType::F8_E8M0: return &ue8m0;
     case DType::F8_E4M3: return &ue4m3;
     default: return nullptr;
   }
+}
+
+bool half_scale(DType t) { return t == DType::BF16 || t == DType::F16; }
+
+std::uint64_t element_count(const std::vector<std::uint64_t>& shape) {
+  std::uint64_t n = 1;
+  for (const std::uint64_t d : shape) n *= d;
+  return n;
 }
 
 DType dtype_of_scale(const Format& f) { return f == ue8m0 ? DType::F8_E8M0 : f == ue4m3 ? DType::F8_E4M3 : DType::F32; }
@@ -59,13 +72,13 @@ std::string scheme_text(const Format& element, int br, int bc, const Format& sca
 }
 
 // The block shapes whose scale grid over `shape` is the scale tensor's: NVFP4 is 1x16 only; FP4 weights in the
-// DeepSeek form are MXFP4-shaped (1x32 along K, docs/spec.md#v4-geometry; a short row would otherwise also fit 1x128).
+// DeepSeek forms are MXFP4-shaped (1x32 along K, docs/spec.md#v4-geometry; a short row would otherwise also fit 1x128).
 std::vector<std::array<int, 2>> fitting_blocks(PairForm form, const Format& element, std::array<std::int64_t, 2> shape,
                                                const SafetensorsTensor& scale) {
   std::vector<std::array<int, 2>> fits;
   for (const auto& [br, bc] : kBlocks) {
     if ((form == PairForm::nvfp4) != (br == 1 && bc == 16)) continue;
-    if (form == PairForm::deepseek && element == e2m1 && !(br == 1 && bc == 32)) continue;
+    if (form != PairForm::nvfp4 && element == e2m1 && !(br == 1 && bc == 32)) continue;
     if (ceil_div(shape[0], br) == static_cast<std::int64_t>(scale.shape[0]) &&
         ceil_div(shape[1], bc) == static_cast<std::int64_t>(scale.shape[1])) {
       fits.push_back({br, bc});
@@ -74,7 +87,15 @@ std::vector<std::array<int, 2>> fitting_blocks(PairForm form, const Format& elem
   return fits;
 }
 
-// The pair of the DeepSeek or NVFP4 form, labelled with block br x bc.
+// The name a pair's scheme is listed under: the scheme's own, or for block scales stored as BF16 / F16 (which the
+// scheme reads as the f32 values they widen to) the element, block and stored dtype, e4m3-128x128-bf16, as the
+// scaled form names compressed-tensors' BF16 blocks.
+std::string listed_name(const Scheme& s, DType stored) {
+  if (!half_scale(stored)) return s.name;
+  return cat(s.element.name(), "-", s.block_rows, "x", s.block_cols, "-", stored == DType::BF16 ? "bf16" : "f16");
+}
+
+// The pair of the DeepSeek, DeepSeek-V4 or NVFP4 form, labelled with block br x bc.
 QuantizedPair own_form_pair(PairForm form, const SafetensorsFile& file, const SafetensorsTensor& w,
                             const SafetensorsTensor& scale, const SafetensorsTensor* scale2,
                             std::vector<std::int64_t> shape, const Format& element, std::array<int, 2> block) {
@@ -87,14 +108,46 @@ QuantizedPair own_form_pair(PairForm form, const SafetensorsFile& file, const Sa
   p.shape = std::move(shape);
   p.scheme = form == PairForm::nvfp4 ? scheme_named("nvfp4")
                                      : scheme_named(scheme_text(element, br, bc, *scale_of(scale.dtype)));
-  p.scheme_name = p.scheme.name;
+  p.scheme_name = listed_name(p.scheme, scale.dtype);
   p.output = w.name;
   p.output_shape = {static_cast<std::uint64_t>(p.shape[0]), static_cast<std::uint64_t>(p.shape[1])};
   p.block_rows = br;
   p.block_cols = bc;
   const std::string module = w.name.ends_with(".weight") ? w.name.substr(0, w.name.size() - 7) : w.name;
-  if (file.find(module + ".input_scale") != nullptr) p.extras.push_back(module + ".input_scale");
+  // Static activation scales: input_scale (AutoFP8, ModelOpt), activation_scale (transformers' FineGrainedFP8 with
+  // activation_scheme "static", as Mistral's FP8 releases store it).
+  for (const char* part : {".input_scale", ".activation_scale"}) {
+    if (file.find(module + part) != nullptr) p.extras.push_back(module + part);
+  }
   return p;
+}
+
+// One scale for the whole FP8 tensor ([] or [1]; or [1, 1] where no block's grid is one tile): transformers'
+// FineGrainedFP8 with weight_block_size null. Its scheme's block is the whole [R, C], so the pair is one
+// QuantizedTensor with one f32 scale; listed as e4m3-tensor-f32.
+bool one_scale(const SafetensorsTensor& scale) {
+  return element_count(scale.shape) == 1 && scale.shape.size() <= 2;
+}
+
+QuantizedPair per_tensor_pair(const SafetensorsFile& file, const SafetensorsTensor& w, const SafetensorsTensor& scale,
+                              std::vector<std::int64_t> shape, const Format& element) {
+  QuantizedPair p = own_form_pair(PairForm::deepseek, file, w, scale, nullptr, shape, element, {128, 128});
+  p.scheme.block_rows = static_cast<int>(shape[0]);
+  p.scheme.block_cols = static_cast<int>(shape[1]);
+  p.scheme.name = cat(element.name, "-tensor-f32");
+  p.block_rows = p.scheme.block_rows;
+  p.block_cols = p.scheme.block_cols;
+  const char* stored = scale.dtype == DType::BF16 ? "bf16" : scale.dtype == DType::F16 ? "f16" : "f32";
+  p.scheme_name = cat(element.name, "-tensor-", stored);
+  return p;
+}
+
+// DeepSeek-V4's release names: X.weight (F8_E4M3, or FP4 packed as I8 / U8) with X.scale; nullptr when `w` is no such
+// weight (a float weight beside a float X.scale is a model's own pair of parameters, not a quantized one).
+const SafetensorsTensor* release_scale(const SafetensorsFile& file, const SafetensorsTensor& w) {
+  if (!w.name.ends_with(".weight")) return nullptr;
+  if (w.dtype != DType::F8_E4M3 && w.dtype != DType::I8 && w.dtype != DType::U8) return nullptr;
+  return file.find(w.name.substr(0, w.name.size() - 7) + ".scale");
 }
 
 // The pair whose codes are `w`, labelled with the first block shape whose grid fits; every block shape that fits
@@ -113,14 +166,36 @@ std::optional<QuantizedPair> match(const SafetensorsFile& file, const Safetensor
   if (scale == nullptr) {
     scale = file.find(w.name + "_scale");
     scale2 = file.find(w.name + "_scale_2");
-    if (scale == nullptr || scale2 == nullptr) return detail::match_dialect_pair(file, w);
-    form = PairForm::nvfp4;
+    if (scale == nullptr && scale2 == nullptr && (scale = release_scale(file, w)) != nullptr) {
+      form = PairForm::deepseek_v4;
+    } else if (scale == nullptr || scale2 == nullptr) {
+      return detail::match_dialect_pair(file, w);
+    } else {
+      form = PairForm::nvfp4;
+    }
   }
   const auto shape = logical_shape(w);
-  if (!shape || scale_of(scale->dtype) == nullptr || scale->shape.size() != 2) {
+  // Which scale dtypes each form stores: DeepSeek's W_scale_inv F32 or F8_E8M0 (minifloat's own form also F8_E4M3,
+  // fp4-e4m3-16), and Qwen's BF16 / F16; DeepSeek-V4's X.scale F8_E8M0 or F32 (V4-Flash-Base); NVFP4's W_scale
+  // F8_E4M3.
+  const bool dtype_fits = form == PairForm::deepseek      ? scale_of(scale->dtype) != nullptr
+                          : form == PairForm::deepseek_v4 ? scale->dtype == DType::F8_E8M0 || scale->dtype == DType::F32
+                                                          : scale->dtype == DType::F8_E4M3;
+  const bool fp8 = *element == e4m3 || *element == e5m2;
+  if (shape && form == PairForm::deepseek && scale_of(scale->dtype) == &f32 && fp8 && one_scale(*scale) &&
+      (scale->shape.size() < 2 || fitting_blocks(form, *element, {(*shape)[0], (*shape)[1]}, *scale).empty()) &&
+      (*shape)[0] > 0 && (*shape)[1] > 0) {
+    return per_tensor_pair(file, w, *scale, *shape, *element);
+  }
+  if (!shape || !dtype_fits || scale->shape.size() != 2) {
+    const char* expected = form == PairForm::deepseek
+                               ? "a 2-D weight with a 2-D F32, F8_E8M0, F8_E4M3, BF16 or F16 scale grid, or one "
+                                 "scale for an FP8 tensor"
+                           : form == PairForm::deepseek_v4 ? "a 2-D weight with a 2-D F8_E8M0 or F32 scale grid"
+                                                           : "a 2-D weight with a 2-D F8_E4M3 scale";
     throw IoError(IoErrc::size_mismatch, file.path(), w.name,
-                  cat("weight ", dtype_name(w.dtype), " with scale ", dtype_name(scale->dtype),
-                      " is not a 2-D weight with a 2-D F32, F8_E8M0 or F8_E4M3 scale"));
+                  cat("weight ", dtype_name(w.dtype), " ", shape_text(w.shape), " with scale ", scale->name, " ",
+                      dtype_name(scale->dtype), " ", shape_text(scale->shape), " is not ", expected));
   }
   if (form == PairForm::nvfp4 && (scale2->dtype != DType::F32 || !scale2->shape.empty() || *element != e2m1)) {
     throw IoError(IoErrc::size_mismatch, file.path(), w.name, "NVFP4 needs e2m1 data and an F32 scalar _scale_2");
@@ -129,7 +204,8 @@ std::optional<QuantizedPair> match(const SafetensorsFile& file, const Safetensor
   if (!fits.empty()) return own_form_pair(form, file, w, *scale, scale2, *shape, *element, fits.front());
   throw IoError(IoErrc::size_mismatch, file.path(), w.name,
                 cat("scale ", scale->name, " [", scale->shape[0], ", ", scale->shape[1], "] fits no block of [",
-                    (*shape)[0], ", ", (*shape)[1], "] (tried 128x128, 32x32, 1x128, 1x32, 1x16)"));
+                    (*shape)[0], ", ", (*shape)[1], "] (tried 128x128, 32x32, 1x128, 1x32",
+                    form == PairForm::nvfp4 ? ", 1x16" : "", ")"));
 }
 
 std::vector<std::uint8_t> copy_bytes(std::span<const std::byte> b) {
@@ -137,12 +213,24 @@ std::vector<std::uint8_t> copy_bytes(std::span<const std::byte> b) {
   return {p, p + b.size()};
 }
 
+// BF16 / F16 scale bytes as the f32 bytes of the same values (every BF16 and F16 value is an f32 value: exact).
+std::vector<std::uint8_t> widened_scales(const std::vector<std::uint8_t>& in, DType t) {
+  std::vector<std::uint8_t> out(in.size() * 2);
+  for (std::size_t i = 0; i < in.size() / 2; ++i) {
+    const std::uint32_t h = in[2 * i] | static_cast<std::uint32_t>(in[2 * i + 1]) << 8;
+    const float v = t == DType::BF16 ? std::bit_cast<float>(h << 16) : static_cast<float>(decode(f16, h));
+    std::memcpy(out.data() + 4 * i, &v, 4);
+  }
+  return out;
+}
+
 }  // namespace
 
 // A pair that fits several block shapes (a row of 32 or fewer columns fits 1x128 and 1x32 alike) takes the shape
 // that the file's unambiguous pairs of the same scheme family use most: an MXFP8 checkpoint's short rows read as
 // 1x32, not as DeepSeek's 1x128.
-void relabel_ambiguous(std::vector<QuantizedPair>& pairs, const std::vector<std::vector<std::array<int, 2>>>& fits) {
+void relabel_ambiguous(std::vector<QuantizedPair>& pairs, const std::vector<std::vector<std::array<int, 2>>>& fits,
+                       const SafetensorsFile& file) {
   std::map<std::string, std::map<std::array<int, 2>, int>> used;  // element and scale -> block -> pairs
   const auto family = [](const QuantizedPair& p) { return cat(p.scheme.element.name(), "/", p.scheme.scale_format->name); };
   for (std::size_t i = 0; i < pairs.size(); ++i) {
@@ -162,7 +250,7 @@ void relabel_ambiguous(std::vector<QuantizedPair>& pairs, const std::vector<std:
     const Profile profile = p.scheme.profile;
     p.scheme = scheme_named(scheme_text(*p.scheme.element.format, best[0], best[1], *p.scheme.scale_format));
     p.scheme.profile = profile;
-    p.scheme_name = p.scheme.name;
+    p.scheme_name = listed_name(p.scheme, file.find(p.scale)->dtype);
   }
 }
 
@@ -176,7 +264,7 @@ std::vector<QuantizedPair> find_pairs(const SafetensorsFile& file) {
       fits.push_back(f);
     }
   }
-  relabel_ambiguous(out, fits);
+  relabel_ambiguous(out, fits, file);
   return out;
 }
 
@@ -189,12 +277,20 @@ std::string_view to_string(PairForm f) {
     case PairForm::packed_global: return "weight_packed + weight_scale + weight_global_scale";
     case PairForm::blocks: return "X_blocks + X_scales";
     case PairForm::integer: return "integer codes + weight_scale";
+    case PairForm::deepseek_v4: return "X.weight + X.scale";
   }
   return "?";
 }
 
+namespace {
+
+// The forms read as one QuantizedTensor: DeepSeek's (either naming) and ModelOpt's NVFP4.
+bool own_form(PairForm f) { return f == PairForm::deepseek || f == PairForm::deepseek_v4 || f == PairForm::nvfp4; }
+
+}  // namespace
+
 std::vector<float> dequantize_pair(const SafetensorsFile& file, const QuantizedPair& pair, int threads) {
-  if (pair.form != PairForm::deepseek && pair.form != PairForm::nvfp4) return detail::dequantize_dialect_pair(file, pair);
+  if (!own_form(pair.form)) return detail::dequantize_dialect_pair(file, pair);
   const QuantizedTensor q = read_pair(file, pair);
   std::vector<float> y(static_cast<std::size_t>(q.count()));
   dequantize(q, y.data(), threads);
@@ -202,7 +298,7 @@ std::vector<float> dequantize_pair(const SafetensorsFile& file, const QuantizedP
 }
 
 QuantizedTensor read_pair(const SafetensorsFile& file, const QuantizedPair& pair, Profile profile) {
-  if (pair.form != PairForm::deepseek && pair.form != PairForm::nvfp4) {
+  if (!own_form(pair.form)) {
     throw IoError(IoErrc::invalid_tensor_entry, file.path(), pair.weight,
                   cat("a ", to_string(pair.form), " pair has no QuantizedTensor form; use dequantize_pair"));
   }
@@ -215,7 +311,9 @@ QuantizedTensor read_pair(const SafetensorsFile& file, const QuantizedPair& pair
   q.scheme.profile = profile;
   q.codes = copy_bytes(file.bytes(*w));
   q.scales = copy_bytes(file.bytes(*s));
-  q.scale_shape = {static_cast<std::int64_t>(s->shape[0]), static_cast<std::int64_t>(s->shape[1])};
+  if (half_scale(s->dtype)) q.scales = widened_scales(q.scales, s->dtype);
+  q.scale_shape = {1, 1};  // one scale for the tensor: [], [1] or [1, 1]
+  if (s->shape.size() == 2) q.scale_shape = {static_cast<std::int64_t>(s->shape[0]), static_cast<std::int64_t>(s->shape[1])};
   if (!pair.tensor_scale.empty()) {
     const SafetensorsTensor* t = file.find(pair.tensor_scale);
     std::memcpy(&q.tensor_scale, file.bytes(*t).data(), 4);

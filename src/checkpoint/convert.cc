@@ -179,9 +179,12 @@ bool same_scales(const Scheme& want, const Scheme& held, DType stored) {
           (want.scale_format == &f32 && stored == DType::F32));
 }
 
-// Alike FP8 block scales the target keeps the other way: F32 to E8M0 or back (recode_scales).
+// Alike FP8 block scales the target keeps the other way: F32 to E8M0 or back, BF16 / F16 to F32 (recode_scales).
 ScaleRecode recode_between(const Scheme& want, const Scheme& held, DType stored) {
   if (want.tensor_scale) return ScaleRecode::none;
+  if (want.scale_format == &f32 && held.scale_format == &f32 && (stored == DType::BF16 || stored == DType::F16)) {
+    return ScaleRecode::widen;
+  }
   if (want.scale_format == &ue8m0 && held.scale_format == &f32 && stored == DType::F32) return ScaleRecode::to_ue8m0;
   if (want.scale_format == &f32 && held.scale_format == &ue8m0 && (stored == DType::F8_E8M0 || stored == DType::U8)) {
     return ScaleRecode::to_f32;
@@ -270,7 +273,8 @@ std::optional<Step> plan_pair(const SafetensorsFile& f, const QuantizedPair& p, 
   const DType stored = f.find(p.scale)->dtype;
   const bool is_alike = alike(want, held);
   const ScaleRecode recode = is_alike ? recode_between(*want, *held, stored) : ScaleRecode::none;
-  const bool own = p.form == PairForm::deepseek || p.form == PairForm::nvfp4;
+  // minifloat's own forms (a scale stored as one value, [] or [1], is not: its grid is [1, 1] there).
+  const bool own = (p.form == PairForm::deepseek && f.find(p.scale)->shape.size() == 2) || p.form == PairForm::nvfp4;
   const bool bytes_fit = is_alike && (same_scales(*want, *held, stored) || recode != ScaleRecode::none);
   // minifloat's own forms stay as they are in minifloat's output when they hold the target's bytes.
   if (format == WriteFormat::minifloat && own && bytes_fit && recode == ScaleRecode::none) return std::nullopt;

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <charconv>
 #include <cmath>
 #include <cstring>
@@ -35,6 +36,15 @@ std::vector<std::byte> recode_scales(const SafetensorsFile& f, const QuantizedPa
   const SafetensorsTensor& t = *f.find(p.scale);
   const std::span<const std::byte> in = f.bytes(t);
   std::vector<std::byte> out;
+  if (how == ScaleRecode::widen) {  // every BF16 and F16 value is an f32 value
+    out.resize(in.size() * 2);
+    for (std::size_t i = 0; i < in.size() / 2; ++i) {
+      const std::uint32_t h = std::to_integer<std::uint32_t>(in[2 * i]) | std::to_integer<std::uint32_t>(in[2 * i + 1]) << 8;
+      const float v = t.dtype == DType::BF16 ? std::bit_cast<float>(h << 16) : static_cast<float>(decode(f16, h));
+      std::memcpy(out.data() + 4 * i, &v, 4);
+    }
+    return out;
+  }
   if (how == ScaleRecode::to_ue8m0) {
     out.resize(in.size() / 4);
     for (std::size_t i = 0; i < out.size(); ++i) {

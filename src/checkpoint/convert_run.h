@@ -19,8 +19,9 @@
 
 namespace mf::io::detail {
 
-// How a re-laid-out pair's block scales change: not at all, or between F32 and E8M0 (recode_scales).
-enum class ScaleRecode { none, to_ue8m0, to_f32 };
+// How a re-laid-out pair's block scales change: not at all, between F32 and E8M0, or from BF16 / F16 (Qwen's FP8
+// releases) widened to F32 (recode_scales).
+enum class ScaleRecode { none, to_ue8m0, to_f32, widen };
 
 // One entry of a plan: one input tensor (or pair, or MoE experts) and the output tensors it becomes, in order.
 struct Step {
@@ -48,8 +49,9 @@ ConvertReport run_plan(const std::filesystem::path& in, const std::filesystem::p
                        const Planner& plan, bool bf16_out, const Recipe* recipe,
                        const std::function<void()>& checks = {});
 
-// FP8 block scales of pair `p` rewritten exactly from F32 to E8M0 or back; throws std::invalid_argument naming the
-// first scale that has no exact form (`target`: the recipe's target, for the message).
+// FP8 block scales of pair `p` rewritten exactly from F32 to E8M0 or back, or from BF16 / F16 to F32; throws
+// std::invalid_argument naming the first scale that has no exact form (`target`: the recipe's target, for the
+// message).
 std::vector<std::byte> recode_scales(const SafetensorsFile& f, const QuantizedPair& p, ScaleRecode how,
                                      const std::string& target);
 

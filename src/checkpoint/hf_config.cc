@@ -305,9 +305,20 @@ void check_dialect(const Json& q, HfConfig& c) {
   }
 }
 
+// The config's quantization_config: the top-level one, else one nested under text_config, where a composite
+// (text and vision) model keeps its text model's (DeepSeek-V4.1-Flash; Kimi K2.5); nullptr when there is none.
+const Json* quantization_of(const Json& config) {
+  if (config.contains("quantization_config")) return &config.at("quantization_config");
+  if (config.contains("text_config") && config.at("text_config").is_object() &&
+      config.at("text_config").contains("quantization_config")) {
+    return &config.at("text_config").at("quantization_config");
+  }
+  return nullptr;
+}
+
 ConfigRules detect(const Json& config) {
-  if (!config.contains("quantization_config")) return ConfigRules::deepseek;
-  const Json& q = config.at("quantization_config");
+  if (quantization_of(config) == nullptr) return ConfigRules::deepseek;
+  const Json& q = *quantization_of(config);
   if (q.is_object() && q.contains("quant_method") && q.at("quant_method").is_string()) {
     const std::string m = q.at("quant_method").get<std::string>();
     if (m == "compressed-tensors") return ConfigRules::compressed_tensors;
@@ -410,28 +421,33 @@ void read_model_keys(const Json& config, HfConfig& c) {
     }
   }
   if (config.contains("model_type") && config.at("model_type").is_string()) c.model_type = config.at("model_type").get<std::string>();
-  for (const char* key : {"torch_dtype", "dtype"}) {
-    if (c.dtype.empty() && config.contains(key) && !config.at(key).is_null()) {
-      if (!config.at(key).is_string()) throw HfConfigError(HfErrc::bad_type, cat("HF ", key, " is not a string"));
-      c.dtype = config.at(key).get<std::string>();
+  // The model's dtype: top level, else the text model's of a composite config (text_config).
+  const bool nested = config.contains("text_config") && config.at("text_config").is_object();
+  for (const Json* where : {&config, nested ? &config.at("text_config") : nullptr}) {
+    for (const char* key : {"torch_dtype", "dtype"}) {
+      if (where == nullptr || !c.dtype.empty() || !where->contains(key) || where->at(key).is_null()) continue;
+      if (!where->at(key).is_string()) throw HfConfigError(HfErrc::bad_type, cat("HF ", key, " is not a string"));
+      c.dtype = where->at(key).get<std::string>();
     }
   }
 }
 
 // quantization_config under the rules chosen: DeepSeek's (and DeepInfer's, which requires it) or a dialect's.
 void read_quantization(const Json& config, HfConfig& c) {
-  if (!config.contains("quantization_config")) {
+  const Json* q = quantization_of(config);
+  if (q == nullptr) {
     if (c.rules == ConfigRules::deepinfer) {
       throw HfConfigError(HfErrc::missing_key, "Missing HF quantization_config (deepinfer rules need FP8 with FP4 experts)");
     }
     return;
   }
+  c.quantization_in_text_config = !config.contains("quantization_config");
   if (c.rules != ConfigRules::deepseek && c.rules != ConfigRules::deepinfer) {
-    check_dialect(config.at("quantization_config"), c);
+    check_dialect(*q, c);
     return;
   }
-  c.quantization = check_quantization(config.at("quantization_config"), c.rules);
-  c.not_converted = string_list(config.at("quantization_config"), "DeepSeek", "modules_to_not_convert");
+  c.quantization = check_quantization(*q, c.rules);
+  c.not_converted = string_list(*q, "DeepSeek", "modules_to_not_convert");
   c.quant_method = c.quantization->quant_method;
   c.scheme = cat("fp8 [", c.quantization->block_rows, ", ", c.quantization->block_cols, "]",
                  c.quantization->expert_dtype == "fp4" ? ", fp4 experts" : "");
@@ -486,10 +502,23 @@ HfConfig read_hf_config(const std::filesystem::path& path, ConfigRules rules) {
   }
 }
 
+// A quantization_config nested under text_config removed: what is written sets (or removes) the top-level one.
+void drop_nested_quantization(nlohmann::ordered_json& config) {
+  if (config.contains("text_config") && config["text_config"].is_object()) config["text_config"].erase("quantization_config");
+}
+
+std::string hf_config_unnested(std::string_view text) {
+  parse_object(text);
+  nlohmann::ordered_json config = nlohmann::ordered_json::parse(text);
+  drop_nested_quantization(config);
+  return config.dump(2) + "\n";
+}
+
 std::string hf_config_with_quantization(std::string_view text, const std::optional<QuantizationConfig>& q) {
   parse_object(text);  // the checks and their errors
   // Ordered, so that the rewritten file keeps the original's key order.
   nlohmann::ordered_json config = nlohmann::ordered_json::parse(text);
+  drop_nested_quantization(config);
   if (q) {
     config["quantization_config"] = to_json(*q);
   } else {
@@ -501,6 +530,7 @@ std::string hf_config_with_quantization(std::string_view text, const std::option
 std::string hf_config_with_minifloat_schemes(std::string_view text, const std::vector<std::string>& schemes) {
   parse_object(text);
   nlohmann::ordered_json config = nlohmann::ordered_json::parse(text);
+  drop_nested_quantization(config);
   nlohmann::ordered_json q = nlohmann::ordered_json::object();
   q["quant_method"] = "minifloat";
   q["schemes"] = schemes;

@@ -1,4 +1,5 @@
 // inspect: what a checkpoint holds, tensor by tensor, with the schemes read off tensor pairs and optional statistics.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <deque>
@@ -74,11 +75,68 @@ struct Shard {
   std::map<std::string, const QuantizedPair*> by_weight;
 };
 
-// What each part of a pair is ("weight of SCHEME", "scale of W", ...), each pair counted under its scheme.
+// What the pairs of a checkpoint show of the family that published it (the forms of
+// docs/checkpoints.md, "Dialects"), gathered shard by shard.
+struct FamilyEvidence {
+  std::map<std::string, int> release;  // DeepSeek-V4's X.weight + X.scale pairs, by "fp8 BrxBc SCALE" / "fp4 experts"
+  int half_scales = 0;                 // W_scale_inv in BF16 or F16 (Qwen's FP8 releases)
+  std::string half_dtype;
+  int per_tensor = 0;                  // one W_scale_inv value per FP8 tensor (FineGrainedFP8, weight_block_size null)
+  int f32_blocks = 0;                  // W_scale_inv F32 over 128x128 blocks (DeepSeek-V3's form)
+  int other = 0;                       // every other pair
+};
+
+void note_family(FamilyEvidence& e, const SafetensorsFile& f, const QuantizedPair& p) {
+  const DType stored = f.find(p.scale)->dtype;
+  const bool fp4 = p.scheme.element.format == &e2m1;
+  if (p.form == PairForm::deepseek_v4) {
+    ++e.release[fp4 ? cat("FP4 experts (", dtype_name(f.find(p.weight)->dtype), " [R, C/2], ", p.block_rows, "x",
+                          p.block_cols, " ", dtype_name(stored), " scales)")
+                    : cat("FP8 ", p.block_rows, "x", p.block_cols, " blocks with ", dtype_name(stored), " scales")];
+  } else if (p.form == PairForm::deepseek && p.scheme_name.find("-tensor-") != std::string::npos) {
+    ++e.per_tensor;
+  } else if (p.form == PairForm::deepseek && (stored == DType::BF16 || stored == DType::F16)) {
+    ++e.half_scales;
+    e.half_dtype = dtype_name(stored);
+  } else if (p.form == PairForm::deepseek && stored == DType::F32 && p.block_rows == 128 && p.block_cols == 128) {
+    ++e.f32_blocks;
+  } else {
+    ++e.other;
+  }
+}
+
+// The family, as far as the forms of its pairs (and its config) tell it apart; "" when they do not.
+std::string family_text(const FamilyEvidence& e, const std::optional<HfConfig>& config) {
+  if (!e.release.empty()) {
+    const bool v41 = (config && config->model_type == "deepseek_v41") ||
+                     std::any_of(e.release.begin(), e.release.end(),
+                                 [](const auto& kv) { return kv.first.starts_with("FP8 32x32"); });
+    const bool base = std::any_of(e.release.begin(), e.release.end(),
+                                  [](const auto& kv) { return kv.first.find("F32 scales") != std::string::npos; });
+    std::string parts;
+    for (const auto& [what, n] : e.release) parts += cat(parts.empty() ? "" : ", ", what, " x ", n);
+    return cat(v41 ? "DeepSeek-V4.1" : base ? "DeepSeek-V4-Flash-Base" : "DeepSeek-V4",
+               " as released (X.weight + X.scale): ", parts);
+  }
+  if (e.half_scales && e.other == 0) {
+    return cat("Qwen FP8 release (W + W_scale_inv with ", e.half_dtype, " block scales) x ", e.half_scales);
+  }
+  if (e.per_tensor && e.other == 0 && e.half_scales == 0 && e.f32_blocks == 0) {
+    return cat("transformers FineGrainedFP8 per tensor (weight_block_size null: one W_scale_inv per FP8 tensor) x ",
+               e.per_tensor);
+  }
+  if (e.f32_blocks && e.other == 0 && config && config->rules == ConfigRules::deepseek) {
+    return cat("DeepSeek-V3 / R1 / V3.1 FP8 (also Kimi K2-Instruct; W + W_scale_inv F32, 128x128 blocks) x ",
+               e.f32_blocks);
+  }
+  return "";
+}
+
+// What each part of a pair is ("weight of SCHEME (FORM)", "scale of W", ...), each pair counted under its scheme.
 std::map<std::string, std::string> pair_roles(Shard& sh, std::map<std::string, int>& schemes) {
   std::map<std::string, std::string> roles;
   for (const QuantizedPair& p : sh.pairs) {
-    roles[p.weight] = cat("weight of ", p.scheme_name);
+    roles[p.weight] = cat("weight of ", p.scheme_name, " (", to_string(p.form), ")");
     roles[p.scale] = cat("scale of ", p.weight);
     if (!p.tensor_scale.empty()) roles[p.tensor_scale] = cat("tensor scale of ", p.weight);
     for (const std::string& e : p.extras) {
@@ -104,11 +162,13 @@ std::string rule_role(detail::TensorRole r) {
 }
 
 std::shared_ptr<Shard> open_shard(InspectReport& r, std::size_t s, bool stats, std::map<std::string, int>& schemes,
-                                  std::deque<TensorInfo>& rows, const detail::QuantizationRule& rule) {
+                                  std::deque<TensorInfo>& rows, const detail::QuantizationRule& rule,
+                                  FamilyEvidence& family) {
   const Checkpoint& c = r.checkpoint;
   auto sh = std::make_shared<Shard>();
   sh->f = read_safetensors(c.shard_path(s));
   sh->pairs = find_pairs(sh->f);
+  for (const QuantizedPair& p : sh->pairs) note_family(family, sh->f, p);
   std::vector<detail::TensorRole> rule_roles;
   if (std::optional<detail::RuleProblem> p = rule.problem(sh->f, sh->pairs, rule_roles); p && r.not_understood.empty()) {
     r.not_understood = p->text();
@@ -148,11 +208,12 @@ void shard_stats(Shard& sh, std::size_t j) {
 }  // namespace
 
 InspectReport inspect_checkpoint(const std::filesystem::path& path, bool stats, ConfigRules rules, int threads) {
-  InspectReport r{open_checkpoint(path), {}, 0, 0, std::nullopt, "", ""};
+  InspectReport r{open_checkpoint(path), {}, 0, 0, std::nullopt, "", "", ""};
   const Checkpoint& c = r.checkpoint;
   if (const auto config = c.config_path()) r.config = read_hf_config(*config, rules);
   const detail::QuantizationRule rule(detail::declaration_of(r.config), c.index_path.value_or(c.directory));
   std::map<std::string, int> schemes;
+  FamilyEvidence family;
   // The table is built shard by shard as the pool asks for work; each --stats job fills its own row.
   std::deque<TensorInfo> rows;
   std::shared_ptr<Shard> current;
@@ -160,7 +221,7 @@ InspectReport inspect_checkpoint(const std::filesystem::path& path, bool stats, 
   detail::run_in_order(stats ? detail::worker_count(threads) : 1, [&]() -> detail::Job {
     while (!current || job == current->jobs.size()) {
       if (shard == c.shards.size()) return {};
-      current = open_shard(r, shard++, stats, schemes, rows, rule);
+      current = open_shard(r, shard++, stats, schemes, rows, rule, family);
       job = 0;
     }
     return [sh = current, j = job++] { shard_stats(*sh, j); };
@@ -170,6 +231,7 @@ InspectReport inspect_checkpoint(const std::filesystem::path& path, bool stats, 
     r.scheme_summary += cat(r.scheme_summary.empty() ? "" : ", ", name, " x ", count);
   }
   if (r.scheme_summary.empty()) r.scheme_summary = "none";
+  r.family = family_text(family, r.config);
   if (const std::optional<detail::RuleProblem> p = rule.finish_problem(); p && r.not_understood.empty()) {
     r.not_understood = p->text();
   }

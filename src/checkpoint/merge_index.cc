@@ -72,7 +72,7 @@ void write_config(const Checkpoint& c, const fs::path& config, const fs::path& o
   } else if (format == WriteFormat::minifloat) {
     written = own_config(text, *recipe, output_shards(c, out));
   } else {
-    written = detail::dialect_config(text, *recipe, format, output_shards(c, out));
+    written = detail::dialect_config(hf_config_unnested(text), *recipe, format, output_shards(c, out));
   }
   write_text(dir / "config.json", written);
 }

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "../io/file.h"
+#include "example_values.h"
 #include "minifloat/checkpoint_commands.h"
 #include "minifloat/codec.h"
 
@@ -334,6 +335,10 @@ std::string deepseek_v4_config(const ExampleSize& z) {
   return j.dump(2) + "\n";
 }
 
+}  // namespace
+
+namespace detail {
+
 // A model class's config in miniature: heads of 64 (head_dim), half as many KV heads (Llama, Qwen), the rest of the
 // fields as transformers' config class defaults them (what it writes back on save_pretrained is the same model).
 std::string example_config(ExampleArch arch, const ExampleSize& z) {
@@ -386,7 +391,7 @@ std::vector<std::byte> bf16_values(const ShapedName& t, std::uint64_t seed, bool
   return out;
 }
 
-}  // namespace
+}  // namespace detail
 
 std::vector<ShapedName> model_tensors(const HfConfig& config) {
   if (config.model_type == "deepseek_v4") {
@@ -414,7 +419,7 @@ ExampleSize example_size(ExampleArch arch) {
 HfConfig write_example_checkpoint(const std::filesystem::path& dir, int shards, const ExampleSize& size,
                                   ExampleArch arch) {
   std::filesystem::create_directories(dir);
-  const std::string text = example_config(arch, size);
+  const std::string text = detail::example_config(arch, size);
   const HfConfig config = parse_hf_config(text);
   const std::vector<ShapedName> tensors = model_tensors(config);
   const auto n = static_cast<std::size_t>(shards < 1 ? 1 : shards);
@@ -428,8 +433,8 @@ HfConfig write_example_checkpoint(const std::filesystem::path& dir, int shards, 
     std::vector<TensorView> views;
     const std::string shard = shard_file_name(s, n);
     for (std::size_t i = begin; i < end; ++i) {
-      data.push_back(tensors[i].dtype == DType::I64 ? i64_table(tensors[i], static_cast<U>(size.experts))
-                                                     : bf16_values(tensors[i], i, arch != ExampleArch::v4_like));
+      data.push_back(tensors[i].dtype == DType::I64 ? detail::i64_table(tensors[i], static_cast<U>(size.experts))
+                                                     : detail::bf16_values(tensors[i], i, arch != ExampleArch::v4_like));
       views.push_back({tensors[i].name, tensors[i].dtype, tensors[i].shape, data.back()});
       index.weight_map[tensors[i].name] = shard;
       *index.total_size += data.back().size();

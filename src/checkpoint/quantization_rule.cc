@@ -115,7 +115,7 @@ std::string upper(std::string s) {
 bool activation_scale(const SafetensorsTensor& t) {
   if (!is_float(t.dtype)) return false;
   for (const char* suffix : {".input_scale", ".output_scale", ".k_scale", ".v_scale", ".q_scale", ".prob_scale",
-                             ".input_global_scale"}) {
+                             ".input_global_scale", ".activation_scale"}) {
     if (t.name.ends_with(suffix)) return true;
   }
   return false;

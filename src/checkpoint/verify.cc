@@ -172,10 +172,47 @@ struct ConfigCheck {
   std::vector<std::pair<std::string, std::string>> float_weights;  // tensor, module
 };
 
+// An FP8 pair against the config's weight_block_size (DeepSeek's, DeepInfer's and transformers' FP8 rules): its scale
+// grid must be that block's, [ceil(R/Br), ceil(C/Bc)], or one scale for the tensor where the config says null. A V4
+// loader that assumed 128x128 on V4.1's 32x32 tiles gave wrong weights with no error (checkpoints-in-the-wild.md,
+// 1.6), so a disagreement is named, with the tensor. FP4 experts (e2m1, one scale per 32 along a row) have their own
+// block; so do DeepSeek-V4.1's engram tables, FP8 with one scale per 32 along a row ("a different block than the
+// 32x32 every other FP8 weight uses", ibid. 1.2).
+void check_block_grid(const HfConfig& config, const SafetensorsFile& file, const QuantizedPair& p) {
+  if (!config.quantization || (p.form != PairForm::deepseek && p.form != PairForm::deepseek_v4)) return;
+  const Format* element = p.scheme.element.format;
+  if (element == nullptr || element->bits() != 8) return;
+  if (p.block_rows == 1 && p.block_cols == 32 && p.weight.find(".engram.") != std::string::npos) return;
+  const QuantizationConfig& q = *config.quantization;
+  const SafetensorsTensor* s = file.find(p.scale);
+  const auto rows = static_cast<std::uint64_t>(p.shape[0]), cols = static_cast<std::uint64_t>(p.shape[1]);
+  const std::string grid = s->shape.size() == 2 ? cat("[", s->shape[0], ", ", s->shape[1], "]")
+                                                : cat("[", s->shape.empty() ? "" : "1", "]");
+  const bool per_tensor = p.scheme_name.find("-tensor-") != std::string::npos;
+  const std::string what = per_tensor ? std::string("one scale for the tensor")
+                                      : cat("the grid of ", p.block_rows, "x", p.block_cols, " blocks");
+  if (q.block_rows == 0) {  // transformers' FineGrainedFP8 with weight_block_size null: one scale per tensor
+    if (per_tensor) return;
+    throw VerifyError(p.weight, cat("config.json (", to_string(config.rules), " rules) gives weight_block_size null "
+                                    "(one scale per tensor), but tensor '", p.weight, "' [", rows, ", ", cols,
+                                    "] has scale '", p.scale, "' ", grid, ": ", what));
+  }
+  const auto br = static_cast<std::uint64_t>(q.block_rows), bc = static_cast<std::uint64_t>(q.block_cols);
+  if (!per_tensor && s->shape.size() == 2 && s->shape[0] == (rows + br - 1) / br && s->shape[1] == (cols + bc - 1) / bc) {
+    return;
+  }
+  throw VerifyError(p.weight, cat("config.json (", to_string(config.rules), " rules", config.quantization_in_text_config
+                                  ? ", read from text_config" : "", ") gives weight_block_size [", q.block_rows, ", ",
+                                  q.block_cols, "], but tensor '", p.weight, "' [", rows, ", ", cols, "] has scale '",
+                                  p.scale, "' ", grid, ": ", what, ", not the [", (rows + br - 1) / br, ", ",
+                                  (cols + bc - 1) / bc, "] of ", q.block_rows, "x", q.block_cols, " blocks"));
+}
+
 // Shard `file`'s pairs against the config, and its float 2-D weights noted for ConfigCheck.
 void check_against_config(const HfConfig& config, const Shard& sh, ConfigCheck& cc) {
   for (const QuantizedPair& p : sh.pairs) {
     check_config_against_pairs(config, p.weight, module_of(p));
+    check_block_grid(config, sh.file, p);
     cc.quantized_siblings.insert(sibling_pattern(module_of(p)));
     cc.schemes.insert(p.scheme_name);
   }
@@ -209,7 +246,7 @@ void verify_job(Shard& s, std::size_t j) {
     return;
   }
   const QuantizedPair& p = s.pairs[j];
-  if (p.form == PairForm::deepseek || p.form == PairForm::nvfp4) {
+  if (p.form == PairForm::deepseek || p.form == PairForm::deepseek_v4 || p.form == PairForm::nvfp4) {
     const QuantizedTensor q = read_pair(s.file, p);
     check_scales(q, p.weight, p.scale);
     check_codes(q, p.weight);

@@ -323,7 +323,8 @@ TEST(QuantizedPairs, DtypesThatMakeNoPairAreNamed) {
   write_safetensors(dir / "a.safetensors", std::vector<TensorView>{{"w", DType::F8_E4M3, w2, Bytes(128)},
                                                                    {"w_scale_inv", DType::F32, s1, Bytes(16)}});
   expect_io_error([&] { find_pairs(read_safetensors(dir / "a.safetensors")); }, IoErrc::size_mismatch,
-                  "tensor 'w': weight F8_E4M3 with scale F32 is not a 2-D weight with a 2-D F32, F8_E8M0 or F8_E4M3");
+                  "tensor 'w': weight F8_E4M3 [4, 32] with scale w_scale_inv F32 [4] is not a 2-D weight with a 2-D "
+                  "F32, F8_E8M0, F8_E4M3, BF16 or F16 scale grid, or one scale for an FP8 tensor");
   write_safetensors(dir / "b.safetensors",
                     std::vector<TensorView>{{"w", DType::F4, w2, Bytes(64)},
                                             {"w_scale", DType::F8_E4M3, Shape{4, 2}, Bytes(8)},
