@@ -1,7 +1,7 @@
 // Bulk casts (minifloat/bulk.h) beside the machine's own limits, in one run: single-thread memcpy (bytes read plus
-// written per second), a read-only loop (bytes read per second) and a write-only loop over the same 16 MiB of f32 (4 Mi values, past
-// the L2 of every machine here), and over 16 Ki values (64 KiB, in L2: the kernels' own speed, memory aside).
-// Counter: bytes/s of input read plus output written (the read-only loop: bytes read). The figures:
+// written per second), a read-only loop (bytes read per second) and a write-only loop over the same 16 MiB of f32 (4 Mi
+// values, past the L2 of every machine here), and over 16 Ki values (64 KiB, in L2: the kernels' own speed, memory
+// aside). Counter: bytes/s of input read plus output written (the read-only loop: bytes read). The figures:
 // BENCHMARKS.md#the-current-figures; the commands: BENCHMARKS.md#sapphire-rapids-class-xeon-avx-512.
 #include <benchmark/benchmark.h>
 
@@ -185,9 +185,9 @@ constexpr std::int64_t kInCache = std::int64_t{1} << 14;
 BENCHMARK(Memcpy) MF_SIZES;
 BENCHMARK(ReadOnly) MF_SIZES;
 BENCHMARK(WriteOnly) MF_SIZES;
-#define MF_BULK(fmt, Width)                                                                            \
-  BENCHMARK_CAPTURE(Encode##Width, fmt, &mf::fmt, mf::Rounding::nearest_even) MF_SIZES;              \
-  BENCHMARK_CAPTURE(Encode##Width, fmt##_stochastic, &mf::fmt, mf::Rounding::stochastic) MF_SIZES;   \
+#define MF_BULK(fmt, Width)                                                                        \
+  BENCHMARK_CAPTURE(Encode##Width, fmt, &mf::fmt, mf::Rounding::nearest_even) MF_SIZES;            \
+  BENCHMARK_CAPTURE(Encode##Width, fmt##_stochastic, &mf::fmt, mf::Rounding::stochastic) MF_SIZES; \
   BENCHMARK_CAPTURE(Decode##Width, fmt, &mf::fmt) MF_SIZES;
 MF_BULK(e4m3, Bytes)
 MF_BULK(e5m2, Bytes)

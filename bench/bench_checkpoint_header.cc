@@ -27,8 +27,8 @@ using mf::io::DType;
 // n tensors (n / 2 pairs) in one safetensors file's bytes, names in the order a real checkpoint lists them.
 std::vector<std::byte> checkpoint_bytes(std::int64_t n) {
   std::vector<mf::io::TensorView> views;
-  static const std::vector<std::byte> codes(128, std::byte{0x38}), scale{std::byte{0}, std::byte{0}, std::byte{0x80},
-                                                                         std::byte{0x3f}};  // 1.0f
+  static const std::vector<std::byte> codes(128, std::byte{0x38}),
+      scale{std::byte{0}, std::byte{0}, std::byte{0x80}, std::byte{0x3f}};  // 1.0f
   std::vector<std::string> names;
   names.reserve(static_cast<std::size_t>(n));
   for (std::int64_t i = 0; i < n / 2; ++i) {

@@ -1,9 +1,9 @@
 // GEMM throughput: minifloat's bf16, fp8 (fp8-128x128 weights, act_quant activations) and mxfp4 GEMMs beside OpenBLAS
 // sgemm (sgemv at M = 1) on the dequantized f32 weights and beside dequantize-then-sgemm, at N = K = 4096 and
-// N x K = 7168 x 2048 for M in {1, 2, 4, 8, 16, 32, 128, 512, 2048}; plus this machine's FMA peak and memory read bandwidth,
-// measured in the same run. Counters: GFLOP/s (2 M N K per call) and weight GB/s (weight bytes read per call).
-// GemmStreamed/...: M = 1 to 16 again, each call on another copy of the weight, so that the weights come from memory.
-// GemmIndependent/...: M = 1 as one single-thread call per thread at once: the threaded call's ceiling.
+// N x K = 7168 x 2048 for M in {1, 2, 4, 8, 16, 32, 128, 512, 2048}; plus this machine's FMA peak and memory read
+// bandwidth, measured in the same run. Counters: GFLOP/s (2 M N K per call) and weight GB/s (weight bytes read per
+// call). GemmStreamed/...: M = 1 to 16 again, each call on another copy of the weight, so that the weights come from
+// memory. GemmIndependent/...: M = 1 as one single-thread call per thread at once: the threaded call's ceiling.
 // GemmOutliers/...: the fp8 GEMV on weights with one outlier per 128 x 128 block (e4m3 subnormal codes).
 // MF_GEMV_BF16_DOT=0 / 1 turns the e4m3 GEMV's bf16 dot product off / on where the CPU can run it (by default the
 // loop faster on the CPU's maker runs: src/cpu/gemm_dispatch.h), to compare the loops; MF_GEMV_F32_FIELDS=0 / 1 the
@@ -53,8 +53,8 @@ void BM_Gemm(benchmark::State& state, Way way, std::int64_t n, std::int64_t k, i
   }
   const double calls = static_cast<double>(state.iterations());
   state.counters["GFLOPs"] = benchmark::Counter(2.0 * m * n * k * calls / 1e9, benchmark::Counter::kIsRate);
-  state.counters["wGBs"] = benchmark::Counter(mf::bench::weight_bytes(o, way) * calls / 1e9,
-                                              benchmark::Counter::kIsRate);
+  state.counters["wGBs"] =
+      benchmark::Counter(mf::bench::weight_bytes(o, way) * calls / 1e9, benchmark::Counter::kIsRate);
 }
 
 // linear(): act_quant of the f32 activations and the GEMM, as an inference engine calls it per layer. Beside BM_Gemm
@@ -74,8 +74,8 @@ void BM_Linear(benchmark::State& state, Way way, std::int64_t n, std::int64_t k,
   }
   const double calls = static_cast<double>(state.iterations());
   state.counters["GFLOPs"] = benchmark::Counter(2.0 * m * n * k * calls / 1e9, benchmark::Counter::kIsRate);
-  state.counters["wGBs"] = benchmark::Counter(mf::bench::weight_bytes(o, way) * calls / 1e9,
-                                              benchmark::Counter::kIsRate);
+  state.counters["wGBs"] =
+      benchmark::Counter(mf::bench::weight_bytes(o, way) * calls / 1e9, benchmark::Counter::kIsRate);
 }
 
 // Decode-shaped calls with the weights streamed from memory (WeightRing). BM_Gemm repeats one weight, which then sits
@@ -91,8 +91,8 @@ void BM_GemmStreamed(benchmark::State& state, Way way, std::int64_t n, std::int6
   }
   const double calls = static_cast<double>(state.iterations());
   state.counters["GFLOPs"] = benchmark::Counter(2.0 * m * n * k * calls / 1e9, benchmark::Counter::kIsRate);
-  state.counters["wGBs"] = benchmark::Counter(mf::bench::weight_bytes(o, way) * calls / 1e9,
-                                              benchmark::Counter::kIsRate);
+  state.counters["wGBs"] =
+      benchmark::Counter(mf::bench::weight_bytes(o, way) * calls / 1e9, benchmark::Counter::kIsRate);
   state.counters["copies"] = static_cast<double>(ring.copies());
 }
 
@@ -117,8 +117,8 @@ void BM_GemmIndependent(benchmark::State& state, Way way, std::int64_t n, std::i
   mf::bench::set_threads(threads);
   const double calls = static_cast<double>(state.iterations()) * kCalls * threads;
   state.counters["GFLOPs"] = benchmark::Counter(2.0 * m * n * k * calls / 1e9, benchmark::Counter::kIsRate);
-  state.counters["wGBs"] = benchmark::Counter(mf::bench::weight_bytes(o, way) * calls / 1e9,
-                                              benchmark::Counter::kIsRate);
+  state.counters["wGBs"] =
+      benchmark::Counter(mf::bench::weight_bytes(o, way) * calls / 1e9, benchmark::Counter::kIsRate);
 }
 
 // fp8_gemm at M = 1 on fp8-128x128 weights (normal, sigma 0.02) with one weight per 128 x 128 block set to
@@ -148,8 +148,8 @@ void BM_GemmOutliers(benchmark::State& state, int threads) {
     mf::fp8_gemm(xq, wq, mf::GemmOut{c.data(), nullptr}, opt);
     benchmark::ClobberMemory();
   }
-  state.counters["GFLOPs"] = benchmark::Counter(2.0 * n * k * static_cast<double>(state.iterations()) / 1e9,
-                                                benchmark::Counter::kIsRate);
+  state.counters["GFLOPs"] =
+      benchmark::Counter(2.0 * n * k * static_cast<double>(state.iterations()) / 1e9, benchmark::Counter::kIsRate);
   state.counters["subnormal"] = 100.0 * static_cast<double>(subnormal) / static_cast<double>(wq.codes.size());
 }
 
@@ -202,7 +202,10 @@ void register_large_shapes(int threads) {
         if (!available(w)) continue;
         // A call from M = 128 on lasts 10 ms to a second: 0.2 s timed two or three of them, too few on a shared VM.
         benchmark::RegisterBenchmark(case_name("Gemm", w, n, k, threads).c_str(), BM_Gemm, w, n, k, threads)
-            ->Arg(m)->UseRealTime()->MinTime(m >= 128 ? 1.0 : 0.2)->Unit(benchmark::kMillisecond);
+            ->Arg(m)
+            ->UseRealTime()
+            ->MinTime(m >= 128 ? 1.0 : 0.2)
+            ->Unit(benchmark::kMillisecond);
       }
     }
   }
@@ -212,22 +215,32 @@ void register_large_shapes(int threads) {
         if (!available(w)) continue;
         benchmark::RegisterBenchmark(case_name("GemmStreamed", w, n, k, threads).c_str(), BM_GemmStreamed, w, n, k,
                                      threads)
-            ->Arg(m)->UseRealTime()->MinTime(0.2)->Unit(benchmark::kMillisecond);
+            ->Arg(m)
+            ->UseRealTime()
+            ->MinTime(0.2)
+            ->Unit(benchmark::kMillisecond);
       }
     }
   }
   for (const auto& [n, k] : shapes) {
     for (const Way w : {Way::mf_fp8, Way::mf_mxfp4}) {
       benchmark::RegisterBenchmark(case_name("Linear", w, n, k, threads).c_str(), BM_Linear, w, n, k, threads)
-          ->Arg(1)->Arg(8)->UseRealTime()->MinTime(0.2)->Unit(benchmark::kMillisecond);
+          ->Arg(1)
+          ->Arg(8)
+          ->UseRealTime()
+          ->MinTime(0.2)
+          ->Unit(benchmark::kMillisecond);
     }
   }
   for (const auto& [n, k] : shapes) {
     for (const Way w : direct) {
       if (!available(w)) continue;
-      benchmark::RegisterBenchmark(case_name("GemmIndependent", w, n, k, threads).c_str(), BM_GemmIndependent, w, n,
-                                   k, threads)
-          ->Arg(1)->UseRealTime()->MinTime(0.2)->Unit(benchmark::kMillisecond);
+      benchmark::RegisterBenchmark(case_name("GemmIndependent", w, n, k, threads).c_str(), BM_GemmIndependent, w, n, k,
+                                   threads)
+          ->Arg(1)
+          ->UseRealTime()
+          ->MinTime(0.2)
+          ->Unit(benchmark::kMillisecond);
     }
   }
 }
@@ -239,13 +252,22 @@ void register_decode_cases(int threads) {
     for (const Way w : {Way::mf_bf16, Way::mf_fp8, Way::mf_mxfp4, Way::blas_f32}) {
       if (!available(w)) continue;
       benchmark::RegisterBenchmark(case_name("GemvSmall", w, n, k, 1).c_str(), BM_Gemm, w, n, k, 1)
-          ->Arg(1)->UseRealTime()->MinTime(0.2)->Unit(benchmark::kMicrosecond);
+          ->Arg(1)
+          ->UseRealTime()
+          ->MinTime(0.2)
+          ->Unit(benchmark::kMicrosecond);
     }
   }
   for (const int t : {1, threads}) {
     const std::string name = "GemmOutliers/fp8/N4096xK4096/threads:" + std::to_string(t);
     benchmark::RegisterBenchmark(name.c_str(), BM_GemmOutliers, t)
-        ->Arg(0)->Arg(10)->Arg(30)->Arg(100)->UseRealTime()->MinTime(0.2)->Unit(benchmark::kMillisecond);
+        ->Arg(0)
+        ->Arg(10)
+        ->Arg(30)
+        ->Arg(100)
+        ->UseRealTime()
+        ->MinTime(0.2)
+        ->Unit(benchmark::kMillisecond);
     if (threads == 1) break;
   }
 }
@@ -266,12 +288,11 @@ int main(int argc, char** argv) {
   };
   choose("MF_GEMV_BF16_DOT", mf::gemm::choose_gemv_e4m3_bf16_dot);
   choose("MF_GEMV_F32_FIELDS", mf::gemm::choose_gemv_e4m3_f32_fields);
-  benchmark::AddCustomContext("e4m3_gemv", std::string(mf::gemm::gemv_e4m3_decode()) +
-                                               (mf::gemm::gemv_e4m3_bf16_dot() ? " + bf16 dot" : "") +
-                                               (mf::gemm::gemv_e4m3_f32_fields_available()
-                                                    ? (mf::gemm::gemv_e4m3_f32_fields_chosen() ? " + f32 fields"
-                                                                                               : " + fp16")
-                                                    : ""));
+  benchmark::AddCustomContext(
+      "e4m3_gemv", std::string(mf::gemm::gemv_e4m3_decode()) + (mf::gemm::gemv_e4m3_bf16_dot() ? " + bf16 dot" : "") +
+                       (mf::gemm::gemv_e4m3_f32_fields_available()
+                            ? (mf::gemm::gemv_e4m3_f32_fields_chosen() ? " + f32 fields" : " + fp16")
+                            : ""));
   const int threads = omp_get_max_threads();
   benchmark::RegisterBenchmark("FmaPeak", BM_FmaPeak)->Arg(threads)->Iterations(1)->UseRealTime();
   benchmark::RegisterBenchmark("ReadBandwidth", BM_ReadBandwidth)->Arg(threads)->Iterations(1)->UseRealTime();

@@ -115,8 +115,11 @@ void args(benchmark::internal::Benchmark* b) {
   for (int threads = 1; threads <= kMaxThreads; ++threads) {
     for (int n : {16, 128, 1024, 4096}) b->Args({n, threads});
   }
-  b->ArgNames({"n", "threads"})->Repetitions(5)->ReportAggregatesOnly(true)->UseRealTime()->Unit(
-      benchmark::kMillisecond);
+  b->ArgNames({"n", "threads"})
+      ->Repetitions(5)
+      ->ReportAggregatesOnly(true)
+      ->UseRealTime()
+      ->Unit(benchmark::kMillisecond);
 }
 
 }  // namespace

@@ -241,24 +241,44 @@ void BM_ActQuant(benchmark::State& state) {
 const int kRegistered = [] {
   benchmark::RegisterBenchmark("Memcpy", BM_Memcpy)->UseRealTime()->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark("ReadInput/f32", BM_ReadInput)
-      ->Arg(1)->Arg(2)->ArgName("threads")->UseManualTime()->Unit(benchmark::kMillisecond);
+      ->Arg(1)
+      ->Arg(2)
+      ->ArgName("threads")
+      ->UseManualTime()
+      ->Unit(benchmark::kMillisecond);
   for (const std::string& s : mf::scheme_names()) {
     for (const bool bf16 : {false, true}) {
       benchmark::RegisterBenchmark(("Quantize/" + s + (bf16 ? "/bf16" : "/f32")).c_str(), BM_Quantize, s, bf16, false)
-          ->Arg(1)->Arg(2)->ArgName("threads")->UseManualTime()->Unit(benchmark::kMillisecond);
+          ->Arg(1)
+          ->Arg(2)
+          ->ArgName("threads")
+          ->UseManualTime()
+          ->Unit(benchmark::kMillisecond);
     }
     if (mf::scheme_named(s).tensor_scale) {
       benchmark::RegisterBenchmark(("Quantize/" + s + "/f32-given-amax").c_str(), BM_Quantize, s, false, true)
-          ->Arg(1)->Arg(2)->ArgName("threads")->UseManualTime()->Unit(benchmark::kMillisecond);
+          ->Arg(1)
+          ->Arg(2)
+          ->ArgName("threads")
+          ->UseManualTime()
+          ->Unit(benchmark::kMillisecond);
     }
     benchmark::RegisterBenchmark(("Dequantize/" + s).c_str(), BM_Dequantize, s)
-        ->Arg(1)->Arg(2)->ArgName("threads")->UseManualTime()->Unit(benchmark::kMillisecond);
+        ->Arg(1)
+        ->Arg(2)
+        ->ArgName("threads")
+        ->UseManualTime()
+        ->Unit(benchmark::kMillisecond);
   }
   benchmark::RegisterBenchmark("ActQuant", BM_ActQuant)
-      ->ArgsProduct({{1, 8, 64, 512, 2048}, {1, 2}, {kCols}})->ArgNames({"M", "threads", "K"})->UseManualTime()
+      ->ArgsProduct({{1, 8, 64, 512, 2048}, {1, 2}, {kCols}})
+      ->ArgNames({"M", "threads", "K"})
+      ->UseManualTime()
       ->Unit(benchmark::kMicrosecond);
   benchmark::RegisterBenchmark("ActQuant", BM_ActQuant)
-      ->ArgsProduct({{1, 64}, {1}, {640, 1024, 7168}})->ArgNames({"M", "threads", "K"})->UseManualTime()
+      ->ArgsProduct({{1, 64}, {1}, {640, 1024, 7168}})
+      ->ArgNames({"M", "threads", "K"})
+      ->UseManualTime()
       ->Unit(benchmark::kMicrosecond);
   return 0;
 }();

@@ -96,13 +96,13 @@ inline void rerun_with_fitting_blas_kernels() {
 // One weight [N, K] in every form, and activations [M, K].
 struct Operands {
   std::int64_t m = 0, n = 0, k = 0;
-  std::vector<float> x;                 // activations f32
+  std::vector<float> x;  // activations f32
   std::vector<std::uint16_t> x_bf16;
-  QuantizedTensor x_fp8;                // act_quant(x)
+  QuantizedTensor x_fp8;  // act_quant(x)
   std::vector<std::uint16_t> w_bf16;
-  QuantizedTensor w_fp8, w_fp4;         // fp8-128x128, mxfp4
-  std::vector<float> w_f32;             // dequantized fp8 weights: what OpenBLAS multiplies
-  std::vector<float> c, deq;            // outputs, and the dequantize-then-sgemm buffer
+  QuantizedTensor w_fp8, w_fp4;  // fp8-128x128, mxfp4
+  std::vector<float> w_f32;      // dequantized fp8 weights: what OpenBLAS multiplies
+  std::vector<float> c, deq;     // outputs, and the dequantize-then-sgemm buffer
 };
 
 inline Operands make_operands(std::int64_t m, std::int64_t n, std::int64_t k) {
@@ -187,9 +187,7 @@ inline void run(Operands& o, Way w, int threads, float* c = nullptr) {
     case Way::mf_mxfp4: return fp4_gemm(o.x_fp8, o.w_fp4, out, opt);
 #if MF_HAVE_OPENBLAS
     case Way::blas_f32: return blas_gemm(o, o.w_f32.data(), c);
-    case Way::deq_fp8_blas:
-      dequantize(o.w_fp8, o.deq.data(), threads);
-      return blas_gemm(o, o.deq.data(), c);
+    case Way::deq_fp8_blas: dequantize(o.w_fp8, o.deq.data(), threads); return blas_gemm(o, o.deq.data(), c);
 #else
     default: return;
 #endif
@@ -229,12 +227,15 @@ class WeightRing {
   template <bool kSwap>
   void move(Operands& from, Operands& to) const {
     const auto one = [](auto& a, auto& b) {
-      if constexpr (kSwap) std::swap(a, b);
-      else b = a;
+      if constexpr (kSwap)
+        std::swap(a, b);
+      else
+        b = a;
     };
     switch (way_) {
       case Way::mf_bf16: return one(from.w_bf16, to.w_bf16);
-      case Way::mf_fp8: case Way::deq_fp8_blas: return one(from.w_fp8, to.w_fp8);
+      case Way::mf_fp8:
+      case Way::deq_fp8_blas: return one(from.w_fp8, to.w_fp8);
       case Way::mf_mxfp4: return one(from.w_fp4, to.w_fp4);
       case Way::blas_f32: return one(from.w_f32, to.w_f32);
     }

@@ -24,7 +24,8 @@ std::string scale_line(const BlockDemo& r, std::int64_t b) {
   std::string line = fmt::format("block {}: scale {} {} = {}", b, s.scale_format->name, hex_code(*s.scale_format, code),
                                  shortest(static_cast<double>(decode(*s.scale_format, code))));
   if (*s.scale_format == ue8m0 && code != 0xFF) line += fmt::format(" = 2^{}", static_cast<int>(code) - 127);
-  if (s.tensor_scale) line += fmt::format(", times the tensor scale {}", shortest(static_cast<double>(r.q.tensor_scale)));
+  if (s.tensor_scale)
+    line += fmt::format(", times the tensor scale {}", shortest(static_cast<double>(r.q.tensor_scale)));
   return line + "\n";
 }
 
@@ -50,14 +51,14 @@ std::string table(const std::vector<float>& values, const BlockDemo& r) {
 std::string block_text(const std::vector<float>& values, const Scheme& scheme, const float* outlier) {
   const BlockDemo plain = block_demo(values, scheme);
   if (!outlier) {
-    return table(values, plain) +
-           fmt::format("\n{} of {} nonzero values became 0\n", plain.zeroed, plain.nonzero);
+    return table(values, plain) + fmt::format("\n{} of {} nonzero values became 0\n", plain.zeroed, plain.nonzero);
   }
   const std::vector<float> more = with_outlier(values, *outlier);
   const BlockDemo r = block_demo(more, scheme);
-  return table(more, r) + fmt::format("\nwithout the outlier: {} of {} nonzero values became 0\n"
-                                      "with the outlier {}:  {} of {} nonzero values became 0\n",
-                                      plain.zeroed, plain.nonzero, shortest(*outlier), r.zeroed, r.nonzero);
+  return table(more, r) + fmt::format(
+                              "\nwithout the outlier: {} of {} nonzero values became 0\n"
+                              "with the outlier {}:  {} of {} nonzero values became 0\n",
+                              plain.zeroed, plain.nonzero, shortest(*outlier), r.zeroed, r.nonzero);
 }
 
 void register_block(CLI::App& app) {

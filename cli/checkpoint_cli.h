@@ -27,7 +27,8 @@ std::string dequantize_gguf(const std::string& in, const std::string& out, bool 
 
 // The names --config-rules takes: "auto" and every dialect's rules (io::config_rules_named reads them).
 inline std::vector<std::string> config_rule_names() {
-  return {"auto", "deepseek", "deepinfer", "transformers-fp8", "compressed-tensors", "modelopt", "gpt-oss", "minifloat", "awq", "gptq"};
+  return {"auto",      "deepseek", "deepinfer", "transformers-fp8", "compressed-tensors", "modelopt", "gpt-oss",
+          "minifloat", "awq",      "gptq"};
 }
 
 // "[#########.......]  1.2 / 3.4 GB  512 MB/s  0:04 left" redrawn on stderr when stderr is a terminal; silent

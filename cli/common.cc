@@ -52,7 +52,7 @@ void add_codec_flags(CLI::App& sub, CodecFlags& flags) {
 EncodeOptions encode_options(const CodecFlags& flags) {
   EncodeOptions o;
   o.overflow = flags.overflow == "saturate" ? Overflow::saturate : Overflow::format_default;
-  o.rounding = flags.rounding == "toward_zero" ? Rounding::toward_zero
+  o.rounding = flags.rounding == "toward_zero"  ? Rounding::toward_zero
                : flags.rounding == "stochastic" ? Rounding::stochastic
                                                 : Rounding::nearest_even;
   return o;
@@ -64,12 +64,14 @@ void add_block_flags(CLI::App& sub, BlockFlags& flags, bool with_layout, bool sc
     if (!names.empty()) names += ", ";
     names += n;
   }
-  auto* s = sub.add_option("--scheme", flags.scheme, "block scheme: " + names +
-                                                     ", or ELEMENT-BLOCK[-SCALE[-RULE]] (e2m1-1x32-ue8m0-rceil, int4-1x128)");
+  auto* s = sub.add_option(
+      "--scheme", flags.scheme,
+      "block scheme: " + names + ", or ELEMENT-BLOCK[-SCALE[-RULE]] (e2m1-1x32-ue8m0-rceil, int4-1x128)");
   if (scheme_required) s->required();
   sub.add_option("--rule", flags.rule, "scale rule: floor, rceil, even, f32, e4m3, mse (default: the scheme's)");
   sub.add_option("--profile", flags.profile, "compatibility profile: ocp, deepseek, torchao, te, ggml");
-  if (with_layout) sub.add_option("--layout", flags.layout, "codes layout: packed, unpacked, ggml")->capture_default_str();
+  if (with_layout)
+    sub.add_option("--layout", flags.layout, "codes layout: packed, unpacked, ggml")->capture_default_str();
   if (!tensor_options) return;
   sub.add_option("--rotate", flags.rotate,
                  "Hadamard rotation over groups of N values before quantizing (a power of two up to 4096)");

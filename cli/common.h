@@ -67,7 +67,7 @@ void register_error(CLI::App& app);
 void register_block(CLI::App& app);
 void register_kv(CLI::App& app);
 void register_pack_scales(CLI::App& app);  // pack-scales and unpack-scales
-void register_gemm(CLI::App& app);  // gemm-error and gemm-bench
+void register_gemm(CLI::App& app);         // gemm-error and gemm-bench
 void register_serve(CLI::App& app);
 void register_plot(CLI::App& app);
 

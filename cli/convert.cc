@@ -43,8 +43,8 @@ void ProgressBar::update(std::uint64_t done, std::uint64_t total) {
   const int filled = static_cast<int>(kWidth * static_cast<double>(done) / static_cast<double>(total));
   std::fprintf(stderr, "\r%s [%s%s] %s / %s  %s/s  %d:%02d left ", label_.c_str(), std::string(filled, '#').c_str(),
                std::string(kWidth - filled, '.').c_str(), human_bytes(static_cast<double>(done)).c_str(),
-               human_bytes(static_cast<double>(total)).c_str(), human_bytes(rate).c_str(),
-               static_cast<int>(left) / 60, static_cast<int>(left) % 60);
+               human_bytes(static_cast<double>(total)).c_str(), human_bytes(rate).c_str(), static_cast<int>(left) / 60,
+               static_cast<int>(left) % 60);
   std::fflush(stderr);
   drawn_ = true;
 }
@@ -59,8 +59,8 @@ struct ConvertArgs {
 };
 
 std::string error_table(const io::ConvertReport& r) {
-  std::string out = fmt::format("{:<56} {:<24} {:>11} {:>11} {:>9}\n", "tensor", "target", "rmse", "max |err|",
-                                "rel rmse");
+  std::string out =
+      fmt::format("{:<56} {:<24} {:>11} {:>11} {:>9}\n", "tensor", "target", "rmse", "max |err|", "rel rmse");
   for (const io::TensorReport& e : r.tensors) {
     out += fmt::format("{:<56} {:<24} {:>11.4g} {:>11.4g} {:>8.3f}%\n", e.name, e.target, e.rmse, e.max_abs,
                        100 * e.rel_rmse);
@@ -83,8 +83,9 @@ void run_convert_gguf(const ConvertArgs& a) {
   const io::GgufFile written = io::read_gguf(a.out);  // the architecture it was written as (llama, gpt-oss)
   const io::GgufValue* arch = written.find_metadata("general.architecture");
   if (a.no_tokenizer) {
-    std::fprintf(stderr, "minifloat: warning: %s has no tokenizer (--no-tokenizer: tokenizer.ggml.model \"none\"): "
-                         "llama.cpp loads it, but none of its text tools runs without a vocabulary\n",
+    std::fprintf(stderr,
+                 "minifloat: warning: %s has no tokenizer (--no-tokenizer: tokenizer.ggml.model \"none\"): "
+                 "llama.cpp loads it, but none of its text tools runs without a vocabulary\n",
                  a.out.c_str());
   }
   write_stdout(error_table(r) + fmt::format("recipe {}: wrote {} (GGUF v3, {}); {} -> {}\n", recipe.name, a.out,
@@ -120,9 +121,10 @@ void run_convert(const ConvertArgs& a) {
   o.progress = [&bar](std::uint64_t done, std::uint64_t total) { bar.update(done, total); };
   const io::ConvertReport r = io::convert_checkpoint(a.in, a.out, recipe, o);
   std::string text = error_table(r);
-  text += fmt::format("recipe {}: {} shard{} written, {} kept from an earlier run; {} -> {}\n", recipe.name,
-                      r.shards_written, r.shards_written == 1 ? "" : "s", r.shards_skipped,
-                      human_bytes(static_cast<double>(r.input_bytes)), human_bytes(static_cast<double>(r.output_bytes)));
+  text +=
+      fmt::format("recipe {}: {} shard{} written, {} kept from an earlier run; {} -> {}\n", recipe.name,
+                  r.shards_written, r.shards_written == 1 ? "" : "s", r.shards_skipped,
+                  human_bytes(static_cast<double>(r.input_bytes)), human_bytes(static_cast<double>(r.output_bytes)));
   if (o.job_count > 1) {
     text += fmt::format("job {} of {} done; when all are, run: minifloat convert --merge {} {} --recipe {}{}\n",
                         o.job_index, o.job_count, a.in, a.out, a.recipe,
@@ -135,15 +137,17 @@ void run_convert(const ConvertArgs& a) {
 
 void register_convert(CLI::App& app) {
   auto a = std::make_shared<ConvertArgs>();
-  auto* s = app.add_subcommand("convert", "Quantize a bf16/f16/f32 checkpoint by a recipe (sharded, resumable), "
-                                          "in minifloat's form or an engine's (--format); a weight already in the "
-                                          "recipe's scheme (MXFP4, MXFP8, NVFP4, FP8 blocks; MXFP4 into GGUF; FP8 "
-                                          "block scales F32 <-> ue8m0 when all are powers of two) is re-laid out "
-                                          "losslessly, not requantized");
+  auto* s = app.add_subcommand("convert",
+                               "Quantize a bf16/f16/f32 checkpoint by a recipe (sharded, resumable), "
+                               "in minifloat's form or an engine's (--format); a weight already in the "
+                               "recipe's scheme (MXFP4, MXFP8, NVFP4, FP8 blocks; MXFP4 into GGUF; FP8 "
+                               "block scales F32 <-> ue8m0 when all are powers of two) is re-laid out "
+                               "losslessly, not requantized");
   s->add_option("IN", a->in, "checkpoint: a .safetensors file, an index, or a directory")->required();
   s->add_option("OUT", a->out,
                 "output directory (not IN): one shard per input shard, index, config.json; with --format gguf, "
-                "one .gguf file")->required();
+                "one .gguf file")
+      ->required();
   s->add_option("--recipe", a->recipe,
                 "deepseek-v4, deepinfer, fp8-block, mxfp8, mxfp4, nvfp4, or a .json file of pattern: target rules; "
                 "with --format gguf also f32, f16, bf16 or q8_0 (one ggml type for every 2-D weight)")
@@ -153,7 +157,8 @@ void register_convert(CLI::App& app) {
                 "(nvfp4, mxfp4, mxfp8, fp8-block), modelopt (nvfp4, mxfp4, mxfp8; also hf_quant_config.json), "
                 "transformers-fp8 (fp8-block, mxfp8), gpt-oss (mxfp4: the MoE experts as X_blocks + X_scales), "
                 "deepseek (fp8-block: V3; deepseek-v4: V4, FP4 experts as I8) or "
-                "gguf (a Llama model as one llama.cpp file: mxfp4, f32, f16, bf16, q8_0); a recipe a format cannot express is refused before anything is written");
+                "gguf (a Llama model as one llama.cpp file: mxfp4, f32, f16, bf16, q8_0); a recipe a format cannot "
+                "express is refused before anything is written");
   s->add_option("--shard-index", a->shard_index, "this job's index in a job array (Slurm, Kubernetes indexed jobs)");
   s->add_option("--shard-count", a->shard_count, "jobs in the array; job i converts shards i, i + N, ...");
   s->add_flag("--resume", a->resume, "keep output shards a previous run finished");
@@ -161,7 +166,8 @@ void register_convert(CLI::App& app) {
               "with --format gguf: write no vocabulary (tokenizer.ggml.model \"none\") on purpose; without it a "
               "checkpoint with no tokenizer.json or tokenizer.model is refused");
   s->add_flag("--merge", a->merge, "after a job array: write OUT's index and config.json");
-  s->add_option("--threads", a->threads, "worker threads over the tensors of all shards (default: all cores); output is the same for any count");
+  s->add_option("--threads", a->threads,
+                "worker threads over the tensors of all shards (default: all cores); output is the same for any count");
   s->callback([a] { run_convert(*a); });
 }
 

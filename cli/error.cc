@@ -87,7 +87,8 @@ nlohmann::json stats_json(const ErrorStats& e) {
 
 // The tensors to measure: IN's, or one drawn from --dist with --shape.
 std::vector<io::FloatTensor> input_tensors(const Args& a) {
-  if (a.in.empty() == a.dist.empty()) throw UsageError("give either IN or --dist (normal, laplace, uniform, student-t)");
+  if (a.in.empty() == a.dist.empty())
+    throw UsageError("give either IN or --dist (normal, laplace, uniform, student-t)");
   if (!a.in.empty()) return io::read_float_tensors(a.in, a.tensor);
   // The distributions' preconditions: a bad sigma or dof would be undefined behaviour, not an error.
   if (!(a.sigma > 0) || !std::isfinite(a.sigma)) {
@@ -118,11 +119,17 @@ std::vector<std::string> scheme_names(const Args& a) {
 
 // One scheme's report as JSON: scheme, rule, profile, bits per value, the statistics and the worst blocks.
 nlohmann::json report_json(const Scheme& s, const ErrorReport& r) {
-  nlohmann::json row{{"scheme", s.name}, {"rule", to_string(s.rule)}, {"profile", to_string(s.profile)},
-                     {"bits_per_value", r.bits_per_value}, {"stats", stats_json(r.total)}};
+  nlohmann::json row{{"scheme", s.name},
+                     {"rule", to_string(s.rule)},
+                     {"profile", to_string(s.profile)},
+                     {"bits_per_value", r.bits_per_value},
+                     {"stats", stats_json(r.total)}};
   for (const BlockReport& b : r.worst_blocks) {
-    row["worst_blocks"].push_back({{"block_row", b.block_row}, {"block_col", b.block_col}, {"mse", number(b.mse)},
-                                   {"max_abs_error", number(b.max_abs_error)}, {"amax", b.amax},
+    row["worst_blocks"].push_back({{"block_row", b.block_row},
+                                   {"block_col", b.block_col},
+                                   {"mse", number(b.mse)},
+                                   {"max_abs_error", number(b.max_abs_error)},
+                                   {"amax", b.amax},
                                    {"scale_code", b.scale_code}});
   }
   return row;
@@ -149,8 +156,8 @@ void run(const Args& a) {
   const std::vector<io::FloatTensor> tensors = input_tensors(a);
   const std::vector<std::string> names = scheme_names(a);
   nlohmann::json out;
-  std::vector<std::vector<std::string>> rows{{"tensor", "scheme", "bits/value", "SQNR dB", "MSE", "mean rel",
-                                              "max rel", "|err|/|x|", "zeroed", "clipped"}};
+  std::vector<std::vector<std::string>> rows{
+      {"tensor", "scheme", "bits/value", "SQNR dB", "MSE", "mean rel", "max rel", "|err|/|x|", "zeroed", "clipped"}};
   for (const io::FloatTensor& t : tensors) {
     nlohmann::json tj{{"name", t.name}, {"shape", t.shape}};
     for (const std::string& name : names) {

@@ -24,19 +24,20 @@ void register_example_checkpoint(CLI::App& app) {
                                "Write a tiny synthetic bf16 checkpoint (config.json, shards, index): V4-like, or a "
                                "real architecture in miniature (--arch), or a published quantized release (--like)");
   s->add_option("DIR", a->dir, "directory to create")->required();
-  auto* like = s->add_option("--like", a->like,
-                             "a published release's layout in miniature, quantized: deepseek-v4-release (bare names, "
-                             "X.scale E8M0, FP4 experts as I8), deepseek-v4.1 (32x32 tiles, config nested under "
-                             "text_config), deepseek-v3 (W_scale_inv F32, partial tiles, MTP), qwen-fp8 (W_scale_inv "
-                             "BF16), fp8-per-tensor (transformers' FineGrainedFP8, weight_block_size null)")
-                   ->check(CLI::IsMember({"deepseek-v4-release", "deepseek-v4.1", "deepseek-v3", "qwen-fp8",
-                                          "fp8-per-tensor"}));
-  auto* arch = s->add_option("--arch", a->arch,
-                "v4-like (default: DeepSeek-V4's names, simplified shapes), or deepseek-v4, llama, qwen-moe: "
-                "configs and tensors that load in transformers' DeepseekV4ForCausalLM, LlamaForCausalLM, "
-                "Qwen3MoeForCausalLM")
-      ->check(CLI::IsMember({"v4-like", "deepseek-v4", "llama", "qwen-moe"}))
-      ->capture_default_str();
+  auto* like =
+      s->add_option("--like", a->like,
+                    "a published release's layout in miniature, quantized: deepseek-v4-release (bare names, "
+                    "X.scale E8M0, FP4 experts as I8), deepseek-v4.1 (32x32 tiles, config nested under "
+                    "text_config), deepseek-v3 (W_scale_inv F32, partial tiles, MTP), qwen-fp8 (W_scale_inv "
+                    "BF16), fp8-per-tensor (transformers' FineGrainedFP8, weight_block_size null)")
+          ->check(CLI::IsMember({"deepseek-v4-release", "deepseek-v4.1", "deepseek-v3", "qwen-fp8", "fp8-per-tensor"}));
+  auto* arch =
+      s->add_option("--arch", a->arch,
+                    "v4-like (default: DeepSeek-V4's names, simplified shapes), or deepseek-v4, llama, qwen-moe: "
+                    "configs and tensors that load in transformers' DeepseekV4ForCausalLM, LlamaForCausalLM, "
+                    "Qwen3MoeForCausalLM")
+          ->check(CLI::IsMember({"v4-like", "deepseek-v4", "llama", "qwen-moe"}))
+          ->capture_default_str();
   s->add_option("--shards", a->shards, "number of shards")->check(CLI::Range(1, 64))->capture_default_str();
   // Larger sizes for benchmarks (bench/bench_convert.sh); the defaults (each architecture's) are what tests expect.
   std::vector<CLI::Option*> sizes{arch};

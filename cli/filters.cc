@@ -131,8 +131,10 @@ void run_encode_binary(const Args& args) {
   const Format& f = format_named(args.format);
   const std::string in = read_binary(args.binary[0]);
   if (in.size() % 4 != 0) {
-    throw UsageError(fmt::format("IN: {} bytes is not a whole number of f32 values (4 bytes each): {} bytes left "
-                                 "over at offset {}", in.size(), in.size() % 4, in.size() - in.size() % 4));
+    throw UsageError(
+        fmt::format("IN: {} bytes is not a whole number of f32 values (4 bytes each): {} bytes left "
+                    "over at offset {}",
+                    in.size(), in.size() % 4, in.size() - in.size() % 4));
   }
   std::vector<float> x(in.size() / 4);
   std::memcpy(x.data(), in.data(), in.size());
@@ -146,9 +148,10 @@ void run_decode_binary(const Args& args) {
   const std::string in = read_binary(args.binary[0]);
   const std::size_t width = static_cast<std::size_t>(f.storage_bytes());
   if (in.size() % width != 0) {
-    throw UsageError(fmt::format("IN: {} bytes is not a whole number of {} codes ({} bytes each): {} bytes left "
-                                 "over at offset {}", in.size(), f.name, width, in.size() % width,
-                                 in.size() - in.size() % width));
+    throw UsageError(
+        fmt::format("IN: {} bytes is not a whole number of {} codes ({} bytes each): {} bytes left "
+                    "over at offset {}",
+                    in.size(), f.name, width, in.size() % width, in.size() - in.size() % width));
   }
   std::vector<float> x(in.size() / width);
   const auto checked = [&]<class Code>(std::vector<Code>& codes) {

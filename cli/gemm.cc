@@ -1,5 +1,6 @@
 // minifloat gemm-error: how far fp8_gemm, fp4_gemm and the bf16 GEMM land from an f64 product, on random and
-// outlier-heavy inputs. minifloat gemm-bench: the GEMM benchmark table on this machine (its figures: BENCHMARKS.md#the-current-figures).
+// outlier-heavy inputs. minifloat gemm-bench: the GEMM benchmark table on this machine (its figures:
+// BENCHMARKS.md#the-current-figures).
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cmath>
@@ -97,8 +98,8 @@ std::string error_row(const std::string& input, const ErrorArgs& a, bool outlier
 
 std::string gemm_error_text(const ErrorArgs& a) {
   if (a.m < 1 || a.n < 1 || a.k < 128 || a.k % 128 != 0) {
-    throw UsageError(fmt::format("--m and --n must be positive and --k a positive multiple of 128 (got {}, {}, {})",
-                                 a.m, a.n, a.k));
+    throw UsageError(
+        fmt::format("--m and --n must be positive and --k a positive multiple of 128 (got {}, {}, {})", a.m, a.n, a.k));
   }
   std::mt19937_64 rng(a.seed);
   std::string s = fmt::format(
@@ -126,8 +127,10 @@ struct BenchArgs {
 double median_ms(mf::bench::Operands& o, mf::bench::Way w, int threads, int reps,
                  mf::bench::WeightRing* ring = nullptr) {
   const auto call = [&] {
-    if (ring) ring->call([&](mf::bench::Operands& x) { mf::bench::run(x, w, threads); });
-    else mf::bench::run(o, w, threads);
+    if (ring)
+      ring->call([&](mf::bench::Operands& x) { mf::bench::run(x, w, threads); });
+    else
+      mf::bench::run(o, w, threads);
   };
   std::vector<double> t;
   call();
@@ -159,8 +162,8 @@ std::vector<std::int64_t> m_list(const std::string& text) {
 // The run's header: threads, repetitions, this machine's FMA peak and read bandwidth, the OpenBLAS kernels.
 void print_bench_header(int threads, int reps) {
   fmt::print("threads: {} (minifloat and OpenBLAS alike); median of {} runs\n", threads, reps);
-  fmt::print("FMA peak: {:.1f} GFLOP/s; memory read bandwidth: {:.1f} GB/s\n\n",
-             mf::bench::fma_peak_gflops(threads), mf::bench::read_bandwidth_gbs(threads));
+  fmt::print("FMA peak: {:.1f} GFLOP/s; memory read bandwidth: {:.1f} GB/s\n\n", mf::bench::fma_peak_gflops(threads),
+             mf::bench::read_bandwidth_gbs(threads));
   if (!mf::bench::have_blas()) fmt::print("(built without OpenBLAS: its columns are empty)\n\n");
   if (mf::bench::have_blas()) {
     const char* chosen = std::getenv("OPENBLAS_CORETYPE");
@@ -202,22 +205,24 @@ void gemm_bench(const BenchArgs& a) {
   // streamed: decode shapes only (M <= 16), each call on another copy of the weight; dequant+OpenBLAS is left out.
   for (const bool streamed : {false, true}) {
     if (streamed && std::none_of(ms.begin(), ms.end(), [](std::int64_t m) { return m <= 16; })) break;
-    fmt::print("{}| N x K | M | bf16 | fp8 | mxfp4 | OpenBLAS f32 | dequant+OpenBLAS | fp8 / OpenBLAS "
-               "| mxfp4 / OpenBLAS | fp8 weight GB/s | mxfp4 weight GB/s |\n"
-               "|---|---|---|---|---|---|---|---|---|---|---|\n",
-               streamed ? "\nWeights streamed from memory (each call on another copy of the weight, twice the "
-                          "last-level cache in all), as a decode step over a model larger than the cache reads "
-                          "them:\n\n"
-                        : "Weights as the loop repeats them (in the last-level cache, where they fit):\n\n");
+    fmt::print(
+        "{}| N x K | M | bf16 | fp8 | mxfp4 | OpenBLAS f32 | dequant+OpenBLAS | fp8 / OpenBLAS "
+        "| mxfp4 / OpenBLAS | fp8 weight GB/s | mxfp4 weight GB/s |\n"
+        "|---|---|---|---|---|---|---|---|---|---|---|\n",
+        streamed ? "\nWeights streamed from memory (each call on another copy of the weight, twice the "
+                   "last-level cache in all), as a decode step over a model larger than the cache reads "
+                   "them:\n\n"
+                 : "Weights as the loop repeats them (in the last-level cache, where they fit):\n\n");
     for (const auto& [n, k] : {std::pair<std::int64_t, std::int64_t>{4096, 4096}, {7168, 2048}}) {
       for (const std::int64_t m : ms) {
         if (!(streamed && m > 16)) print_bench_row(m, n, k, streamed, threads, a.reps);
       }
     }
   }
-  fmt::print("\nGFLOP/s = 2 M N K / time. OpenBLAS: sgemv at M = 1, sgemm otherwise, on the dequantized fp8 weights "
-             "in f32.\nfp8: fp8_gemm with fp8-128x128 weights; mxfp4: fp4_gemm; both take act_quant'ed activations "
-             "(act_quant not timed).\n");
+  fmt::print(
+      "\nGFLOP/s = 2 M N K / time. OpenBLAS: sgemv at M = 1, sgemm otherwise, on the dequantized fp8 weights "
+      "in f32.\nfp8: fp8_gemm with fp8-128x128 weights; mxfp4: fp4_gemm; both take act_quant'ed activations "
+      "(act_quant not timed).\n");
 }
 
 }  // namespace
@@ -248,9 +253,11 @@ void register_gemm(CLI::App& app) {
   err->add_option("--seed", e->seed, "Random seed")->capture_default_str();
   err->callback([e] { write_stdout(gemm_error_text(*e)); });
 
-  auto* bench = app.add_subcommand("gemm-bench", "GEMM throughput beside OpenBLAS on this machine (its table: BENCHMARKS.md#the-current-figures)");
+  auto* bench = app.add_subcommand(
+      "gemm-bench", "GEMM throughput beside OpenBLAS on this machine (its table: BENCHMARKS.md#the-current-figures)");
   auto b = std::make_shared<BenchArgs>();
-  bench->add_option("--threads", b->threads, "Threads for minifloat and OpenBLAS (0: all cores)")->capture_default_str();
+  bench->add_option("--threads", b->threads, "Threads for minifloat and OpenBLAS (0: all cores)")
+      ->capture_default_str();
   bench->add_option("--reps", b->reps, "Timed runs per cell (the median is printed)")->capture_default_str();
   bench->add_option("--m", b->ms, "Activation row counts M")->capture_default_str();
   bench->add_flag("--quick", b->quick, "Only M = 1, 8, 128");

@@ -38,12 +38,15 @@ std::string inspect_gguf(const std::string& path, bool json) {
   const double bits = params ? 8.0 * static_cast<double>(bytes) / static_cast<double>(params) : 0.0;
   if (json) {
     nlohmann::ordered_json j{{"format", "gguf"}, {"version", f.version()}, {"alignment", f.alignment()},
-                             {"params", params}, {"bytes", bytes}, {"bits_per_param", bits}};
+                             {"params", params}, {"bytes", bytes},         {"bits_per_param", bits}};
     nlohmann::ordered_json meta = nlohmann::ordered_json::object(), tensors = nlohmann::ordered_json::array();
     for (const auto& [key, value] : f.metadata()) meta[key] = value.text();
     for (const io::GgufTensor& t : f.tensors()) {
-      tensors.push_back({{"name", t.name}, {"type", io::gguf_type_name(t.type)}, {"shape", t.shape()},
-                         {"bytes", t.bytes}, {"decodable", io::gguf_can_dequantize(t.type)}});
+      tensors.push_back({{"name", t.name},
+                         {"type", io::gguf_type_name(t.type)},
+                         {"shape", t.shape()},
+                         {"bytes", t.bytes},
+                         {"decodable", io::gguf_can_dequantize(t.type)}});
     }
     j["metadata"] = std::move(meta);
     j["tensors"] = std::move(tensors);

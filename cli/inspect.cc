@@ -27,12 +27,13 @@ std::string flags_text(const io::HfConfig& c) {
 std::string config_text(const io::HfConfig& c) {
   const std::string dtype = c.dtype.empty() ? "unset" : c.dtype;
   if (c.rules == io::ConfigRules::unknown) {
-    return fmt::format("config.json: quant_method '{}' is a dialect minifloat does not know: the tensors above are "
-                       "listed as stored; dtype {}\n",
-                       c.quant_method, dtype);
+    return fmt::format(
+        "config.json: quant_method '{}' is a dialect minifloat does not know: the tensors above are "
+        "listed as stored; dtype {}\n",
+        c.quant_method, dtype);
   }
-  std::string out = fmt::format("config.json: valid under {} rules; dtype {}; {}\n", io::to_string(c.rules), dtype,
-                                flags_text(c));
+  std::string out =
+      fmt::format("config.json: valid under {} rules; dtype {}; {}\n", io::to_string(c.rules), dtype, flags_text(c));
   if (!c.scheme.empty()) {
     std::string left;
     for (const std::string& m : c.not_converted) left += fmt::format("{}{}", left.empty() ? "" : ", ", m);
@@ -64,10 +65,11 @@ std::string as_json(const io::InspectReport& r) {
   }
   nlohmann::ordered_json tensors = nlohmann::ordered_json::array();
   for (const io::TensorInfo& t : r.tensors) {
-    nlohmann::ordered_json e{{"name", t.name},   {"shard", t.shard},   {"dtype", std::string(io::dtype_name(t.dtype))},
-                             {"shape", t.shape}, {"bytes", t.bytes},   {"params", t.params},
+    nlohmann::ordered_json e{{"name", t.name},   {"shard", t.shard}, {"dtype", std::string(io::dtype_name(t.dtype))},
+                             {"shape", t.shape}, {"bytes", t.bytes}, {"params", t.params},
                              {"role", t.role}};
-    if (t.min) e["stats"] = {{"min", *t.min}, {"max", *t.max}, {"mean", *t.mean}, {"rms", *t.rms}, {"nonfinite", t.nonfinite}};
+    if (t.min)
+      e["stats"] = {{"min", *t.min}, {"max", *t.max}, {"mean", *t.mean}, {"rms", *t.rms}, {"nonfinite", t.nonfinite}};
     tensors.push_back(std::move(e));
   }
   j["tensors"] = std::move(tensors);
@@ -98,7 +100,8 @@ std::string as_text(const io::InspectReport& r) {
 void register_inspect(CLI::App& app) {
   auto a = std::make_shared<InspectArgs>();
   auto* s = app.add_subcommand("inspect", "List a checkpoint's tensors, schemes and bytes; check its config.json");
-  s->add_option("PATH", a->path, "a .safetensors file, model.safetensors.index.json, a directory, or a .gguf file")->required();
+  s->add_option("PATH", a->path, "a .safetensors file, model.safetensors.index.json, a directory, or a .gguf file")
+      ->required();
   s->add_flag("--stats", a->stats, "per-tensor min, max, mean, rms (quantized pairs dequantized)");
   s->add_flag("--json", a->json, "machine-readable output");
   s->add_option("--threads", a->threads, "worker threads for --stats (default: all cores)");

@@ -87,9 +87,9 @@ void run(const Args& a) {
   for (const KvFormat f : formats) {
     const KvReport r = kv_report(f, x);
     const ErrorStats& e = r.error;
-    text += fmt::format("{:<12}  {:>11}  {:>6.3f}x  {:>8.2f}  {:>10.3g}  {:>9}  {:>9}\n", to_string(f),
-                        r.bytes_per_token, r.compression, e.sqnr_db, e.mse, pct(e.mean_rel_error),
-                        pct(e.mean_abs_error_ratio));
+    text +=
+        fmt::format("{:<12}  {:>11}  {:>6.3f}x  {:>8.2f}  {:>10.3g}  {:>9}  {:>9}\n", to_string(f), r.bytes_per_token,
+                    r.compression, e.sqnr_db, e.mse, pct(e.mean_rel_error), pct(e.mean_abs_error_ratio));
     out["formats"].push_back({{"format", to_string(f)},
                               {"bytes_per_token", r.bytes_per_token},
                               {"compression_vs_bf16", r.compression},

@@ -30,9 +30,10 @@ void register_memory(CLI::App& app) {
     std::string out = fmt::format("{:<26} {:>8} {:>18} {:>14} {:>14} {:>11}\n", "precision", "tensors", "parameters",
                                   "data", "scales", "bytes/param");
     for (const io::MemoryClass& c : r.classes) {
-      out += fmt::format("{:<26} {:>8} {:>18} {:>14} {:>14} {:>11.6f}\n", c.target, c.tensors, c.params,
-                         human_bytes(static_cast<double>(c.data_bytes)), human_bytes(static_cast<double>(c.scale_bytes)),
-                         static_cast<double>(c.data_bytes + c.scale_bytes) / static_cast<double>(c.params));
+      out +=
+          fmt::format("{:<26} {:>8} {:>18} {:>14} {:>14} {:>11.6f}\n", c.target, c.tensors, c.params,
+                      human_bytes(static_cast<double>(c.data_bytes)), human_bytes(static_cast<double>(c.scale_bytes)),
+                      static_cast<double>(c.data_bytes + c.scale_bytes) / static_cast<double>(c.params));
     }
     out += fmt::format("total: {} parameters ({:.4g} B), {} ({:.2f} GiB), {:.4f} bytes per parameter\n", r.params,
                        static_cast<double>(r.params) / 1e9, human_bytes(static_cast<double>(r.bytes)),

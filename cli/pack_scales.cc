@@ -159,8 +159,8 @@ std::string unpack_tensor(const Args& a, const io::SafetensorsFile& in, const io
   }
   const ScaleLayout layout = layout_from(a.platform.empty() && recorded ? md.at(layout_key(t.name)) : a.platform);
   if (a.codes.empty() && !md.count(codes_key(t.name))) {
-    throw UsageError(fmt::format("{}: tensor '{}': give the code shape with --codes (the file does not record it)",
-                                 a.in, t.name));
+    throw UsageError(
+        fmt::format("{}: tensor '{}': give the code shape with --codes (the file does not record it)", a.in, t.name));
   }
   const std::vector<std::int64_t> codes = parse_codes(a.codes.empty() ? md.at(codes_key(t.name)) : a.codes);
   const std::span<const std::byte> b = in.bytes(t);
@@ -195,8 +195,8 @@ void run_unpack(const Args& a) {
     }
   }
   if (report.empty()) {
-    throw UsageError(fmt::format("{}: no tensor packed by pack-scales; name one with --tensor, --platform and --codes",
-                                 a.in));
+    throw UsageError(
+        fmt::format("{}: no tensor packed by pack-scales; name one with --tensor, --platform and --codes", a.in));
   }
   write_output(a.out, o, metadata);
   write_stdout(report + fmt::format("wrote {}\n", a.out));
@@ -211,8 +211,7 @@ void register_pack_scales(CLI::App& app) {
   ps->add_option("--platform", p->platform, layouts)->required();
   ps->add_option("--tensor", p->tensor, "pack only this tensor (default: every F8_E8M0 tensor)");
   ps->add_option("IN", p->in, ".safetensors with F8_E8M0 scale codes [rows, K / block]")->required();
-  ps->add_option("OUT", p->out, ".safetensors: the same tensors, the scales packed (other tensors copied)")
-      ->required();
+  ps->add_option("OUT", p->out, ".safetensors: the same tensors, the scales packed (other tensors copied)")->required();
   ps->callback([p] { run_pack(*p); });
 
   auto u = std::make_shared<Args>();

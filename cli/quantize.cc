@@ -99,8 +99,8 @@ void run_dequantize(const DequantizeArgs& a) {
     outputs.push_back(std::move(t));
   }
   io::write_float_tensors(a.out, outputs, a.dtype == "bf16");
-  write_stdout(fmt::format("wrote {} tensor{} to {} ({})\n", outputs.size(), outputs.size() == 1 ? "" : "s", a.out,
-                           a.dtype));
+  write_stdout(
+      fmt::format("wrote {} tensor{} to {} ({})\n", outputs.size(), outputs.size() == 1 ? "" : "s", a.out, a.dtype));
 }
 
 }  // namespace
@@ -116,18 +116,20 @@ void register_quantize(CLI::App& app) {
   qs->callback([q] { run_quantize(*q); });
 
   auto d = std::make_shared<DequantizeArgs>();
-  auto* ds = app.add_subcommand("dequantize",
-                                 "Dequantize what `minifloat quantize` wrote, or an FP8/FP4 checkpoint (W + W_scale_inv)");
+  auto* ds = app.add_subcommand(
+      "dequantize", "Dequantize what `minifloat quantize` wrote, or an FP8/FP4 checkpoint (W + W_scale_inv)");
   ds->add_option("IN", d->in,
                  ".safetensors written by minifloat quantize; or a checkpoint: a directory, an index, a .safetensors")
       ->required();
-  ds->add_option("OUT", d->out,
-                 ".safetensors or .npy (single f32 tensor); for a checkpoint: a directory (or .safetensors for one file)")
+  ds->add_option(
+        "OUT", d->out,
+        ".safetensors or .npy (single f32 tensor); for a checkpoint: a directory (or .safetensors for one file)")
       ->required();
   ds->add_option("--dtype", d->dtype, "f32 or bf16 (round to nearest even)")
       ->check(CLI::IsMember({"f32", "bf16"}))
       ->capture_default_str();
-  ds->add_option("--threads", d->threads, "threads (default: all cores); for a checkpoint, workers over the tensors of all shards");
+  ds->add_option("--threads", d->threads,
+                 "threads (default: all cores); for a checkpoint, workers over the tensors of all shards");
   ds->add_option("--shard-index", d->shard_index, "checkpoints: this job's index in a job array");
   ds->add_option("--shard-count", d->shard_count, "checkpoints: jobs in the array (job i does shards i, i + N, ...)");
   ds->add_flag("--resume", d->resume, "checkpoints: keep output shards a previous run finished");

@@ -47,8 +47,7 @@ void send_all(int fd, std::string_view data) {
   }
 }
 
-void respond(int fd, int status, std::string_view reason, std::string_view type, const std::string& body,
-             bool head) {
+void respond(int fd, int status, std::string_view reason, std::string_view type, const std::string& body, bool head) {
   send_all(fd, fmt::format("HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\nCache-Control: no-store\r\n"
                            "X-Content-Type-Options: nosniff\r\nConnection: close\r\n\r\n",
                            status, reason, type, body.size()));
@@ -82,7 +81,8 @@ void handle(int fd, const fs::path& root) {
   std::string method, target, version;
   line >> method >> target >> version;
   const bool head = method == "HEAD";
-  if (method != "GET" && !head) return respond(fd, 405, "Method Not Allowed", "text/plain", "GET or HEAD only\n", false);
+  if (method != "GET" && !head)
+    return respond(fd, 405, "Method Not Allowed", "text/plain", "GET or HEAD only\n", false);
   if (version.rfind("HTTP/1.", 0) != 0) return respond(fd, 400, "Bad Request", "text/plain", "bad request\n", head);
   const fs::path file = resolve(root, target);
   if (file.empty()) return respond(fd, 404, "Not Found", "text/plain", "not found\n", head);
@@ -130,11 +130,14 @@ void register_serve(CLI::App& app) {
     const fs::path root = a->root;
     std::error_code ec;
     if (!fs::is_regular_file(root / "index.html", ec) || !fs::is_regular_file(root / "minifloat.wasm", ec)) {
-      throw UsageError(fmt::format("the page is not built in {}: run scripts/build-web.sh (it needs emscripten: "
-                                   "scripts/install-deps.sh --web)", root.string()));
+      throw UsageError(
+          fmt::format("the page is not built in {}: run scripts/build-web.sh (it needs emscripten: "
+                      "scripts/install-deps.sh --web)",
+                      root.string()));
     }
     const int server = listen_on(a->port);
-    write_stdout(fmt::format("serving the converter page at http://127.0.0.1:{}/ (Ctrl-C stops)\n", bound_port(server)));
+    write_stdout(
+        fmt::format("serving the converter page at http://127.0.0.1:{}/ (Ctrl-C stops)\n", bound_port(server)));
     const timeval timeout{5, 0};  // a client that stalls mid-request cannot hold the one-at-a-time loop for long
     for (;;) {
       const int fd = ::accept(server, nullptr, nullptr);

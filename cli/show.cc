@@ -43,8 +43,9 @@ std::string show_text(double x, bool from_bits, const std::vector<const Format*>
   for (const Format* f : formats) {
     const Description d = describe(*f, x, scale, options);
     rows.push_back({std::string(f->name), hex_code(*f, d.code), bit_fields(*f, d.code),
-                    std::to_string(d.fields.exponent), exponent_text(d), std::string(class_name(d)), shortest(static_cast<double>(d.stored)),
-                    shortest(d.value), error_text(d.abs_error), percent(d.rel_error)});
+                    std::to_string(d.fields.exponent), exponent_text(d), std::string(class_name(d)),
+                    shortest(static_cast<double>(d.stored)), shortest(d.value), error_text(d.abs_error),
+                    percent(d.rel_error)});
     if (scale != 1) plain.push_back(describe(*f, x, 1.0, options));
   }
   std::vector<std::size_t> width(rows[0].size(), 0);
@@ -76,8 +77,7 @@ void register_show(CLI::App& app) {
   };
   auto args = std::make_shared<Args>();
   auto* sub = app.add_subcommand("show", "One number in several formats: bits, fields, class, stored value, error");
-  sub->add_option("X", args->x, "a decimal number (0.3, -1e-3, inf) or f32 bits (0x3e99999a)")
-      ->required();
+  sub->add_option("X", args->x, "a decimal number (0.3, -1e-3, inf) or f32 bits (0x3e99999a)")->required();
   sub->add_option("--formats", args->formats, "comma-separated formats, or 'all'")->capture_default_str();
   sub->add_option("--scale", args->scale, "divide by this scale before encoding and multiply after (block scaling)");
   sub->add_flag("--json", args->json, "JSON output (schema in docs/cli.md)");
@@ -91,7 +91,8 @@ void register_show(CLI::App& app) {
     const auto formats = format_list(args->formats);
     EncodeOptions options = encode_options(args->codec);
     options.random_bits = stochastic_bits(args->codec.seed, 0);
-    if (!args->json) return write_stdout(show_text(parsed->value, parsed->from_f32_bits, formats, args->scale, options));
+    if (!args->json)
+      return write_stdout(show_text(parsed->value, parsed->from_f32_bits, formats, args->scale, options));
     write_stdout(describe_json(parsed->value, parsed->from_f32_bits, formats, args->scale, options) + "\n");
   });
 }

@@ -20,9 +20,8 @@ std::string tour_text() {
        "bias).\nMore exponent bits give range, more mantissa bits give precision. These are the formats of LLM "
        "inference:\n\n";
   s += formats_table_text();
-  s += fmt::format(
-      "\nE4M3 ends at {} and has no Inf; E2M1 has only {} codes, its positive values are ", shortest(e4m3.max_finite()),
-      e2m1.code_count());
+  s += fmt::format("\nE4M3 ends at {} and has no Inf; E2M1 has only {} codes, its positive values are ",
+                   shortest(e4m3.max_finite()), e2m1.code_count());
   for (std::uint32_t c = 0; c < 8; ++c) s += (c ? ", " : "") + shortest(decode(e2m1, c));
   s += ".\nUE8M0 is a scale: a power of two, 2^(code - 127), with no sign and no zero.\n\n";
 
@@ -43,8 +42,8 @@ std::string tour_text() {
        "MXFP4 stores 32 E2M1 values with one shared UE8M0 scale (a power of two): 17 bytes, 4.25 bits per value.\n"
        "The scale must fit the block's largest value, so one outlier makes every small value of its block round\n"
        "to 0 (the DeepInfer page's demonstration):\n\n";
-  const std::vector<float> small{0.11f, -0.23f, 0.37f, 0.52f, -0.08f, 0.29f, 0.61f, -0.44f,
-                                 0.05f, 0.18f, -0.33f, 0.72f, 0.26f, -0.15f, 0.47f, 0.09f};
+  const std::vector<float> small{0.11f, -0.23f, 0.37f,  0.52f, -0.08f, 0.29f,  0.61f, -0.44f,
+                                 0.05f, 0.18f,  -0.33f, 0.72f, 0.26f,  -0.15f, 0.47f, 0.09f};
   const float outlier = 40.0f;
   s += block_text(small, scheme_named("mxfp4"), &outlier);
   s += "\n(try: minifloat block 0.11,-0.23,0.37 --scheme mxfp4 --outlier 40; --scheme nvfp4 has 16-value blocks\n"

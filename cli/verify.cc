@@ -17,7 +17,8 @@ void register_verify(CLI::App& app) {
   };
   auto a = std::make_shared<Args>();
   auto* s = app.add_subcommand("verify", "Check a checkpoint: index vs shards, config.json, scales, FP4-QAT experts");
-  s->add_option("PATH", a->path, "a .safetensors file, model.safetensors.index.json, a directory, or a .gguf file")->required();
+  s->add_option("PATH", a->path, "a .safetensors file, model.safetensors.index.json, a directory, or a .gguf file")
+      ->required();
   s->add_option("--config-rules", a->rules,
                 "auto (by its quant_method), deepseek, deepinfer, transformers-fp8, compressed-tensors, modelopt, "
                 "gpt-oss, minifloat")
@@ -35,8 +36,9 @@ void register_verify(CLI::App& app) {
       const io::VerifyReport r = io::verify_checkpoint(a->path, o);
       write_stdout(fmt::format("ok: {} tensors, {} quantized pairs, {} FP4-QAT tensors checked{}\n", r.summary.tensors,
                                r.pairs, r.qat_tensors,
-                               r.config ? fmt::format("; config.json valid under {} rules", io::to_string(r.config->rules))
-                                        : std::string("; no config.json")));
+                               r.config
+                                   ? fmt::format("; config.json valid under {} rules", io::to_string(r.config->rules))
+                                   : std::string("; no config.json")));
     } catch (const io::VerifyError& e) {
       throw UsageError(fmt::format("verify failed at tensor '{}': {}", e.tensor, e.what()));
     } catch (const io::HfConfigError& e) {

@@ -48,7 +48,8 @@ std::string shortest_text(T x, Back back, int max_digits) {
   const bool negative = s[0] == '-';
   const std::size_t e = s.find('e');
   std::string digits;
-  for (std::size_t i = negative ? 1 : 0; i < e; ++i) if (s[i] != '.') digits += s[i];
+  for (std::size_t i = negative ? 1 : 0; i < e; ++i)
+    if (s[i] != '.') digits += s[i];
   while (digits.size() > 1 && digits.back() == '0') digits.pop_back();
   const int exp10 = std::atoi(s.c_str() + e + 1);
   const int n = static_cast<int>(digits.size());
@@ -56,9 +57,13 @@ std::string shortest_text(T x, Back back, int max_digits) {
   const int a = exp10 < 0 ? -exp10 : exp10;
   sci += (a < 10 ? "0" : "") + std::to_string(a);
   std::string fixed;
-  if (exp10 < 0) fixed = "0." + std::string(static_cast<std::size_t>(-exp10 - 1), '0') + digits;
-  else if (exp10 + 1 >= n) fixed = digits + std::string(static_cast<std::size_t>(exp10 + 1 - n), '0');
-  else fixed = digits.substr(0, static_cast<std::size_t>(exp10 + 1)) + "." + digits.substr(static_cast<std::size_t>(exp10 + 1));
+  if (exp10 < 0)
+    fixed = "0." + std::string(static_cast<std::size_t>(-exp10 - 1), '0') + digits;
+  else if (exp10 + 1 >= n)
+    fixed = digits + std::string(static_cast<std::size_t>(exp10 + 1 - n), '0');
+  else
+    fixed = digits.substr(0, static_cast<std::size_t>(exp10 + 1)) + "." +
+            digits.substr(static_cast<std::size_t>(exp10 + 1));
   return (negative ? "-" : "") + (fixed.size() <= sci.size() ? fixed : sci);
 }
 
@@ -72,10 +77,14 @@ inline std::to_chars_result put(char* first, char* last, const std::string& s) {
 
 namespace std {
 inline to_chars_result to_chars(char* first, char* last, float x) {
-  return mf_compat::put(first, last, mf_compat::shortest_text(x, [](const char* s) { return std::strtof(s, nullptr); }, 9));
+  return mf_compat::put(first, last,
+                        mf_compat::shortest_text(
+                            x, [](const char* s) { return std::strtof(s, nullptr); }, 9));
 }
 inline to_chars_result to_chars(char* first, char* last, double x) {
-  return mf_compat::put(first, last, mf_compat::shortest_text(x, [](const char* s) { return std::strtod(s, nullptr); }, 17));
+  return mf_compat::put(first, last,
+                        mf_compat::shortest_text(
+                            x, [](const char* s) { return std::strtod(s, nullptr); }, 17));
 }
 inline from_chars_result from_chars(const char* first, const char* last, double& value) {
   const std::string text(first, last);

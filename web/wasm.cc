@@ -72,7 +72,8 @@ std::vector<float> values_in(std::string_view text) {
     if (start == std::string_view::npos) break;
     const std::size_t end = std::min(text.find_first_of(", \t\r\n", start), text.size());
     const auto v = mf::parse_decimal(text.substr(start, end - start));
-    if (!v) throw std::invalid_argument("cannot read '" + std::string(text.substr(start, end - start)) + "' as a number");
+    if (!v)
+      throw std::invalid_argument("cannot read '" + std::string(text.substr(start, end - start)) + "' as a number");
     out.push_back(static_cast<float>(*v));
     i = end;
   }

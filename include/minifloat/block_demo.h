@@ -16,11 +16,11 @@ namespace mf {
 inline constexpr std::size_t kBlockDemoMaxValues = 32;
 
 struct BlockDemo {
-  QuantizedTensor q;                 // unpacked codes, partial edge blocks allowed
-  std::vector<std::uint8_t> codes;   // one per value
-  std::vector<float> stored;         // dequantized values
-  int zeroed = 0;                    // nonzero inputs whose stored value is 0
-  int nonzero = 0;                   // nonzero inputs
+  QuantizedTensor q;                // unpacked codes, partial edge blocks allowed
+  std::vector<std::uint8_t> codes;  // one per value
+  std::vector<float> stored;        // dequantized values
+  int zeroed = 0;                   // nonzero inputs whose stored value is 0
+  int nonzero = 0;                  // nonzero inputs
 };
 
 // Quantizes `values` as one tensor [n] with the scalar reference quantizer (one block is tiny; the reference is

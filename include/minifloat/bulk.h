@@ -61,10 +61,10 @@ void encode_bulk(const Format& f, std::span<const double> x, std::span<std::uint
 void encode_bulk(const Format& f, std::span<const double> x, std::span<std::uint16_t> codes, const BulkOptions& o = {});
 // bf16 or f16 values, given as their codes (`from` is mf::bf16 or mf::f16): every one is an f32 value, so they are
 // widened exactly (the SIMD decode) and encoded as f32: codes[i] = encode(f, decode(from, x[i]), ...).
-void encode_bulk(const Format& f, const Format& from, std::span<const std::uint16_t> x,
-                 std::span<std::uint8_t> codes, const BulkOptions& o = {});
-void encode_bulk(const Format& f, const Format& from, std::span<const std::uint16_t> x,
-                 std::span<std::uint16_t> codes, const BulkOptions& o = {});
+void encode_bulk(const Format& f, const Format& from, std::span<const std::uint16_t> x, std::span<std::uint8_t> codes,
+                 const BulkOptions& o = {});
+void encode_bulk(const Format& f, const Format& from, std::span<const std::uint16_t> x, std::span<std::uint16_t> codes,
+                 const BulkOptions& o = {});
 // Into f64: x[i] = decode(f, codes[i]), exact.
 void decode_bulk(const Format& f, std::span<const std::uint8_t> codes, std::span<double> x, int threads = 1);
 void decode_bulk(const Format& f, std::span<const std::uint16_t> codes, std::span<double> x, int threads = 1);

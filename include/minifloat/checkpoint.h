@@ -2,7 +2,8 @@
 // model.safetensors.index.json, in a directory that usually also holds config.json.
 //
 // The index is
-//   {"metadata": {"total_size": 1234}, "weight_map": {"model.embed_tokens.weight": "model-00001-of-00002.safetensors", ...}}
+//   {"metadata": {"total_size": 1234}, "weight_map": {"model.embed_tokens.weight": "model-00001-of-00002.safetensors",
+//   ...}}
 // where total_size is the sum of the tensors' byte sizes (headers not counted) and every shard name is a plain file
 // name in the index's directory. Reading checks each of those rules with its own IoErrc; check_checkpoint() then
 // checks the index against the shards themselves.
@@ -40,10 +41,10 @@ void write_index(const std::filesystem::path& path, const CheckpointIndex& index
 
 // Where a checkpoint's tensors are.
 struct Checkpoint {
-  std::filesystem::path directory;           // holds the shards (and config.json, if any)
+  std::filesystem::path directory;                  // holds the shards (and config.json, if any)
   std::optional<std::filesystem::path> index_path;  // set for a sharded checkpoint
-  std::vector<std::string> shards;           // shard file names in `directory`, sorted
-  CheckpointIndex index;                     // read, or made up from the one file for a single-file checkpoint
+  std::vector<std::string> shards;                  // shard file names in `directory`, sorted
+  CheckpointIndex index;                            // read, or made up from the one file for a single-file checkpoint
 
   std::filesystem::path shard_path(std::size_t i) const { return directory / shards[i]; }
   // directory/config.json when it exists.

@@ -1,6 +1,6 @@
-// minifloat/checkpoint_commands.h: whole-checkpoint operations behind `minifloat inspect | convert | dequantize | verify |
-// memory | make-example-checkpoint`. Each works tensor by tensor: inputs are memory-mapped (each tensor's pages
-// released after use) and each output tensor goes straight to its place in its shard's file (SafetensorsWriter).
+// minifloat/checkpoint_commands.h: whole-checkpoint operations behind `minifloat inspect | convert | dequantize |
+// verify | memory | make-example-checkpoint`. Each works tensor by tensor: inputs are memory-mapped (each tensor's
+// pages released after use) and each output tensor goes straight to its place in its shard's file (SafetensorsWriter).
 //
 // Parallelism: convert, dequantize, verify and inspect --stats spread the tensors of all their shards over a pool of
 // worker threads. Each worker holds one tensor at a time, so the working memory is at most `threads` tensors' buffers
@@ -101,7 +101,7 @@ HfConfig write_release_example(const std::filesystem::path& dir, ReleaseLike lik
 // ---- memory ----
 
 struct MemoryClass {
-  std::string target;            // "fp8-128x128", "e2m1-1x32-ue8m0-rceil", "bf16", "f32", "keep"
+  std::string target;  // "fp8-128x128", "e2m1-1x32-ue8m0-rceil", "bf16", "f32", "keep"
   std::uint64_t params = 0;
   std::uint64_t data_bytes = 0;  // elements
   std::uint64_t scale_bytes = 0;
@@ -126,7 +126,8 @@ bool shard_is_mine(std::size_t shard, std::size_t job_index, std::size_t job_cou
 // The checkpoint dialect convert writes (docs/checkpoints.md, "Writing dialects"): minifloat's DeepSeek-like form,
 // compressed-tensors 0.20, NVIDIA ModelOpt's HF export, or transformers' FineGrainedFP8.
 enum class WriteFormat { minifloat, compressed_tensors, modelopt, transformers_fp8, gpt_oss, deepseek, gguf };
-// "minifloat", "compressed-tensors", "modelopt", "transformers-fp8", "gpt-oss", "deepseek", "gguf" (one file: convert_to_gguf, gguf.h); throws std::invalid_argument listing them.
+// "minifloat", "compressed-tensors", "modelopt", "transformers-fp8", "gpt-oss", "deepseek", "gguf" (one file:
+// convert_to_gguf, gguf.h); throws std::invalid_argument listing them.
 WriteFormat write_format_named(std::string_view name);
 std::string_view to_string(WriteFormat f);
 // Throws std::invalid_argument when `format` cannot express every scheme target of `recipe`, naming the formats
@@ -199,9 +200,9 @@ struct VerifyReport {
 };
 // The index against the shards (check_checkpoint), config.json by its rules, every quantized pair (finite,
 // positive scales; weight codes that are not NaN; shapes that fit one block scheme), and DeepInfer's FP4-QAT
-// condition (docs/spec.md#fp4-qat) on FP8 routed experts (`*.experts.*`) when the config asks for FP4 experts or fp4_qat is set: each 1x32
-// block is e2m1 values times one power of two, else "Only support FP4-QAT checkpoint". Throws VerifyError naming
-// the tensor, or IoError / HfConfigError.
+// condition (docs/spec.md#fp4-qat) on FP8 routed experts (`*.experts.*`) when the config asks for FP4 experts or
+// fp4_qat is set: each 1x32 block is e2m1 values times one power of two, else "Only support FP4-QAT checkpoint". Throws
+// VerifyError naming the tensor, or IoError / HfConfigError.
 VerifyReport verify_checkpoint(const std::filesystem::path& path, const VerifyOptions& options = {});
 
 // True when the 32 (or fewer) e4m3 codes are e2m1 values times one power of two (DeepInfer's FP4-QAT check).

@@ -14,7 +14,8 @@
 //
 // The block shape is read off the two shapes (the first of 128x128, 32x32, 1x128, 1x32 whose scale grid matches;
 // e2m1 data is always 1x32, or 1x16 for NVFP4), so one pair is one QuantizedTensor. Where two block shapes give the
-// same grid, they give the same element-to-scale mapping, so the values read are the same either way. Writing goes the other way, with the same names.
+// same grid, they give the same element-to-scale mapping, so the values read are the same either way. Writing goes the
+// other way, with the same names.
 #pragma once
 
 #include <cstdint>

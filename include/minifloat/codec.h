@@ -151,8 +151,8 @@ constexpr std::uint32_t encode(const Format& f, T x, const EncodeOptions& o) {
   const std::uint64_t r = round_shift(sig, S::mantissa_bits + q - e, o);
 
   // 5. Assemble: exponent field (q + M + bias - 1) plus r, whose implicit bit (or a rounding carry) lifts it.
-  const std::int64_t code = (static_cast<std::int64_t>(q + f.mantissa_bits + f.bias - 1) << f.mantissa_bits) +
-                            static_cast<std::int64_t>(r);
+  const std::int64_t code =
+      (static_cast<std::int64_t>(q + f.mantissa_bits + f.bias - 1) << f.mantissa_bits) + static_cast<std::int64_t>(r);
   if (code > static_cast<std::int64_t>(f.max_finite_code())) return overflow_code(f, sign, o);
   return sign | static_cast<std::uint32_t>(code);
 }
@@ -198,10 +198,10 @@ constexpr float decode(const Format& f, std::uint32_t code) {
 
 // The bit fields of a code and the exponent they stand for.
 struct Fields {
-  std::uint32_t sign;                // 0 or 1
-  std::uint32_t exponent;            // the stored field
-  std::uint32_t mantissa;            // the stored field
-  int unbiased_exponent;             // field - bias; emin for subnormals and zero
+  std::uint32_t sign;      // 0 or 1
+  std::uint32_t exponent;  // the stored field
+  std::uint32_t mantissa;  // the stored field
+  int unbiased_exponent;   // field - bias; emin for subnormals and zero
 };
 constexpr Fields fields(const Format& f, std::uint32_t code) {
   const std::uint32_t mag = code & f.magnitude_mask();

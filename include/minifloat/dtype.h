@@ -16,7 +16,25 @@ namespace mf::io {
 // The safetensors dtypes, spelled as in the safetensors header. F4 and F6 are packed: a tensor of n of them takes
 // n * 4 / 8 or n * 6 / 8 bytes, and its shape counts logical elements.
 enum class DType : std::uint8_t {
-  BOOL, F4, F6_E2M3, F6_E3M2, U8, I8, F8_E5M2, F8_E4M3, F8_E8M0, I16, U16, F16, BF16, I32, U32, F32, F64, I64, U64
+  BOOL,
+  F4,
+  F6_E2M3,
+  F6_E3M2,
+  U8,
+  I8,
+  F8_E5M2,
+  F8_E4M3,
+  F8_E8M0,
+  I16,
+  U16,
+  F16,
+  BF16,
+  I32,
+  U32,
+  F32,
+  F64,
+  I64,
+  U64
 };
 
 struct DTypeInfo {
@@ -111,37 +129,37 @@ enum class IoErrc : std::uint8_t {
   offsets_gap,           // bytes between two tensors that no tensor covers
   offsets_overlap,       // two tensors share bytes
   // sharded checkpoints (model.safetensors.index.json) and checkpoint directories
-  index_not_object,        // the index is JSON but not an object
-  index_no_weight_map,     // no "weight_map" object
-  index_bad_entry,         // a weight_map value is not a string
-  index_bad_total_size,    // metadata.total_size is not a non-negative integer
-  index_bad_shard_name,    // a shard name that is empty, absolute, or reaches outside the index's directory
-  index_tensor_missing,    // the index puts a tensor in a shard that does not hold it
-  index_tensor_unlisted,   // a shard holds a tensor the index does not list there
-  index_total_size,        // metadata.total_size differs from the sum of the tensors' bytes
-  no_checkpoint,           // a directory with no .safetensors file, or several and no index
-  not_dequantizable,       // a tensor that looks quantized (dtype or name) that nothing can dequantize
-  quantization_not_read,   // config.json declares a quantization (method, format, algorithm) minifloat does not read
-  unmatched_pattern,       // a tensor-name pattern given by the user that matches no tensor
+  index_not_object,       // the index is JSON but not an object
+  index_no_weight_map,    // no "weight_map" object
+  index_bad_entry,        // a weight_map value is not a string
+  index_bad_total_size,   // metadata.total_size is not a non-negative integer
+  index_bad_shard_name,   // a shard name that is empty, absolute, or reaches outside the index's directory
+  index_tensor_missing,   // the index puts a tensor in a shard that does not hold it
+  index_tensor_unlisted,  // a shard holds a tensor the index does not list there
+  index_total_size,       // metadata.total_size differs from the sum of the tensors' bytes
+  no_checkpoint,          // a directory with no .safetensors file, or several and no index
+  not_dequantizable,      // a tensor that looks quantized (dtype or name) that nothing can dequantize
+  quantization_not_read,  // config.json declares a quantization (method, format, algorithm) minifloat does not read
+  unmatched_pattern,      // a tensor-name pattern given by the user that matches no tensor
   // .gguf
-  gguf_bad_magic,          // not "GGUF"
-  gguf_bad_version,        // not version 2 or 3
-  gguf_bad_count,          // tensor_count or kv_count larger than the file could hold
-  gguf_string_too_long,    // a string length over kGgufMaxString
-  gguf_bad_value_type,     // a metadata value (or array element) type that is not one of the 13
-  gguf_nesting_too_deep,   // arrays of arrays nested deeper than kGgufMaxNesting
-  gguf_empty_key,          // a metadata key of length 0
-  gguf_duplicate_key,      // a metadata key given twice
-  gguf_bad_alignment,      // general.alignment is not a u32, or not a power of two
-  gguf_duplicate_tensor,   // a tensor name given twice
-  gguf_bad_dims,           // n_dims over 4, or a dim of 2^63 or more (negative to ggml)
-  gguf_unknown_type,       // a tensor type id ggml does not define (so its size cannot be known)
-  gguf_bad_row,            // dims[0] is not a multiple of the type's block size
-  gguf_misaligned,         // a tensor offset that is not a multiple of the alignment
-  gguf_unsupported,        // convert --format gguf: an architecture, config field or tensor it has no mapping for
-  gguf_tokenizer,          // convert --format gguf: a tokenizer file it cannot convert as llama.cpp's converter does
-                           // (ids past vocab_size, an unknown pre-tokenizer, a SentencePiece model that does not parse)
-  gguf_no_tokenizer,       // convert --format gguf: no tokenizer.json or tokenizer.model beside the checkpoint
+  gguf_bad_magic,         // not "GGUF"
+  gguf_bad_version,       // not version 2 or 3
+  gguf_bad_count,         // tensor_count or kv_count larger than the file could hold
+  gguf_string_too_long,   // a string length over kGgufMaxString
+  gguf_bad_value_type,    // a metadata value (or array element) type that is not one of the 13
+  gguf_nesting_too_deep,  // arrays of arrays nested deeper than kGgufMaxNesting
+  gguf_empty_key,         // a metadata key of length 0
+  gguf_duplicate_key,     // a metadata key given twice
+  gguf_bad_alignment,     // general.alignment is not a u32, or not a power of two
+  gguf_duplicate_tensor,  // a tensor name given twice
+  gguf_bad_dims,          // n_dims over 4, or a dim of 2^63 or more (negative to ggml)
+  gguf_unknown_type,      // a tensor type id ggml does not define (so its size cannot be known)
+  gguf_bad_row,           // dims[0] is not a multiple of the type's block size
+  gguf_misaligned,        // a tensor offset that is not a multiple of the alignment
+  gguf_unsupported,       // convert --format gguf: an architecture, config field or tensor it has no mapping for
+  gguf_tokenizer,         // convert --format gguf: a tokenizer file it cannot convert as llama.cpp's converter does
+                          // (ids past vocab_size, an unknown pre-tokenizer, a SentencePiece model that does not parse)
+  gguf_no_tokenizer,      // convert --format gguf: no tokenizer.json or tokenizer.model beside the checkpoint
 };
 
 // The io layer's one exception. what() reads "<file>: <detail>" or "<file>: tensor '<name>': <detail>".

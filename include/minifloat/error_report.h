@@ -11,15 +11,15 @@
 namespace mf {
 
 struct ErrorStats {
-  std::int64_t count = 0;             // finite inputs compared (non-finite ones are counted apart)
+  std::int64_t count = 0;  // finite inputs compared (non-finite ones are counted apart)
   std::int64_t nonfinite = 0;
-  double mse = 0;                     // mean (x - q)^2
-  double sqnr_db = 0;                 // 10 log10(sum x^2 / sum (x - q)^2); +Inf when exact
-  double mean_rel_error = 0;          // mean over nonzero x of |x - q| / |x|
+  double mse = 0;             // mean (x - q)^2
+  double sqnr_db = 0;         // 10 log10(sum x^2 / sum (x - q)^2); +Inf when exact
+  double mean_rel_error = 0;  // mean over nonzero x of |x - q| / |x|
   double max_rel_error = 0;
-  double mean_abs_error_ratio = 0;    // mean |x - q| / mean |x| (docs/spec.md#fp4-experiment's "relative error")
-  double zeroed_fraction = 0;         // of the nonzero inputs, those that came back as 0
-  double clipped_fraction = 0;        // of the inputs, those beyond the largest value of their block (saturated)
+  double mean_abs_error_ratio = 0;  // mean |x - q| / mean |x| (docs/spec.md#fp4-experiment's "relative error")
+  double zeroed_fraction = 0;       // of the nonzero inputs, those that came back as 0
+  double clipped_fraction = 0;      // of the inputs, those beyond the largest value of their block (saturated)
 };
 
 struct BlockReport {

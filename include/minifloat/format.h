@@ -27,9 +27,9 @@ constexpr float pow2f(int k) {
 }
 
 struct Format {
-  std::string_view name;       // minifloat's name: "e4m3"
-  std::string_view also;       // what others call it: "FP8 E4M3FN, torch.float8_e4m3fn"
-  int sign_bits;               // 1, or 0 for unsigned scale formats
+  std::string_view name;  // minifloat's name: "e4m3"
+  std::string_view also;  // what others call it: "FP8 E4M3FN, torch.float8_e4m3fn"
+  int sign_bits;          // 1, or 0 for unsigned scale formats
   int exponent_bits;
   int mantissa_bits;
   int bias;
@@ -44,7 +44,9 @@ struct Format {
   constexpr std::uint32_t mantissa_mask() const { return (std::uint32_t{1} << mantissa_bits) - 1; }
   constexpr std::uint32_t exponent_field_max() const { return (std::uint32_t{1} << exponent_bits) - 1; }
   constexpr std::uint32_t magnitude_mask() const { return (std::uint32_t{1} << (exponent_bits + mantissa_bits)) - 1; }
-  constexpr std::uint32_t sign_mask() const { return sign_bits ? std::uint32_t{1} << (exponent_bits + mantissa_bits) : 0; }
+  constexpr std::uint32_t sign_mask() const {
+    return sign_bits ? std::uint32_t{1} << (exponent_bits + mantissa_bits) : 0;
+  }
   constexpr bool is_signed() const { return sign_bits != 0; }
 
   // ---- special codes ----
@@ -115,8 +117,8 @@ inline constexpr Format ue8m0{"ue8m0", "E8M0, float8_e8m0fnu", 0, 8, 0, 127, Spe
 // E4M3 without its sign bit, used as a positive block scale (NVFP4); 0x7F is NaN.
 inline constexpr Format ue4m3{"ue4m3", "E4M3 used as a positive scale (NVFP4)", 0, 4, 3, 7, Specials::nan_only};
 
-inline constexpr std::array<const Format*, 10> all_formats{&f32, &bf16, &f16, &e4m3, &e5m2,
-                                                            &e3m2, &e2m3, &e2m1, &ue8m0, &ue4m3};
+inline constexpr std::array<const Format*, 10> all_formats{&f32,  &bf16, &f16,  &e4m3,  &e5m2,
+                                                           &e3m2, &e2m3, &e2m1, &ue8m0, &ue4m3};
 
 // The ecosystem's spellings of the formats (ml_dtypes' and PyTorch's dtype names), accepted wherever a format is
 // named.

@@ -14,11 +14,11 @@
 //   tensor's bytes start `offset` bytes into it.
 //
 // The reader refuses what llama.cpp's (ggml/src/gguf.cpp) refuses, but for the leniencies below, and checks every
-// read against the file's size. Like ggml (and gguf-py) it accepts n_dims 0 (one element: gguf-py writes 0-d arrays so), a dim of 0 (an empty
-// tensor) and trailing bytes. Where it is more lenient than ggml: arrays of arrays are read (up to kGgufMaxNesting;
-// gguf-py writes them, ggml refuses any), names are not limited to 63 bytes, and tensors may lie in any order with
-// gaps between them (ggml wants each where the padded one before it ends): only alignment, overlap and the end of
-// the file are checked.
+// read against the file's size. Like ggml (and gguf-py) it accepts n_dims 0 (one element: gguf-py writes 0-d arrays
+// so), a dim of 0 (an empty tensor) and trailing bytes. Where it is more lenient than ggml: arrays of arrays are read
+// (up to kGgufMaxNesting; gguf-py writes them, ggml refuses any), names are not limited to 63 bytes, and tensors may
+// lie in any order with gaps between them (ggml wants each where the padded one before it ends): only alignment,
+// overlap and the end of the file are checked.
 #pragma once
 
 #include <cstdint>
@@ -43,11 +43,40 @@ inline constexpr std::uint64_t kGgufDefaultAlignment = 32;
 // The ggml tensor types (ggml.h's enum ggml_type, as gguf-py 0.19.0 lists them). The gaps (4, 5, 31-33, 36-38)
 // are types ggml has removed; a file using one, or an id past Q1_0, is refused.
 enum class GgufType : std::uint32_t {
-  F32 = 0, F16 = 1, Q4_0 = 2, Q4_1 = 3, Q5_0 = 6, Q5_1 = 7, Q8_0 = 8, Q8_1 = 9,
-  Q2_K = 10, Q3_K = 11, Q4_K = 12, Q5_K = 13, Q6_K = 14, Q8_K = 15,
-  IQ2_XXS = 16, IQ2_XS = 17, IQ3_XXS = 18, IQ1_S = 19, IQ4_NL = 20, IQ3_S = 21, IQ2_S = 22, IQ4_XS = 23,
-  I8 = 24, I16 = 25, I32 = 26, I64 = 27, F64 = 28, IQ1_M = 29, BF16 = 30,
-  TQ1_0 = 34, TQ2_0 = 35, MXFP4 = 39, NVFP4 = 40, Q1_0 = 41,
+  F32 = 0,
+  F16 = 1,
+  Q4_0 = 2,
+  Q4_1 = 3,
+  Q5_0 = 6,
+  Q5_1 = 7,
+  Q8_0 = 8,
+  Q8_1 = 9,
+  Q2_K = 10,
+  Q3_K = 11,
+  Q4_K = 12,
+  Q5_K = 13,
+  Q6_K = 14,
+  Q8_K = 15,
+  IQ2_XXS = 16,
+  IQ2_XS = 17,
+  IQ3_XXS = 18,
+  IQ1_S = 19,
+  IQ4_NL = 20,
+  IQ3_S = 21,
+  IQ2_S = 22,
+  IQ4_XS = 23,
+  I8 = 24,
+  I16 = 25,
+  I32 = 26,
+  I64 = 27,
+  F64 = 28,
+  IQ1_M = 29,
+  BF16 = 30,
+  TQ1_0 = 34,
+  TQ2_0 = 35,
+  MXFP4 = 39,
+  NVFP4 = 40,
+  Q1_0 = 41,
 };
 
 // A type's block: a row of n elements takes n / block_elements * block_bytes bytes (gguf-py's GGML_QUANT_SIZES).
@@ -63,8 +92,19 @@ std::string gguf_type_name(std::uint32_t type);
 
 // The metadata value types (gguf.h's enum gguf_type).
 enum class GgufValueType : std::uint32_t {
-  UINT8 = 0, INT8 = 1, UINT16 = 2, INT16 = 3, UINT32 = 4, INT32 = 5, FLOAT32 = 6, BOOL = 7, STRING = 8, ARRAY = 9,
-  UINT64 = 10, INT64 = 11, FLOAT64 = 12,
+  UINT8 = 0,
+  INT8 = 1,
+  UINT16 = 2,
+  INT16 = 3,
+  UINT32 = 4,
+  INT32 = 5,
+  FLOAT32 = 6,
+  BOOL = 7,
+  STRING = 8,
+  ARRAY = 9,
+  UINT64 = 10,
+  INT64 = 11,
+  FLOAT64 = 12,
 };
 // ggml's short names: "u8", "i8", "u16", "i16", "u32", "i32", "f32", "bool", "str", "arr", "u64", "i64", "f64".
 std::string_view gguf_value_type_name(GgufValueType type);
@@ -80,10 +120,10 @@ class GgufValue {
   bool is_array() const { return type_ == GgufValueType::ARRAY; }
 
   // Scalars; nullopt for a value of another type (or out of range for the result).
-  std::optional<std::uint64_t> as_uint() const;  // u8..u64, and i8..i64 that are not negative
-  std::optional<std::int64_t> as_int() const;    // i8..i64, and u8..u64 up to INT64_MAX
-  std::optional<double> as_float() const;        // f32 (widened exactly) or f64
-  std::optional<bool> as_bool() const;           // bool: any nonzero byte is true, as ggml reads it
+  std::optional<std::uint64_t> as_uint() const;       // u8..u64, and i8..i64 that are not negative
+  std::optional<std::int64_t> as_int() const;         // i8..i64, and u8..u64 up to INT64_MAX
+  std::optional<double> as_float() const;             // f32 (widened exactly) or f64
+  std::optional<bool> as_bool() const;                // bool: any nonzero byte is true, as ggml reads it
   std::optional<std::string_view> as_string() const;  // the bytes as stored: not checked to be UTF-8
 
   // Arrays: the elements' type and count (for other values: their own type, and 0).
@@ -114,12 +154,12 @@ class GgufValue {
   friend struct GgufValueReader;
   GgufValueType type_ = GgufValueType::UINT8;
   GgufValueType element_type_ = GgufValueType::UINT8;  // arrays
-  std::uint64_t bits_ = 0;                  // scalars: the value's little-endian bytes, zero-extended
-  std::uint64_t count_ = 0;                 // arrays: elements
-  std::string string_;                      // STRING
-  std::vector<std::byte> raw_;              // arrays of scalars: the elements' bytes, as in the file
-  std::vector<std::string> strings_;        // arrays of strings
-  std::vector<GgufValue> items_;            // arrays of arrays
+  std::uint64_t bits_ = 0;                             // scalars: the value's little-endian bytes, zero-extended
+  std::uint64_t count_ = 0;                            // arrays: elements
+  std::string string_;                                 // STRING
+  std::vector<std::byte> raw_;                         // arrays of scalars: the elements' bytes, as in the file
+  std::vector<std::string> strings_;                   // arrays of strings
+  std::vector<GgufValue> items_;                       // arrays of arrays
 };
 
 // One tensor info entry.
@@ -131,7 +171,7 @@ struct GgufTensor {
   std::uint64_t bytes;              // computed from type and dims
   // numpy / safetensors order: dims reversed ({} for n_dims 0, a single element).
   std::vector<std::uint64_t> shape() const { return {dims.rbegin(), dims.rend()}; }
-  std::uint64_t elements() const;   // the product of dims (1 for n_dims 0)
+  std::uint64_t elements() const;  // the product of dims (1 for n_dims 0)
 };
 
 // A checked GGUF file, memory-mapped like SafetensorsFile: bytes() views the file in place, copies share the
@@ -140,8 +180,8 @@ class GgufFile {
  public:
   // The file's path (or the name given to parse_gguf), for messages.
   const std::filesystem::path& path() const { return path_; }
-  std::uint32_t version() const { return version_; }      // 2 or 3
-  std::uint64_t alignment() const { return alignment_; }  // general.alignment, or 32
+  std::uint32_t version() const { return version_; }          // 2 or 3
+  std::uint64_t alignment() const { return alignment_; }      // general.alignment, or 32
   std::uint64_t data_offset() const { return data_offset_; }  // where the data section starts in the file
   // In file order.
   const std::vector<std::pair<std::string, GgufValue>>& metadata() const { return metadata_; }
@@ -161,9 +201,9 @@ class GgufFile {
   std::vector<std::pair<std::string, GgufValue>> metadata_;
   std::vector<std::size_t> keys_by_name_;  // positions in metadata_, sorted by key
   std::vector<GgufTensor> tensors_;
-  std::vector<std::size_t> by_name_;       // positions in tensors_, sorted by name
-  std::shared_ptr<const void> owner_;      // the mapping (or copied bytes) that data_ points into
-  std::span<const std::byte> data_;        // the data section
+  std::vector<std::size_t> by_name_;   // positions in tensors_, sorted by name
+  std::shared_ptr<const void> owner_;  // the mapping (or copied bytes) that data_ points into
+  std::span<const std::byte> data_;    // the data section
   std::filesystem::path path_;
   std::uint32_t version_ = 3;
   std::uint64_t alignment_ = kGgufDefaultAlignment;

@@ -48,8 +48,8 @@ enum class GgufTokenizerMode { required, none };
 // convert_hf_to_gguf's GptOssModel writes it (arch gpt-oss): its MXFP4 experts (X_blocks, or per-expert weights of any
 // packed dialect) re-laid out into ggml MXFP4 blocks with codes and scales unchanged, gate_up split into
 // ffn_gate_exps and ffn_up_exps, the gpt-oss.* metadata (experts, sliding window, YaRN). Every tensor is planned and
-// every config field checked before the file is created; the file is written to a temporary name and renamed. Throws IoError
-// gguf_unsupported naming the architecture, config field or tensor it has no mapping for, and IoError /
+// every config field checked before the file is created; the file is written to a temporary name and renamed. Throws
+// IoError gguf_unsupported naming the architecture, config field or tensor it has no mapping for, and IoError /
 // std::invalid_argument for values a type cannot hold (naming the tensor). The report's rows: each tensor written
 // lossily (Q8_0, MXFP4, F16 or BF16 from wider values) with its error.
 ConvertReport convert_to_gguf(const std::filesystem::path& in, const std::filesystem::path& out,
@@ -65,8 +65,7 @@ struct GgufDequantizeReport {
 // Every tensor of `in` dequantized into the safetensors file `out` (F32, or BF16 rounded to nearest even), names and
 // shapes (numpy order) kept, written to a temporary name and renamed. Never silent: a tensor of a type minifloat
 // does not decode is an IoError (not_dequantizable) naming it, raised before anything is written.
-GgufDequantizeReport dequantize_gguf_file(const std::filesystem::path& in, const std::filesystem::path& out,
-                                          bool bf16);
+GgufDequantizeReport dequantize_gguf_file(const std::filesystem::path& in, const std::filesystem::path& out, bool bf16);
 
 struct GgufVerifyReport {
   std::size_t tensors = 0, decoded = 0;

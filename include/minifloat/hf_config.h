@@ -30,7 +30,17 @@ namespace mf::io {
 // (AutoAWQ: version, bits, group_size, zero_point) and "gptq" (AutoGPTQ: bits, group_size, checkpoint_format); any
 // other quant_method is `unknown`: nothing is checked, and the commands refuse it (quantization_rule.h).
 enum class ConfigRules : std::uint8_t {
-  detect, deepseek, deepinfer, transformers_fp8, compressed_tensors, modelopt, gpt_oss, minifloat, awq, gptq, unknown
+  detect,
+  deepseek,
+  deepinfer,
+  transformers_fp8,
+  compressed_tensors,
+  modelopt,
+  gpt_oss,
+  minifloat,
+  awq,
+  gptq,
+  unknown
 };
 // "auto" (or "detect"), "deepseek", "deepinfer", "transformers-fp8", "compressed-tensors", "modelopt", "gpt-oss",
 // "minifloat", "awq", "gptq";
@@ -40,11 +50,11 @@ std::string_view to_string(ConfigRules r);
 
 struct QuantizationConfig {
   std::string quant_method = "fp8";
-  std::string fmt = "e4m3";              // "" when absent (deepinfer allows that)
+  std::string fmt = "e4m3";  // "" when absent (deepinfer allows that)
   std::string activation_scheme = "dynamic";
   int block_rows = 128, block_cols = 128;  // weight_block_size
-  std::string scale_fmt = "ue8m0";       // "" when absent: f32 scales (DeepSeek V3)
-  std::string expert_dtype;              // "fp4", or "" when absent
+  std::string scale_fmt = "ue8m0";         // "" when absent: f32 scales (DeepSeek V3)
+  std::string expert_dtype;                // "fp4", or "" when absent
 };
 
 // What a loader decides from the config (DeepInfer's flags; the same derivation for DeepSeek's rules):
@@ -65,11 +75,11 @@ struct QuantGroup {
 };
 
 struct HfConfig {
-  ConfigRules rules = ConfigRules::deepseek;  // the rule set applied (detect picks one)
-  std::string model_type;                     // "" when absent
-  std::string dtype;                          // torch_dtype (or the newer "dtype"); "" when absent
+  ConfigRules rules = ConfigRules::deepseek;       // the rule set applied (detect picks one)
+  std::string model_type;                          // "" when absent
+  std::string dtype;                               // torch_dtype (or the newer "dtype"); "" when absent
   std::optional<QuantizationConfig> quantization;  // deepseek, deepinfer and transformers-fp8 rules
-  std::string quant_method;                       // as written; "" without a quantization_config
+  std::string quant_method;                        // as written; "" without a quantization_config
   // quantization_config was read from text_config (a composite model's text config: DeepSeek-V4.1-Flash), there
   // being none at the top level, where it is otherwise read.
   bool quantization_in_text_config = false;
@@ -90,12 +100,12 @@ struct HfConfig {
 };
 
 enum class HfErrc : std::uint8_t {
-  invalid_json,             // not JSON
-  not_object,               // config.json or quantization_config is not an object
-  missing_key,              // a required key is absent (quantization_config under deepinfer rules, one of its keys)
-  unknown_key,              // quantization_config has a key neither rule set knows
-  bad_type,                 // a value of the wrong JSON type (weight_block_size not two integers, ...)
-  unsupported_value,        // Unsupported HF {key}: {value!r}; expected {expected!r}
+  invalid_json,       // not JSON
+  not_object,         // config.json or quantization_config is not an object
+  missing_key,        // a required key is absent (quantization_config under deepinfer rules, one of its keys)
+  unknown_key,        // quantization_config has a key neither rule set knows
+  bad_type,           // a value of the wrong JSON type (weight_block_size not two integers, ...)
+  unsupported_value,  // Unsupported HF {key}: {value!r}; expected {expected!r}
 };
 
 struct HfConfigError : std::invalid_argument {

@@ -41,8 +41,8 @@ namespace mf {
 
 enum class KvFormat : std::uint8_t { fp4_e4m3_16, mxfp8, v4_mixed };
 
-inline constexpr int kKvValues = 512;  // values per entry (one token's latent)
-inline constexpr int kKvRopeDims = 64; // v4-mixed: the last 64 values are RoPE dims, kept in bf16
+inline constexpr int kKvValues = 512;   // values per entry (one token's latent)
+inline constexpr int kKvRopeDims = 64;  // v4-mixed: the last 64 values are RoPE dims, kept in bf16
 
 // A KV format's byte counts.
 struct KvLayout {
@@ -82,8 +82,8 @@ std::vector<float> kv_decode(KvFormat f, std::span<const std::uint8_t> entries);
 void write_kv_pages(KvFormat f, int page_size, std::span<std::uint8_t> pages, std::span<const float> values,
                     std::span<const std::int64_t> slots);
 // Decodes the tokens at `slots` into out (slots.size() x 512 floats).
-void read_kv_pages(KvFormat f, int page_size, std::span<const std::uint8_t> pages,
-                   std::span<const std::int64_t> slots, std::span<float> out);
+void read_kv_pages(KvFormat f, int page_size, std::span<const std::uint8_t> pages, std::span<const std::int64_t> slots,
+                   std::span<float> out);
 
 // A paged cache that owns its buffer (zero-filled: a never-written slot decodes to zeros).
 class KvCache {

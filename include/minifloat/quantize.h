@@ -24,9 +24,9 @@ enum class InputType : std::uint8_t { f32, bf16, f16 };
 struct QuantizeOptions {
   Layout layout = Layout::packed;
   NonFinite nonfinite = NonFinite::nan;
-  bool pad = false;             // allow partial edge blocks (scaled over their valid elements only)
-  int rotate = 0;               // Hadamard group size applied before quantization and undone after dequantization
-  int threads = 0;              // 0: all (OpenMP's default)
+  bool pad = false;  // allow partial edge blocks (scaled over their valid elements only)
+  int rotate = 0;    // Hadamard group size applied before quantization and undone after dequantization
+  int threads = 0;   // 0: all (OpenMP's default)
   // Two-level schemes (NVFP4): the tensor's amax when the caller knows it (calibrated, or the previous step's as in
   // Transformer Engine's delayed scaling), which saves a pass over the input; values above it saturate. 0: computed
   // from the input (after the rotation, if any).
@@ -40,19 +40,19 @@ struct QuantizeError : std::invalid_argument {
 };
 
 struct QuantizedTensor {
-  std::vector<std::int64_t> shape;       // the original tensor's shape
+  std::vector<std::int64_t> shape;  // the original tensor's shape
   Scheme scheme;
   Layout layout = Layout::packed;
-  int rotate = 0;                        // Hadamard group size applied before quantization (0: none)
-  std::vector<std::uint8_t> codes;       // elements, laid out as `layout` says (ggml: blocks with their scales)
-  std::vector<std::uint8_t> scales;      // [scale_shape]: one byte per ue8m0/ue4m3 code, 4 (little-endian) per f32
-  std::vector<std::int64_t> scale_shape; // [rows, ceil(cols/Bc)] or [ceil(rows/Br), ceil(cols/Bc)]; empty for ggml
-  float tensor_scale = 1.0f;             // the second-level scale of two-level schemes (NVFP4)
+  int rotate = 0;                         // Hadamard group size applied before quantization (0: none)
+  std::vector<std::uint8_t> codes;        // elements, laid out as `layout` says (ggml: blocks with their scales)
+  std::vector<std::uint8_t> scales;       // [scale_shape]: one byte per ue8m0/ue4m3 code, 4 (little-endian) per f32
+  std::vector<std::int64_t> scale_shape;  // [rows, ceil(cols/Bc)] or [ceil(rows/Br), ceil(cols/Bc)]; empty for ggml
+  float tensor_scale = 1.0f;              // the second-level scale of two-level schemes (NVFP4)
 
-  std::int64_t count() const;            // number of elements
+  std::int64_t count() const;  // number of elements
   std::int64_t rows() const;
   std::int64_t cols() const;
-  std::size_t nbytes() const;            // codes + scales (+ 4 for the tensor scale)
+  std::size_t nbytes() const;  // codes + scales (+ 4 for the tensor scale)
   std::uint32_t scale_code(std::int64_t block_row, std::int64_t block_col) const;  // ggml layout too
 };
 

@@ -72,7 +72,7 @@ class SafetensorsFile {
                                const std::filesystem::path& path);
   std::map<std::string, std::string> metadata_;
   std::vector<SafetensorsTensor> tensors_;
-  std::vector<std::size_t> by_name_;  // positions in tensors_, sorted by name: find() in O(log n)
+  std::vector<std::size_t> by_name_;   // positions in tensors_, sorted by name: find() in O(log n)
   std::shared_ptr<const void> owner_;  // the mapping (or copied bytes) that data_ points into
   std::span<const std::byte> data_;    // the whole data section
   std::uint64_t header_bytes_ = 0;

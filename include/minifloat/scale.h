@@ -48,7 +48,9 @@ constexpr int ceil_log2_ratio(float a, float b) {
 }
 
 // The powers of two a scale format can hold, as exponents [lo, hi].
-constexpr int scale_exponent_min(const Format& s) { return s == f32 ? -149 : s.emin() - (s.has_subnormals() ? s.mantissa_bits : 0); }
+constexpr int scale_exponent_min(const Format& s) {
+  return s == f32 ? -149 : s.emin() - (s.has_subnormals() ? s.mantissa_bits : 0);
+}
 constexpr int scale_exponent_max(const Format& s) { return s == f32 ? 127 : s.emax(); }
 
 // The exponent k of a power-of-two scale S = 2^k for rules floor, rceil and even (amax > 0 finite).
@@ -95,7 +97,9 @@ struct PowerOfTwoFast {
 inline constexpr std::uint32_t kTorchaoMinE4m3Scale = 0x08;
 
 // The smallest ue4m3 scale code a scheme's e4m3 rule may give (the torchao profile's clamp, else 0).
-inline std::uint32_t min_e4m3_scale(const Scheme& s) { return s.profile == Profile::torchao ? kTorchaoMinE4m3Scale : 0; }
+inline std::uint32_t min_e4m3_scale(const Scheme& s) {
+  return s.profile == Profile::torchao ? kTorchaoMinE4m3Scale : 0;
+}
 
 // NVFP4's block scale (rule e4m3) without the general codec: ue4m3(RNE(amax / max / tensor_scale)), saturated, at
 // least min_code, and its divisor, for a finite amax and a finite tensor_scale > 0. The same result as
@@ -123,14 +127,14 @@ inline std::uint32_t min_e4m3_scale(const Scheme& s) { return s.profile == Profi
   k = std::clamp(k, scale_exponent_min(*s.scale_format), scale_exponent_max(*s.scale_format));
   const float S = exp2_exact(k);
   // ue8m0 holds 2^k as k + 127 (the common case, per block, so not through the generic encoder).
-  const std::uint32_t code = *s.scale_format == ue8m0 ? static_cast<std::uint32_t>(k + 127) : encode(*s.scale_format, S);
+  const std::uint32_t code =
+      *s.scale_format == ue8m0 ? static_cast<std::uint32_t>(k + 127) : encode(*s.scale_format, S);
   return {code, s.tensor_scale ? S * tensor_scale : S};
 }
 
 // The block scale for rules other than mse (which needs the block's values: see mse_scale in quantize).
 // amax = max |x| over the block's finite values; nonfinite: the block holds NaN or +-Inf.
-inline BlockScale block_scale(const Scheme& s, float amax, bool nonfinite,
-                                                     float tensor_scale = 1.0f) {
+inline BlockScale block_scale(const Scheme& s, float amax, bool nonfinite, float tensor_scale = 1.0f) {
   const Format& sf = *s.scale_format;
   if (nonfinite) return {sf.nan_code(), NAN};
   if (s.profile == Profile::deepseek) amax = std::max(amax, kDeepSeekMinAmax);

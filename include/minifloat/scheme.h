@@ -53,7 +53,9 @@ struct ElementType {
   constexpr bool is_int() const { return format == nullptr; }
   constexpr int bits() const { return is_int() ? int_bits : format->bits(); }
   // The largest magnitude an element can hold: 448 for e4m3, 6 for e2m1, 127 for int8.
-  constexpr float max() const { return is_int() ? static_cast<float>((1 << (int_bits - 1)) - 1) : format->max_finite(); }
+  constexpr float max() const {
+    return is_int() ? static_cast<float>((1 << (int_bits - 1)) - 1) : format->max_finite();
+  }
   // floor(log2(max)): the emax_elem of the floor rule (e4m3 8, e5m2 15, e3m2 4, e2m3 2, e2m1 2).
   constexpr int emax() const {
     if (!is_int()) return format->emax();
@@ -65,13 +67,13 @@ struct ElementType {
 };
 
 struct Scheme {
-  std::string name;                 // "mxfp4", or the canonical custom spelling "e2m1-1x32-ue8m0-floor"
+  std::string name;  // "mxfp4", or the canonical custom spelling "e2m1-1x32-ue8m0-floor"
   ElementType element;
-  int block_rows = 1;               // 1 for 1 x B blocks along the last dimension
+  int block_rows = 1;  // 1 for 1 x B blocks along the last dimension
   int block_cols = 32;
   const Format* scale_format = &ue8m0;  // &ue8m0, &ue4m3 or &f32
   ScaleRule rule = ScaleRule::floor;
-  bool tensor_scale = false;        // a second-level f32 scale per tensor (NVFP4)
+  bool tensor_scale = false;  // a second-level f32 scale per tensor (NVFP4)
   Profile profile = Profile::ocp;
 
   constexpr int block_size() const { return block_rows * block_cols; }

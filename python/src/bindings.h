@@ -49,10 +49,10 @@ nb::ndarray<nb::numpy, T> to_numpy(std::vector<T>&& v, const std::vector<std::si
   return {owned->data(), shape.size(), shape.data(), owner};
 }
 
-void bind_formats(nb::module_& m);   // formats(), schemes(): metadata
-void bind_codec(nb::module_& m);     // encode, decode, pack, unpack
-void bind_quantize(nb::module_& m);  // quantize, dequantize, fake_quantize, error_report, rotate
-void bind_ops(nb::module_& m);       // act_quant, fp8_gemm, fp4_gemm, linear, kv_encode/decode, KvCache, pack_scales
+void bind_formats(nb::module_& m);     // formats(), schemes(): metadata
+void bind_codec(nb::module_& m);       // encode, decode, pack, unpack
+void bind_quantize(nb::module_& m);    // quantize, dequantize, fake_quantize, error_report, rotate
+void bind_ops(nb::module_& m);         // act_quant, fp8_gemm, fp4_gemm, linear, kv_encode/decode, KvCache, pack_scales
 void bind_checkpoint(nb::module_& m);  // convert_checkpoint, merge_index, recipe_targets, gguf_tensors, ...
 
 }  // namespace mf::py

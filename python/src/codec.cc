@@ -74,8 +74,10 @@ void encode_any(const Array& x, const std::string& input, Out* out, const Encode
     encode_loop<F>(n, out, o, seed, [p](std::size_t i) { return p[i]; });
   } else if (input == "bf16" || input == "f16") {
     const std::uint16_t* p = data_as<std::uint16_t>(x, "array");
-    if (input == "bf16") encode_loop<F>(n, out, o, seed, [p](std::size_t i) { return decode(bf16, p[i]); });
-    else encode_loop<F>(n, out, o, seed, [p](std::size_t i) { return decode(f16, p[i]); });
+    if (input == "bf16")
+      encode_loop<F>(n, out, o, seed, [p](std::size_t i) { return decode(bf16, p[i]); });
+    else
+      encode_loop<F>(n, out, o, seed, [p](std::size_t i) { return decode(f16, p[i]); });
   } else {
     throw std::invalid_argument("array: unsupported input type " + input);
   }
@@ -116,7 +118,7 @@ void decode_loop(std::size_t n, const In* codes, Out* out) {
 // out[0, n) = the values of codes [begin, begin + n): codes in their format's own storage through the bulk path.
 template <const Format* F, class Out>
 void decode_any(const Array& codes, std::size_t begin, std::size_t n, Out* out) {
-  if constexpr ((std::is_same_v<Out, float> || std::is_same_v<Out, double>) && (F->bits() <= 8 || F->bits() == 16)) {
+  if constexpr ((std::is_same_v<Out, float> || std::is_same_v<Out, double>)&&(F->bits() <= 8 || F->bits() == 16)) {
     using Code = std::conditional_t<F->bits() <= 8, std::uint8_t, std::uint16_t>;
     if (codes.dtype() == nb::dtype<Code>()) {
       return decode_bulk(*F, {static_cast<const Code*>(codes.data()) + begin, n}, std::span<Out>(out, n));

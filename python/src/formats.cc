@@ -70,13 +70,16 @@ nb::dict scheme_dict(const Scheme& s) {
 }  // namespace
 
 void bind_formats(nb::module_& m) {
-  m.def("formats", [] {
-    nb::list out;
-    for (const Format* f : all_formats) out.append(format_dict(*f));
-    return out;
-  }, "The formats as the library defines them (docs/spec.md#formats), one dict each: name, also, bits, sign_bits,\n"
-     "exponent_bits, mantissa_bits, bias, specials (ieee, nan_only, finite), has_zero, has_inf, has_nan,\n"
-     "max_finite, min_normal, min_subnormal, max_finite_code, nan_code, inf_code, storage_bytes.");
+  m.def(
+      "formats",
+      [] {
+        nb::list out;
+        for (const Format* f : all_formats) out.append(format_dict(*f));
+        return out;
+      },
+      "The formats as the library defines them (docs/spec.md#formats), one dict each: name, also, bits, sign_bits,\n"
+      "exponent_bits, mantissa_bits, bias, specials (ieee, nan_only, finite), has_zero, has_inf, has_nan,\n"
+      "max_finite, min_normal, min_subnormal, max_finite_code, nan_code, inf_code, storage_bytes.");
   m.def("scheme_names", &scheme_names);
   m.def("scheme", [](const std::string& name) { return scheme_dict(scheme_named(name)); });
 }

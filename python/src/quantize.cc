@@ -128,7 +128,8 @@ void bind_quantized_tensor_properties(nb::class_<QuantizedTensor>& c) {
       .def_prop_ro("rotate", [](const QuantizedTensor& q) { return q.rotate; })
       .def_prop_ro("tensor_scale", [](const QuantizedTensor& q) { return q.tensor_scale; })
       .def_prop_ro("scale_shape", [](const QuantizedTensor& q) { return q.scale_shape; })
-      .def_prop_ro("block", [](const QuantizedTensor& q) { return nb::make_tuple(q.scheme.block_rows, q.scheme.block_cols); })
+      .def_prop_ro("block",
+                   [](const QuantizedTensor& q) { return nb::make_tuple(q.scheme.block_rows, q.scheme.block_cols); })
       .def_prop_ro("nbytes", &QuantizedTensor::nbytes)
       .def_prop_ro("codes", [](nb::handle self) { return view(nb::cast<QuantizedTensor&>(self).codes, self); })
       .def_prop_ro("scales", [](nb::handle self) { return view(nb::cast<QuantizedTensor&>(self).scales, self); });
@@ -137,36 +138,43 @@ void bind_quantized_tensor_properties(nb::class_<QuantizedTensor>& c) {
 // QuantizedTensor's methods: scale_codes, dequantize (into f32 or bf16) and error_report.
 void bind_quantized_tensor_methods(nb::class_<QuantizedTensor>& c) {
   // One scale code per block, [block rows, block cols], whatever the layout (ggml keeps them inside its blocks).
-  c.def("scale_codes", [](const QuantizedTensor& q, Array out) {
-        if (q.scale_shape.size() != 2 && q.layout != Layout::ggml) throw std::invalid_argument("no scales");
-        const std::int64_t br = (q.rows() + q.scheme.block_rows - 1) / q.scheme.block_rows;
-        const std::int64_t bc = (q.cols() + q.scheme.block_cols - 1) / q.scheme.block_cols;
-        if (out.size() != static_cast<std::size_t>(br * bc)) throw std::invalid_argument("out: wrong size");
-        std::uint32_t* p = data_as<std::uint32_t>(out, "out");
-        for (std::int64_t r = 0; r < br; ++r)
-          for (std::int64_t c = 0; c < bc; ++c) p[r * bc + c] = q.scale_code(r, c);
-      })
-      .def("dequantize", [](const QuantizedTensor& q, Array out, int threads) {
-        if (out.size() != static_cast<std::size_t>(q.count())) throw std::invalid_argument("out: wrong size");
-        if (out.dtype() == nb::dtype<std::uint16_t>()) {
-          std::uint16_t* p = static_cast<std::uint16_t*>(out.data());
-          nb::gil_scoped_release release;
-          return dequantize_bf16(q, p, threads);
-        }
-        float* p = data_as<float>(out, "out");
-        nb::gil_scoped_release release;
-        dequantize(q, p, threads);
-      }, nb::arg("out"), nb::arg("threads"))
-      .def("error_report", [](const QuantizedTensor& q, const Array& x, int worst) {
-        if (x.size() != static_cast<std::size_t>(q.count())) throw std::invalid_argument("array: wrong size");
-        const float* p = data_as<float>(x, "array");
-        ErrorReport r;
-        {
-          nb::gil_scoped_release release;
-          r = error_report(p, q, worst);
-        }
-        return report_dict(r, q.scheme);
-      }, nb::arg("array"), nb::arg("worst_blocks"));
+  c.def("scale_codes",
+        [](const QuantizedTensor& q, Array out) {
+          if (q.scale_shape.size() != 2 && q.layout != Layout::ggml) throw std::invalid_argument("no scales");
+          const std::int64_t br = (q.rows() + q.scheme.block_rows - 1) / q.scheme.block_rows;
+          const std::int64_t bc = (q.cols() + q.scheme.block_cols - 1) / q.scheme.block_cols;
+          if (out.size() != static_cast<std::size_t>(br * bc)) throw std::invalid_argument("out: wrong size");
+          std::uint32_t* p = data_as<std::uint32_t>(out, "out");
+          for (std::int64_t r = 0; r < br; ++r)
+            for (std::int64_t c = 0; c < bc; ++c) p[r * bc + c] = q.scale_code(r, c);
+        })
+      .def(
+          "dequantize",
+          [](const QuantizedTensor& q, Array out, int threads) {
+            if (out.size() != static_cast<std::size_t>(q.count())) throw std::invalid_argument("out: wrong size");
+            if (out.dtype() == nb::dtype<std::uint16_t>()) {
+              std::uint16_t* p = static_cast<std::uint16_t*>(out.data());
+              nb::gil_scoped_release release;
+              return dequantize_bf16(q, p, threads);
+            }
+            float* p = data_as<float>(out, "out");
+            nb::gil_scoped_release release;
+            dequantize(q, p, threads);
+          },
+          nb::arg("out"), nb::arg("threads"))
+      .def(
+          "error_report",
+          [](const QuantizedTensor& q, const Array& x, int worst) {
+            if (x.size() != static_cast<std::size_t>(q.count())) throw std::invalid_argument("array: wrong size");
+            const float* p = data_as<float>(x, "array");
+            ErrorReport r;
+            {
+              nb::gil_scoped_release release;
+              r = error_report(p, q, worst);
+            }
+            return report_dict(r, q.scheme);
+          },
+          nb::arg("array"), nb::arg("worst_blocks"));
 }
 
 }  // namespace
@@ -183,12 +191,15 @@ void bind_quantize(nb::module_& m) {
         nb::arg("profile"), nb::arg("options"));
   m.def("fake_quantize", &fake_quantize_array, nb::arg("x"), nb::arg("out"), nb::arg("scheme"), nb::arg("rule"),
         nb::arg("profile"), nb::arg("options"));
-  m.def("rotate", [](Array x, int n) {
-    float* p = data_as<float>(x, "array");
-    validate_rotate(x.size(), n);  // its message names count and n
-    nb::gil_scoped_release release;
-    rotate(p, x.size(), n);
-  }, nb::arg("x"), nb::arg("n"));
+  m.def(
+      "rotate",
+      [](Array x, int n) {
+        float* p = data_as<float>(x, "array");
+        validate_rotate(x.size(), n);  // its message names count and n
+        nb::gil_scoped_release release;
+        rotate(p, x.size(), n);
+      },
+      nb::arg("x"), nb::arg("n"));
 }
 
 }  // namespace mf::py

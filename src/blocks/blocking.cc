@@ -171,8 +171,7 @@ void throw_nonfinite(const QuantizedTensor& q, std::int64_t i, float value, cons
   const Geometry g = geometry_of(q);
   throw QuantizeError("tensor '" + tensor + "': " + (std::isnan(value) ? "NaN" : "Inf") + " at index " +
                       std::to_string(i) + " (row " + std::to_string(i / std::max<std::int64_t>(g.cols, 1)) +
-                      ", column " + std::to_string(i % std::max<std::int64_t>(g.cols, 1)) +
-                      ") and nonfinite = error");
+                      ", column " + std::to_string(i % std::max<std::int64_t>(g.cols, 1)) + ") and nonfinite = error");
 }
 
 void store_codes(QuantizedTensor& q, std::span<const std::uint8_t> codes) {

@@ -13,8 +13,8 @@
 namespace mf::detail {
 
 struct Geometry {
-  std::int64_t rows = 0, cols = 0;         // the 2-D view
-  std::int64_t br = 1, bc = 1;             // block rows and columns
+  std::int64_t rows = 0, cols = 0;              // the 2-D view
+  std::int64_t br = 1, bc = 1;                  // block rows and columns
   std::int64_t block_rows = 0, block_cols = 0;  // blocks along each dimension (ceil)
   std::int64_t count() const { return rows * cols; }
   std::int64_t blocks() const { return block_rows * block_cols; }

@@ -16,8 +16,8 @@ void validate_rotate(std::size_t count, int n) {
                                 std::to_string(kMaxRotateSize) + "]");
   }
   if (count % static_cast<std::size_t>(n) != 0) {
-    throw std::invalid_argument("rotate: count = " + std::to_string(count) + " is not a multiple of n = " +
-                                std::to_string(n));
+    throw std::invalid_argument("rotate: count = " + std::to_string(count) +
+                                " is not a multiple of n = " + std::to_string(n));
   }
 }
 

@@ -46,8 +46,8 @@ template <class E, std::size_t N>
 E named(std::string_view what, std::string_view name, const std::array<std::string_view, N>& names) {
   for (std::size_t i = 0; i < N; ++i)
     if (names[i] == name) return static_cast<E>(i);
-  throw std::invalid_argument("unknown " + std::string(what) + " '" + std::string(name) + "' (known: " +
-                              joined(names) + ")");
+  throw std::invalid_argument("unknown " + std::string(what) + " '" + std::string(name) + "' (known: " + joined(names) +
+                              ")");
 }
 
 int parse_positive(std::string_view text, std::string_view whole) {
@@ -137,7 +137,9 @@ Scheme parse_custom(std::string_view whole) {
 
 }  // namespace
 
-std::string ElementType::name() const { return is_int() ? "int" + std::to_string(int_bits) : std::string(format->name); }
+std::string ElementType::name() const {
+  return is_int() ? "int" + std::to_string(int_bits) : std::string(format->name);
+}
 
 Scheme scheme_named(std::string_view name) {
   for (const Named& k : kNamed) {

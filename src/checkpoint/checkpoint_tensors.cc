@@ -25,7 +25,9 @@ const Format* element_of(DType t) {
     case DType::F8_E5M2: return &e5m2;
     case DType::F6_E3M2: return &e3m2;
     case DType::F6_E2M3: return &e2m3;
-    case DType::F4: case DType::U8: case DType::I8: return &e2m1;  // U8/I8: two e2m1 codes per byte
+    case DType::F4:
+    case DType::U8:
+    case DType::I8: return &e2m1;  // U8/I8: two e2m1 codes per byte
     default: return nullptr;
   }
 }
@@ -34,7 +36,9 @@ const Format* element_of(DType t) {
 // are read as f32-scaled ones (read_pair widens the bytes).
 const Format* scale_of(DType t) {
   switch (t) {
-    case DType::F32: case DType::BF16: case DType::F16: return &f32;
+    case DType::F32:
+    case DType::BF16:
+    case DType::F16: return &f32;
     case DType::F8_E8M0: return &ue8m0;
     case DType::F8_E4M3: return &ue4m3;
     default: return nullptr;
@@ -52,8 +56,11 @@ std::uint64_t element_count(const std::vector<std::uint64_t>& shape) {
 DType dtype_of_scale(const Format& f) { return f == ue8m0 ? DType::F8_E8M0 : f == ue4m3 ? DType::F8_E4M3 : DType::F32; }
 
 DType dtype_of_element(const Format& f) {
-  return f == e4m3 ? DType::F8_E4M3 : f == e5m2 ? DType::F8_E5M2 : f == e3m2 ? DType::F6_E3M2
-       : f == e2m3 ? DType::F6_E2M3 : DType::F4;
+  return f == e4m3   ? DType::F8_E4M3
+         : f == e5m2 ? DType::F8_E5M2
+         : f == e3m2 ? DType::F6_E3M2
+         : f == e2m3 ? DType::F6_E2M3
+                     : DType::F4;
 }
 
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
@@ -125,9 +132,7 @@ QuantizedPair own_form_pair(PairForm form, const SafetensorsFile& file, const Sa
 // One scale for the whole FP8 tensor ([] or [1]; or [1, 1] where no block's grid is one tile): transformers'
 // FineGrainedFP8 with weight_block_size null. Its scheme's block is the whole [R, C], so the pair is one
 // QuantizedTensor with one f32 scale; listed as e4m3-tensor-f32.
-bool one_scale(const SafetensorsTensor& scale) {
-  return element_count(scale.shape) == 1 && scale.shape.size() <= 2;
-}
+bool one_scale(const SafetensorsTensor& scale) { return element_count(scale.shape) == 1 && scale.shape.size() <= 2; }
 
 QuantizedPair per_tensor_pair(const SafetensorsFile& file, const SafetensorsTensor& w, const SafetensorsTensor& scale,
                               std::vector<std::int64_t> shape, const Format& element) {
@@ -202,10 +207,10 @@ std::optional<QuantizedPair> match(const SafetensorsFile& file, const Safetensor
   }
   fits = fitting_blocks(form, *element, {(*shape)[0], (*shape)[1]}, *scale);
   if (!fits.empty()) return own_form_pair(form, file, w, *scale, scale2, *shape, *element, fits.front());
-  throw IoError(IoErrc::size_mismatch, file.path(), w.name,
-                cat("scale ", scale->name, " [", scale->shape[0], ", ", scale->shape[1], "] fits no block of [",
-                    (*shape)[0], ", ", (*shape)[1], "] (tried 128x128, 32x32, 1x128, 1x32",
-                    form == PairForm::nvfp4 ? ", 1x16" : "", ")"));
+  throw IoError(
+      IoErrc::size_mismatch, file.path(), w.name,
+      cat("scale ", scale->name, " [", scale->shape[0], ", ", scale->shape[1], "] fits no block of [", (*shape)[0],
+          ", ", (*shape)[1], "] (tried 128x128, 32x32, 1x128, 1x32", form == PairForm::nvfp4 ? ", 1x16" : "", ")"));
 }
 
 std::vector<std::uint8_t> copy_bytes(std::span<const std::byte> b) {
@@ -232,7 +237,9 @@ std::vector<std::uint8_t> widened_scales(const std::vector<std::uint8_t>& in, DT
 void relabel_ambiguous(std::vector<QuantizedPair>& pairs, const std::vector<std::vector<std::array<int, 2>>>& fits,
                        const SafetensorsFile& file) {
   std::map<std::string, std::map<std::array<int, 2>, int>> used;  // element and scale -> block -> pairs
-  const auto family = [](const QuantizedPair& p) { return cat(p.scheme.element.name(), "/", p.scheme.scale_format->name); };
+  const auto family = [](const QuantizedPair& p) {
+    return cat(p.scheme.element.name(), "/", p.scheme.scale_format->name);
+  };
   for (std::size_t i = 0; i < pairs.size(); ++i) {
     if (fits[i].size() == 1) ++used[family(pairs[i])][fits[i][0]];
   }
@@ -304,7 +311,8 @@ QuantizedTensor read_pair(const SafetensorsFile& file, const QuantizedPair& pair
   }
   const SafetensorsTensor* w = file.find(pair.weight);
   const SafetensorsTensor* s = file.find(pair.scale);
-  if (w == nullptr || s == nullptr) throw IoError(IoErrc::invalid_tensor_entry, file.path(), pair.weight, "pair is gone");
+  if (w == nullptr || s == nullptr)
+    throw IoError(IoErrc::invalid_tensor_entry, file.path(), pair.weight, "pair is gone");
   QuantizedTensor q;
   q.shape = pair.shape;
   q.scheme = pair.scheme;
@@ -313,7 +321,8 @@ QuantizedTensor read_pair(const SafetensorsFile& file, const QuantizedPair& pair
   q.scales = copy_bytes(file.bytes(*s));
   if (half_scale(s->dtype)) q.scales = widened_scales(q.scales, s->dtype);
   q.scale_shape = {1, 1};  // one scale for the tensor: [], [1] or [1, 1]
-  if (s->shape.size() == 2) q.scale_shape = {static_cast<std::int64_t>(s->shape[0]), static_cast<std::int64_t>(s->shape[1])};
+  if (s->shape.size() == 2)
+    q.scale_shape = {static_cast<std::int64_t>(s->shape[0]), static_cast<std::int64_t>(s->shape[1])};
   if (!pair.tensor_scale.empty()) {
     const SafetensorsTensor* t = file.find(pair.tensor_scale);
     std::memcpy(&q.tensor_scale, file.bytes(*t).data(), 4);
@@ -337,7 +346,8 @@ std::vector<OwnedTensor> pair_tensors(const std::string& name, const QuantizedTe
     std::memcpy(b.data(), v.data(), v.size());
     return b;
   };
-  const std::vector<std::uint64_t> shape{static_cast<std::uint64_t>(q.shape[0]), static_cast<std::uint64_t>(q.shape[1])};
+  const std::vector<std::uint64_t> shape{static_cast<std::uint64_t>(q.shape[0]),
+                                         static_cast<std::uint64_t>(q.shape[1])};
   out.push_back({name, dtype_of_element(*q.scheme.element.format), shape, bytes(q.codes)});
   const std::vector<std::uint64_t> scale_shape{static_cast<std::uint64_t>(q.scale_shape[0]),
                                                static_cast<std::uint64_t>(q.scale_shape[1])};

@@ -21,10 +21,10 @@ namespace {
 namespace fs = std::filesystem;
 using detail::cat;
 using detail::is_float;
-using detail::widen;
 using detail::Planner;
 using detail::ScaleRecode;
 using detail::Step;
+using detail::widen;
 
 // A scheme target the packed layout cannot hold whole-byte rows for (odd e2m1 rows) stays as it is.
 bool fits(const Scheme& s, std::uint64_t cols) {
@@ -72,7 +72,8 @@ Step gpt_oss_step(const SafetensorsTensor& t, const Recipe& recipe, std::optiona
   if (!s.scheme) return s;
   if (t.shape[1] % 32 != 0) {
     throw IoError(IoErrc::invalid_shape, f.path(), t.name,
-                  cat("--format gpt-oss: the input dim ", t.shape[1], " is not whole MXFP4 blocks of 32 (transformers' "
+                  cat("--format gpt-oss: the input dim ", t.shape[1],
+                      " is not whole MXFP4 blocks of 32 (transformers' "
                       "loader expects every expert quantized)"));
   }
   s.target = target;
@@ -108,15 +109,16 @@ void check_global_scales(const fs::path& in, const ConvertOptions& o, const Plan
   if (format == WriteFormat::gpt_oss && p.form != PairForm::blocks && !detail::expert_weight(p.output)) {
     throw std::invalid_argument(
         cat(f.path().string(), ": tensor '", p.weight, "' is already quantized (", to_string(p.form), " pair, ",
-            p.scheme_name, ") but is no MoE expert: --format gpt-oss quantizes only experts (every other weight "
+            p.scheme_name,
+            ") but is no MoE expert: --format gpt-oss quantizes only experts (every other weight "
             "unquantized, as gpt-oss's modules_to_not_convert says), so it has no place there; dequantize it first "
             "(minifloat dequantize), or write it as minifloat, compressed-tensors, modelopt or deepseek; nothing was "
             "written"));
   }
   throw std::invalid_argument(
       cat(f.path().string(), ": tensor '", p.weight, "' is already quantized (", to_string(p.form), " pair, ",
-          p.scheme_name, ") and the recipe's target for '", p.output, "' is ", target, ": --format ",
-          to_string(format), " cannot hold it as it is (convert re-lays out MXFP4, including gpt-oss's expert blocks "
+          p.scheme_name, ") and the recipe's target for '", p.output, "' is ", target, ": --format ", to_string(format),
+          " cannot hold it as it is (convert re-lays out MXFP4, including gpt-oss's expert blocks "
           "and per-expert weights, MXFP8, NVFP4 and FP8 blocks with F32 or power-of-two scales, in whole blocks; "
           "gpt-oss's expert blocks go to MXFP4 only), and never copies it under names the format does not read; "
           "give it a scheme target, or bf16 / f32 to dequantize it; nothing was written"));
@@ -213,7 +215,8 @@ Step relaid_step(const SafetensorsFile& f, const QuantizedPair& p, const std::st
       format == WriteFormat::minifloat ? std::nullopt : step_kind(format, kind, want);
   // compressed-tensors keeps FP8 block scales as F32: ue8m0 ones go over exactly.
   if (dialect == detail::WrittenKind::fp8_block && want.scale_format == &ue8m0) recode = ScaleRecode::to_f32;
-  if (recode != ScaleRecode::none) detail::recode_scales(f, p, recode, target);  // refused here, before anything is written
+  if (recode != ScaleRecode::none)
+    detail::recode_scales(f, p, recode, target);  // refused here, before anything is written
   Step s{f.find(p.weight), target, want, &p};
   s.relayout = true;
   s.recode = recode;
@@ -241,7 +244,8 @@ Step requantized_step(const SafetensorsFile& f, const QuantizedPair& p, const st
     if (p.output_shape[0] % static_cast<std::uint64_t>(want->block_rows) != 0 ||
         p.output_shape[1] % static_cast<std::uint64_t>(want->block_cols) != 0) {
       throw std::invalid_argument(cat(f.path().string(), ": tensor '", p.weight, "' cannot be requantized as ", target,
-                                      " in --format ", to_string(format), ": its shape is not whole blocks, which "
+                                      " in --format ", to_string(format),
+                                      ": its shape is not whole blocks, which "
                                       "that format's readers need; nothing was written"));
     }
     detail::check_module_weight(format, f.path(), p.output);
@@ -280,11 +284,12 @@ std::optional<Step> plan_pair(const SafetensorsFile& f, const QuantizedPair& p, 
   if (format == WriteFormat::minifloat && own && bytes_fit && recode == ScaleRecode::none) return std::nullopt;
   if (format == WriteFormat::gpt_oss) refuse_pair(f, p, target, format);  // experts are gathered in plan_gathers
   // DeepSeek's config says what every pair of its output is (check_deepseek holds the recipe's schemes to it).
-  if (format == WriteFormat::deepseek && keep && !(held && recipe.hf_quantization &&
-                                                   detail::deepseek_config_holds(*recipe.hf_quantization, *held))) {
+  if (format == WriteFormat::deepseek && keep &&
+      !(held && recipe.hf_quantization && detail::deepseek_config_holds(*recipe.hf_quantization, *held))) {
     refuse_pair(f, p, target, format);
   }
-  if (bytes_fit && whole_blocks(p, *want)) return relaid_step(f, p, keep ? held->name : target, *want, recode, format, kind);
+  if (bytes_fit && whole_blocks(p, *want))
+    return relaid_step(f, p, keep ? held->name : target, *want, recode, format, kind);
   if (keep) refuse_pair(f, p, target, format);
   return requantized_step(f, p, target, want, format, kind);
 }
@@ -375,8 +380,8 @@ void check_gpt_oss_experts(const fs::path& in, const Planner& plan, const Recipe
   if (experts == 0) {
     throw IoError(IoErrc::unmatched_pattern, c.index_path.value_or(c.directory),
                   cat("--format gpt-oss quantizes MoE experts (3-D *.mlp.experts.gate_up_proj and down_proj, as "
-                      "transformers' GptOss model holds them) that recipe ", recipe.name,
-                      " quantizes: none found; nothing was written"));
+                      "transformers' GptOss model holds them) that recipe ",
+                      recipe.name, " quantizes: none found; nothing was written"));
   }
 }
 

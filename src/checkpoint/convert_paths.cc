@@ -45,8 +45,9 @@ bool same_file(const fs::path& a, const fs::path& b) {
 
 }  // namespace
 
-// One file in (IN names a .safetensors file): refused only when an output file is the input file. A directory (or index) in: OUT may not be IN, lie
-// inside it, or hold it, by real path (symbolic links resolved): the input's shards would be overwritten or read back.
+// One file in (IN names a .safetensors file): refused only when an output file is the input file. A directory (or
+// index) in: OUT may not be IN, lie inside it, or hold it, by real path (symbolic links resolved): the input's shards
+// would be overwritten or read back.
 void refuse_overwriting_input(const fs::path& in, const Checkpoint& c, const fs::path& out) {
   std::error_code ec;
   if (!c.index_path && !fs::is_directory(in, ec)) {
@@ -60,9 +61,9 @@ void refuse_overwriting_input(const fs::path& in, const Checkpoint& c, const fs:
   const fs::path in_dir = real_path(c.directory), out_dir = real_path(output_dir(out, c));
   if (within(out_dir, in_dir) || within(in_dir, out_dir)) {
     const char* how = out_dir == in_dir ? "is" : within(out_dir, in_dir) ? "lies inside" : "holds";
-    throw IoError(IoErrc::write_failed, out,
-                  cat("OUT ", how, " the input checkpoint's directory ", in_dir.string(),
-                      ": write to a directory outside it"));
+    throw IoError(
+        IoErrc::write_failed, out,
+        cat("OUT ", how, " the input checkpoint's directory ", in_dir.string(), ": write to a directory outside it"));
   }
 }
 

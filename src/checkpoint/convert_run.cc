@@ -39,7 +39,8 @@ std::vector<std::byte> recode_scales(const SafetensorsFile& f, const QuantizedPa
   if (how == ScaleRecode::widen) {  // every BF16 and F16 value is an f32 value
     out.resize(in.size() * 2);
     for (std::size_t i = 0; i < in.size() / 2; ++i) {
-      const std::uint32_t h = std::to_integer<std::uint32_t>(in[2 * i]) | std::to_integer<std::uint32_t>(in[2 * i + 1]) << 8;
+      const std::uint32_t h = std::to_integer<std::uint32_t>(in[2 * i]) | std::to_integer<std::uint32_t>(in[2 * i + 1])
+                                                                              << 8;
       const float v = t.dtype == DType::BF16 ? std::bit_cast<float>(h << 16) : static_cast<float>(decode(f16, h));
       std::memcpy(out.data() + 4 * i, &v, 4);
     }
@@ -55,11 +56,14 @@ std::vector<std::byte> recode_scales(const SafetensorsFile& f, const QuantizedPa
       if (m != 0.5f || e - 1 < -127 || e - 1 > 127) {
         std::array<char, 32> text{};  // shortest round-trip form
         const auto end = std::to_chars(text.data(), text.data() + text.size(), v).ptr;
-        throw std::invalid_argument(cat(
-            f.path().string(), ": tensor '", p.scale, "' holds ", std::string_view(text.data(), end), " at index ", i,
-            ", not a power of two in 2^-127..2^127: ue8m0 scales hold only those, so '", p.weight, "' cannot be "
-            "re-laid out as ", target, " without rounding; requantize from the unquantized model instead (minifloat "
-            "dequantize, then convert), or keep F32 scales (recipe fp8-block); nothing was written"));
+        throw std::invalid_argument(
+            cat(f.path().string(), ": tensor '", p.scale, "' holds ", std::string_view(text.data(), end), " at index ",
+                i, ", not a power of two in 2^-127..2^127: ue8m0 scales hold only those, so '", p.weight,
+                "' cannot be "
+                "re-laid out as ",
+                target,
+                " without rounding; requantize from the unquantized model instead (minifloat "
+                "dequantize, then convert), or keep F32 scales (recipe fp8-block); nothing was written"));
       }
       out[i] = static_cast<std::byte>(e - 1 + 127);
     }
@@ -67,8 +71,10 @@ std::vector<std::byte> recode_scales(const SafetensorsFile& f, const QuantizedPa
     std::size_t nan_at = 0;
     out = e8m0_as_f32(in, nan_at);
     if (out.empty() && !in.empty()) {
-      throw std::invalid_argument(cat(f.path().string(), ": tensor '", p.scale, "' holds the E8M0 NaN code 0xFF at "
-                                      "index ", nan_at, ": no F32 scale of '", p.weight, "'; nothing was written"));
+      throw std::invalid_argument(cat(f.path().string(), ": tensor '", p.scale,
+                                      "' holds the E8M0 NaN code 0xFF at "
+                                      "index ",
+                                      nan_at, ": no F32 scale of '", p.weight, "'; nothing was written"));
     }
   }
   return out;
@@ -108,16 +114,22 @@ void own_specs(std::vector<Spec>& specs, const std::string& name, const Scheme& 
                const std::vector<std::uint64_t>& shape) {
   const std::uint64_t rows = shape[0], cols = shape[1];
   const Format& e = *q.element.format;
-  const DType code = e == e4m3 ? DType::F8_E4M3 : e == e5m2 ? DType::F8_E5M2 : e == e3m2 ? DType::F6_E3M2
-                   : e == e2m3 ? DType::F6_E2M3 : DType::F4;
-  const DType scale = *q.scale_format == ue8m0 ? DType::F8_E8M0 : *q.scale_format == ue4m3 ? DType::F8_E4M3 : DType::F32;
+  const DType code = e == e4m3   ? DType::F8_E4M3
+                     : e == e5m2 ? DType::F8_E5M2
+                     : e == e3m2 ? DType::F6_E3M2
+                     : e == e2m3 ? DType::F6_E2M3
+                                 : DType::F4;
+  const DType scale = *q.scale_format == ue8m0   ? DType::F8_E8M0
+                      : *q.scale_format == ue4m3 ? DType::F8_E4M3
+                                                 : DType::F32;
   const std::uint64_t br = static_cast<std::uint64_t>(q.block_rows), bc = static_cast<std::uint64_t>(q.block_cols);
   if (code == DType::F4 && format == WriteFormat::deepseek) {
     specs.push_back({name, DType::I8, {rows, cols / 2}});  // transformers' DeepSeek-V4: FP4 packed in int8
   } else {
     specs.push_back({name, code, shape});
   }
-  specs.push_back({name + (q.tensor_scale ? "_scale" : "_scale_inv"), scale, {(rows + br - 1) / br, (cols + bc - 1) / bc}});
+  specs.push_back(
+      {name + (q.tensor_scale ? "_scale" : "_scale_inv"), scale, {(rows + br - 1) / br, (cols + bc - 1) / bc}});
   if (q.tensor_scale) specs.push_back({name + "_scale_2", DType::F32, {}});
 }
 
@@ -233,14 +245,15 @@ void write_quantized(const SafetensorsFile& f, const Step& s, const QuantizedTen
     w.write_tensor(k + 1, bytes_of(q.scales));
   }
   if (s.scheme->tensor_scale) {
-    const float second = s.dialect ? detail::second_scale_written(s.format, q.tensor_scale, s.in->name) : q.tensor_scale;
+    const float second =
+        s.dialect ? detail::second_scale_written(s.format, q.tensor_scale, s.in->name) : q.tensor_scale;
     w.write_tensor(k + 2, std::as_bytes(std::span(&second, 1)));
   }
 }
 
 // A step quantized by the recipe's scheme (gpt-oss's experts transposed first), with its error.
 TensorReport produce_quantized(const SafetensorsFile& f, const Step& s, std::size_t k, SafetensorsWriter& w,
-                              int threads, Scratch& scratch) {
+                               int threads, Scratch& scratch) {
   const SafetensorsTensor& t = *s.in;
   std::vector<float>&x = scratch.x, &y = scratch.y;
   std::vector<std::int64_t> shape{static_cast<std::int64_t>(t.shape[0]), static_cast<std::int64_t>(t.shape[1])};
@@ -272,7 +285,7 @@ TensorReport produce_quantized(const SafetensorsFile& f, const Step& s, std::siz
 // Step `s`'s output tensors, placed at spec `k` (and after it, for a quantized pair's scales); its error row, for
 // quantized targets. Safe to run for several steps of one shard at once: each writes only its own tensors.
 std::optional<TensorReport> produce(const SafetensorsFile& f, const Step& s, std::size_t k, SafetensorsWriter& w,
-                                   bool bf16_out, int threads, Scratch& scratch) {
+                                    bool bf16_out, int threads, Scratch& scratch) {
   const SafetensorsTensor& t = *s.in;
   if (s.relayout) return produce_relayout(f, s, k, w);
   if (s.scheme) return produce_quantized(f, s, k, w, threads, scratch);
@@ -304,7 +317,12 @@ struct ShardWork {
 class Run {
  public:
   Run(const Checkpoint& c, const fs::path& out, const ConvertOptions& o, const Planner& plan, bool bf16_out)
-      : c_(c), out_(out), o_(o), plan_(plan), bf16_out_(bf16_out), workers_(detail::worker_count(o.threads)),
+      : c_(c),
+        out_(out),
+        o_(o),
+        plan_(plan),
+        bf16_out_(bf16_out),
+        workers_(detail::worker_count(o.threads)),
         rows_(c.shards.size()) {
     for (std::size_t i = 0; i < c.shards.size(); ++i) {
       if (shard_is_mine(i, o.job_index, o.job_count)) total_ += fs::file_size(c.shard_path(i));
@@ -428,7 +446,7 @@ class Run {
   const bool bf16_out_;
   const int workers_;
   std::vector<std::vector<std::optional<TensorReport>>> rows_;  // by shard, by step; each slot written by its job
-  std::shared_ptr<ShardWork> current_;                         // next() state, under run_in_order's lock
+  std::shared_ptr<ShardWork> current_;                          // next() state, under run_in_order's lock
   std::size_t shard_ = 0, step_ = 0;
   std::mutex mutex_;  // report_ counters, done_, ShardWork::left, scratch_
   std::vector<std::unique_ptr<Scratch>> scratch_;
@@ -485,7 +503,8 @@ void check_plans(const Checkpoint& c, const ConvertOptions& o, const Planner& pl
   PlanCheck seen{std::vector<bool>(o.passthrough.size(), false),
                  std::vector<bool>(recipe ? recipe->rules.size() : 0, false)};
   for (std::size_t i = 0; i < c.shards.size(); ++i) {
-    if (shard_is_mine(i, o.job_index, o.job_count)) check_shard(read_safetensors(c.shard_path(i)), o, plan, recipe, seen);
+    if (shard_is_mine(i, o.job_index, o.job_count))
+      check_shard(read_safetensors(c.shard_path(i)), o, plan, recipe, seen);
   }
   if (o.job_count != 1) return;  // a job sees only its shards
   const fs::path where = c.index_path.value_or(c.directory);

@@ -31,13 +31,13 @@ struct Step {
   const QuantizedPair* pair = nullptr;
   std::optional<detail::WrittenKind> dialect = std::nullopt;  // --format other than minifloat: its name of the scheme
   WriteFormat format = WriteFormat::minifloat;
-  bool experts = false;  // gpt-oss: a 3-D MoE expert tensor [E, in, out], quantized as [E x out, in]
+  bool experts = false;   // gpt-oss: a 3-D MoE expert tensor [E, in, out], quantized as [E x out, in]
   bool relayout = false;  // `pair` holds `scheme`'s codes and scales already: copied under the format's names
   float second = 0;       // relayout, two-level schemes: the second-level scale as the format stores it
   ScaleRecode recode = ScaleRecode::none;  // relayout: the block scales rewritten exactly into the target's format
-  std::shared_ptr<const detail::ExpertMove> move = nullptr;  // relayout of MoE experts to or from gpt-oss's fused blocks
+  std::shared_ptr<const detail::ExpertMove> move =
+      nullptr;  // relayout of MoE experts to or from gpt-oss's fused blocks
 };
-
 
 using Planner = std::function<std::vector<Step>(const SafetensorsFile&, std::vector<QuantizedPair>&)>;
 

@@ -129,8 +129,8 @@ std::array<std::uint64_t, 2> packed_shape(const SafetensorsTensor& w) {
 bool packed_fits(const SafetensorsTensor& w, const SafetensorsTensor& s, const SafetensorsTensor* g) {
   const auto [rows, cols] = packed_shape(w);
   const std::uint64_t block = g ? 16 : 32;
-  const bool scales = g ? s.dtype == DType::F8_E4M3 && g->dtype == DType::F32 && elements(g->shape) == 1
-                        : is_e8m0(s.dtype);
+  const bool scales =
+      g ? s.dtype == DType::F8_E4M3 && g->dtype == DType::F32 && elements(g->shape) == 1 : is_e8m0(s.dtype);
   return w.dtype == DType::U8 && w.shape.size() == 2 && scales &&
          s.shape == std::vector<std::uint64_t>{rows, (cols + block - 1) / block};
 }
@@ -142,10 +142,11 @@ std::optional<QuantizedPair> match_packed(const SafetensorsFile& f, const Safete
   if (s == nullptr) return std::nullopt;
   const SafetensorsTensor* g = f.find(base + "_global_scale");
   if (!packed_fits(w, *s, g)) {
-    misfit(f, w, *s, g ? "weight_packed U8 [R, C/2], weight_scale F8_E4M3 [R, C/16], weight_global_scale F32 [1] "
-                         "(compressed-tensors nvfp4-pack-quantized)"
-                       : "weight_packed U8 [R, C/2] with weight_scale U8 [R, C/32] (compressed-tensors "
-                         "mxfp4-pack-quantized)");
+    misfit(f, w, *s,
+           g ? "weight_packed U8 [R, C/2], weight_scale F8_E4M3 [R, C/16], weight_global_scale F32 [1] "
+               "(compressed-tensors nvfp4-pack-quantized)"
+             : "weight_packed U8 [R, C/2] with weight_scale U8 [R, C/32] (compressed-tensors "
+               "mxfp4-pack-quantized)");
   }
   QuantizedPair p = row_pair(g ? PairForm::packed_global : PairForm::packed, w.name, s->name, base, packed_shape(w),
                              g ? 16 : 32, g ? "e2m1-1x16-e4m3-global" : "e2m1-1x32-ue8m0");
@@ -159,8 +160,16 @@ bool int_dtype(DType t) { return t == DType::I32 || t == DType::I64 || t == DTyp
 
 std::int64_t int_at(const SafetensorsTensor& t, std::span<const std::byte> b, std::size_t i) {
   switch (t.dtype) {
-    case DType::I64: { std::int64_t v; std::memcpy(&v, b.data() + 8 * i, 8); return v; }
-    case DType::I32: { std::int32_t v; std::memcpy(&v, b.data() + 4 * i, 4); return v; }
+    case DType::I64: {
+      std::int64_t v;
+      std::memcpy(&v, b.data() + 8 * i, 8);
+      return v;
+    }
+    case DType::I32: {
+      std::int32_t v;
+      std::memcpy(&v, b.data() + 4 * i, 4);
+      return v;
+    }
     case DType::I8: return static_cast<std::int8_t>(b[i]);
     default: return static_cast<std::uint8_t>(b[i]);
   }
@@ -211,12 +220,13 @@ void integer_parts(const SafetensorsFile& f, const std::string& module, Quantize
 // P.weight_shape [2] (R, C); b read off the widths (2 to 8 bits; exactly one may fit).
 std::optional<QuantizedPair> match_packed_int(const SafetensorsFile& f, const SafetensorsTensor& w) {
   const std::string base = w.name.substr(0, w.name.size() - 7);  // P.weight
-  const std::string module = base.substr(0, base.size() - 7);   // P
+  const std::string module = base.substr(0, base.size() - 7);    // P
   const SafetensorsTensor* s = f.find(base + "_scale");
   const SafetensorsTensor* shape = f.find(base + "_shape");
   if (s == nullptr) return std::nullopt;
-  const std::string expected = "weight_packed I32 [R, ceil(C x b / 32)], weight_scale BF16/F16/F32 [R, G] and "
-                               "weight_shape [2] = [R, C] (compressed-tensors pack-quantized)";
+  const std::string expected =
+      "weight_packed I32 [R, ceil(C x b / 32)], weight_scale BF16/F16/F32 [R, G] and "
+      "weight_shape [2] = [R, C] (compressed-tensors pack-quantized)";
   if (shape == nullptr || !int_dtype(shape->dtype) || shape->shape != std::vector<std::uint64_t>{2} ||
       w.shape.size() != 2 || !float_scale(s->dtype) || s->shape.size() != 2) {
     misfit(f, w, *s, expected);
@@ -236,17 +246,17 @@ std::optional<QuantizedPair> match_packed_int(const SafetensorsFile& f, const Sa
     if ((cols * static_cast<std::uint64_t>(b) + 31) / 32 != w.shape[1]) continue;
     for (int b2 = b + 1; b2 <= 8; ++b2) {
       if ((cols * static_cast<std::uint64_t>(b2) + 31) / 32 == w.shape[1]) {
-        misfit(f, w, *s, cat(expected, "; ", b, " and ", b2, " bits both fit ", w.shape[1], " words of ", cols,
-                             " columns"));
+        misfit(f, w, *s,
+               cat(expected, "; ", b, " and ", b2, " bits both fit ", w.shape[1], " words of ", cols, " columns"));
       }
     }
     bits = b;
   }
   const std::uint64_t groups = s->shape[1], group = group_of(cols, groups);
   if (bits == 0 || group == 0) misfit(f, w, *s, expected);
-  QuantizedPair p = row_pair(PairForm::integer, w.name, s->name, base, {rows, cols}, group,
-                             cat("int", bits, "-", groups == 1 ? std::string("channel") : cat("1x", group), "-",
-                                 scale_label(s->dtype)));
+  QuantizedPair p = row_pair(
+      PairForm::integer, w.name, s->name, base, {rows, cols}, group,
+      cat("int", bits, "-", groups == 1 ? std::string("channel") : cat("1x", group), "-", scale_label(s->dtype)));
   p.bits = bits;
   p.extras.push_back(shape->name);
   integer_parts(f, module, p, rows, cols, groups, true);
@@ -262,10 +272,11 @@ std::optional<QuantizedPair> match_awq_gptq(const SafetensorsFile& f, const Safe
   const SafetensorsTensor* s = f.find(module + ".scales");
   const SafetensorsTensor* z = f.find(module + ".qzeros");
   if (s == nullptr) return std::nullopt;
-  const std::string expected = "AutoAWQ GEMM (qweight I32 [C, R/8], qzeros I32 [C/G, R/8], scales F16 [C/G, R]) or "
-                               "AutoGPTQ (qweight I32 [C x b / 32, R], qzeros I32 [C/G, R x b / 32], scales [C/G, R])";
-  if (w.dtype != DType::I32 || w.shape.size() != 2 || s->shape.size() != 2 || !float_scale(s->dtype) ||
-      z == nullptr || z->dtype != DType::I32 || z->shape.size() != 2 || z->shape[0] != s->shape[0]) {
+  const std::string expected =
+      "AutoAWQ GEMM (qweight I32 [C, R/8], qzeros I32 [C/G, R/8], scales F16 [C/G, R]) or "
+      "AutoGPTQ (qweight I32 [C x b / 32, R], qzeros I32 [C/G, R x b / 32], scales [C/G, R])";
+  if (w.dtype != DType::I32 || w.shape.size() != 2 || s->shape.size() != 2 || !float_scale(s->dtype) || z == nullptr ||
+      z->dtype != DType::I32 || z->shape.size() != 2 || z->shape[0] != s->shape[0]) {
     misfit(f, w, *s, expected);
   }
   const std::uint64_t groups = s->shape[0], rows = s->shape[1];  // R outputs
@@ -290,10 +301,10 @@ std::optional<QuantizedPair> match_awq_gptq(const SafetensorsFile& f, const Safe
   const std::uint64_t group = group_of(cols, groups);
   if (group == 0) misfit(f, w, *s, expected);
   const std::string name = p.packing == QuantizedPair::Packing::awq ? "awq" : "gptq";
-  const QuantizedPair base = row_pair(PairForm::integer, w.name, s->name, module + ".weight", {rows, cols}, group,
-                                      cat(name, "-int", p.bits, "-", groups == 1 ? std::string("channel")
-                                                                                 : cat("1x", group), "-",
-                                          scale_label(s->dtype)));
+  const QuantizedPair base =
+      row_pair(PairForm::integer, w.name, s->name, module + ".weight", {rows, cols}, group,
+               cat(name, "-int", p.bits, "-", groups == 1 ? std::string("channel") : cat("1x", group), "-",
+                   scale_label(s->dtype)));
   const auto packing = p.packing;
   const int bits = p.bits;
   p = base;
@@ -304,8 +315,8 @@ std::optional<QuantizedPair> match_awq_gptq(const SafetensorsFile& f, const Safe
   if (const SafetensorsTensor* g = f.find(module + ".g_idx")) {
     if (!int_dtype(g->dtype) || g->shape != std::vector<std::uint64_t>{cols}) {
       throw IoError(IoErrc::size_mismatch, f.path(), g->name,
-                    cat(dtype_name(g->dtype), " ", shape_text(g->shape), " is no group index of ", w.name, ": [",
-                        cols, "] expected"));
+                    cat(dtype_name(g->dtype), " ", shape_text(g->shape), " is no group index of ", w.name, ": [", cols,
+                        "] expected"));
     }
     const std::span<const std::byte> b = f.bytes(*g);
     for (std::uint64_t c = 0; c < cols; ++c) {
@@ -330,9 +341,9 @@ std::optional<QuantizedPair> match_int8(const SafetensorsFile& f, const Safetens
   }
   const std::uint64_t rows = w.shape[0], cols = w.shape[1], groups = s.shape[1], group = group_of(cols, groups);
   if (group == 0) misfit(f, w, s, "a scale grid of [R, G] groups over the columns");
-  QuantizedPair p = row_pair(PairForm::integer, w.name, s.name, w.name, {rows, cols}, group,
-                             cat("int8-", groups == 1 ? std::string("channel") : cat("1x", group), "-",
-                                 scale_label(s.dtype)));
+  QuantizedPair p =
+      row_pair(PairForm::integer, w.name, s.name, w.name, {rows, cols}, group,
+               cat("int8-", groups == 1 ? std::string("channel") : cat("1x", group), "-", scale_label(s.dtype)));
   p.bits = 8;
   integer_parts(f, module, p, rows, cols, groups, false);
   add_extras(f, module, p);
@@ -366,7 +377,7 @@ std::optional<std::array<std::uint64_t, 2>> scale_grid(const std::vector<std::ui
 std::string scaled_scheme_name(DType element, DType scale, std::array<std::uint64_t, 2> grid,
                                std::array<std::uint64_t, 2> block) {
   const std::string e = element == DType::F8_E4M3 ? "e4m3" : "e5m2";
-  const std::string b = grid[0] == 1 && grid[1] == 1 ? "tensor"
+  const std::string b = grid[0] == 1 && grid[1] == 1    ? "tensor"
                         : grid[1] == 1 && block[0] == 1 ? "channel"
                                                         : cat(block[0], "x", block[1]);
   return cat(e, "-", b, "-", scale_label(scale));
@@ -379,8 +390,9 @@ std::optional<QuantizedPair> match_scaled(const SafetensorsFile& f, const Safete
   if (w.dtype == DType::U8) return match_packed_weight(f, w, *s);
   if (w.dtype == DType::I8) return match_int8(f, w, *s);
   if (w.dtype != DType::F8_E4M3 && w.dtype != DType::F8_E5M2) return std::nullopt;
-  const std::string expected = "an F8 weight [R, C] with W_scale F32/BF16/F16/E8M0 of one value, [R, 1], "
-                               "[ceil(R/128), ceil(C/128)] or [R, C/32]";
+  const std::string expected =
+      "an F8 weight [R, C] with W_scale F32/BF16/F16/E8M0 of one value, [R, 1], "
+      "[ceil(R/128), ceil(C/128)] or [R, C/32]";
   if (w.shape.size() != 2 || !scale_dtype(s->dtype)) misfit(f, w, *s, expected);
   const std::uint64_t rows = w.shape[0], cols = w.shape[1];
   const auto grid = scale_grid(s->shape);
@@ -479,8 +491,8 @@ std::vector<float> dequantize_awq_gptq(const SafetensorsFile& file, const Quanti
   const std::uint32_t mask = (1u << b) - 1;
   std::vector<float> out(rows * cols);
   for (std::uint64_t k = 0; k < cols; ++k) {
-    const std::uint64_t grp = g ? static_cast<std::uint64_t>(int_at(*g, file.bytes(*g), k))
-                                : k / static_cast<std::uint64_t>(p.block_cols);
+    const std::uint64_t grp =
+        g ? static_cast<std::uint64_t>(int_at(*g, file.bytes(*g), k)) : k / static_cast<std::uint64_t>(p.block_cols);
     for (std::uint64_t n = 0; n < rows; ++n) {
       std::int64_t code = 0, zero = 0;
       if (p.packing == QuantizedPair::Packing::awq) {  // qweight [C, R/8], qzeros [G, R/8]: nibbles interleaved
@@ -558,7 +570,7 @@ std::vector<float> dequantize_dialect_pair(const SafetensorsFile& file, const Qu
   if (w == nullptr || s == nullptr) throw IoError(IoErrc::invalid_tensor_entry, file.path(), p.weight, "pair is gone");
   if (p.form == PairForm::integer) {
     return p.packing == QuantizedPair::Packing::compressed_tensors ? dequantize_integer(file, p)
-                                                                    : dequantize_awq_gptq(file, p);
+                                                                   : dequantize_awq_gptq(file, p);
   }
   const std::byte* codes = file.bytes(*w).data();
   const auto rows = static_cast<std::uint64_t>(p.shape[0]), cols = static_cast<std::uint64_t>(p.shape[1]);

@@ -26,9 +26,9 @@ using Json = nlohmann::ordered_json;
 using detail::cat;
 using detail::WrittenKind;
 
-constexpr WriteFormat kFormats[] = {WriteFormat::minifloat, WriteFormat::compressed_tensors, WriteFormat::modelopt,
-                                    WriteFormat::transformers_fp8, WriteFormat::gpt_oss, WriteFormat::deepseek,
-                                    WriteFormat::gguf};
+constexpr WriteFormat kFormats[] = {
+    WriteFormat::minifloat, WriteFormat::compressed_tensors, WriteFormat::modelopt, WriteFormat::transformers_fp8,
+    WriteFormat::gpt_oss,   WriteFormat::deepseek,           WriteFormat::gguf};
 
 bool element_is(const Scheme& s, const Format& f) { return s.element.format != nullptr && *s.element.format == f; }
 
@@ -57,12 +57,13 @@ std::optional<WrittenKind> kind_of(const Scheme& s) {
 
 bool expresses(WriteFormat f, WrittenKind k) {
   switch (f) {
-    case WriteFormat::minifloat: case WriteFormat::compressed_tensors: return true;
+    case WriteFormat::minifloat:
+    case WriteFormat::compressed_tensors: return true;
     case WriteFormat::modelopt: return k != WrittenKind::fp8_block;
     case WriteFormat::transformers_fp8: return k == WrittenKind::fp8_block || k == WrittenKind::mxfp8;
     case WriteFormat::gpt_oss: return k == WrittenKind::mxfp4;
     case WriteFormat::deepseek: return k == WrittenKind::fp8_block;  // V4's FP8 + FP4 mix: check_deepseek
-    case WriteFormat::gguf: return k == WrittenKind::mxfp4;  // ggml's MXFP4 (GGUF's float types: gguf_recipe)
+    case WriteFormat::gguf: return k == WrittenKind::mxfp4;          // ggml's MXFP4 (GGUF's float types: gguf_recipe)
   }
   return false;
 }
@@ -100,13 +101,17 @@ Json ct_weights(WrittenKind k) {
   if (k == WrittenKind::fp8_block) {
     // No scale_dtype, as compressed-tensors writes it; the F32 scales its decompressor takes as they are (its own are
     // the model dtype, BF16, which cannot hold minifloat's f32 scales).
-    return {{"block_structure", {128, 128}}, {"dynamic", false}, {"group_size", nullptr}, {"num_bits", 8},
-            {"strategy", "block"}, {"symmetric", true}, {"type", "float"}};
+    return {{"block_structure", {128, 128}}, {"dynamic", false},  {"group_size", nullptr}, {"num_bits", 8},
+            {"strategy", "block"},           {"symmetric", true}, {"type", "float"}};
   }
   const bool nv = k == WrittenKind::nvfp4;
-  return {{"dynamic", false}, {"group_size", nv ? 16 : 32}, {"num_bits", k == WrittenKind::mxfp8 ? 8 : 4},
-          {"scale_dtype", nv ? "torch.float8_e4m3fn" : "torch.uint8"}, {"strategy", nv ? "tensor_group" : "group"},
-          {"symmetric", true}, {"type", "float"}};
+  return {{"dynamic", false},
+          {"group_size", nv ? 16 : 32},
+          {"num_bits", k == WrittenKind::mxfp8 ? 8 : 4},
+          {"scale_dtype", nv ? "torch.float8_e4m3fn" : "torch.uint8"},
+          {"strategy", nv ? "tensor_group" : "group"},
+          {"symmetric", true},
+          {"type", "float"}};
 }
 
 const char* ct_format(WrittenKind k) {
@@ -124,11 +129,14 @@ const char* ct_format(WrittenKind k) {
 Json ct_group(WrittenKind k, const Json& targets) {
   Json input = nullptr;
   if (k == WrittenKind::fp8_block) {
-    input = {{"dynamic", true}, {"group_size", 128}, {"num_bits", 8}, {"strategy", "group"}, {"symmetric", true},
-             {"type", "float"}};
+    input = {{"dynamic", true},     {"group_size", 128}, {"num_bits", 8},
+             {"strategy", "group"}, {"symmetric", true}, {"type", "float"}};
   }
-  return {{"format", ct_format(k)}, {"input_activations", input}, {"output_activations", nullptr},
-          {"targets", targets}, {"weights", ct_weights(k)}};
+  return {{"format", ct_format(k)},
+          {"input_activations", input},
+          {"output_activations", nullptr},
+          {"targets", targets},
+          {"weights", ct_weights(k)}};
 }
 
 // The quantized modules of each kind, sorted. One kind: one group targeting every Linear (as compressed-tensors'
@@ -145,10 +153,17 @@ Json compressed_tensors_config(const std::map<WrittenKind, std::vector<std::stri
     groups[cat("group_", groups.size())] = ct_group(k, k == most ? Json::array({"Linear"}) : Json(names));
   }
   const std::string format = modules.size() == 1 ? ct_format(most) : "mixed-precision";
-  return {{"config_groups", groups}, {"format", format}, {"global_compression_ratio", nullptr},
-          {"ignore", ignore}, {"kv_cache_scheme", nullptr}, {"moe_sparsity_config", nullptr},
-          {"quant_method", "compressed-tensors"}, {"quantization_status", "compressed"},
-          {"sparsity_config", Json::object()}, {"transform_config", Json::object()}, {"version", "0.20.0"}};
+  return {{"config_groups", groups},
+          {"format", format},
+          {"global_compression_ratio", nullptr},
+          {"ignore", ignore},
+          {"kv_cache_scheme", nullptr},
+          {"moe_sparsity_config", nullptr},
+          {"quant_method", "compressed-tensors"},
+          {"quantization_status", "compressed"},
+          {"sparsity_config", Json::object()},
+          {"transform_config", Json::object()},
+          {"version", "0.20.0"}};
 }
 
 // The quantized modules of compressed-tensors shards by kind, read off their tensors: P.weight_packed (with
@@ -194,9 +209,14 @@ Json modelopt_config(WrittenKind k, const std::vector<std::string>& ignore) {
 
 Json transformers_fp8_config(WrittenKind k, const std::vector<std::string>& ignore) {
   const bool mx = k == WrittenKind::mxfp8;
-  return {{"quant_method", "fp8"}, {"modules_to_not_convert", ignore}, {"modules_to_convert", nullptr},
-          {"activation_scheme", "dynamic"}, {"weight_block_size", mx ? Json{1, 32} : Json{128, 128}},
-          {"dequantize", false}, {"scale_fmt", mx ? "ue8m0" : "float"}, {"expert_dtype", "fp8"}};
+  return {{"quant_method", "fp8"},
+          {"modules_to_not_convert", ignore},
+          {"modules_to_convert", nullptr},
+          {"activation_scheme", "dynamic"},
+          {"weight_block_size", mx ? Json{1, 32} : Json{128, 128}},
+          {"dequantize", false},
+          {"scale_fmt", mx ? "ue8m0" : "float"},
+          {"expert_dtype", "fp8"}};
 }
 
 // gpt-oss's own list (openai/gpt-oss-20b's config.json): everything but the MoE experts stays BF16.
@@ -237,7 +257,8 @@ WriteFormat write_format_named(std::string_view name) {
     if (to_string(f) == name) return f;
   }
   throw std::invalid_argument(
-      cat("unknown --format '", name, "' (known: minifloat, compressed-tensors, modelopt, transformers-fp8, gpt-oss, deepseek, gguf)"));
+      cat("unknown --format '", name,
+          "' (known: minifloat, compressed-tensors, modelopt, transformers-fp8, gpt-oss, deepseek, gguf)"));
 }
 
 std::string_view to_string(WriteFormat f) {
@@ -285,7 +306,7 @@ WrittenKind recipe_kind(const Recipe& r, WriteFormat format) {
     if (const auto ct = ct_kinds(r); ct && !ct->empty()) return *ct->begin();  // each weight: its own (ct_kind_of)
   }
   if (kinds.size() == 1 && *kinds.begin() && expresses(format, **kinds.begin())) return **kinds.begin();
-  const char* why = kinds.empty()     ? "it quantizes nothing"
+  const char* why = kinds.empty()      ? "it quantizes nothing"
                     : kinds.size() > 1 ? "it mixes schemes (one scheme per checkpoint in these dialects)"
                     : !*kinds.begin()  ? "its scheme has no form there"
                                        : "that format has no form for its scheme";
@@ -319,9 +340,11 @@ void check_deepseek(const Recipe& r) {
     }
   }
   throw std::invalid_argument(
-      cat("recipe ", r.name, " cannot be written as --format deepseek: DeepSeek's checkpoints are FP8 e4m3 with "
+      cat("recipe ", r.name,
+          " cannot be written as --format deepseek: DeepSeek's checkpoints are FP8 e4m3 with "
           "128x128 block scales (V3: fp8-block; V4: deepseek-v4, with MXFP4 experts) and the config that says so; "
-          "formats that can express it: ", can));
+          "formats that can express it: ",
+          can));
 }
 
 bool deepseek_config_holds(const QuantizationConfig& q, const Scheme& s) {
@@ -342,7 +365,8 @@ std::optional<WrittenKind> ct_kind_of(const Scheme& s) {
 void check_module_weight(WriteFormat format, const std::filesystem::path& file, const std::string& tensor) {
   if (tensor.ends_with(".weight")) return;
   throw IoError(IoErrc::invalid_name, file, tensor,
-                cat("--format ", to_string(format), " writes module weights only (NAME.weight); this tensor would "
+                cat("--format ", to_string(format),
+                    " writes module weights only (NAME.weight); this tensor would "
                     "be quantized by the recipe: add a rule keeping it, or use --format minifloat"));
 }
 
@@ -353,14 +377,15 @@ std::vector<SafetensorsWriter::Spec> dialect_specs(const std::string& name, Writ
   switch (kind) {
     case WrittenKind::nvfp4:
       if (ct) {
-        return {{name + "_packed", DType::U8, {rows, cols / 2}}, {scale, DType::F8_E4M3, {rows, cols / 16}},
+        return {{name + "_packed", DType::U8, {rows, cols / 2}},
+                {scale, DType::F8_E4M3, {rows, cols / 16}},
                 {name + "_global_scale", DType::F32, {1}}};
       }
-      return {{name, DType::U8, {rows, cols / 2}}, {scale, DType::F8_E4M3, {rows, cols / 16}},
+      return {{name, DType::U8, {rows, cols / 2}},
+              {scale, DType::F8_E4M3, {rows, cols / 16}},
               {name + "_scale_2", DType::F32, {}}};
     case WrittenKind::mxfp4:
-      return {{ct ? name + "_packed" : name, DType::U8, {rows, cols / 2}},
-              {scale, DType::U8, {rows, cols / 32}}};
+      return {{ct ? name + "_packed" : name, DType::U8, {rows, cols / 2}}, {scale, DType::U8, {rows, cols / 32}}};
     case WrittenKind::mxfp8:
       return {{name, DType::F8_E4M3, {rows, cols}},
               {scale, format == WriteFormat::transformers_fp8 ? DType::F8_E8M0 : DType::U8, {rows, cols / 32}}};
@@ -370,8 +395,8 @@ std::vector<SafetensorsWriter::Spec> dialect_specs(const std::string& name, Writ
   return {};
 }
 
-std::vector<SafetensorsWriter::Spec> gpt_oss_specs(const std::string& name, std::uint64_t experts,
-                                                   std::uint64_t in, std::uint64_t out) {
+std::vector<SafetensorsWriter::Spec> gpt_oss_specs(const std::string& name, std::uint64_t experts, std::uint64_t in,
+                                                   std::uint64_t out) {
   return {{name + "_blocks", DType::U8, {experts, out, in / 32, 16}},
           {name + "_scales", DType::U8, {experts, out, in / 32}}};
 }
@@ -395,7 +420,8 @@ float second_scale_written(WriteFormat format, float t, const std::string& tenso
   if (const int c = first_inexact_code(g, t); c >= 0) {
     throw std::invalid_argument(
         cat("tensor '", tensor, "': compressed-tensors' weight_global_scale 1 / ", g9(t), " = ", g9(g),
-            " does not reproduce minifloat's nvfp4 scales exactly (scale code ", c, ": s / g != s * tensor_scale "
+            " does not reproduce minifloat's nvfp4 scales exactly (scale code ", c,
+            ": s / g != s * tensor_scale "
             "in f32; exact when tensor_amax / 2688 is a power of two); --format modelopt or minifloat store the "
             "tensor scale itself"));
   }
@@ -405,10 +431,12 @@ float second_scale_written(WriteFormat format, float t, const std::string& tenso
 float tensor_scale_of_global(float g, const std::string& tensor) {
   const float t = 1.0f / g;
   if (const int c = first_inexact_code(g, t); c >= 0) {
-    throw std::invalid_argument(
-        cat("tensor '", tensor, "': compressed-tensors' weight_global_scale ", g9(g), " has no tensor scale that "
-            "reproduces its values exactly (scale code ", c, ": s / g != s * (1 / g) in f32), so it cannot be "
-            "re-laid out losslessly into a format that multiplies; nothing was written"));
+    throw std::invalid_argument(cat("tensor '", tensor, "': compressed-tensors' weight_global_scale ", g9(g),
+                                    " has no tensor scale that "
+                                    "reproduces its values exactly (scale code ",
+                                    c,
+                                    ": s / g != s * (1 / g) in f32), so it cannot be "
+                                    "re-laid out losslessly into a format that multiplies; nothing was written"));
   }
   return t;
 }
@@ -434,8 +462,8 @@ std::string dialect_config(std::string_view text, const Recipe& recipe, WriteFor
     if (modules.empty()) modules[k] = {};  // a job array's merge with nothing quantized: the recipe's kind
     config["quantization_config"] = compressed_tensors_config(modules, ignore);
   } else {
-    config["quantization_config"] = f == WriteFormat::modelopt ? modelopt_config(k, ignore)
-                                                               : transformers_fp8_config(k, ignore);
+    config["quantization_config"] =
+        f == WriteFormat::modelopt ? modelopt_config(k, ignore) : transformers_fp8_config(k, ignore);
   }
   return config.dump(2) + "\n";
 }

@@ -1,5 +1,5 @@
-// Internal: what convert writes for --format compressed-tensors | modelopt | transformers-fp8 | gpt-oss (the minifloat form
-// stays in convert.cc): each quantized weight's tensors, the second-level scale, and the configs.
+// Internal: what convert writes for --format compressed-tensors | modelopt | transformers-fp8 | gpt-oss (the minifloat
+// form stays in convert.cc): each quantized weight's tensors, the second-level scale, and the configs.
 #pragma once
 
 #include <filesystem>

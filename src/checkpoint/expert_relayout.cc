@@ -49,18 +49,21 @@ std::array<std::uint64_t, 2> common_shape(const SafetensorsFile& f, const std::s
     const QuantizedPair* p = layer.experts[e][proj];
     if (p == nullptr) incomplete(f, prefix, cat(expert_name(prefix, e, proj), " is missing or not MXFP4"));
     if (logical(*p) != shape) {
-      incomplete(f, prefix, cat(p->output, " is ", shape_text(p->output_shape), ", expert 0's ",
-                                shape_text(std::vector<std::uint64_t>{shape[0], shape[1]})));
+      incomplete(f, prefix,
+                 cat(p->output, " is ", shape_text(p->output_shape), ", expert 0's ",
+                     shape_text(std::vector<std::uint64_t>{shape[0], shape[1]})));
     }
   }
-  if (shape[1] % 32 != 0) incomplete(f, prefix, cat(proj_name(proj), " rows of ", shape[1], " are not whole 32-blocks"));
+  if (shape[1] % 32 != 0)
+    incomplete(f, prefix, cat(proj_name(proj), " rows of ", shape[1], " are not whole 32-blocks"));
   return shape;
 }
 
 std::vector<ExpertMove> gather_layer(const SafetensorsFile& f, const std::string& prefix, const Layer& layer) {
   const std::uint64_t n = layer.experts.size();
   const auto gu = common_shape(f, prefix, layer, ExpertWeight::gate);
-  if (common_shape(f, prefix, layer, ExpertWeight::up) != gu) incomplete(f, prefix, "gate_proj and up_proj differ in shape");
+  if (common_shape(f, prefix, layer, ExpertWeight::up) != gu)
+    incomplete(f, prefix, "gate_proj and up_proj differ in shape");
   const auto down = common_shape(f, prefix, layer, ExpertWeight::down);
   ExpertMove fused_gu{{}, gu[1], {{cat(prefix, kGateUp), {n, gu[1], 2 * gu[0]}, {}}}, true, cat(prefix, kGateUp)};
   ExpertMove fused_down{{}, down[1], {{cat(prefix, kDown), {n, down[1], down[0]}, {}}}, true, cat(prefix, kDown)};
@@ -86,8 +89,8 @@ std::span<const std::uint8_t> bytes_u8(std::span<const std::byte> b) {
 }  // namespace
 
 bool is_mxfp4(const std::optional<Scheme>& s) {
-  return s && s->element.format != nullptr && *s->element.format == e2m1 && s->block_rows == 1 &&
-         s->block_cols == 32 && *s->scale_format == ue8m0 && !s->tensor_scale;
+  return s && s->element.format != nullptr && *s->element.format == e2m1 && s->block_rows == 1 && s->block_cols == 32 &&
+         *s->scale_format == ue8m0 && !s->tensor_scale;
 }
 
 std::optional<ExpertWeight> expert_weight(std::string_view name) {
@@ -116,13 +119,15 @@ ExpertMove split_experts(const SafetensorsFile& f, const QuantizedPair& p, bool 
   // p: X_blocks [E, R, C/32, 16] read as X [E, C, R]; p.shape is [E x R, C].
   const bool gate_up = p.output.ends_with(cat(".experts.", kGateUp));
   if (p.output_shape.size() != 3 || (!gate_up && !p.output.ends_with(cat(".experts.", kDown)))) {
-    throw std::invalid_argument(cat(f.path().string(), ": tensor '", p.weight, "' is gpt-oss MXFP4 blocks but not "
+    throw std::invalid_argument(cat(f.path().string(), ": tensor '", p.weight,
+                                    "' is gpt-oss MXFP4 blocks but not "
                                     "PREFIX.experts.gate_up_proj_blocks or down_proj_blocks [E, R, C/32, 16]: not "
                                     "MoE experts, which are all gpt-oss quantizes; nothing was written"));
   }
   const std::uint64_t n = p.output_shape[0], cols = p.output_shape[1], rows = p.output_shape[2];
   if (gate_up && rows % 2 != 0) {
-    throw std::invalid_argument(cat(f.path().string(), ": tensor '", p.weight, "' holds ", rows, " rows per expert: "
+    throw std::invalid_argument(cat(f.path().string(), ": tensor '", p.weight, "' holds ", rows,
+                                    " rows per expert: "
                                     "not gate and up rows in pairs; nothing was written"));
   }
   ExpertMove m{{&p}, cols, {}, keep_fused, p.output};
@@ -157,8 +162,9 @@ std::vector<ExpertMove> gather_experts(const SafetensorsFile& f, const std::vect
     // A layer with expert i holds i + 1 experts of up to three tensors each: an index past that many pairs cannot be
     // a complete layer, and would make the table below as large as the number in its name.
     if (w->expert >= pairs.size()) {
-      incomplete(f, w->prefix, cat(p.output, " has expert index ", w->expert, ", but the checkpoint holds only ",
-                                   pairs.size(), " quantized tensors"));
+      incomplete(f, w->prefix,
+                 cat(p.output, " has expert index ", w->expert, ", but the checkpoint holds only ", pairs.size(),
+                     " quantized tensors"));
     }
     Layer& layer = layers[w->prefix];
     if (layer.experts.size() <= w->expert) layer.experts.resize(w->expert + 1, {nullptr, nullptr, nullptr});

@@ -18,7 +18,7 @@ using Json = nlohmann::json;
 using detail::cat;
 constexpr std::uint64_t kMaxConfigBytes = 16 << 20;  // real configs are a few KB
 
-constexpr std::array<std::string_view, 6> kKnownKeys{"quant_method", "fmt",       "activation_scheme",
+constexpr std::array<std::string_view, 6> kKnownKeys{"quant_method",      "fmt",       "activation_scheme",
                                                      "weight_block_size", "scale_fmt", "expert_dtype"};
 
 std::string repr(const Json& v);
@@ -97,13 +97,13 @@ struct Rule {
 
 std::vector<Rule> rules_for(ConfigRules r) {
   if (r == ConfigRules::deepinfer) {
-    return {{"quant_method", "fp8", true},     {"expert_dtype", "fp4", true},
+    return {{"quant_method", "fp8", true},          {"expert_dtype", "fp4", true},
             {"activation_scheme", "dynamic", true}, {"weight_block_size", Json::array({32, 32}), true},
-            {"scale_fmt", "ue8m0", true},      {"fmt", "e4m3", false}};
+            {"scale_fmt", "ue8m0", true},           {"fmt", "e4m3", false}};
   }
-  return {{"quant_method", "fp8", true},         {"fmt", "e4m3", true},
+  return {{"quant_method", "fp8", true},          {"fmt", "e4m3", true},
           {"activation_scheme", "dynamic", true}, {"weight_block_size", Json::array({128, 128}), true},
-          {"scale_fmt", "ue8m0", false},         {"expert_dtype", "fp4", false}};
+          {"scale_fmt", "ue8m0", false},          {"expert_dtype", "fp4", false}};
 }
 
 QuantizationConfig check_quantization(const Json& q, ConfigRules rules) {
@@ -112,9 +112,8 @@ QuantizationConfig check_quantization(const Json& q, ConfigRules rules) {
     const std::string key(rule.key);
     if (!q.contains(key)) {
       if (!rule.required) continue;
-      throw HfConfigError(HfErrc::missing_key,
-                          cat("Missing HF quantization_config key '", key, "' (", to_string(rules),
-                              " rules expect ", repr(rule.expected), ")"));
+      throw HfConfigError(HfErrc::missing_key, cat("Missing HF quantization_config key '", key, "' (", to_string(rules),
+                                                   " rules expect ", repr(rule.expected), ")"));
     }
     if (q.at(key) != rule.expected) unsupported(key, q.at(key), rule.expected);
   }
@@ -141,8 +140,8 @@ QuantizationConfig check_quantization(const Json& q, ConfigRules rules) {
 // ---- the other dialects: the keys minifloat reads, checked for type; what else they hold is the library's ----
 
 [[noreturn]] void bad_type(std::string_view dialect, std::string_view key, std::string_view expected, const Json& v) {
-  throw HfConfigError(HfErrc::bad_type, cat(dialect, " quantization_config key '", key, "' is ", repr(v), ", not ",
-                                            expected));
+  throw HfConfigError(HfErrc::bad_type,
+                      cat(dialect, " quantization_config key '", key, "' is ", repr(v), ", not ", expected));
 }
 
 std::vector<std::string> string_list(const Json& q, std::string_view dialect, const char* key) {
@@ -165,9 +164,15 @@ std::string string_or(const Json& q, std::string_view dialect, const char* key, 
 
 // transformers' FineGrainedFP8Config.to_dict(): every key it writes is known; anything else is a typo.
 void check_transformers_fp8_keys(const Json& q) {
-  static constexpr std::array<std::string_view, 9> known{"quant_method", "activation_scheme", "weight_block_size",
-                                                         "modules_to_not_convert", "modules_to_convert", "dequantize",
-                                                         "scale_fmt", "expert_dtype", "fmt"};
+  static constexpr std::array<std::string_view, 9> known{"quant_method",
+                                                         "activation_scheme",
+                                                         "weight_block_size",
+                                                         "modules_to_not_convert",
+                                                         "modules_to_convert",
+                                                         "dequantize",
+                                                         "scale_fmt",
+                                                         "expert_dtype",
+                                                         "fmt"};
   for (auto it = q.begin(); it != q.end(); ++it) {
     if (std::find(known.begin(), known.end(), it.key()) == known.end()) {
       throw HfConfigError(HfErrc::unknown_key, cat("Unknown HF quantization_config key ", repr_string(it.key()),
@@ -202,11 +207,14 @@ void check_transformers_fp8(const Json& q, HfConfig& c) {
   }
   read_weight_block_size(q, d, qc);
   const std::string scale_fmt = string_or(q, d, "scale_fmt", "float");
-  if (scale_fmt != "float" && scale_fmt != "ue8m0") unsupported("scale_fmt", q.at("scale_fmt"), Json::array({"float", "ue8m0"}));
+  if (scale_fmt != "float" && scale_fmt != "ue8m0")
+    unsupported("scale_fmt", q.at("scale_fmt"), Json::array({"float", "ue8m0"}));
   qc.scale_fmt = scale_fmt == "ue8m0" ? "ue8m0" : "";
-  if (q.contains("dequantize") && !q.at("dequantize").is_boolean()) bad_type(d, "dequantize", "true or false", q.at("dequantize"));
+  if (q.contains("dequantize") && !q.at("dequantize").is_boolean())
+    bad_type(d, "dequantize", "true or false", q.at("dequantize"));
   c.not_converted = string_list(q, d, "modules_to_not_convert");
-  c.scheme = qc.block_rows ? cat("fp8 [", qc.block_rows, ", ", qc.block_cols, "] ", scale_fmt, " scales") : "fp8 per tensor";
+  c.scheme =
+      qc.block_rows ? cat("fp8 [", qc.block_rows, ", ", qc.block_cols, "] ", scale_fmt, " scales") : "fp8 per tensor";
   c.quantization = qc;
 }
 
@@ -218,9 +226,11 @@ void check_compressed_tensors_group(const Json& g, const std::string& where) {
   if (!g.contains("weights") || g.at("weights").is_null()) return;
   const Json& w = g.at("weights");
   if (!w.is_object()) bad_type(d, where + ".weights", "an object", w);
-  if (w.contains("num_bits") && !w.at("num_bits").is_number_unsigned()) bad_type(d, where + ".weights.num_bits", "an integer", w.at("num_bits"));
+  if (w.contains("num_bits") && !w.at("num_bits").is_number_unsigned())
+    bad_type(d, where + ".weights.num_bits", "an integer", w.at("num_bits"));
   const std::string type = string_or(w, d, "type", "int");
-  if (type != "float" && type != "int") unsupported(where + ".weights.type", w.at("type"), Json::array({"float", "int"}));
+  if (type != "float" && type != "int")
+    unsupported(where + ".weights.type", w.at("type"), Json::array({"float", "int"}));
 }
 
 // compressed-tensors' QuantizationConfig: config_groups of {targets, weights, input_activations, format}.
@@ -254,7 +264,8 @@ void check_compressed_tensors(const Json& q, HfConfig& c) {
 // ModelOpt: quant_method "modelopt" in config.json, or hf_quant_config.json's "quantization" object.
 void check_modelopt(const Json& q, HfConfig& c) {
   constexpr std::string_view d = "modelopt";
-  if (!q.contains("quant_algo")) throw HfConfigError(HfErrc::missing_key, "Missing modelopt quantization key 'quant_algo'");
+  if (!q.contains("quant_algo"))
+    throw HfConfigError(HfErrc::missing_key, "Missing modelopt quantization key 'quant_algo'");
   c.scheme = string_or(q, d, "quant_algo", "");
   c.not_converted = string_list(q, d, q.contains("exclude_modules") ? "exclude_modules" : "ignore");
   // MIXED_PRECISION: each quantized layer's own algorithm, one group per layer.
@@ -279,7 +290,8 @@ void check_dialect(const Json& q, HfConfig& c) {
       c.scheme = "mxfp4";
       c.not_converted = string_list(q, "gpt-oss", "modules_to_not_convert");
       break;
-    case ConfigRules::awq: case ConfigRules::gptq: {
+    case ConfigRules::awq:
+    case ConfigRules::gptq: {
       const bool awq = c.rules == ConfigRules::awq;
       const std::string d = awq ? "AutoAWQ" : "GPTQ";
       const auto integer = [&](const char* key, int fallback) {
@@ -290,7 +302,8 @@ void check_dialect(const Json& q, HfConfig& c) {
       QuantGroup g{awq ? "awq" : "gptq", string_or(q, d, awq ? "version" : "checkpoint_format", awq ? "gemm" : "gptq"),
                    "int", integer("bits", 4)};
       if (!awq && q.contains("is_marlin_format") && q.at("is_marlin_format") == true) g.format = "marlin";
-      std::transform(g.format.begin(), g.format.end(), g.format.begin(), [](unsigned char ch) { return std::tolower(ch); });
+      std::transform(g.format.begin(), g.format.end(), g.format.begin(),
+                     [](unsigned char ch) { return std::tolower(ch); });
       c.scheme = cat(g.name, " ", g.format, " int", g.num_bits, " group ", integer("group_size", 128));
       c.groups.push_back(std::move(g));
       c.not_converted = string_list(q, d, "modules_to_not_convert");
@@ -328,8 +341,8 @@ ConfigRules detect(const Json& config) {
     if (m == "awq") return ConfigRules::awq;
     if (m == "gptq") return ConfigRules::gptq;
     if (m != "fp8") return ConfigRules::unknown;
-    const bool deepseek_form = q.contains("fmt") || (q.contains("weight_block_size") &&
-                                                     q.at("weight_block_size") == Json::array({32, 32}));
+    const bool deepseek_form =
+        q.contains("fmt") || (q.contains("weight_block_size") && q.at("weight_block_size") == Json::array({32, 32}));
     if (!deepseek_form) return ConfigRules::transformers_fp8;
   }
   if (q.is_object() && q.contains("weight_block_size") && q.at("weight_block_size") == Json::array({32, 32})) {
@@ -351,18 +364,24 @@ nlohmann::ordered_json to_json(const QuantizationConfig& q) {
 
 }  // namespace
 
-constexpr std::array<ConfigRules, 10> kNamedRules{ConfigRules::detect,           ConfigRules::deepseek,
-                                                  ConfigRules::deepinfer,        ConfigRules::transformers_fp8,
-                                                  ConfigRules::compressed_tensors, ConfigRules::modelopt,
-                                                  ConfigRules::gpt_oss,          ConfigRules::minifloat,
-                                                  ConfigRules::awq,              ConfigRules::gptq};
+constexpr std::array<ConfigRules, 10> kNamedRules{ConfigRules::detect,
+                                                  ConfigRules::deepseek,
+                                                  ConfigRules::deepinfer,
+                                                  ConfigRules::transformers_fp8,
+                                                  ConfigRules::compressed_tensors,
+                                                  ConfigRules::modelopt,
+                                                  ConfigRules::gpt_oss,
+                                                  ConfigRules::minifloat,
+                                                  ConfigRules::awq,
+                                                  ConfigRules::gptq};
 
 ConfigRules config_rules_named(std::string_view name) {
   if (name == "detect") return ConfigRules::detect;
   for (const ConfigRules r : kNamedRules) {
     if (to_string(r) == name) return r;
   }
-  throw std::invalid_argument(cat("unknown config rules '", name, "' (known: auto, deepseek, deepinfer, "
+  throw std::invalid_argument(cat("unknown config rules '", name,
+                                  "' (known: auto, deepseek, deepinfer, "
                                   "transformers-fp8, compressed-tensors, modelopt, gpt-oss, minifloat, awq, gptq)"));
 }
 
@@ -415,12 +434,13 @@ void read_model_keys(const Json& config, HfConfig& c) {
   for (auto it = config.begin(); it != config.end(); ++it) {
     if (it.value().is_number_integer()) c.numbers[it.key()] = it.value().get<std::int64_t>();
     if (it.value().is_boolean()) c.numbers[it.key()] = it.value().get<bool>() ? 1 : 0;
-    if (it.value().is_array() && std::all_of(it.value().begin(), it.value().end(),
-                                             [](const Json& v) { return v.is_string(); })) {
+    if (it.value().is_array() &&
+        std::all_of(it.value().begin(), it.value().end(), [](const Json& v) { return v.is_string(); })) {
       c.string_lists[it.key()] = it.value().get<std::vector<std::string>>();
     }
   }
-  if (config.contains("model_type") && config.at("model_type").is_string()) c.model_type = config.at("model_type").get<std::string>();
+  if (config.contains("model_type") && config.at("model_type").is_string())
+    c.model_type = config.at("model_type").get<std::string>();
   // The model's dtype: top level, else the text model's of a composite config (text_config).
   const bool nested = config.contains("text_config") && config.at("text_config").is_object();
   for (const Json* where : {&config, nested ? &config.at("text_config") : nullptr}) {
@@ -437,7 +457,8 @@ void read_quantization(const Json& config, HfConfig& c) {
   const Json* q = quantization_of(config);
   if (q == nullptr) {
     if (c.rules == ConfigRules::deepinfer) {
-      throw HfConfigError(HfErrc::missing_key, "Missing HF quantization_config (deepinfer rules need FP8 with FP4 experts)");
+      throw HfConfigError(HfErrc::missing_key,
+                          "Missing HF quantization_config (deepinfer rules need FP8 with FP4 experts)");
     }
     return;
   }
@@ -504,7 +525,8 @@ HfConfig read_hf_config(const std::filesystem::path& path, ConfigRules rules) {
 
 // A quantization_config nested under text_config removed: what is written sets (or removes) the top-level one.
 void drop_nested_quantization(nlohmann::ordered_json& config) {
-  if (config.contains("text_config") && config["text_config"].is_object()) config["text_config"].erase("quantization_config");
+  if (config.contains("text_config") && config["text_config"].is_object())
+    config["text_config"].erase("quantization_config");
 }
 
 std::string hf_config_unnested(std::string_view text) {

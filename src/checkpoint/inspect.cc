@@ -57,7 +57,9 @@ void plain_stats(TensorInfo& info, const SafetensorsFile& f, const SafetensorsTe
     return v;
   };
   switch (t.dtype) {
-    case DType::F32: add_stats(info, b.size() / 4, [&](std::size_t i) { return std::bit_cast<float>(bits_at(i, 4)); }); break;
+    case DType::F32:
+      add_stats(info, b.size() / 4, [&](std::size_t i) { return std::bit_cast<float>(bits_at(i, 4)); });
+      break;
     case DType::BF16: add_stats(info, b.size() / 2, [&](std::size_t i) { return decode(bf16, bits_at(i, 2)); }); break;
     case DType::F16: add_stats(info, b.size() / 2, [&](std::size_t i) { return decode(f16, bits_at(i, 2)); }); break;
     case DType::F8_E4M3: add_stats(info, b.size(), [&](std::size_t i) { return decode(e4m3, bits_at(i, 1)); }); break;
@@ -81,9 +83,9 @@ struct FamilyEvidence {
   std::map<std::string, int> release;  // DeepSeek-V4's X.weight + X.scale pairs, by "fp8 BrxBc SCALE" / "fp4 experts"
   int half_scales = 0;                 // W_scale_inv in BF16 or F16 (Qwen's FP8 releases)
   std::string half_dtype;
-  int per_tensor = 0;                  // one W_scale_inv value per FP8 tensor (FineGrainedFP8, weight_block_size null)
-  int f32_blocks = 0;                  // W_scale_inv F32 over 128x128 blocks (DeepSeek-V3's form)
-  int other = 0;                       // every other pair
+  int per_tensor = 0;  // one W_scale_inv value per FP8 tensor (FineGrainedFP8, weight_block_size null)
+  int f32_blocks = 0;  // W_scale_inv F32 over 128x128 blocks (DeepSeek-V3's form)
+  int other = 0;       // every other pair
 };
 
 void note_family(FamilyEvidence& e, const SafetensorsFile& f, const QuantizedPair& p) {
@@ -115,7 +117,9 @@ std::string family_text(const FamilyEvidence& e, const std::optional<HfConfig>& 
                                   [](const auto& kv) { return kv.first.find("F32 scales") != std::string::npos; });
     std::string parts;
     for (const auto& [what, n] : e.release) parts += cat(parts.empty() ? "" : ", ", what, " x ", n);
-    return cat(v41 ? "DeepSeek-V4.1" : base ? "DeepSeek-V4-Flash-Base" : "DeepSeek-V4",
+    return cat(v41    ? "DeepSeek-V4.1"
+               : base ? "DeepSeek-V4-Flash-Base"
+                      : "DeepSeek-V4",
                " as released (X.weight + X.scale): ", parts);
   }
   if (e.half_scales && e.other == 0) {
@@ -140,8 +144,10 @@ std::map<std::string, std::string> pair_roles(Shard& sh, std::map<std::string, i
     roles[p.scale] = cat("scale of ", p.weight);
     if (!p.tensor_scale.empty()) roles[p.tensor_scale] = cat("tensor scale of ", p.weight);
     for (const std::string& e : p.extras) {
-      const char* what = e.ends_with("zero_point") ? "zero point of " : e.ends_with("g_idx") ? "column groups of "
-                         : e.ends_with("weight_shape") ? "shape of " : "activation scale of ";
+      const char* what = e.ends_with("zero_point")     ? "zero point of "
+                         : e.ends_with("g_idx")        ? "column groups of "
+                         : e.ends_with("weight_shape") ? "shape of "
+                                                       : "activation scale of ";
       roles[e] = cat(what, p.weight);
     }
     sh.by_weight[p.weight] = &p;
@@ -170,14 +176,15 @@ std::shared_ptr<Shard> open_shard(InspectReport& r, std::size_t s, bool stats, s
   sh->pairs = find_pairs(sh->f);
   for (const QuantizedPair& p : sh->pairs) note_family(family, sh->f, p);
   std::vector<detail::TensorRole> rule_roles;
-  if (std::optional<detail::RuleProblem> p = rule.problem(sh->f, sh->pairs, rule_roles); p && r.not_understood.empty()) {
+  if (std::optional<detail::RuleProblem> p = rule.problem(sh->f, sh->pairs, rule_roles);
+      p && r.not_understood.empty()) {
     r.not_understood = p->text();
   }
   const std::map<std::string, std::string> roles = pair_roles(*sh, schemes);
   std::size_t k = 0;
   for (const SafetensorsTensor& t : sh->f.tensors()) {
-    TensorInfo& info = rows.emplace_back(
-        TensorInfo{t.name, c.shards[s], t.dtype, t.shape, t.end - t.begin, "", 0, {}, {}, {}, {}, 0});
+    TensorInfo& info =
+        rows.emplace_back(TensorInfo{t.name, c.shards[s], t.dtype, t.shape, t.end - t.begin, "", 0, {}, {}, {}, {}, 0});
     const auto role = roles.find(t.name);
     if (role != roles.end()) info.role = role->second;
     if (role == roles.end()) info.role = rule_role(rule_roles[k]);
@@ -185,7 +192,8 @@ std::shared_ptr<Shard> open_shard(InspectReport& r, std::size_t s, bool stats, s
     const bool overhead = role != roles.end() && !role->second.starts_with("weight");
     info.params = overhead ? 0 : elements(t.shape);
     const auto it = sh->by_weight.find(t.name);
-    if (it != sh->by_weight.end()) info.params = static_cast<std::uint64_t>(it->second->shape[0] * it->second->shape[1]);
+    if (it != sh->by_weight.end())
+      info.params = static_cast<std::uint64_t>(it->second->shape[0] * it->second->shape[1]);
     if (stats && !not_understood && (it != sh->by_weight.end() || !overhead)) sh->jobs.emplace_back(&info, &t);
     r.params += info.params;
     r.bytes += info.bytes;

@@ -94,7 +94,8 @@ void copy_other_files(const Checkpoint& c, const fs::path& dir) {
 }  // namespace
 
 void merge_index(const fs::path& in, const fs::path& out, const Recipe* recipe, WriteFormat format) {
-  if (format == WriteFormat::gguf) throw std::invalid_argument("--format gguf writes one file: there is nothing to merge");
+  if (format == WriteFormat::gguf)
+    throw std::invalid_argument("--format gguf writes one file: there is nothing to merge");
   const Checkpoint c = open_checkpoint(in);
   refuse_overwriting_input(in, c, out);
   const fs::path dir = output_dir(out, c);

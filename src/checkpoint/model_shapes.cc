@@ -75,8 +75,8 @@ std::vector<V4Layer> v4_layers(const HfConfig& c) {
     const auto it = c.string_lists.find(key);
     if (it == c.string_lists.end()) return nullptr;
     if (it->second.size() != n) {
-      throw HfConfigError(HfErrc::unsupported_value, cat("HF ", key, " has ", it->second.size(),
-                                                         " entries for num_hidden_layers ", n));
+      throw HfConfigError(HfErrc::unsupported_value,
+                          cat("HF ", key, " has ", it->second.size(), " entries for num_hidden_layers ", n));
     }
     return &it->second;
   };
@@ -84,7 +84,7 @@ std::vector<V4Layer> v4_layers(const HfConfig& c) {
   const std::vector<std::string>* mlp = list("mlp_layer_types");
   std::vector<V4Layer> layers(n);
   for (U l = 0; l < n; ++l) {
-    layers[l].attention = attention ? (*attention)[l]
+    layers[l].attention = attention             ? (*attention)[l]
                           : l < 2 || l % 2 == 0 ? "heavily_compressed_attention"
                                                 : "compressed_sparse_attention";
     layers[l].hash = mlp ? (*mlp)[l] == "hash_moe" : l < hashed;
@@ -262,13 +262,13 @@ std::vector<ShapedName> llama_family(const HfConfig& c, bool qk_norm) {
 
 // The default example's config (the simplified V4-like layout).
 std::string v4_like_config(const ExampleSize& z) {
-  return cat("{\n  \"architectures\": [\"DeepseekV4ForCausalLM\"],\n  \"model_type\": \"deepseek_v4\",\n",
-             "  \"torch_dtype\": \"bfloat16\",\n  \"vocab_size\": ", z.vocab, ",\n  \"hidden_size\": ", z.hidden,
-             ",\n  \"num_hidden_layers\": ", z.layers, ",\n  \"num_attention_heads\": 2,\n  \"head_dim\": ", z.hidden,
-             ",\n  \"q_lora_rank\": ", z.hidden / 2, ",\n  \"n_routed_experts\": ", z.experts,
-             ",\n  \"n_shared_experts\": 1,\n  \"num_experts_per_tok\": 2,\n  \"moe_intermediate_size\": ",
-             z.moe_intermediate, ",\n  \"hc_mult\": 2,\n  \"index_n_heads\": 2,\n  \"index_head_dim\": 32,\n",
-             "  \"rms_norm_eps\": 1e-06\n}\n");
+  return cat(
+      "{\n  \"architectures\": [\"DeepseekV4ForCausalLM\"],\n  \"model_type\": \"deepseek_v4\",\n",
+      "  \"torch_dtype\": \"bfloat16\",\n  \"vocab_size\": ", z.vocab, ",\n  \"hidden_size\": ", z.hidden,
+      ",\n  \"num_hidden_layers\": ", z.layers, ",\n  \"num_attention_heads\": 2,\n  \"head_dim\": ", z.hidden,
+      ",\n  \"q_lora_rank\": ", z.hidden / 2, ",\n  \"n_routed_experts\": ", z.experts,
+      ",\n  \"n_shared_experts\": 1,\n  \"num_experts_per_tok\": 2,\n  \"moe_intermediate_size\": ", z.moe_intermediate,
+      ",\n  \"hc_mult\": 2,\n  \"index_n_heads\": 2,\n  \"index_head_dim\": 32,\n", "  \"rms_norm_eps\": 1e-06\n}\n");
 }
 
 // The keys every example config has.
@@ -407,8 +407,8 @@ ExampleArch example_arch_named(std::string_view name) {
   if (name == "deepseek-v4") return ExampleArch::deepseek_v4;
   if (name == "llama") return ExampleArch::llama;
   if (name == "qwen-moe") return ExampleArch::qwen_moe;
-  throw std::invalid_argument(cat("unknown example architecture '", name,
-                                  "' (known: v4-like, deepseek-v4, llama, qwen-moe)"));
+  throw std::invalid_argument(
+      cat("unknown example architecture '", name, "' (known: v4-like, deepseek-v4, llama, qwen-moe)"));
 }
 
 ExampleSize example_size(ExampleArch arch) {
@@ -434,7 +434,7 @@ HfConfig write_example_checkpoint(const std::filesystem::path& dir, int shards, 
     const std::string shard = shard_file_name(s, n);
     for (std::size_t i = begin; i < end; ++i) {
       data.push_back(tensors[i].dtype == DType::I64 ? detail::i64_table(tensors[i], static_cast<U>(size.experts))
-                                                     : detail::bf16_values(tensors[i], i, arch != ExampleArch::v4_like));
+                                                    : detail::bf16_values(tensors[i], i, arch != ExampleArch::v4_like));
       views.push_back({tensors[i].name, tensors[i].dtype, tensors[i].shape, data.back()});
       index.weight_map[tensors[i].name] = shard;
       *index.total_size += data.back().size();

@@ -1,5 +1,5 @@
-// src/checkpoint/parallel.h (private): the worker pool behind convert, dequantize, verify and inspect --stats, which run the
-// tensors of all their shards at once while still failing the way a sequential loop would.
+// src/checkpoint/parallel.h (private): the worker pool behind convert, dequantize, verify and inspect --stats, which
+// run the tensors of all their shards at once while still failing the way a sequential loop would.
 #pragma once
 
 #include <algorithm>

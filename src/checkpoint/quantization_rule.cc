@@ -17,8 +17,14 @@ bool is_float(DType t) { return t == DType::F32 || t == DType::BF16 || t == DTyp
 
 bool is_integer(DType t) {
   switch (t) {
-    case DType::U8: case DType::I8: case DType::I16: case DType::U16: case DType::I32: case DType::U32:
-    case DType::I64: case DType::U64: return true;
+    case DType::U8:
+    case DType::I8:
+    case DType::I16:
+    case DType::U16:
+    case DType::I32:
+    case DType::U32:
+    case DType::I64:
+    case DType::U64: return true;
     default: return false;
   }
 }
@@ -26,8 +32,14 @@ bool is_integer(DType t) {
 // Element and scale formats, and bytes of packed codes: what a plain model parameter is never stored as.
 bool quantized_dtype(DType t) {
   switch (t) {
-    case DType::F4: case DType::F6_E2M3: case DType::F6_E3M2: case DType::U8: case DType::I8:
-    case DType::F8_E5M2: case DType::F8_E4M3: case DType::F8_E8M0: return true;
+    case DType::F4:
+    case DType::F6_E2M3:
+    case DType::F6_E3M2:
+    case DType::U8:
+    case DType::I8:
+    case DType::F8_E5M2:
+    case DType::F8_E4M3:
+    case DType::F8_E8M0: return true;
     default: return false;
   }
 }
@@ -47,9 +59,9 @@ std::string module_part(const std::string& name) {
 // weight_g_idx), bitsandbytes (absmax, quant_map, quant_state, SCB), gpt-oss (*_blocks, *_scales), DeepSeek and
 // ModelOpt (*_scale_inv, *_scale, *_scale_2), HQQ (W_q, meta).
 bool quantized_name(const std::string& name) {
-  static constexpr std::array<const char*, 14> kParts{"qweight", "qzeros", "scales", "g_idx", "weight_packed",
-                                                      "weight_shape", "weight_g_idx", "absmax", "quant_map", "SCB",
-                                                      "nested_absmax", "nested_quant_map", "W_q", "weight_format"};
+  static constexpr std::array<const char*, 14> kParts{
+      "qweight", "qzeros",    "scales", "g_idx",         "weight_packed",    "weight_shape", "weight_g_idx",
+      "absmax",  "quant_map", "SCB",    "nested_absmax", "nested_quant_map", "W_q",          "weight_format"};
   const std::string part = last_part(name);
   if (std::find(kParts.begin(), kParts.end(), part) != kParts.end()) return true;
   for (const char* p : {"*_scale*", "*_blocks", "*_scales", "*global_scale*", "*zero_point*", "*quant_state*"}) {
@@ -127,10 +139,13 @@ Declaration declaration_of(const std::optional<HfConfig>& config) {
   const HfConfig& c = *config;
   d.method = c.quant_method;
   switch (c.rules) {
-    case ConfigRules::deepseek: case ConfigRules::deepinfer: case ConfigRules::transformers_fp8:
-    case ConfigRules::gpt_oss: case ConfigRules::minifloat:
-      return d;
-    case ConfigRules::awq: case ConfigRules::gptq: {
+    case ConfigRules::deepseek:
+    case ConfigRules::deepinfer:
+    case ConfigRules::transformers_fp8:
+    case ConfigRules::gpt_oss:
+    case ConfigRules::minifloat: return d;
+    case ConfigRules::awq:
+    case ConfigRules::gptq: {
       // AutoAWQ's GEMM layout with 4-bit codes; AutoGPTQ's own layout (checkpoint_format gptq: zeros stored - 1) of
       // 2 to 8 bits. Other versions (AWQ's gemv, gemv_fast, marlin; GPTQ's marlin, gptq_v2) pack otherwise.
       const QuantGroup& g = c.groups.front();
@@ -139,8 +154,8 @@ Declaration declaration_of(const std::optional<HfConfig>& config) {
         return d;
       }
       d.not_read = cat("its ", awq ? "version" : "checkpoint_format", " '", g.format, "' with ", g.num_bits,
-                       "-bit codes is not a layout minifloat reads (", awq ? "AutoAWQ's gemm, 4 bits" :
-                       "AutoGPTQ's gptq, 2 to 8 bits", ")");
+                       "-bit codes is not a layout minifloat reads (",
+                       awq ? "AutoAWQ's gemm, 4 bits" : "AutoGPTQ's gptq, 2 to 8 bits", ")");
       return d;
     }
     case ConfigRules::compressed_tensors:
@@ -166,7 +181,8 @@ Declaration declaration_of(const std::optional<HfConfig>& config) {
       if (upper(c.scheme) == "MIXED_PRECISION" && !c.groups.empty()) {
         for (const QuantGroup& g : c.groups) {
           if (!read(g.format)) {
-            d.not_read = cat("its quantized layer '", g.name, "' has quant_algo '", g.format, "', not one minifloat "
+            d.not_read = cat("its quantized layer '", g.name, "' has quant_algo '", g.format,
+                             "', not one minifloat "
                              "reads (NVFP4, FP8, FP8_PB_WO, MXFP8, MXFP4)");
             return d;
           }
@@ -174,7 +190,8 @@ Declaration declaration_of(const std::optional<HfConfig>& config) {
         return d;
       }
       if (read(c.scheme)) return d;
-      d.not_read = cat("its quant_algo '", c.scheme, "' is not one minifloat reads (NVFP4, FP8, FP8_PB_WO, MXFP8, "
+      d.not_read = cat("its quant_algo '", c.scheme,
+                       "' is not one minifloat reads (NVFP4, FP8, FP8_PB_WO, MXFP8, "
                        "MXFP4; MIXED_PRECISION of those)");
       return d;
     }
@@ -241,21 +258,23 @@ std::optional<RuleProblem> QuantizationRule::problem(const SafetensorsFile& file
     roles.push_back(r);
     if (first) continue;
     if (!declaration_.not_read.empty() && (r == TensorRole::pair_part || r == TensorRole::not_understood)) {
-      first = RuleProblem{IoErrc::quantization_not_read, where_, "",
-                          cat("config.json declares quantization '", declaration_.method, "', and ",
-                              declaration_.not_read, "; the first tensor it covers: '", t.name, "' (",
-                              dtype_name(t.dtype), " ", shape_of(t), ") in ", file.path().string(),
-                              "; nothing was written")};
+      first =
+          RuleProblem{IoErrc::quantization_not_read, where_, "",
+                      cat("config.json declares quantization '", declaration_.method, "', and ", declaration_.not_read,
+                          "; the first tensor it covers: '", t.name, "' (", dtype_name(t.dtype), " ", shape_of(t),
+                          ") in ", file.path().string(), "; nothing was written")};
     } else if (r == TensorRole::not_understood) {
       const std::string declared = declaration_.method.empty()
                                        ? std::string("config.json declares no quantization")
                                        : cat("config.json declares quantization '", declaration_.method, "'");
-      first = RuleProblem{IoErrc::not_dequantizable, file.path(), t.name,
-                          cat(dtype_name(t.dtype), " ", shape_of(t), " looks quantized (by its ",
-                              quantized_dtype(t.dtype) ? "dtype" : "name",
-                              ") but is part of no pair minifloat reads (", declared, "): a quantized tensor or "
-                              "quantization parameter is never copied as a weight nor quantized as one, so nothing "
-                              "was written. dequantize --passthrough '", t.name, "' copies it unchanged on purpose")};
+      first = RuleProblem{
+          IoErrc::not_dequantizable, file.path(), t.name,
+          cat(dtype_name(t.dtype), " ", shape_of(t), " looks quantized (by its ",
+              quantized_dtype(t.dtype) ? "dtype" : "name", ") but is part of no pair minifloat reads (", declared,
+              "): a quantized tensor or "
+              "quantization parameter is never copied as a weight nor quantized as one, so nothing "
+              "was written. dequantize --passthrough '",
+              t.name, "' copies it unchanged on purpose")};
     }
   }
   return first;
@@ -271,8 +290,8 @@ std::vector<TensorRole> QuantizationRule::shard(const SafetensorsFile& file,
 std::optional<RuleProblem> QuantizationRule::finish_problem() const {
   if (declaration_.not_read.empty()) return std::nullopt;
   return RuleProblem{IoErrc::quantization_not_read, where_, "",
-                     cat("config.json declares quantization '", declaration_.method, "', and ",
-                         declaration_.not_read, " (no tensor holds it in a form minifloat reads); nothing was "
+                     cat("config.json declares quantization '", declaration_.method, "', and ", declaration_.not_read,
+                         " (no tensor holds it in a form minifloat reads); nothing was "
                          "written")};
 }
 

@@ -17,8 +17,8 @@ using detail::cat;
 // mtp.0.emb.tok_emb and mtp.0.head, V3's model.layers.61.shared_head.head) stay bf16 as the model's do.
 std::vector<RecipeRule> plain_names_first(std::vector<RecipeRule> tail) {
   std::vector<RecipeRule> rules{
-      {"*embed*", "bf16"},         {"lm_head.weight", "bf16"}, {"head.weight", "bf16"}, {"*.head.weight", "bf16"},
-      {"*.tok_emb.weight", "bf16"}, {"*.gate.weight", "bf16"},
+      {"*embed*", "bf16"},       {"lm_head.weight", "bf16"},   {"head.weight", "bf16"},
+      {"*.head.weight", "bf16"}, {"*.tok_emb.weight", "bf16"}, {"*.gate.weight", "bf16"},
   };
   rules.insert(rules.end(), tail.begin(), tail.end());
   return rules;
@@ -62,7 +62,8 @@ Recipe builtin(std::string_view name) {
   if (name == "mxfp8" || name == "mxfp4" || name == "nvfp4") {
     return {std::string(name), Profile::ocp, plain_names_first({{"*", std::string(name)}}), std::nullopt};
   }
-  throw RecipeError(cat("unknown recipe '", name, "' (known: deepseek-v4, deepinfer, fp8-block, mxfp8, mxfp4, nvfp4, "
+  throw RecipeError(cat("unknown recipe '", name,
+                        "' (known: deepseek-v4, deepinfer, fp8-block, mxfp8, mxfp4, nvfp4, "
                         "or a .json file of rules)"));
 }
 

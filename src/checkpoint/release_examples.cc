@@ -131,8 +131,11 @@ Release deepseek_v4_release() {
   Json config = v4_base_config();
   config["num_nextn_predict_layers"] = 1;
   config["expert_dtype"] = "fp4";  // V4: at the top level, not inside quantization_config (section 1.1)
-  config["quantization_config"] = {{"quant_method", "fp8"}, {"fmt", "e4m3"}, {"activation_scheme", "dynamic"},
-                                    {"scale_fmt", "ue8m0"}, {"weight_block_size", {128, 128}}};
+  config["quantization_config"] = {{"quant_method", "fp8"},
+                                   {"fmt", "e4m3"},
+                                   {"activation_scheme", "dynamic"},
+                                   {"scale_fmt", "ue8m0"},
+                                   {"weight_block_size", {128, 128}}};
   Release r;
   r.naming = Naming::release;
   r.config = config.dump(2) + "\n";
@@ -155,8 +158,11 @@ Release deepseek_v4_1() {
   for (int l = 0; l < text["num_hidden_layers"].get<int>(); ++l) mlp.push_back("moe");
   text["mlp_layer_types"] = mlp;
   text["num_nextn_predict_layers"] = 1;
-  text["quantization_config"] = {{"quant_method", "fp8"}, {"activation_scheme", "dynamic"},
-                                 {"weight_block_size", {32, 32}}, {"scale_fmt", "ue8m0"}, {"expert_dtype", "fp4"}};
+  text["quantization_config"] = {{"quant_method", "fp8"},
+                                 {"activation_scheme", "dynamic"},
+                                 {"weight_block_size", {32, 32}},
+                                 {"scale_fmt", "ue8m0"},
+                                 {"expert_dtype", "fp4"}};
   Json config = Json::object();
   config["architectures"] = {"DeepseekV41ForCausalLM"};
   config["model_type"] = "deepseek_v41";
@@ -224,8 +230,8 @@ Json v3_config() {
   j["tie_word_embeddings"] = false;
   j["bos_token_id"] = 0;
   j["eos_token_id"] = 1;
-  j["quantization_config"] = {{"activation_scheme", "dynamic"}, {"fmt", "e4m3"}, {"quant_method", "fp8"},
-                              {"weight_block_size", {128, 128}}};
+  j["quantization_config"] = {
+      {"activation_scheme", "dynamic"}, {"fmt", "e4m3"}, {"quant_method", "fp8"}, {"weight_block_size", {128, 128}}};
   return j;
 }
 
@@ -271,8 +277,8 @@ Release deepseek_v3() {
 // BF16.
 Release qwen_fp8() {
   Json config = Json::parse(detail::example_config(ExampleArch::qwen_moe, example_size(ExampleArch::qwen_moe)));
-  config["quantization_config"] = {{"activation_scheme", "dynamic"}, {"fmt", "e4m3"}, {"quant_method", "fp8"},
-                                   {"weight_block_size", {128, 128}}};
+  config["quantization_config"] = {
+      {"activation_scheme", "dynamic"}, {"fmt", "e4m3"}, {"quant_method", "fp8"}, {"weight_block_size", {128, 128}}};
   Release r;
   r.config = config.dump(2) + "\n";
   for (ShapedName& t : model_tensors(parse_hf_config(config.dump()))) {
@@ -290,8 +296,10 @@ Release qwen_fp8() {
 // [] (FP8Linear's per-tensor parameter) and an F32 activation_scale []; lm_head left unquantized.
 Release fp8_per_tensor() {
   Json config = Json::parse(detail::example_config(ExampleArch::llama, example_size(ExampleArch::llama)));
-  config["quantization_config"] = {{"activation_scheme", "static"}, {"modules_to_not_convert", {"lm_head"}},
-                                   {"quant_method", "fp8"}, {"weight_block_size", nullptr}};
+  config["quantization_config"] = {{"activation_scheme", "static"},
+                                   {"modules_to_not_convert", {"lm_head"}},
+                                   {"quant_method", "fp8"},
+                                   {"weight_block_size", nullptr}};
   Release r;
   r.config = config.dump(2) + "\n";
   r.activation_scales = true;
@@ -322,9 +330,7 @@ std::vector<std::byte> bytes_of(const std::vector<T>& v) {
   return b;
 }
 
-std::uint8_t e4m3_code(float v) {
-  return static_cast<std::uint8_t>(encode(e4m3, v, {.overflow = Overflow::saturate}));
-}
+std::uint8_t e4m3_code(float v) { return static_cast<std::uint8_t>(encode(e4m3, v, {.overflow = Overflow::saturate})); }
 
 // One tensor written: its name, dtype, shape and bytes.
 struct Out {
@@ -351,7 +357,8 @@ void qwen_blocks(const std::vector<float>& x, U rows, U cols, std::vector<std::u
       scales[bi * sc + bj] = s_bits;
       const float s = std::bit_cast<float>(static_cast<std::uint32_t>(s_bits) << 16);
       for (U r = bi * 128; r < std::min(rows, bi * 128 + 128); ++r) {
-        for (U c = bj * 128; c < std::min(cols, bj * 128 + 128); ++c) codes[r * cols + c] = e4m3_code(x[r * cols + c] / s);
+        for (U c = bj * 128; c < std::min(cols, bj * 128 + 128); ++c)
+          codes[r * cols + c] = e4m3_code(x[r * cols + c] / s);
       }
     }
   }
@@ -374,10 +381,13 @@ std::vector<Out> produce(const Planned& p, std::uint64_t seed, const Release& r,
   o.tensor_name = t.name;
   std::vector<Out> out;
   switch (p.kind) {
-    case Kind::fp8_e8m0: case Kind::fp8_f32: case Kind::fp4_i8: {
+    case Kind::fp8_e8m0:
+    case Kind::fp8_f32:
+    case Kind::fp4_i8: {
       const std::string scheme = p.kind == Kind::fp4_i8 ? "e2m1-1x32-ue8m0-rceil"
-                                 : p.kind == Kind::fp8_f32 ? "e4m3-128x128-f32"
-                                                           : cat("e4m3-", p.block_rows, "x", p.block_cols, "-ue8m0-rceil");
+                                 : p.kind == Kind::fp8_f32
+                                     ? "e4m3-128x128-f32"
+                                     : cat("e4m3-", p.block_rows, "x", p.block_cols, "-ue8m0-rceil");
       const QuantizedTensor q = quantize(x.data(), shape, scheme_named(scheme), o);
       const std::vector<U> grid{static_cast<U>(q.scale_shape[0]), static_cast<U>(q.scale_shape[1])};
       if (p.kind == Kind::fp4_i8) {
@@ -439,7 +449,8 @@ ReleaseLike release_like_named(std::string_view name) {
   for (const auto& [like, text] : kNames) {
     if (text == name) return like;
   }
-  throw std::invalid_argument(cat("unknown release '", name, "' (known: deepseek-v4-release, deepseek-v4.1, "
+  throw std::invalid_argument(cat("unknown release '", name,
+                                  "' (known: deepseek-v4-release, deepseek-v4.1, "
                                   "deepseek-v3, qwen-fp8, fp8-per-tensor)"));
 }
 

@@ -41,7 +41,7 @@ inline void widen(const SafetensorsFile& f, const SafetensorsTensor& t, std::vec
 
 // Four independent partial sums, so the loop is not one long dependency chain (a third of a convert otherwise).
 inline TensorReport error_of(const std::string& name, const std::string& target, const std::vector<float>& x,
-                     const std::vector<float>& y) {
+                             const std::vector<float>& y) {
   double se[4] = {0, 0, 0, 0}, sx[4] = {0, 0, 0, 0};
   float max_abs = 0;
   std::size_t i = 0;

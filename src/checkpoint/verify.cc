@@ -32,7 +32,8 @@ void check_scales(const QuantizedTensor& q, const std::string& name, const std::
     const float v = decode(f, code);
     if (!std::isfinite(v) || !(v > 0)) {
       const char* what = std::isnan(v) ? "NaN" : std::isinf(v) ? "infinite" : "not positive";
-      throw VerifyError(name, cat("tensor '", scale_name, "': scale ", i, " is ", what, " (", f.name, " code ", code, ")"));
+      throw VerifyError(name,
+                        cat("tensor '", scale_name, "': scale ", i, " is ", what, " (", f.name, " code ", code, ")"));
     }
   }
   if (q.scheme.tensor_scale && !(std::isfinite(q.tensor_scale) && q.tensor_scale > 0)) {
@@ -59,7 +60,8 @@ void check_dialect_pair(const SafetensorsFile& file, const QuantizedPair& p) {
   }
   const float second = detail::pair_second_scale(file, p);
   if (!std::isfinite(second) || !(second > 0)) {
-    throw VerifyError(p.weight, cat("tensor '", p.tensor_scale, "': the second-level scale is not finite and positive"));
+    throw VerifyError(p.weight,
+                      cat("tensor '", p.tensor_scale, "': the second-level scale is not finite and positive"));
   }
   const std::vector<float> values = dequantize_pair(file, p);
   for (std::size_t i = 0; i < values.size(); ++i) {
@@ -168,7 +170,7 @@ struct Shard {
 // siblings (the same name in another layer or expert) are quantized.
 struct ConfigCheck {
   std::set<std::string> quantized_siblings;
-  std::set<std::string> schemes;  // every pair's
+  std::set<std::string> schemes;                                   // every pair's
   std::vector<std::pair<std::string, std::string>> float_weights;  // tensor, module
 };
 
@@ -186,26 +188,30 @@ void check_block_grid(const HfConfig& config, const SafetensorsFile& file, const
   const QuantizationConfig& q = *config.quantization;
   const SafetensorsTensor* s = file.find(p.scale);
   const auto rows = static_cast<std::uint64_t>(p.shape[0]), cols = static_cast<std::uint64_t>(p.shape[1]);
-  const std::string grid = s->shape.size() == 2 ? cat("[", s->shape[0], ", ", s->shape[1], "]")
-                                                : cat("[", s->shape.empty() ? "" : "1", "]");
+  const std::string grid =
+      s->shape.size() == 2 ? cat("[", s->shape[0], ", ", s->shape[1], "]") : cat("[", s->shape.empty() ? "" : "1", "]");
   const bool per_tensor = p.scheme_name.find("-tensor-") != std::string::npos;
   const std::string what = per_tensor ? std::string("one scale for the tensor")
                                       : cat("the grid of ", p.block_rows, "x", p.block_cols, " blocks");
   if (q.block_rows == 0) {  // transformers' FineGrainedFP8 with weight_block_size null: one scale per tensor
     if (per_tensor) return;
-    throw VerifyError(p.weight, cat("config.json (", to_string(config.rules), " rules) gives weight_block_size null "
-                                    "(one scale per tensor), but tensor '", p.weight, "' [", rows, ", ", cols,
-                                    "] has scale '", p.scale, "' ", grid, ": ", what));
+    throw VerifyError(p.weight,
+                      cat("config.json (", to_string(config.rules),
+                          " rules) gives weight_block_size null "
+                          "(one scale per tensor), but tensor '",
+                          p.weight, "' [", rows, ", ", cols, "] has scale '", p.scale, "' ", grid, ": ", what));
   }
   const auto br = static_cast<std::uint64_t>(q.block_rows), bc = static_cast<std::uint64_t>(q.block_cols);
-  if (!per_tensor && s->shape.size() == 2 && s->shape[0] == (rows + br - 1) / br && s->shape[1] == (cols + bc - 1) / bc) {
+  if (!per_tensor && s->shape.size() == 2 && s->shape[0] == (rows + br - 1) / br &&
+      s->shape[1] == (cols + bc - 1) / bc) {
     return;
   }
-  throw VerifyError(p.weight, cat("config.json (", to_string(config.rules), " rules", config.quantization_in_text_config
-                                  ? ", read from text_config" : "", ") gives weight_block_size [", q.block_rows, ", ",
-                                  q.block_cols, "], but tensor '", p.weight, "' [", rows, ", ", cols, "] has scale '",
-                                  p.scale, "' ", grid, ": ", what, ", not the [", (rows + br - 1) / br, ", ",
-                                  (cols + bc - 1) / bc, "] of ", q.block_rows, "x", q.block_cols, " blocks"));
+  throw VerifyError(
+      p.weight, cat("config.json (", to_string(config.rules), " rules",
+                    config.quantization_in_text_config ? ", read from text_config" : "", ") gives weight_block_size [",
+                    q.block_rows, ", ", q.block_cols, "], but tensor '", p.weight, "' [", rows, ", ", cols,
+                    "] has scale '", p.scale, "' ", grid, ": ", what, ", not the [", (rows + br - 1) / br, ", ",
+                    (cols + bc - 1) / bc, "] of ", q.block_rows, "x", q.block_cols, " blocks"));
 }
 
 // Shard `file`'s pairs against the config, and its float 2-D weights noted for ConfigCheck.
@@ -261,9 +267,9 @@ void verify_job(Shard& s, std::size_t j) {
 void check_config_whole(const VerifyReport& r, const ConfigCheck& cc) {
   for (const auto& [tensor, module] : cc.float_weights) {
     if (cc.quantized_siblings.contains(sibling_pattern(module)) && !not_converted(r.config->not_converted, module)) {
-      throw VerifyError(tensor, cat("config.json (", to_string(r.config->rules), " rules) quantizes the modules like '",
-                                    module, "', and does not leave it unquantized, but its weight '", tensor,
-                                    "' is not quantized"));
+      throw VerifyError(tensor,
+                        cat("config.json (", to_string(r.config->rules), " rules) quantizes the modules like '", module,
+                            "', and does not leave it unquantized, but its weight '", tensor, "' is not quantized"));
     }
   }
   if (r.config && r.config->rules == ConfigRules::minifloat) {
@@ -282,8 +288,8 @@ void check_config_whole(const VerifyReport& r, const ConfigCheck& cc) {
     }
   }
   if (r.config && r.pairs == 0 && !r.config->quant_method.empty() && r.config->rules != ConfigRules::unknown) {
-    throw VerifyError("", cat("config.json announces ", to_string(r.config->rules), " quantization (",
-                              r.config->scheme, "), but no tensor is quantized"));
+    throw VerifyError("", cat("config.json announces ", to_string(r.config->rules), " quantization (", r.config->scheme,
+                              "), but no tensor is quantized"));
   }
 }
 

@@ -168,7 +168,8 @@ HWY_NOINLINE void EncodeRest(const ElementCodec& k, const EncodeRun& run, const 
   for (; i + N <= end; i += N) {
     const VU bits = hn::BitCast(du, hn::LoadU(hn::RebindToFloat<DU>(), x + i));
     const VU mag = hn::And(bits, hn::Set(du, 0x7FFFFFFFu));
-    if (HWY_UNLIKELY(!hn::AllFalse(du, kPath == Path::nearest ? NeedsScalarNearest(du, k, mag) : NeedsScalar(du, mag)))) {
+    if (HWY_UNLIKELY(
+            !hn::AllFalse(du, kPath == Path::nearest ? NeedsScalarNearest(du, k, mag) : NeedsScalar(du, mag)))) {
       for (std::size_t e = i; e < i + N; ++e) scalar(e);
     } else {
       constexpr Path kAny = kPath == Path::stochastic ? Path::stochastic_any : kPath;
@@ -211,8 +212,7 @@ HWY_INLINE void LoadGroupRange(const EncodeConstants<DU>& c, const float* x, VU 
 // NeedsScalar) is tested on the group's largest magnitude where only Inf and NaN do (nearest even,
 // tiny_rounds_to_zero), on its range otherwise. The mask's lanes say nothing more than "some lane of the group".
 template <Path kPath, std::size_t G>
-HWY_INLINE hn::Mask<DU> LoadGroup(const ElementCodec& k, const EncodeConstants<DU>& c, const float* x,
-                                  VU (&bits)[G]) {
+HWY_INLINE hn::Mask<DU> LoadGroup(const ElementCodec& k, const EncodeConstants<DU>& c, const float* x, VU (&bits)[G]) {
   const DU du;
   const std::size_t N = hn::Lanes(du);
   const VU abs_mask = c.abs_mask;  // the encoder's: the same |x| computed once
@@ -258,8 +258,8 @@ constexpr std::uintptr_t kReadAhead = 1024;
 // No call in this loop: a call clobbers every vector register, and the compiler would then build the constants again
 // in every iteration rather than keep them across it.
 template <Path kPath, class Out>
-HWY_INLINE std::size_t EncodeGroups(const ElementCodec& k, const EncodeRun& run, std::uint64_t key,
-                                    const float* x, std::size_t i, std::size_t n, Out* out, bool stream) {
+HWY_INLINE std::size_t EncodeGroups(const ElementCodec& k, const EncodeRun& run, std::uint64_t key, const float* x,
+                                    std::size_t i, std::size_t n, Out* out, bool stream) {
   const DU du;
   const std::size_t N = hn::Lanes(du);
   constexpr std::size_t G = kGroup<Out>;
@@ -488,8 +488,8 @@ HWY_NOINLINE void DecodeFixedSpan(const In* codes, std::size_t n, float* out) {
 // DecodeFixedSpan for the built-in formats, DecodeSpan on run-time traits for the others.
 template <bool kStream, class In>
 HWY_INLINE void DecodeAny(const ElementCodec& k, const In* codes, std::size_t n, float* out) {
-  const bool fixed = WithBuiltInFormat<sizeof(In)>(
-      k, [&](auto f) { DecodeFixedSpan<kStream, decltype(f)::value>(codes, n, out); });
+  const bool fixed =
+      WithBuiltInFormat<sizeof(In)>(k, [&](auto f) { DecodeFixedSpan<kStream, decltype(f)::value>(codes, n, out); });
   if (!fixed) DecodeSpan<kStream>(k, codes, n, out);
 }
 

@@ -13,10 +13,10 @@ namespace mf::cpu {
 
 // One call's stochastic stream and floating-point environment.
 struct EncodeRun {
-  std::uint64_t seed;         // element i rounds with stochastic_bits(seed, first_index + i)
+  std::uint64_t seed;  // element i rounds with stochastic_bits(seed, first_index + i)
   std::uint64_t first_index;
   bool float_rounding_is_nearest;  // the CPU rounds f32 arithmetic to nearest: EncodeNearest's f32 step is exact
-  bool stream_out = false;  // write the codes with streaming (non-temporal) stores where the target can
+  bool stream_out = false;         // write the codes with streaming (non-temporal) stores where the target can
 };
 
 // codes of x[0, n) with k's format and options: 8-bit codes (formats of 8 bits or fewer) or 16-bit (bf16, f16).

@@ -49,8 +49,10 @@ struct DecodeRowFn {
       const auto vd = hn::Set(df, divisors[b]);
       for (; c + N <= c1; c += N) {
         const auto v = hn::Mul(decode_lanes(LoadCodes<kNibbles>(codes, c)), vd);
-        if constexpr (kStream) hn::Stream(v, df, out + c);
-        else hn::StoreU(v, df, out + c);
+        if constexpr (kStream)
+          hn::Stream(v, df, out + c);
+        else
+          hn::StoreU(v, df, out + c);
       }
       return c;
     };
@@ -60,9 +62,7 @@ struct DecodeRowFn {
       for (std::int64_t b = 0, c0 = 0; c0 < cols; ++b, c0 += bc) vectors(b, c0, std::min(c0 + bc, cols));
       return;
     }
-    const auto code = [&](std::int64_t c) {
-      return kNibbles ? (codes[c / 2] >> (4 * (c % 2))) & 0xF : codes[c];
-    };
+    const auto code = [&](std::int64_t c) { return kNibbles ? (codes[c / 2] >> (4 * (c % 2))) & 0xF : codes[c]; };
     for (std::int64_t b = 0, c0 = 0; c0 < cols; ++b, c0 += bc) {
       const std::int64_t c1 = std::min(c0 + bc, cols);
       std::int64_t c = kVectors ? vectors(b, c0, c1) : c0;

@@ -52,8 +52,7 @@ HWY_INLINE auto GtMagnitude(V a, V b) {
 // on).
 template <class DU, class VU = hn::Vec<DU>>
 HWY_INLINE hn::Mask<DU> NeedsScalar(DU du, VU mag) {
-  return hn::Or(hn::Gt(mag, hn::Set(du, 0x7F7FFFFFu)),
-                hn::Gt(hn::Set(du, 0x007FFFFFu), hn::Sub(mag, hn::Set(du, 1))));
+  return hn::Or(hn::Gt(mag, hn::Set(du, 0x7F7FFFFFu)), hn::Gt(hn::Set(du, 0x007FFFFFu), hn::Sub(mag, hn::Set(du, 1))));
 }
 
 // NeedsScalar for EncodeNearest with these traits: Inf and NaN lanes, and f32 subnormals unless the traits say
@@ -230,8 +229,8 @@ HWY_INLINE VU EncodeStochastic(DU du, const ElementCodec& k, const EncodeConstan
   const hn::RebindToSigned<DU> di;
   const VU v = hn::BitCast(du, hn::Max(hn::BitCast(di, hn::Sub(mag, c.rebias)),
                                        hn::BitCast(di, hn::OrAnd(c.implicit_bit, mag, c.mantissa_field))));
-  VU s = hn::BitCast(du, hn::Max(hn::BitCast(di, hn::Sub(c.subnormal_shift_base, hn::ShiftRight<23>(mag))),
-                                 hn::BitCast(di, c.shift)));
+  VU s = hn::BitCast(
+      du, hn::Max(hn::BitCast(di, hn::Sub(c.subnormal_shift_base, hn::ShiftRight<23>(mag))), hn::BitCast(di, c.shift)));
 #endif
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
   // x86's variable shifts give 0 for counts of 32 or more, which only a zero's count can reach here (the other
@@ -367,15 +366,15 @@ HWY_INLINE VU Decode(DU du, const ElementCodec& k, VU code) {
   const VU shift = hn::Set(du, k.shift);
   VU value = hn::Add(hn::Shl(mag, shift), hn::Set(du, k.decode_add));
   if (k.decode_subnormals) {
-    const VU sub = hn::BitCast(du, hn::Mul(hn::ConvertTo(df, hn::BitCast(hn::RebindToSigned<DU>(), mag)),
-                                           hn::Set(df, k.subnormal_scale)));
+    const VU sub = hn::BitCast(
+        du, hn::Mul(hn::ConvertTo(df, hn::BitCast(hn::RebindToSigned<DU>(), mag)), hn::Set(df, k.subnormal_scale)));
     value = hn::IfThenElse(hn::Gt(hn::Set(du, k.mantissa_mask + 1), mag), sub, value);
   }
   if (k.special_from <= k.magnitude_mask) {
     const VU inf = hn::Set(du, 0x7F800000u);
-    const VU special =
-        k.keep_payload ? hn::Or(inf, hn::Shl(hn::And(mag, hn::Set(du, k.mantissa_mask)), shift))
-                       : hn::IfThenElse(hn::Eq(mag, hn::Set(du, k.inf_mag)), inf, hn::Set(du, 0x7FC00000u));
+    const VU special = k.keep_payload
+                           ? hn::Or(inf, hn::Shl(hn::And(mag, hn::Set(du, k.mantissa_mask)), shift))
+                           : hn::IfThenElse(hn::Eq(mag, hn::Set(du, k.inf_mag)), inf, hn::Set(du, 0x7FC00000u));
     value = hn::IfThenElse(GeU(mag, hn::Set(du, k.special_from)), special, value);
   }
   if (!k.has_zero) value = hn::IfThenElse(hn::Eq(mag, hn::Zero(du)), hn::Set(du, k.zero_code_bits), value);
@@ -440,8 +439,8 @@ HWY_INLINE hn::Vec<DU> EncodeSaturating(DF df, const SaturatingGrid<DF>& g, hn::
   }
   // quanta + binade = (rounded - c) + ((e - E0) >> (23 - m)) = rounded + (e >> (23 - m)) - (e + binade_offset), with
   // binade_offset = (c - e) + (E0 >> (23 - m)): e and E0 are multiples of 2^23, so the shift distributes.
-  const auto code = hn::Sub(hn::Add(hn::BitCast(du, rounded), hn::Shr(e, g.exponent_shift)),
-                            hn::Add(e, g.binade_offset));
+  const auto code =
+      hn::Sub(hn::Add(hn::BitCast(du, rounded), hn::Shr(e, g.exponent_shift)), hn::Add(e, g.binade_offset));
   // The sign bit moves from bit 31 to the code's.
   return hn::Or(code, hn::And(hn::Shr(hn::BitCast(du, y), g.sign_shift), g.sign_bit));
 }
@@ -530,8 +529,7 @@ HWY_INLINE hn::Vec<DF> DecodeE4m3(DF df, VU code) {
   const auto normal = hn::BitCast(df, hn::Add(hn::ShiftLeft<20>(mag), hn::Set(du, 120u << 23)));
   const auto sub = hn::Mul(hn::ConvertTo(df, hn::BitCast(di, mag)), hn::Set(df, 1.0f / 512));
   auto v = hn::IfThenElse(hn::RebindMask(df, hn::Lt(mag, hn::Set(du, 8u))), sub, normal);
-  v = hn::IfThenElse(hn::RebindMask(df, hn::Eq(mag, hn::Set(du, 0x7Fu))), hn::BitCast(df, hn::Set(du, 0x7FC00000u)),
-                     v);
+  v = hn::IfThenElse(hn::RebindMask(df, hn::Eq(mag, hn::Set(du, 0x7Fu))), hn::BitCast(df, hn::Set(du, 0x7FC00000u)), v);
   return hn::Or(v, hn::BitCast(df, hn::ShiftLeft<24>(hn::And(code, hn::Set(du, 0x80u)))));
 }
 
@@ -578,8 +576,8 @@ HWY_INLINE void DecodeE4m3Halves(DF df, const std::uint8_t* codes, hn::Vec<DF>& 
 #endif
 
 // e2m1's 16 values, by code.
-alignas(64) inline constexpr float kE2m1Values[16] = {0,     0.5f, 1,  1.5f, 2,  3,  4,  6,
-                                                     -0.0f, -0.5f, -1, -1.5f, -2, -3, -4, -6};
+alignas(64) inline constexpr float kE2m1Values[16] = {0,     0.5f,  1,  1.5f,  2,  3,  4,  6,
+                                                      -0.0f, -0.5f, -1, -1.5f, -2, -3, -4, -6};
 // Which nibble of its byte each lane of unpacked e2m1 codes takes, by shift (low first).
 alignas(64) inline constexpr std::uint32_t kNibbleShift[16] = {0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4};
 
@@ -602,8 +600,8 @@ HWY_INLINE hn::Vec<DF> DecodeE2m1Lanes(DF df, const std::uint8_t* bytes) {
   const hn::Rebind<std::uint8_t, decltype(d16)> d8half;
   const hn::Rebind<std::uint8_t, DF> d8;
   const auto doubled = hn::Mul(hn::PromoteTo(d16, hn::LoadU(d8half, bytes)), hn::Set(d16, std::uint16_t{257}));
-  const auto code = hn::And(hn::Shr(hn::PromoteTo(du, hn::BitCast(d8, doubled)), hn::Load(du, kNibbleShift)),
-                            hn::Set(du, 0xFu));
+  const auto code =
+      hn::And(hn::Shr(hn::PromoteTo(du, hn::BitCast(d8, doubled)), hn::Load(du, kNibbleShift)), hn::Set(du, 0xFu));
   const auto twice = hn::TableLookupBytes(hn::Load(du, reinterpret_cast<const std::uint32_t*>(kE2m1TwiceMagnitudes)),
                                           hn::And(code, hn::Set(du, 7u)));
   const auto magnitude = hn::Mul(hn::ConvertTo(df, hn::BitCast(di, twice)), hn::Set(df, 0.5f));
@@ -686,8 +684,8 @@ HWY_INLINE void E2m1x8Table(float scale, float* HWY_RESTRICT table) {
 HWY_INLINE hn::Vec<hn::Full256<float>> DecodeE2m1x8Table(const std::uint8_t* bytes, const float* table) {
   std::uint32_t word;
   std::memcpy(&word, bytes, 4);
-  const __m256i codes = _mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int>(word)),
-                                          _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28));
+  const __m256i codes =
+      _mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int>(word)), _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28));
   const __m256 folded = _mm256_permutevar8x32_ps(_mm256_loadu_ps(table), codes);
   return {_mm256_xor_ps(folded, _mm256_castsi256_ps(_mm256_slli_epi32(codes, 28)))};
 }
@@ -764,10 +762,10 @@ inline constexpr E4m3Bf16Tables kE4m3Bf16{};
 // lookups (the sign put back by one bitwise op) and two byte unpacks.
 HWY_INLINE void DecodeE4m3x64Bf16Pairs(const std::uint8_t* codes, __m512i& w0, __m512i& w1) {
   const __m512i c = _mm512_permutexvar_epi8(_mm512_load_si512(kE4m3Bf16.order), _mm512_loadu_si512(codes));
-  const __m512i high = _mm512_permutex2var_epi8(_mm512_load_si512(kE4m3Bf16.high), c,
-                                                _mm512_load_si512(kE4m3Bf16.high + 64));
-  const __m512i low = _mm512_permutex2var_epi8(_mm512_load_si512(kE4m3Bf16.low), c,
-                                               _mm512_load_si512(kE4m3Bf16.low + 64));
+  const __m512i high =
+      _mm512_permutex2var_epi8(_mm512_load_si512(kE4m3Bf16.high), c, _mm512_load_si512(kE4m3Bf16.high + 64));
+  const __m512i low =
+      _mm512_permutex2var_epi8(_mm512_load_si512(kE4m3Bf16.low), c, _mm512_load_si512(kE4m3Bf16.low + 64));
   const __m512i signed_high = _mm512_ternarylogic_epi32(high, c, _mm512_set1_epi8(static_cast<char>(0x80)), 0xF8);
   w0 = _mm512_unpacklo_epi8(low, signed_high);
   w1 = _mm512_unpackhi_epi8(low, signed_high);

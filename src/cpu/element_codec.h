@@ -25,15 +25,16 @@ struct ElementCodec {
   // Encode, round to nearest even on the f32 bits (element_codec-inl.h, EncodeNearest). Normal targets:
   // code = (|x|bits + normal_add + lsb) >> shift, lsb the bit that becomes the significand's last, normal_add the
   // rounding bias 2^(shift-1) - 1 less the exponent rebias (127 - bias) << 23. Without mantissa bits (ue8m0) the
-  // significand is the implicit 1, odd: ties round up, lsb is folded into normal_add. Below the smallest normal, |x| + 2^(emin - m + 23)
-  // in f32 arithmetic (round to nearest even) leaves round(|x| / 2^(emin - m)) in the low bits of magic_bits.
-  std::uint32_t shift;         // 23 - m
-  std::uint32_t normal_add;    // wraps: added modulo 2^32
+  // significand is the implicit 1, odd: ties round up, lsb is folded into normal_add. Below the smallest normal, |x| +
+  // 2^(emin - m + 23) in f32 arithmetic (round to nearest even) leaves round(|x| / 2^(emin - m)) in the low bits of
+  // magic_bits.
+  std::uint32_t shift;            // 23 - m
+  std::uint32_t normal_add;       // wraps: added modulo 2^32
   std::uint32_t min_normal_bits;  // f32 bits of 2^emin; 0 where no lane takes the subnormal step (bias 127: the
                                   // only such lanes are f32 subnormals, which go to the scalar codec)
-  std::uint32_t magic_bits;    // f32 bits of 2^(emin - m + 23)
-  std::uint32_t max_code;      // max_finite_code: above it, the overflow code
-  bool overflow_is_min;        // overflow_pos is max_code or max_code + 1: Min(code, overflow_pos) replaces overflow
+  std::uint32_t magic_bits;       // f32 bits of 2^(emin - m + 23)
+  std::uint32_t max_code;         // max_finite_code: above it, the overflow code
+  bool overflow_is_min;           // overflow_pos is max_code or max_code + 1: Min(code, overflow_pos) replaces overflow
   // Nearest-even rounds every f32 subnormal to zero (the format's half quantum is 2^-126 or more) through the
   // subnormal step, as it does with the CPU's denormals-are-zero on or off: only Inf and NaN lanes need the scalar
   // codec (NeedsScalarNearest).
@@ -46,8 +47,8 @@ struct ElementCodec {
   // the smallest normal the significand's own shift, while it stays below 32: |x| from stochastic_floor_bits on.
   std::uint32_t stochastic_add;
   std::uint32_t stochastic_floor_bits;
-  std::uint32_t sign_shift;    // the f32 sign bit >> sign_shift is the code's sign bit (signed formats)
-  bool unsigned_fixups;        // unsigned format or no zero: negatives and zeros take their constant codes
+  std::uint32_t sign_shift;  // the f32 sign bit >> sign_shift is the code's sign bit (signed formats)
+  bool unsigned_fixups;      // unsigned format or no zero: negatives and zeros take their constant codes
 
   // The block quantizers' saturating encoders (element_codec-inl.h): the largest finite value, and for
   // EncodeSaturatingByTable the addend of each binade, lane j for the f32 exponent field E = j (mod 16) among the
@@ -63,9 +64,9 @@ struct ElementCodec {
   std::uint32_t decode_add;
   bool decode_subnormals;
   float subnormal_scale;
-  std::uint32_t special_from;  // magnitude of the first Inf/NaN code; past magnitude_mask when there is none
-  std::uint32_t inf_mag;       // magnitude of Inf; past magnitude_mask when there is none
-  bool keep_payload;           // 16-bit formats widen NaN payloads (IEEE); narrower ones give the quiet NaN
+  std::uint32_t special_from;    // magnitude of the first Inf/NaN code; past magnitude_mask when there is none
+  std::uint32_t inf_mag;         // magnitude of Inf; past magnitude_mask when there is none
+  bool keep_payload;             // 16-bit formats widen NaN payloads (IEEE); narrower ones give the quiet NaN
   std::uint32_t zero_code_bits;  // f32 bits of code 0's value in a format without zero
   bool decode_is_shift;          // the code is the f32's top bits (bf16): value bits = code << shift
 };
@@ -99,7 +100,8 @@ constexpr void set_encode_traits(ElementCodec& c, const Format& f) {
   c.magic_bits = static_cast<std::uint32_t>(f.emin() - m + 23 + 127) << 23;
   c.stochastic_add = 0u - (static_cast<std::uint32_t>(127 - f.bias) << 23);
   const int floor_field = normal_field - (31 - (23 - m));  // shift = 23 - m + normal_field - field < 32
-  c.stochastic_floor_bits = c.min_normal_bits != 0 && floor_field > 0 ? static_cast<std::uint32_t>(floor_field) << 23 : 0;
+  c.stochastic_floor_bits =
+      c.min_normal_bits != 0 && floor_field > 0 ? static_cast<std::uint32_t>(floor_field) << 23 : 0;
   c.max_code = f.max_finite_code();
   c.overflow_is_min = c.overflow_pos == c.max_code || c.overflow_pos == c.max_code + 1;
   c.tiny_rounds_to_zero = c.min_normal_bits != 0 && f.emin() - m - 1 >= -126;

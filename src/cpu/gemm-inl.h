@@ -42,7 +42,7 @@ constexpr std::size_t kL = hn::MaxLanes(DF());
 constexpr std::size_t kV = kLanes / kL;  // vectors per 16 partial sums
 #undef MF_GEMM_WIDE
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3  // AVX-512 or newer (a lower value is a newer target)
-#define MF_GEMM_WIDE 1  // 16 f32 lanes: batched reduction and table decoding of e2m1
+#define MF_GEMM_WIDE 1                      // 16 f32 lanes: batched reduction and table decoding of e2m1
 #else
 #define MF_GEMM_WIDE 0
 #endif
@@ -135,14 +135,15 @@ HWY_INLINE VF Halves(DF df, VF x, VF y) {  // lanes i and i + 8
 }
 HWY_INLINE VF Quarters(DF df, VF x, VF y) {  // lanes i and i + 4: 128-bit blocks 0+1 and 2+3
   alignas(64) static constexpr std::int32_t kSwap[16] = {4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11};
-  const VF a = hn::OddEvenBlocks(y, x);  // x.b0 y.b1 x.b2 y.b3
+  const VF a = hn::OddEvenBlocks(y, x);                                                        // x.b0 y.b1 x.b2 y.b3
   const VF b = hn::TableLookupLanes(hn::OddEvenBlocks(x, y), hn::SetTableIndices(df, kSwap));  // x.b1 y.b0 ...
   return hn::Add(a, b);
 }
 HWY_INLINE VF Pairs(DF df, VF x, VF y) {  // lanes i and i + 2 within each block
   const hn::Repartition<std::uint64_t, DF> d64;
   const auto x64 = hn::BitCast(d64, x), y64 = hn::BitCast(d64, y);
-  return hn::Add(hn::BitCast(df, hn::InterleaveLower(d64, x64, y64)), hn::BitCast(df, hn::InterleaveUpper(d64, x64, y64)));
+  return hn::Add(hn::BitCast(df, hn::InterleaveLower(d64, x64, y64)),
+                 hn::BitCast(df, hn::InterleaveUpper(d64, x64, y64)));
 }
 HWY_INLINE VF Neighbours(VF x, VF y) {  // lanes i and i + 1
   return hn::Add(hn::OddEven(hn::Shuffle2301(y), x), hn::OddEven(y, hn::Shuffle2301(x)));
@@ -262,13 +263,13 @@ constexpr std::int64_t kMc = 256;  // activation rows per pass when M is large: 
 
 struct Pass {
   const Problem* p;
-  const float* a;         // [mp][lda] activations, rows and columns padded with zeros
+  const float* a;  // [mp][lda] activations, rows and columns padded with zeros
   std::size_t lda;
   std::int64_t n0, nblocks;  // this thread's columns: blocks of 16 from n0
-  float* cs;              // running C per (m tile, n block) of this pass: 16 / NR tiles of 16 lanes
-  std::int64_t m_base;    // the pass's first row
-  const float* panel;     // 16 x kc decoded weights of block nb, columns k0..
-  std::int64_t kc;        // the panel's row stride
+  float* cs;                 // running C per (m tile, n block) of this pass: 16 / NR tiles of 16 lanes
+  std::int64_t m_base;       // the pass's first row
+  const float* panel;        // 16 x kc decoded weights of block nb, columns k0..
+  std::int64_t kc;           // the panel's row stride
 };
 
 // Group scales for the 16 outputs of a tile (lane order), rows and columns clamped to the real ones.

@@ -221,8 +221,8 @@ void column_lane_threads(const Problem& p, std::int64_t mp, std::int64_t blocks,
 
 // Passes of activation rows: each thread keeps a running C for its columns across them, so they are fixed (a queue
 // per pass measured 2-7% slower on one thread, from the chunks' repeated set-up).
-void fixed_columns(const Problem& p, const float* a, std::size_t lda, std::int64_t mp, std::int64_t blocks,
-                   int threads, bool parallel) {
+void fixed_columns(const Problem& p, const float* a, std::size_t lda, std::int64_t mp, std::int64_t blocks, int threads,
+                   bool parallel) {
 #pragma omp parallel num_threads(threads) if (parallel)
   {
     const std::int64_t t = omp_get_thread_num(), count = omp_get_num_threads();

@@ -216,11 +216,11 @@ HWY_INLINE void ColumnTileGroup(const float* HWY_RESTRICT a, std::size_t lda, co
 // What one thread's column-lane call keeps: the decoded panel, the pass's packed activations, the running C.
 struct ColumnPass {
   const Problem* p;
-  std::int64_t m0, m1;   // the pass's rows (m1 - m0 <= kColumnPass)
-  const float* pass_a;   // [m1 - m0][p->group]: the pass's activations for the current group (group-major a)
-  const float* panel;    // [len][kPanelColumns]: the current group's decoded panel
+  std::int64_t m0, m1;         // the pass's rows (m1 - m0 <= kColumnPass)
+  const float* pass_a;         // [m1 - m0][p->group]: the pass's activations for the current group (group-major a)
+  const float* panel;          // [len][kPanelColumns]: the current group's decoded panel
   const float* weight_scales;  // [kPanelColumns]: the panel's weight scales for the group (1 when inside w)
-  float* cs;             // [m1 - m0][kPanelColumns]: the panel's running C for the pass
+  float* cs;                   // [m1 - m0][kPanelColumns]: the panel's running C for the pass
 };
 
 // Rows [m, m + MR) of the pass for group g: their tree sums, then C + (activation scale * weight scale) * sum, the
@@ -260,8 +260,8 @@ HWY_INLINE void ColumnPassRows(const ColumnPass& w, std::int64_t g, std::int64_t
 }
 
 // Writes rows [m0, m1) of columns [n0, n0 + cols) from the running C (panel stride `panel_stride`), via `row`.
-HWY_INLINE void FinishColumnRows(const Problem& p, std::int64_t m0, std::int64_t m1, std::int64_t n0,
-                                 std::int64_t cols, std::int64_t panel_stride, const float* cs, float* row) {
+HWY_INLINE void FinishColumnRows(const Problem& p, std::int64_t m0, std::int64_t m1, std::int64_t n0, std::int64_t cols,
+                                 std::int64_t panel_stride, const float* cs, float* row) {
   const std::int64_t panels = (cols + kPanelColumns - 1) / kPanelColumns;
   for (std::int64_t m = m0; m < std::min(m1, p.m); ++m) {
     for (std::int64_t pb = 0; pb < panels; ++pb) {

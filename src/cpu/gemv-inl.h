@@ -189,14 +189,15 @@ HWY_INLINE void BatchBlockSums(const Problem& p, const GemvInputs* in, std::int6
   }
   const float* a[kBatch];
   for (int b = 0; b < kBatch; ++b) a[b] = in[b].block.a;
-  (p.e4m3_per_group ? BlockSumsTables<true, kBatch> : BlockSumsTables<false, kBatch>)(
-      rows, a, p.k, p.group, live, ScaleShift<WeightKind::e4m3>(p), in[0].block.sums, in[0].block.redo);
+  (p.e4m3_per_group ? BlockSumsTables<true, kBatch>
+                    : BlockSumsTables<false, kBatch>)(rows, a, p.k, p.group, live, ScaleShift<WeightKind::e4m3>(p),
+                                                      in[0].block.sums, in[0].block.redo);
 #elif MF_GEMV_E4M3_LANES_BLOCKS
   BlockRows<WeightKind::e4m3>(p, n0, nullptr, rows);
   const float* a[kBatch];
   for (int b = 0; b < kBatch; ++b) a[b] = in[b].block.a;
-  (in[0].block.fields ? BlockSumsLanes<true, kBatch> : BlockSumsLanes<false, kBatch>)(
-      rows, a, p.k, p.group, live, in[0].block.sums, in[0].block.redo);
+  (in[0].block.fields ? BlockSumsLanes<true, kBatch>
+                      : BlockSumsLanes<false, kBatch>)(rows, a, p.k, p.group, live, in[0].block.sums, in[0].block.redo);
 #endif
 }
 

@@ -191,9 +191,8 @@ HWY_INLINE void GroupSums(const WeightRow (&rows)[kLanes], const float* HWY_REST
 // scale code, the 16 e2m1 values times its scale. Where the GEMV is batched (GemvBatched: e2m1 on 16-lane targets and
 // AVX2, e4m3 where `block`) the group sums are in block->sums (BlockSumsOfRows made them for a batch of rows).
 template <WeightKind K, bool kPerGroup = false>
-void GemvBlock(const Problem& p, std::int64_t row, const float* HWY_RESTRICT a, std::int64_t n0,
-               float* HWY_RESTRICT c, std::int64_t live, const float* HWY_RESTRICT e2m1_tables = nullptr,
-               BlockSumsInputs* block = nullptr) {
+void GemvBlock(const Problem& p, std::int64_t row, const float* HWY_RESTRICT a, std::int64_t n0, float* HWY_RESTRICT c,
+               std::int64_t live, const float* HWY_RESTRICT e2m1_tables = nullptr, BlockSumsInputs* block = nullptr) {
   (void)e2m1_tables, (void)live, (void)block;  // read only where e2m1 rows are decoded by table; by GroupSums
   const int shift = ScaleShift<K>(p);
   WeightRow rows[kLanes];
@@ -204,9 +203,9 @@ void GemvBlock(const Problem& p, std::int64_t row, const float* HWY_RESTRICT a, 
   // Problem::group_scale(0, n0, g) without its calls (each spilled the accumulators): the activation's scale times
   // the weight's when applied per group (e4m3 with f32 scales; e2m1 keeps its codes inside w).
   const float* act_scales = p.act_scales.empty() ? nullptr : p.act_scales.data() + row * (p.k / kActBlock);
-  const float* weight_scales =
-      p.weight_scales.empty() || p.weight_scales_inside ? nullptr
-                                                        : p.weight_scales.data() + n0 / p.br * p.weight_scale_cols;
+  const float* weight_scales = p.weight_scales.empty() || p.weight_scales_inside
+                                   ? nullptr
+                                   : p.weight_scales.data() + n0 / p.br * p.weight_scale_cols;
   const bool codes_outside = p.weight_scales.empty() && p.weight_scale_codes && !p.weight_scales_inside;  // none yet
   for (std::int64_t g = 0; g < groups; ++g) {
     const std::int64_t k0 = g * p.group, end = std::min(p.k, k0 + p.group);
@@ -215,7 +214,7 @@ void GemvBlock(const Problem& p, std::int64_t row, const float* HWY_RESTRICT a, 
       std::copy(block->sums + kLanes * g, block->sums + kLanes * (g + 1), red);
     } else  // NOLINT(readability/braces)
 #endif
-    if (block != nullptr && !block->redo[g]) {
+        if (block != nullptr && !block->redo[g]) {
       std::copy(block->sums + kLanes * g, block->sums + kLanes * (g + 1), red);
     } else {
       GroupSums<K, kPerGroup>(rows, a, k0, end, shift, red);
@@ -225,7 +224,7 @@ void GemvBlock(const Problem& p, std::int64_t row, const float* HWY_RESTRICT a, 
     // weight scale block (f32 scales in 128x128 blocks).
     if (p.weight_scales.empty() || p.weight_scales_inside || one_block_row) {
       const float act = act_scales ? act_scales[g * p.group / kActBlock] : 1.0f;
-      const float weight = weight_scales ? weight_scales[g * p.group / p.bc]
+      const float weight = weight_scales   ? weight_scales[g * p.group / p.bc]
                            : codes_outside ? p.weight_group_scale(n0, g)
                                            : 1.0f;
       std::fill(s, s + kLanes, act * weight);

@@ -102,8 +102,8 @@ HWY_INLINE bool SawNoNan(hn::Vec<D8> seen) { return hn::AllFalse(D8(), hn::Eq(se
 // are then wrong and the caller redoes the group with the checked loop, so the bits are the same either way. NaN
 // codes are rare in real weights (docs/benchmark-history.md measures the gain).
 template <bool kPerGroup>
-HWY_INLINE bool GroupProductsOptimistic(const WeightRow (&rows)[kLanes], const float* HWY_RESTRICT a,
-                                        std::int64_t k0, std::int64_t end, int shift, VF (&acc)[kLanes][kV]) {
+HWY_INLINE bool GroupProductsOptimistic(const WeightRow (&rows)[kLanes], const float* HWY_RESTRICT a, std::int64_t k0,
+                                        std::int64_t end, int shift, VF (&acc)[kLanes][kV]) {
   const DF df;
   auto seen = hn::Set(D8(), std::uint8_t{0x7F});
   for (std::int64_t line = k0; line < end; line += 64) {
@@ -150,9 +150,9 @@ HWY_INLINE bool GroupProductsOptimistic(const WeightRow (&rows)[kLanes], const f
 // + g) + bitrev4(i)] holds group g of weight row i for activation row b, and redo[b x groups + g] its flag (`live` is
 // the batch's: batches skip different lines, so each row keeps its own). group % 64 == 0, k % group == 0.
 template <bool kPerGroup, int kBatch>
-HWY_NOINLINE void BlockSumsTables(const WeightRow (&rows)[kLanes], const float* const* HWY_RESTRICT a,
-                                  std::int64_t k, std::int64_t group, std::int64_t live, int shift,
-                                  float* HWY_RESTRICT sums, std::uint8_t* HWY_RESTRICT redo) {
+HWY_NOINLINE void BlockSumsTables(const WeightRow (&rows)[kLanes], const float* const* HWY_RESTRICT a, std::int64_t k,
+                                  std::int64_t group, std::int64_t live, int shift, float* HWY_RESTRICT sums,
+                                  std::uint8_t* HWY_RESTRICT redo) {
   const DF df;
   const auto whole = LineCodes(0, 64);
   constexpr int kRows = kGemvPassRows<kBatch>;
@@ -228,11 +228,11 @@ HWY_NOINLINE __attribute__((target(HWY_TARGET_STR ",avx512bf16"))) bool DotBf16P
     alignas(64) float acc[16], out[16];
     for (int i = 0; i < 32; ++i) x[i] = bf16(), y[i] = bf16();
     for (float& v : acc) v = std::ldexp(static_cast<float>(next() >> 8), -static_cast<int>(next() % 40));
-    _mm512_store_ps(out, _mm512_dpbf16_ps(_mm512_load_ps(acc), (__m512bh)_mm512_load_si512(x),
-                                          (__m512bh)_mm512_load_si512(y)));
+    _mm512_store_ps(
+        out, _mm512_dpbf16_ps(_mm512_load_ps(acc), (__m512bh)_mm512_load_si512(x), (__m512bh)_mm512_load_si512(y)));
     for (int i = 0; i < 16; ++i) {
-      const float twice = std::fma(widen(x[2 * i]), widen(y[2 * i]),
-                                   std::fma(widen(x[2 * i + 1]), widen(y[2 * i + 1]), acc[i]));
+      const float twice =
+          std::fma(widen(x[2 * i]), widen(y[2 * i]), std::fma(widen(x[2 * i + 1]), widen(y[2 * i + 1]), acc[i]));
       if (std::bit_cast<std::uint32_t>(out[i]) != std::bit_cast<std::uint32_t>(twice)) return false;
     }
   }
@@ -260,8 +260,8 @@ HWY_INLINE bool CpuDotBf16RoundsTwice() {
 // g) + bitrev4(i)], redo[b x groups + g]. group % 64 == 0, k % group == 0.
 template <int kBatch>
 HWY_NOINLINE __attribute__((target(HWY_TARGET_STR ",avx512bf16"))) void BlockSumsDotBf16(
-    const WeightRow (&rows)[kLanes], const std::uint16_t* const* HWY_RESTRICT pairs, std::int64_t k,
-    std::int64_t group, std::int64_t live, float* HWY_RESTRICT sums, std::uint8_t* HWY_RESTRICT redo) {
+    const WeightRow (&rows)[kLanes], const std::uint16_t* const* HWY_RESTRICT pairs, std::int64_t k, std::int64_t group,
+    std::int64_t live, float* HWY_RESTRICT sums, std::uint8_t* HWY_RESTRICT redo) {
   const DF df;
   const auto whole = LineCodes(0, 64);
   constexpr int kRows = kGemvPassRows<kBatch>;

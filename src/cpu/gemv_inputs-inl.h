@@ -29,8 +29,8 @@ namespace hn = hwy::HWY_NAMESPACE;
 struct BlockSumsInputs {
   const std::uint16_t* pairs;
   const float* a;
-  float* sums;         // [groups][16]
-  std::uint8_t* redo;  // [groups]
+  float* sums;          // [groups][16]
+  std::uint8_t* redo;   // [groups]
   bool fields = false;  // AVX2: BlockSumsLanes<true>
 };
 
@@ -47,15 +47,15 @@ struct GemvRowBuffers {
 struct GemvInputs {
   std::int64_t row;
   const float* a;
-  std::int64_t live;  // a multiple of 32 with a[k] == ±0 from there on (BlockSumsTables, BlockSumsDotBf16)
+  std::int64_t live;              // a multiple of 32 with a[k] == ±0 from there on (BlockSumsTables, BlockSumsDotBf16)
   const float* scaled = nullptr;  // GemvRowBuffers::scaled
   BlockSumsInputs block{};        // sums == nullptr: groups one by one (GroupSums)
-  const float* strided = nullptr;  // e2m1 on 16-lane targets: StridedActivations
+  const float* strided = nullptr;      // e2m1 on 16-lane targets: StridedActivations
   const float* e2m1_tables = nullptr;  // e2m1 on 16-lane targets and AVX2: E2m1Tables
 };
 struct GemvBuffers {
-  std::vector<GemvRowBuffers> rows;    // one per activation row
-  std::vector<GemvInputs> inputs;      // GemvInputsOf, one per activation row
+  std::vector<GemvRowBuffers> rows;      // one per activation row
+  std::vector<GemvInputs> inputs;        // GemvInputsOf, one per activation row
   std::vector<float> block_sums;         // BlockSumsInputs::sums, [groups][16], for one block at a time
   std::vector<std::uint8_t> block_redo;  // and [groups]
   // e2m1 (16-lane targets and AVX2): per scale code the 16 e2m1 values times its scale, and the scales they are of

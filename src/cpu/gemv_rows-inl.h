@@ -62,7 +62,9 @@ template <int kBatch>
 constexpr int kGemvPassRows = kBatch <= 2 ? 8 : 4;
 // AVX2's 16 registers: 4 weight rows (8 accumulators) for one activation row, 2 for two, 1 for three or four.
 template <int kBatch>
-constexpr int kGemvPassRows8 = kBatch == 1 ? 4 : kBatch == 2 ? 2 : 1;
+constexpr int kGemvPassRows8 = kBatch == 1   ? 4
+                               : kBatch == 2 ? 2
+                                             : 1;
 
 // One weight row as the GEMV reads it: its codes (or bf16 bits) and its scales.
 struct WeightRow {
@@ -71,7 +73,7 @@ struct WeightRow {
   const float* scales;  // e4m3: the row's factors (Problem::e4m3_factor)
   // e2m1: the row's ue8m0 codes (Problem::weight_scale_codes, read through weight_scale_table)
   const std::uint8_t* scale_codes;
-  const float* weight_scale_table;            // e2m1: Problem::weight_scale_table
+  const float* weight_scale_table;     // e2m1: Problem::weight_scale_table
   const float* e2m1_tables = nullptr;  // e2m1 on AVX2: per scale code, the 16 e2m1 values times it (E2m1Tables)
   std::int64_t bytes = 0;              // the row's length in bytes (codes or bf16)
 };
@@ -83,7 +85,7 @@ HWY_INLINE WeightRow RowOf(const Problem& p, std::int64_t row, std::int64_t scal
     return {nullptr, p.w_bf16 + row * p.k, nullptr, nullptr, nullptr, nullptr, 2 * p.k};
   }
   if constexpr (K == WeightKind::e2m1) {
-    return {p.codes + row * p.k / 2, nullptr, nullptr, p.weight_scale_codes + row * p.weight_scale_cols,
+    return {p.codes + row * p.k / 2,     nullptr, nullptr, p.weight_scale_codes + row * p.weight_scale_cols,
             p.weight_scale_table.data(), nullptr, p.k / 2};
   }
   const std::int64_t factors = p.weight_scales_inside ? scale_row * p.weight_scale_cols : 0;

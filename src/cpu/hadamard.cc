@@ -15,7 +15,9 @@ namespace mf {
 HWY_EXPORT(RotateGroups);
 
 namespace cpu {
-void rotate_groups(float* x, std::size_t groups, std::size_t len) { HWY_DYNAMIC_DISPATCH(RotateGroups)(x, groups, len); }
+void rotate_groups(float* x, std::size_t groups, std::size_t len) {
+  HWY_DYNAMIC_DISPATCH(RotateGroups)(x, groups, len);
+}
 
 }  // namespace cpu
 }  // namespace mf

@@ -161,8 +161,8 @@ struct QuantizeRowFn {
         auto m = GroupMaxAbsBits(x + c0, bc, count);
         m = hn::IfThenElse(hn::Lt(m, hn::Set(du, 0x7F800000u)), hn::Max(m, floor), m);
         const bool done = pow2 ? GroupPowerOfTwo(m, p, group_codes, group_divisors, reciprocals)
-                               : GroupE4m3(m, ec.max, tensor_scale, min_e4m3_scale(*ec.scheme), kUe4m3Codec,
-                                           ue4m3_grid, group_codes, group_divisors, reciprocals);
+                               : GroupE4m3(m, ec.max, tensor_scale, min_e4m3_scale(*ec.scheme), kUe4m3Codec, ue4m3_grid,
+                                           group_codes, group_divisors, reciprocals);
         if (done) {
           std::copy_n(group_codes, count, scale_codes + b);
           std::copy_n(group_divisors, count, divisors + b);
@@ -192,8 +192,8 @@ struct QuantizeRowFn {
   // vectors, the group is one flat loop over its vectors (each reads its block's reciprocal): GCC keeps the encoder's
   // constants in registers across a flat loop, where a loop per block made it materialize them again for every block.
   template <bool kNibbles, class Encoder>
-  HWY_INLINE void EncodeGroup(std::int64_t c0, std::size_t count, const float* group_divisors,
-                              const float* reciprocals, bool exact, const Encoder& e) const {
+  HWY_INLINE void EncodeGroup(std::int64_t c0, std::size_t count, const float* group_divisors, const float* reciprocals,
+                              bool exact, const Encoder& e) const {
     const DF df;
     constexpr auto N = static_cast<std::int64_t>(kGroup);
     const std::int64_t vectors_per_block = bc / N, n = static_cast<std::int64_t>(count) * bc;
@@ -271,7 +271,7 @@ struct QuantizeRowFn {
   // one copy per encoder and sink keeps the compile (sanitizer builds above all) and the code size in bounds.
   template <bool kNibbles, class Encoder>
   HWY_NOINLINE void Block(std::int64_t b, std::int64_t c0, bool pow2, bool e4m3, const PowerOfTwoFast& p,
-                        const Encoder& e) const {
+                          const Encoder& e) const {
     const std::int64_t c1 = std::min(c0 + bc, cols);
     std::uint32_t m = MaxAbsBits(x, c0, c1);
     if (m < 0x7F800000u) m = std::max(m, floor_bits());

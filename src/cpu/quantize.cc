@@ -74,8 +74,10 @@ void widen(const std::uint16_t* in, InputType type, std::int64_t n, float* out, 
 #pragma omp parallel for num_threads(thread_count(threads)) schedule(static)
   for (std::int64_t i = 0; i < n; i += (1 << 16)) {
     const std::int64_t len = std::min<std::int64_t>(n - i, 1 << 16);
-    if (type == InputType::bf16) HWY_DYNAMIC_DISPATCH(WidenBf16)(in + i, len, out + i);
-    else HWY_DYNAMIC_DISPATCH(WidenF16)(in + i, len, out + i);
+    if (type == InputType::bf16)
+      HWY_DYNAMIC_DISPATCH(WidenBf16)(in + i, len, out + i);
+    else
+      HWY_DYNAMIC_DISPATCH(WidenF16)(in + i, len, out + i);
   }
 }
 
@@ -92,8 +94,10 @@ float tensor_amax_narrow(const std::uint16_t* x, InputType type, std::int64_t n,
 #pragma omp for reduction(max : m) schedule(static)
     for (std::int64_t i = 0; i < n; i += kSlice) {
       const std::int64_t len = std::min(n - i, kSlice);
-      if (type == InputType::bf16) HWY_DYNAMIC_DISPATCH(WidenBf16)(x + i, len, wide.data());
-      else HWY_DYNAMIC_DISPATCH(WidenF16)(x + i, len, wide.data());
+      if (type == InputType::bf16)
+        HWY_DYNAMIC_DISPATCH(WidenBf16)(x + i, len, wide.data());
+      else
+        HWY_DYNAMIC_DISPATCH(WidenF16)(x + i, len, wide.data());
       m = std::max(m, std::bit_cast<std::uint32_t>(HWY_DYNAMIC_DISPATCH(FiniteAmax)(wide.data(), len)));
     }
   }
@@ -112,10 +116,10 @@ std::int64_t first_nonfinite(const float* x, const detail::Geometry& g) {
 
 // Where each group of block rows writes: packed codes straight into the output when rows start on whole bytes.
 struct Sink {
-  QuantizedTensor* q = nullptr;   // quantize: codes and scales
+  QuantizedTensor* q = nullptr;                    // quantize: codes and scales
   std::vector<std::uint8_t>* all_codes = nullptr;  // quantize, when rows cannot be packed on their own
   std::vector<std::uint32_t>* scale_codes = nullptr;
-  float* fake = nullptr;          // fake_quantize: dequantized values
+  float* fake = nullptr;  // fake_quantize: dequantized values
 };
 
 // The input: f32, or bf16/f16 bits widened one group of block rows at a time into a per-thread buffer.
@@ -131,8 +135,10 @@ const float* group_rows(const Source& src, const detail::Geometry& g, std::int64
   if (src.type == InputType::f32) return src.f32 + r0 * g.cols;
   wide.resize(static_cast<std::size_t>((r1 - r0) * g.cols));
   const std::uint16_t* in = src.narrow + r0 * g.cols;
-  if (src.type == InputType::bf16) HWY_DYNAMIC_DISPATCH(WidenBf16)(in, (r1 - r0) * g.cols, wide.data());
-  else HWY_DYNAMIC_DISPATCH(WidenF16)(in, (r1 - r0) * g.cols, wide.data());
+  if (src.type == InputType::bf16)
+    HWY_DYNAMIC_DISPATCH(WidenBf16)(in, (r1 - r0) * g.cols, wide.data());
+  else
+    HWY_DYNAMIC_DISPATCH(WidenF16)(in, (r1 - r0) * g.cols, wide.data());
   return wide.data();
 }
 
@@ -144,8 +150,8 @@ void emit_row(const detail::Geometry& g, const QuantizeElement& ec, const Sink& 
     HWY_DYNAMIC_DISPATCH(DecodeRow)(codes, false, g.cols, g.bc, divisors, ec, sink.fake + r * g.cols, false);
   } else if (!sink.all_codes) {
     const bool unpacked = sink.q->layout == Layout::unpacked;
-    const std::size_t row_bytes = unpacked ? static_cast<std::size_t>(g.cols)
-                                           : packed_size(static_cast<std::size_t>(g.cols), ec.bits);
+    const std::size_t row_bytes =
+        unpacked ? static_cast<std::size_t>(g.cols) : packed_size(static_cast<std::size_t>(g.cols), ec.bits);
     std::uint8_t* out = sink.q->codes.data() + static_cast<std::size_t>(r) * row_bytes;
     if (unpacked) {
       std::memcpy(out, codes, row_bytes);
@@ -216,8 +222,8 @@ Source source_of(const void* input, InputType type, const detail::Geometry& g, c
 float tensor_scale_of(const Source& src, std::int64_t n, const Scheme& s, const QuantizeOptions& o, int threads) {
   if (!s.tensor_scale) return 1.0f;
   if (o.tensor_amax > 0) return tensor_scale_for(s, o.tensor_amax);
-  return tensor_scale_for(s, src.f32 ? tensor_amax(src.f32, n, threads)
-                                     : tensor_amax_narrow(src.narrow, src.type, n, threads));
+  return tensor_scale_for(
+      s, src.f32 ? tensor_amax(src.f32, n, threads) : tensor_amax_narrow(src.narrow, src.type, n, threads));
 }
 
 // Where the groups write: q's codes themselves when rows pack alone (sized, not cleared: every byte is written
@@ -274,8 +280,8 @@ void dequantize_row(const RowCodes& rc, const detail::Geometry& g, const float* 
   }
   for (std::int64_t c0 = 0; c0 < g.cols; c0 += w.chunk) {
     const std::int64_t n = std::min(w.chunk, g.cols - c0);
-    HWY_DYNAMIC_DISPATCH(DecodeRow)(rc.codes + (rc.nibbles ? c0 / 2 : c0), rc.nibbles, n, g.bc, divisors + c0 / g.bc,
-                                    ec, staged.data(), false);
+    HWY_DYNAMIC_DISPATCH(DecodeRow)
+    (rc.codes + (rc.nibbles ? c0 / 2 : c0), rc.nibbles, n, g.bc, divisors + c0 / g.bc, ec, staged.data(), false);
     HWY_DYNAMIC_DISPATCH(StreamCopy)(staged.data(), n, out + c0);
   }
 }

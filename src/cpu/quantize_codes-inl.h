@@ -34,8 +34,7 @@ struct FloatEncoder {
   // loops over quotients by powers of two, which need no near mask, take it.
   bool table_fits;
   SaturatingTable<DF> table;
-  explicit FloatEncoder(const ElementCodec& k)
-      : grid(k), table_fits(SaturatingTable<DF>::Fits(k)), table(k) {}
+  explicit FloatEncoder(const ElementCodec& k) : grid(k), table_fits(SaturatingTable<DF>::Fits(k)), table(k) {}
 #else
   explicit FloatEncoder(const ElementCodec& k) : grid(k) {}
 #endif

@@ -13,9 +13,9 @@ namespace mf::cpu {
 struct QuantizeElement {
   const Scheme* scheme;  // for the scalar tails (element_code / element_value)
   bool is_int;
-  int bits;              // element width
-  float max;             // largest magnitude
-  ElementCodec codec;    // float elements: the element codec's traits (round to nearest even, saturate)
+  int bits;            // element width
+  float max;           // largest magnitude
+  ElementCodec codec;  // float elements: the element codec's traits (round to nearest even, saturate)
 };
 QuantizeElement quantize_element(const Scheme& s);
 

@@ -41,9 +41,9 @@ HWY_INLINE void PrefetchAhead(const void* p) {
 // pass then reads L1 rather than L2 (act_quant 11-12% faster with its input in L2, 3-4% from DRAM:
 // docs/benchmark-history.md#act_quant-against-a-read-only-loop-2026-12-02-2230).
 HWY_INLINE void PrefetchNextGroup(const void* p, std::int64_t group_bytes) {
-  __builtin_prefetch(reinterpret_cast<const void*>(reinterpret_cast<std::uintptr_t>(p) +
-                                                   static_cast<std::uintptr_t>(group_bytes)),
-                     0, 3);
+  __builtin_prefetch(
+      reinterpret_cast<const void*>(reinterpret_cast<std::uintptr_t>(p) + static_cast<std::uintptr_t>(group_bytes)), 0,
+      3);
 }
 
 // The largest |x| bit pattern over x[c0, c1).

@@ -25,18 +25,51 @@ struct TypeRow {
 
 // Indexed by ggml type id; sizes as gguf-py 0.19.0's GGML_QUANT_SIZES (the unit test compares the two).
 constexpr std::array<TypeRow, 42> kTypes{{
-    {"F32", 1, 4},        {"F16", 1, 2},       {"Q4_0", 32, 18},    {"Q4_1", 32, 20},    {},
-    {},                   {"Q5_0", 32, 22},    {"Q5_1", 32, 24},    {"Q8_0", 32, 34},    {"Q8_1", 32, 40},
-    {"Q2_K", 256, 84},    {"Q3_K", 256, 110},  {"Q4_K", 256, 144},  {"Q5_K", 256, 176},  {"Q6_K", 256, 210},
-    {"Q8_K", 256, 292},   {"IQ2_XXS", 256, 66}, {"IQ2_XS", 256, 74}, {"IQ3_XXS", 256, 98}, {"IQ1_S", 256, 50},
-    {"IQ4_NL", 32, 18},   {"IQ3_S", 256, 110}, {"IQ2_S", 256, 82},  {"IQ4_XS", 256, 136}, {"I8", 1, 1},
-    {"I16", 1, 2},        {"I32", 1, 4},       {"I64", 1, 8},       {"F64", 1, 8},       {"IQ1_M", 256, 56},
-    {"BF16", 1, 2},       {},                  {},                  {},                  {"TQ1_0", 256, 54},
-    {"TQ2_0", 256, 66},   {},                  {},                  {},                  {"MXFP4", 32, 17},
-    {"NVFP4", 64, 36},    {"Q1_0", 128, 18},
+    {"F32", 1, 4},
+    {"F16", 1, 2},
+    {"Q4_0", 32, 18},
+    {"Q4_1", 32, 20},
+    {},
+    {},
+    {"Q5_0", 32, 22},
+    {"Q5_1", 32, 24},
+    {"Q8_0", 32, 34},
+    {"Q8_1", 32, 40},
+    {"Q2_K", 256, 84},
+    {"Q3_K", 256, 110},
+    {"Q4_K", 256, 144},
+    {"Q5_K", 256, 176},
+    {"Q6_K", 256, 210},
+    {"Q8_K", 256, 292},
+    {"IQ2_XXS", 256, 66},
+    {"IQ2_XS", 256, 74},
+    {"IQ3_XXS", 256, 98},
+    {"IQ1_S", 256, 50},
+    {"IQ4_NL", 32, 18},
+    {"IQ3_S", 256, 110},
+    {"IQ2_S", 256, 82},
+    {"IQ4_XS", 256, 136},
+    {"I8", 1, 1},
+    {"I16", 1, 2},
+    {"I32", 1, 4},
+    {"I64", 1, 8},
+    {"F64", 1, 8},
+    {"IQ1_M", 256, 56},
+    {"BF16", 1, 2},
+    {},
+    {},
+    {},
+    {"TQ1_0", 256, 54},
+    {"TQ2_0", 256, 66},
+    {},
+    {},
+    {},
+    {"MXFP4", 32, 17},
+    {"NVFP4", 64, 36},
+    {"Q1_0", 128, 18},
 }};
 
-constexpr std::array<std::string_view, 13> kValueTypeNames{"u8",  "i8",   "u16", "i16", "u32", "i32", "f32",
+constexpr std::array<std::string_view, 13> kValueTypeNames{"u8",   "i8",  "u16", "i16", "u32", "i32", "f32",
                                                            "bool", "str", "arr", "u64", "i64", "f64"};
 // Bytes of a scalar value type; 0 for STRING and ARRAY.
 constexpr std::array<std::uint8_t, 13> kValueTypeBytes{1, 1, 2, 2, 4, 4, 4, 1, 0, 0, 8, 8, 8};
@@ -274,8 +307,8 @@ void GgufValueReader::array(GgufValue& v, int depth, std::string_view key) {
 
 namespace {
 
-constexpr std::uint64_t kPreambleBytes = 24;  // magic, version, tensor_count, kv_count
-constexpr std::uint64_t kLeastKv = 8 + 4 + 1;         // key length, value type, a one-byte value
+constexpr std::uint64_t kPreambleBytes = 24;               // magic, version, tensor_count, kv_count
+constexpr std::uint64_t kLeastKv = 8 + 4 + 1;              // key length, value type, a one-byte value
 constexpr std::uint64_t kLeastTensorInfo = 8 + 4 + 4 + 8;  // name length, n_dims, type, offset
 
 struct Preamble {
@@ -298,8 +331,8 @@ Preamble read_preamble(GgufValueReader& r) {
   Preamble p{static_cast<std::uint32_t>(r.uint(4, "the header")), r.uint(8, "the header"), r.uint(8, "the header")};
   if (p.version != 2 && p.version != 3) {
     const std::string why = (p.version & 0xFFFF) == 0 ? " (a big-endian file? only little-endian GGUF is read)"
-                            : p.version == 1        ? " (GGUF v1 is no longer supported by llama.cpp)"
-                                                    : "";
+                            : p.version == 1          ? " (GGUF v1 is no longer supported by llama.cpp)"
+                                                      : "";
     throw IoError(IoErrc::gguf_bad_version, file, cat("GGUF version ", p.version, " is not 2 or 3", why));
   }
   const std::uint64_t rest = r.left();
@@ -415,9 +448,9 @@ void check_placement(const std::vector<GgufTensor>& tensors, std::uint64_t data_
                     cat("offset ", t.offset, " is not a multiple of the alignment ", alignment));
     }
     if (t.bytes > data_size || t.offset > data_size - t.bytes) {
-      throw IoError(IoErrc::offsets_out_of_range, file, t.name,
-                    cat(t.bytes, " bytes at offset ", t.offset, " run past the end of the ", data_size,
-                        "-byte data section"));
+      throw IoError(
+          IoErrc::offsets_out_of_range, file, t.name,
+          cat(t.bytes, " bytes at offset ", t.offset, " run past the end of the ", data_size, "-byte data section"));
     }
     if (t.bytes != 0) filled.push_back(&t);
   }
@@ -427,8 +460,8 @@ void check_placement(const std::vector<GgufTensor>& tensors, std::uint64_t data_
   for (const GgufTensor* t : filled) {
     if (reach != nullptr && t->offset < reach->offset + reach->bytes) {
       throw IoError(IoErrc::offsets_overlap, file, t->name,
-                    cat("bytes [", t->offset, ", ", t->offset + t->bytes, ") overlap tensor '", reach->name,
-                        "' at [", reach->offset, ", ", reach->offset + reach->bytes, ")"));
+                    cat("bytes [", t->offset, ", ", t->offset + t->bytes, ") overlap tensor '", reach->name, "' at [",
+                        reach->offset, ", ", reach->offset + reach->bytes, ")"));
     }
     if (reach == nullptr || t->offset + t->bytes > reach->offset + reach->bytes) reach = t;
   }
@@ -444,8 +477,8 @@ GgufFile GgufFile::parse(std::span<const std::byte> all, std::shared_ptr<const v
   f.version_ = p.version;
   f.metadata_ = read_metadata(r, p.kv_count);
   const std::string* duplicate = nullptr;
-  f.keys_by_name_ = sorted_index(f.metadata_, [](const auto& kv) -> const std::string& { return kv.first; },
-                                 &duplicate);
+  f.keys_by_name_ = sorted_index(
+      f.metadata_, [](const auto& kv) -> const std::string& { return kv.first; }, &duplicate);
   if (duplicate != nullptr) {
     throw IoError(IoErrc::gguf_duplicate_key, path, cat("metadata key '", *duplicate, "' appears twice"));
   }
@@ -453,8 +486,8 @@ GgufFile GgufFile::parse(std::span<const std::byte> all, std::shared_ptr<const v
 
   f.tensors_.reserve(static_cast<std::size_t>(p.tensor_count));  // checked against the file size
   for (std::uint64_t i = 0; i < p.tensor_count; ++i) f.tensors_.push_back(read_tensor_info(r, i));
-  f.by_name_ = sorted_index(f.tensors_, [](const GgufTensor& t) -> const std::string& { return t.name; },
-                            &duplicate);
+  f.by_name_ = sorted_index(
+      f.tensors_, [](const GgufTensor& t) -> const std::string& { return t.name; }, &duplicate);
   if (duplicate != nullptr) throw IoError(IoErrc::gguf_duplicate_tensor, path, *duplicate, "name appears twice");
 
   // The data section starts at the next multiple of the alignment; ggml requires that padding only with tensors.

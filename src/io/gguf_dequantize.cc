@@ -108,8 +108,8 @@ std::vector<float> gguf_decode(GgufType type, std::span<const std::byte> in) {
   }
   const GgufTypeInfo info = *gguf_type_info(id);
   if (in.size() % info.block_bytes != 0) {
-    throw std::invalid_argument(cat("gguf_decode: ", in.size(), " bytes are not whole ", gguf_type_name(id),
-                                    " blocks of ", info.block_bytes));
+    throw std::invalid_argument(
+        cat("gguf_decode: ", in.size(), " bytes are not whole ", gguf_type_name(id), " blocks of ", info.block_bytes));
   }
   std::vector<float> out(in.size() / info.block_bytes * info.block_elements);
   switch (type) {

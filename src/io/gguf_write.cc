@@ -26,10 +26,17 @@ void put_string(std::string& out, std::string_view s) {
 
 std::size_t scalar_width(GgufValueType t) {
   switch (t) {
-    case GgufValueType::UINT8: case GgufValueType::INT8: case GgufValueType::BOOL: return 1;
-    case GgufValueType::UINT16: case GgufValueType::INT16: return 2;
-    case GgufValueType::UINT32: case GgufValueType::INT32: case GgufValueType::FLOAT32: return 4;
-    case GgufValueType::UINT64: case GgufValueType::INT64: case GgufValueType::FLOAT64: return 8;
+    case GgufValueType::UINT8:
+    case GgufValueType::INT8:
+    case GgufValueType::BOOL: return 1;
+    case GgufValueType::UINT16:
+    case GgufValueType::INT16: return 2;
+    case GgufValueType::UINT32:
+    case GgufValueType::INT32:
+    case GgufValueType::FLOAT32: return 4;
+    case GgufValueType::UINT64:
+    case GgufValueType::INT64:
+    case GgufValueType::FLOAT64: return 8;
     default: return 0;  // STRING, ARRAY
   }
 }
@@ -143,8 +150,8 @@ GgufTypeInfo check_encodable(GgufType type, std::span<const float> x) {
                                     gguf_type_name(static_cast<std::uint32_t>(type)), " (F32, F16, BF16, Q8_0)"));
   }
   if (x.size() % info->block_elements != 0) {
-    throw std::invalid_argument(cat("gguf_encode: ", x.size(), " values are not whole blocks of ",
-                                    info->block_elements));
+    throw std::invalid_argument(
+        cat("gguf_encode: ", x.size(), " values are not whole blocks of ", info->block_elements));
   }
   if (type == GgufType::F32) return *info;
   for (std::size_t i = 0; i < x.size(); ++i) {

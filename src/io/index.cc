@@ -102,7 +102,8 @@ void write_index(const std::filesystem::path& path, const CheckpointIndex& index
   Json weight_map = Json::object();
   for (const auto& [tensor, shard] : index.weight_map) {
     if (!plain_file_name(shard)) {
-      throw IoError(IoErrc::index_bad_shard_name, path, tensor, cat("shard name '", shard, "' is not a plain file name"));
+      throw IoError(IoErrc::index_bad_shard_name, path, tensor,
+                    cat("shard name '", shard, "' is not a plain file name"));
     }
     weight_map[tensor] = shard;
   }

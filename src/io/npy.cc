@@ -15,11 +15,18 @@ constexpr std::string_view kMagic = "\x93NUMPY";
 constexpr std::size_t kAlign = 64;         // np.save aligns the data to 64 bytes
 constexpr std::size_t kGrowthDigits = 21;  // np.save leaves room for the first dim to grow to 21 digits
 
-constexpr std::array<std::pair<DType, std::string_view>, 12> kDescrs{{
-    {DType::BOOL, "|b1"}, {DType::U8, "|u1"}, {DType::I8, "|i1"}, {DType::U16, "<u2"}, {DType::I16, "<i2"},
-    {DType::U32, "<u4"}, {DType::I32, "<i4"}, {DType::U64, "<u8"}, {DType::I64, "<i8"}, {DType::F16, "<f2"},
-    {DType::F32, "<f4"}, {DType::F64, "<f8"}
-}};
+constexpr std::array<std::pair<DType, std::string_view>, 12> kDescrs{{{DType::BOOL, "|b1"},
+                                                                      {DType::U8, "|u1"},
+                                                                      {DType::I8, "|i1"},
+                                                                      {DType::U16, "<u2"},
+                                                                      {DType::I16, "<i2"},
+                                                                      {DType::U32, "<u4"},
+                                                                      {DType::I32, "<i4"},
+                                                                      {DType::U64, "<u8"},
+                                                                      {DType::I64, "<i8"},
+                                                                      {DType::F16, "<f2"},
+                                                                      {DType::F32, "<f4"},
+                                                                      {DType::F64, "<f8"}}};
 
 std::optional<DType> dtype_of_descr(std::string_view descr) {
   for (const auto& [dtype, d] : kDescrs) {

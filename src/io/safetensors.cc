@@ -154,7 +154,8 @@ void check_tiling(std::vector<SafetensorsTensor>& tensors, std::uint64_t data_si
 
 std::uint64_t read_header_length(std::span<const std::byte> all, const std::filesystem::path& file) {
   if (all.size() < 8) {
-    throw IoError(IoErrc::truncated, file, cat("file is ", all.size(), " bytes, shorter than the 8-byte header length"));
+    throw IoError(IoErrc::truncated, file,
+                  cat("file is ", all.size(), " bytes, shorter than the 8-byte header length"));
   }
   std::uint64_t n = 0;
   for (std::size_t i = 8; i-- > 0;) n = n << 8 | static_cast<std::uint64_t>(all[i]);
@@ -359,8 +360,9 @@ void SafetensorsWriter::write(std::span<const std::byte> bytes) {
   }
   streamed_ = true;
   if (bytes.size() > total_ - written_) {
-    throw IoError(IoErrc::size_mismatch, path_, cat("tensor data runs ", bytes.size() - (total_ - written_),
-                                                    " bytes past what the header announces"));
+    throw IoError(
+        IoErrc::size_mismatch, path_,
+        cat("tensor data runs ", bytes.size() - (total_ - written_), " bytes past what the header announces"));
   }
   if (!detail::write_all(fd_, bytes)) throw IoError(IoErrc::write_failed, path_, detail::os_error("write error"));
   written_ += bytes.size();

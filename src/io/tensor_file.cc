@@ -38,7 +38,8 @@ std::vector<std::int64_t> parse_shape(const std::filesystem::path& path, const s
     const std::string part(s.substr(0, comma));
     char* end = nullptr;
     const long long v = std::strtoll(part.c_str(), &end, 10);
-    if (part.empty() || *end != '\0' || v < 0) throw IoError(IoErrc::invalid_metadata, path, name, "bad shape in metadata");
+    if (part.empty() || *end != '\0' || v < 0)
+      throw IoError(IoErrc::invalid_metadata, path, name, "bad shape in metadata");
     shape.push_back(v);
     s = comma == std::string_view::npos ? std::string_view{} : s.substr(comma + 1);
   }
@@ -53,8 +54,11 @@ std::pair<DType, std::vector<std::uint64_t>> code_dtype(const QuantizedTensor& q
     return {DType::U8, bytes()};
   }
   const Format& f = *q.scheme.element.format;
-  const DType t = f == e4m3 ? DType::F8_E4M3 : f == e5m2 ? DType::F8_E5M2 : f == e3m2 ? DType::F6_E3M2
-                : f == e2m3 ? DType::F6_E2M3 : DType::F4;
+  const DType t = f == e4m3   ? DType::F8_E4M3
+                  : f == e5m2 ? DType::F8_E5M2
+                  : f == e3m2 ? DType::F6_E3M2
+                  : f == e2m3 ? DType::F6_E2M3
+                              : DType::F4;
   const auto size = tensor_size(t, to_unsigned(q.shape));
   if (size.error || size.bytes != q.codes.size()) return {DType::U8, bytes()};
   return {t, to_unsigned(q.shape)};
@@ -69,8 +73,8 @@ std::vector<FloatTensor> read_float_tensors(const std::filesystem::path& path, c
   if (ends_with(path, ".npy")) {
     NpyArray a = read_npy(path);
     if (a.dtype != DType::F32 && a.dtype != DType::F16) {
-      throw IoError(IoErrc::npy_unsupported_dtype, path, "dtype " + std::string(dtype_name(a.dtype)) +
-                                                             " cannot be quantized (give f32 or f16)");
+      throw IoError(IoErrc::npy_unsupported_dtype, path,
+                    "dtype " + std::string(dtype_name(a.dtype)) + " cannot be quantized (give f32 or f16)");
     }
     out.push_back({"x", to_signed(a.shape), widen(a.dtype, a.data)});
     return out;
@@ -83,8 +87,8 @@ std::vector<FloatTensor> read_float_tensors(const std::filesystem::path& path, c
     if (!only.empty() && t.name != only) continue;
     if (!is_float_input(t.dtype)) {
       if (!only.empty()) {
-        throw IoError(IoErrc::unknown_dtype, path, t.name, "dtype " + std::string(dtype_name(t.dtype)) +
-                                                               " cannot be quantized (give F32, F16 or BF16)");
+        throw IoError(IoErrc::unknown_dtype, path, t.name,
+                      "dtype " + std::string(dtype_name(t.dtype)) + " cannot be quantized (give F32, F16 or BF16)");
       }
       continue;
     }
@@ -122,7 +126,8 @@ void write_quantized(const std::filesystem::path& path, const std::vector<NamedQ
     if (q.layout != Layout::ggml) {
       names.push_back(nq.name + "_scale");
       shapes.push_back(to_unsigned(q.scale_shape));
-      views.push_back({names.back(), scale_dtype(*q.scheme.scale_format), shapes.back(), std::as_bytes(std::span(q.scales))});
+      views.push_back(
+          {names.back(), scale_dtype(*q.scheme.scale_format), shapes.back(), std::as_bytes(std::span(q.scales))});
     }
     if (q.scheme.tensor_scale) {
       names.push_back(nq.name + "_tensor_scale");
@@ -149,7 +154,8 @@ QuantizeMetadata quantize_metadata(const SafetensorsFile& file, const std::files
   const auto get = [&](const std::string& key) -> const std::string& {
     const auto it = meta.find(key);
     if (it == meta.end()) {
-      throw IoError(IoErrc::invalid_metadata, path, "no " + key + " in __metadata__: not written by minifloat quantize");
+      throw IoError(IoErrc::invalid_metadata, path,
+                    "no " + key + " in __metadata__: not written by minifloat quantize");
     }
     return it->second;
   };

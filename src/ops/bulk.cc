@@ -60,9 +60,8 @@ void check(const Format& f, std::size_t n, std::size_t m, int code_bits, const c
   }
   const bool fits = code_bits == 8 ? f.bits() <= 8 : f.bits() == 16;
   if (!fits) {
-    throw std::invalid_argument(std::string(what) + ": f: " + std::string(f.name) + " has " +
-                                std::to_string(f.bits()) + "-bit codes, codes holds " +
-                                (code_bits == 8 ? "8 bits or fewer" : "16 bits"));
+    throw std::invalid_argument(std::string(what) + ": f: " + std::string(f.name) + " has " + std::to_string(f.bits()) +
+                                "-bit codes, codes holds " + (code_bits == 8 ? "8 bits or fewer" : "16 bits"));
   }
 }
 
@@ -77,8 +76,8 @@ void check_wide(const Format& w, const char* what, const char* arg) {
 // The packed length of n codes of f (packing applies to 4-, 6- and 8-bit codes).
 std::size_t packed_length(const Format& f, std::size_t n, const char* what) {
   if (f.bits() != 4 && f.bits() != 6 && f.bits() != 8) {
-    throw std::invalid_argument(std::string(what) + ": f: " + std::string(f.name) + " has " +
-                                std::to_string(f.bits()) + "-bit codes; packing takes 4-, 6- or 8-bit codes");
+    throw std::invalid_argument(std::string(what) + ": f: " + std::string(f.name) + " has " + std::to_string(f.bits()) +
+                                "-bit codes; packing takes 4-, 6- or 8-bit codes");
   }
   return packed_size(n, f.bits());
 }
@@ -227,12 +226,12 @@ void encode_bulk(const Format& f, std::span<const double> x, std::span<std::uint
 void encode_bulk(const Format& f, std::span<const double> x, std::span<std::uint16_t> codes, const BulkOptions& o) {
   encode_f64(f, x, codes, o);
 }
-void encode_bulk(const Format& f, const Format& from, std::span<const std::uint16_t> x,
-                 std::span<std::uint8_t> codes, const BulkOptions& o) {
+void encode_bulk(const Format& f, const Format& from, std::span<const std::uint16_t> x, std::span<std::uint8_t> codes,
+                 const BulkOptions& o) {
   encode_wide(f, from, x, codes, o);
 }
-void encode_bulk(const Format& f, const Format& from, std::span<const std::uint16_t> x,
-                 std::span<std::uint16_t> codes, const BulkOptions& o) {
+void encode_bulk(const Format& f, const Format& from, std::span<const std::uint16_t> x, std::span<std::uint16_t> codes,
+                 const BulkOptions& o) {
   encode_wide(f, from, x, codes, o);
 }
 

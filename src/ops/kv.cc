@@ -133,8 +133,8 @@ std::int64_t check_pages(KvFormat f, int page_size, std::size_t buffer_bytes, st
 void check_values_for_slots(std::size_t values, std::size_t slots, std::string_view what) {
   if (values != slots * kKvValues) {
     throw KvError("KV " + std::string(what) + ": " + std::to_string(values) + " floats for " + std::to_string(slots) +
-                  " slots; expected [" + std::to_string(slots) + ", " + std::to_string(kKvValues) + "] = " +
-                  std::to_string(slots * kKvValues));
+                  " slots; expected [" + std::to_string(slots) + ", " + std::to_string(kKvValues) +
+                  "] = " + std::to_string(slots * kKvValues));
   }
 }
 
@@ -210,8 +210,8 @@ void write_kv_pages(KvFormat f, int page_size, std::span<std::uint8_t> pages, st
   write_slots(f, page_size, stride, pages, values, slots);
 }
 
-void read_kv_pages(KvFormat f, int page_size, std::span<const std::uint8_t> pages,
-                   std::span<const std::int64_t> slots, std::span<float> out) {
+void read_kv_pages(KvFormat f, int page_size, std::span<const std::uint8_t> pages, std::span<const std::int64_t> slots,
+                   std::span<float> out) {
   const std::int64_t stride = check_pages(f, page_size, pages.size(), slots);
   check_values_for_slots(out.size(), slots.size(), "output");
   read_slots(f, page_size, stride, pages, slots, out);
@@ -229,7 +229,7 @@ std::span<const std::uint8_t> KvCache::page(std::int64_t p) const {
   }
   const std::int64_t stride = kv_page_bytes(format_, page_size_);
   return std::span<const std::uint8_t>(buffer_).subspan(static_cast<std::size_t>(p * stride),
-                                                         static_cast<std::size_t>(stride));
+                                                        static_cast<std::size_t>(stride));
 }
 
 std::vector<float> KvCache::read(std::span<const std::int64_t> slots) const {

@@ -25,8 +25,7 @@ void check_plain(const Weight& w, std::int64_t k) {
 
 }  // namespace
 
-void linear(const float* x, std::span<const std::int64_t> x_shape, const Weight& w, GemmOut out,
-            const GemmOptions& o) {
+void linear(const float* x, std::span<const std::int64_t> x_shape, const Weight& w, GemmOut out, const GemmOptions& o) {
   const std::int64_t k = x_shape.empty() ? 1 : x_shape.back(), m = leading(x_shape);
   check_plain(w, k);
   // The quantized or rounded activations live in this thread's buffers, so that a decode loop calling linear() per

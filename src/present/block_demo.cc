@@ -74,8 +74,10 @@ BlockDemo block_demo(std::span<const float> values, const Scheme& scheme) {
 
 std::vector<float> with_outlier(std::span<const float> values, float outlier) {
   std::vector<float> out(values.begin(), values.end());
-  if (out.size() < kBlockDemoMaxValues) out.push_back(outlier);
-  else out.back() = outlier;
+  if (out.size() < kBlockDemoMaxValues)
+    out.push_back(outlier);
+  else
+    out.back() = outlier;
   return out;
 }
 

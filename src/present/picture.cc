@@ -40,8 +40,8 @@ std::string text(double x, double y, const std::string& s, const char* attrs = "
 }
 
 std::string rect(double x, double y, double w, double h, const char* fill) {
-  return "<rect x=\"" + num(x) + "\" y=\"" + num(y) + "\" width=\"" + num(w) + "\" height=\"" + num(h) +
-         "\" fill=\"" + fill + "\" stroke=\"#fff\" stroke-width=\"1\"/>\n";
+  return "<rect x=\"" + num(x) + "\" y=\"" + num(y) + "\" width=\"" + num(w) + "\" height=\"" + num(h) + "\" fill=\"" +
+         fill + "\" stroke=\"#fff\" stroke-width=\"1\"/>\n";
 }
 
 std::string svg_open(int width, int height, const std::string& title) {
@@ -109,13 +109,12 @@ std::string error_axes() {
   std::string bound = "<path d=\"";
   for (int m = 1; m <= 23; ++m) bound += (m == 1 ? "M" : " L") + num(px(m)) + " " + num(py(-(m + 1) * std::log10(2.0)));
   s += bound + "\" fill=\"none\" stroke=\"#999\" stroke-dasharray=\"4 3\"/>\n";
-  return s + text(px(15), py(-16 * std::log10(2.0)) + 18, "worst case of a normal number: 2^-(m+1)",
-                  "fill=\"#666\"");
+  return s + text(px(15), py(-16 * std::log10(2.0)) + 18, "worst case of a normal number: 2^-(m+1)", "fill=\"#666\"");
 }
 
 struct Point {
-  double x, y;        // the point
-  double lx, ly;      // its label
+  double x, y;    // the point
+  double lx, ly;  // its label
   std::string label;
 };
 

@@ -39,8 +39,10 @@ void check_activation(const char* op, const QuantizedTensor& a, const std::strin
   const Scheme& s = a.scheme;
   if (s.element.format != &e4m3 || s.block_rows != 1 || s.block_cols != kActBlock || s.tensor_scale ||
       !(*s.scale_format == ue8m0 || *s.scale_format == f32) || a.layout == Layout::ggml) {
-    fail(op, "activation", as, ws, "the activation must be e4m3 in 1x128 blocks with ue8m0 or f32 scales "
-                                   "(act_quant's output), not " + s.name);
+    fail(op, "activation", as, ws,
+         "the activation must be e4m3 in 1x128 blocks with ue8m0 or f32 scales "
+         "(act_quant's output), not " +
+             s.name);
   }
 }
 
@@ -53,10 +55,10 @@ void check_scales(const char* op, const char* which, const QuantizedTensor& q, c
   const std::size_t width = *q.scheme.scale_format == f32 ? 4 : 1;
   const bool shape_ok = std::equal(q.scale_shape.begin(), q.scale_shape.end(), expected.begin(), expected.end());
   if (!shape_ok || q.scales.size() != static_cast<std::size_t>(g.blocks()) * width) {
-    fail(op, "activation", as, ws, std::string(which) + " scales " + dims(q.scale_shape) + " (" +
-                                       std::to_string(q.scales.size()) + " bytes) are not the " + dims(expected) +
-                                       " " + std::string(q.scheme.scale_format->name) + " scales of " +
-                                       q.scheme.name + " (scales packed for another platform? unpack them first)");
+    fail(op, "activation", as, ws,
+         std::string(which) + " scales " + dims(q.scale_shape) + " (" + std::to_string(q.scales.size()) +
+             " bytes) are not the " + dims(expected) + " " + std::string(q.scheme.scale_format->name) + " scales of " +
+             q.scheme.name + " (scales packed for another platform? unpack them first)");
   }
   try {
     validate(q);
@@ -116,9 +118,11 @@ void check_fp8_weight(const char* op, const QuantizedTensor& w, const std::strin
       w.shape.size() == 2) {
     return;
   }
-  fail(op, "activation", as, ws, "the weight must be a 2-D e4m3 tensor with ue8m0 or f32 scales in blocks whose "
-                                 "width is a multiple of 16 dividing 128 or a multiple of it (fp8-128x128, "
-                                 "fp8-32x32), not " + s.name + " in layout " + std::string(to_string(w.layout)));
+  fail(op, "activation", as, ws,
+       "the weight must be a 2-D e4m3 tensor with ue8m0 or f32 scales in blocks whose "
+       "width is a multiple of 16 dividing 128 or a multiple of it (fp8-128x128, "
+       "fp8-32x32), not " +
+           s.name + " in layout " + std::string(to_string(w.layout)));
 }
 
 // The e4m3 GEMV's factors (2^120 x scale per weight scale, or one 2^120), where every scale is at most 2^7 (so not
@@ -157,9 +161,10 @@ Problem fp4_problem(const QuantizedTensor& a, const QuantizedTensor& w, GemmOut 
   const Scheme& s = w.scheme;
   if (s.element.format != &e2m1 || s.block_rows != 1 || s.block_cols != 32 || !(*s.scale_format == ue8m0) ||
       s.tensor_scale || w.layout != Layout::packed || w.shape.size() != 2) {
-    fail(op, "activation", as, ws, "the weight must be a 2-D e2m1 tensor, packed two per byte, in 1x32 blocks with "
-                                   "ue8m0 scales (mxfp4), not " + s.name + " in layout " +
-                                   std::string(to_string(w.layout)));
+    fail(op, "activation", as, ws,
+         "the weight must be a 2-D e2m1 tensor, packed two per byte, in 1x32 blocks with "
+         "ue8m0 scales (mxfp4), not " +
+             s.name + " in layout " + std::string(to_string(w.layout)));
   }
   Problem p = quantized_problem(op, a, w, out, o, as, ws, true);
   p.kind = WeightKind::e2m1;

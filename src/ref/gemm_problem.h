@@ -30,28 +30,28 @@ struct Problem {
   Problem& operator=(Problem&&) = default;
 
   std::int64_t m = 0, n = 0, k = 0;
-  int group = kActBlock;     // G: the K range summed before its scale is applied
+  int group = kActBlock;  // G: the K range summed before its scale is applied
   // [m][k] exact: bf16 widened, or f32. Empty for act_quant's activations, which stay e4m3 codes (a_codes) until a
   // kernel reads them (activation_values): a large call then writes no f32 copy of M x K that it would only copy
   // again into its own layout.
   std::vector<float> a;
   const std::uint8_t* a_codes = nullptr;  // [m][k] e4m3 codes of act_quant's activations, or null
-  std::vector<float> act_scales;     // [m][k / 128] activation scales (decoded); empty: 1
+  std::vector<float> act_scales;          // [m][k / 128] activation scales (decoded); empty: 1
   WeightKind kind = WeightKind::f32;
   const std::uint8_t* codes = nullptr;  // e4m3 [n][k] one per byte; e2m1 [n][k / 2], element 2i in the low nibble
   const std::uint16_t* w_bf16 = nullptr;
   const float* w_f32 = nullptr;
-  int br = 1, bc = 1;               // the weight's scale block
-  std::int64_t weight_scale_cols = 0;         // ceil(k / bc)
+  int br = 1, bc = 1;                  // the weight's scale block
+  std::int64_t weight_scale_cols = 0;  // ceil(k / bc)
   // [ceil(n / br)][weight_scale_cols] decoded weight scales; empty: none (or weight_scale_codes)
   std::vector<float> weight_scales;
   // mxfp4 weights: their ue8m0 scale codes [n][weight_scale_cols] and each code's divisor. weight_scales stays empty
-  // until a kernel that wants f32 scales asks (expand_weight_scales); the M = 1 GEMV reads the bytes through the table, so a decode-shaped
-  // call does not first write N x K / 32 decoded scales to memory (a third of its time,
+  // until a kernel that wants f32 scales asks (expand_weight_scales); the M = 1 GEMV reads the bytes through the table,
+  // so a decode-shaped call does not first write N x K / 32 decoded scales to memory (a third of its time,
   // docs/benchmark-history.md#block-scaled-gemm-issue-5).
   const std::uint8_t* weight_scale_codes = nullptr;
   std::array<float, 256> weight_scale_table{};
-  bool weight_scales_inside = false;           // powers of two, multiplied into w (exact); else applied per group
+  bool weight_scales_inside = false;  // powers of two, multiplied into w (exact); else applied per group
   // e4m3 weights: weight_scales * 2^120 per scale block, the one factor that turns a code's bits moved into f32 place
   // ((code << 20), an f32 2^-120 times the value) into value * scale; empty when some scale exceeds 2^7.
   std::vector<float> e4m3_factor;

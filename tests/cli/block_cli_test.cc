@@ -111,8 +111,7 @@ TEST_F(BlockCli, BadInputsGetOneLineAndExitTwo) {
                      "unknown scale rule 'round'");
   expect_usage_error(run({"quantize", "--scheme", "mxfp4", "--profile", "cuda", in, path("o.safetensors")}),
                      "unknown profile 'cuda'");
-  expect_usage_error(run({"quantize", "--scheme", "mxfp4", path("missing.npy"), path("o.safetensors")}),
-                     "missing.npy");
+  expect_usage_error(run({"quantize", "--scheme", "mxfp4", path("missing.npy"), path("o.safetensors")}), "missing.npy");
   {
     std::ifstream src(in, std::ios::binary);
     std::string bytes((std::istreambuf_iterator<char>(src)), {});

@@ -15,8 +15,8 @@ namespace {
 
 namespace fs = std::filesystem;
 using mf::io::testing::python_has;
-using mf::io::testing::RunResult;
 using mf::io::testing::run_python;
+using mf::io::testing::RunResult;
 using mf::io::testing::str;
 using mf::io::testing::TempDir;
 using mf::io::testing::write_file;
@@ -120,9 +120,9 @@ TEST_F(CheckpointCli, ConvertDequantizeAgainstAnIndependentReader) {
   const auto d16 = run({"dequantize", (dir_ / "out").string(), (dir_ / "deq16").string(), "--dtype", "bf16"});
   ASSERT_EQ(d16.exit_code, 0) << d16.err;
   write_file(dir_ / "check.py", kCheck);
-  const RunResult r = run_python(dir_ / "check.py", str("'", (dir_ / "src").string(), "' '", (dir_ / "out").string(),
-                                                        "' '", (dir_ / "deq").string(), "' '",
-                                                        (dir_ / "deq16").string(), "'"));
+  const RunResult r =
+      run_python(dir_ / "check.py", str("'", (dir_ / "src").string(), "' '", (dir_ / "out").string(), "' '",
+                                        (dir_ / "deq").string(), "' '", (dir_ / "deq16").string(), "'"));
   ASSERT_EQ(r.status, 0) << r.output;
   // 2 layers x (wq_a, wq_b, wkv, wo_a, wo_b, indexer wq_b, 4 experts x 3, shared x 3) = 2 x 21 pairs.
   EXPECT_EQ(r.output, "pairs 42\n");
@@ -151,8 +151,9 @@ TEST_F(CheckpointCli, InspectAndVerifyTheConvertedCheckpoint) {
   EXPECT_NE(i.out.find("153856 parameters, 217.11 kB"), std::string::npos) << i.out;
   const auto v = run({"verify", (dir_ / "out").string()});
   EXPECT_EQ(v.exit_code, 0) << v.err;
-  EXPECT_EQ(v.out, "ok: 105 tensors, 42 quantized pairs, 0 FP4-QAT tensors checked; config.json valid under "
-                   "deepseek rules\n");
+  EXPECT_EQ(v.out,
+            "ok: 105 tensors, 42 quantized pairs, 0 FP4-QAT tensors checked; config.json valid under "
+            "deepseek rules\n");
   // The same config under DeepInfer's rules fails with its own words.
   const auto di = run({"inspect", "--config-rules", "deepinfer", (dir_ / "out").string()});
   EXPECT_EQ(di.exit_code, 2);
@@ -293,7 +294,8 @@ class VerifyQat : public ::testing::Test {
     using namespace mf::io;
     std::vector<std::byte> w(2 * 64), s(1);
     // Row 0: 0.5, 1, 1.5, ... (e2m1 grid) times 2^-3; e4m3 codes of 0.0625 (0x18), 0.125 (0x20), 0.1875 (0x24)...
-    const std::uint8_t grid[] = {0x00, 0x18, 0x20, 0x24, 0x28, 0x2C, 0x30, 0x34};  // 0, .0625, .125, .1875, .25, .375, .5, .75
+    const std::uint8_t grid[] = {0x00, 0x18, 0x20, 0x24,
+                                 0x28, 0x2C, 0x30, 0x34};  // 0, .0625, .125, .1875, .25, .375, .5, .75
     for (std::size_t i = 0; i < w.size(); ++i) w[i] = static_cast<std::byte>(grid[i % 8] | (i % 3 == 0 ? 0x80 : 0));
     w[77] = static_cast<std::byte>(bad_code);
     s[0] = static_cast<std::byte>(127);
@@ -317,9 +319,10 @@ TEST_F(VerifyQat, OtherFp8ValuesFailWithDeepInfersMessage) {
   write(0x2A);  // 0.3125 = 2.5 x 2^-3: not an e2m1 value at this block's power of two
   const auto v = run({"verify", "--fp4-qat", (dir_ / "m").string()});
   EXPECT_EQ(v.exit_code, 2);
-  EXPECT_EQ(v.err, "minifloat: error: verify failed at tensor 'layers.0.ffn.experts.0.w1.weight': Only support "
-                   "FP4-QAT checkpoint: tensor 'layers.0.ffn.experts.0.w1.weight' block at element 64 is not e2m1 "
-                   "values times one power of two\n");
+  EXPECT_EQ(v.err,
+            "minifloat: error: verify failed at tensor 'layers.0.ffn.experts.0.w1.weight': Only support "
+            "FP4-QAT checkpoint: tensor 'layers.0.ffn.experts.0.w1.weight' block at element 64 is not e2m1 "
+            "values times one power of two\n");
   EXPECT_EQ(run({"verify", (dir_ / "m").string()}).exit_code, 0) << "without --fp4-qat or an FP4 config, no check";
 }
 
@@ -339,8 +342,8 @@ TEST_F(CheckpointCli, DequantizeAsAJobArrayThenMerge) {
   const std::string q = (dir_ / "out").string();
   ASSERT_EQ(run({"dequantize", q, (dir_ / "one").string(), "--dtype", "bf16"}).exit_code, 0);
   for (const char* job : {"0", "1"}) {
-    const auto r = run({"dequantize", q, (dir_ / "arr").string(), "--dtype", "bf16", "--shard-index", job,
-                        "--shard-count", "2"});
+    const auto r =
+        run({"dequantize", q, (dir_ / "arr").string(), "--dtype", "bf16", "--shard-index", job, "--shard-count", "2"});
     ASSERT_EQ(r.exit_code, 0) << r.err;
   }
   EXPECT_FALSE(fs::exists(dir_ / "arr" / mf::io::kIndexFileName));

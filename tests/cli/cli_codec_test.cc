@@ -197,11 +197,13 @@ TEST(EncodeBinary, HandWorkedCodesAndTheTextFormsCodes) {
   std::string lines;
   for (int i = 0; i < 3000; ++i) {
     x.push_back(std::ldexp(static_cast<float>((i * 7919) % 2001 - 1000), -(i % 23)) / 7.0f);
-    lines += "0x" + [](std::uint32_t b) {
-      char buf[9];
-      std::snprintf(buf, sizeof buf, "%08x", b);
-      return std::string(buf);
-    }(std::bit_cast<std::uint32_t>(x.back())) + "\n";
+    lines += "0x" +
+             [](std::uint32_t b) {
+               char buf[9];
+               std::snprintf(buf, sizeof buf, "%08x", b);
+               return std::string(buf);
+             }(std::bit_cast<std::uint32_t>(x.back())) +
+             "\n";
   }
   for (const char* fmt : {"e2m1", "e5m2", "bf16"}) {
     for (const std::vector<std::string>& opts :

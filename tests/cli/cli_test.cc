@@ -91,11 +91,11 @@ std::vector<std::string> keys(const json& j) {
   std::sort(k.begin(), k.end());
   return k;
 }
-const std::vector<std::string> kShowKeys = {"formats",  "input", "input_f32_bits", "input_text", "overflow",
-                                            "rounding", "scale", "scaled_input"};
-const std::vector<std::string> kRowKeys = {"abs_error", "bits",           "class",  "code",
-                                           "exponent",  "exponent_field", "format", "mantissa_field",
-                                           "rel_error", "sign",           "stored", "stored_text", "value"};
+const std::vector<std::string> kShowKeys = {"formats",  "input",    "input_f32_bits", "input_text",
+                                            "overflow", "rounding", "scale",          "scaled_input"};
+const std::vector<std::string> kRowKeys = {"abs_error",      "bits",        "class",          "code",      "exponent",
+                                           "exponent_field", "format",      "mantissa_field", "rel_error", "sign",
+                                           "stored",         "stored_text", "value"};
 
 TEST(ShowJson, FieldsForPointThree) {
   const Result r = run({"show", "0.3", "--formats", "e4m3,ue8m0", "--json"});

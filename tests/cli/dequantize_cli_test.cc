@@ -43,7 +43,8 @@ TEST(DequantizeNeverSilent, AnFp8WeightWithoutAScaleIsAnErrorAndNothingIsWritten
   const fs::path in = orphan_checkpoint(dir);
   const auto r = run({"dequantize", in.string(), (dir / "out").string()});
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find(str((in / "model.safetensors").string(), ": tensor 'a.weight': F8_E4M3 [4, 32] looks quantized "
+  EXPECT_NE(r.err.find(str((in / "model.safetensors").string(),
+                           ": tensor 'a.weight': F8_E4M3 [4, 32] looks quantized "
                            "(by its dtype) but is part of no pair")),
             std::string::npos)
       << r.err;
@@ -63,8 +64,8 @@ TEST(DequantizeNeverSilent, AnOrphanScaleIsAnErrorByItsName) {
 TEST(DequantizeNeverSilent, PassthroughKeepsNamedTensorsAndTheRestIsF32) {
   TempDir dir;
   const fs::path in = orphan_checkpoint(dir);
-  const auto r = run({"dequantize", in.string(), (dir / "out").string(), "--passthrough", "a.weight", "--passthrough",
-                      "*_scale"});
+  const auto r =
+      run({"dequantize", in.string(), (dir / "out").string(), "--passthrough", "a.weight", "--passthrough", "*_scale"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const mf::io::SafetensorsFile f = mf::io::read_safetensors(dir / "out" / "model.safetensors");
   ASSERT_EQ(f.tensors().size(), 3u);
@@ -127,7 +128,8 @@ TEST(InspectUnknownDialect, ListsTheTensorsAndSaysItDoesNotKnowTheScheme) {
   ASSERT_EQ(r.exit_code, 2) << r.err;
   EXPECT_NE(r.err.find("config.json declares quantization 'bitsandbytes'"), std::string::npos) << r.err;
   EXPECT_NE(r.out.find("a.weight"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("config.json: quant_method 'bitsandbytes' is a dialect minifloat does not know"), std::string::npos)
+  EXPECT_NE(r.out.find("config.json: quant_method 'bitsandbytes' is a dialect minifloat does not know"),
+            std::string::npos)
       << r.out;
   const auto d = run({"dequantize", in.string(), (dir / "out").string()});
   EXPECT_EQ(d.exit_code, 2);

@@ -20,34 +20,62 @@ namespace fs = std::filesystem;
 const fs::path kRoot = MF_SOURCE_DIR;
 
 enum Layer { formats, blocks, ref, cpu, ops, io, checkpoint, present, tools };
-constexpr const char* kLayerNames[] = {"formats", "blocks", "ref",        "cpu",     "ops",
+constexpr const char* kLayerNames[] = {"formats", "blocks",     "ref",     "cpu",  "ops",
                                        "io",      "checkpoint", "present", "tools"};
 
 // Folders of the tree and their layers. tests/ is not here: a test may include whatever it checks.
 const std::map<std::string, Layer> kFolders = {
-    {"src/formats", formats}, {"src/blocks", blocks}, {"src/ref", ref},   {"src/cpu", cpu},
-    {"src/ops", ops},         {"src/io", io},         {"src/checkpoint", checkpoint}, {"src/present", present},
-    {"cli", tools},           {"bench", tools},       {"python/src", tools}, {"web", tools},
+    {"src/formats", formats},
+    {"src/blocks", blocks},
+    {"src/ref", ref},
+    {"src/cpu", cpu},
+    {"src/ops", ops},
+    {"src/io", io},
+    {"src/checkpoint", checkpoint},
+    {"src/present", present},
+    {"cli", tools},
+    {"bench", tools},
+    {"python/src", tools},
+    {"web", tools},
 };
 
 const std::map<std::string, Layer> kPublicHeaders = {
     // numbers: formats as data, the scalar and bulk codecs, text, one number described
-    {"format.h", formats}, {"codec.h", formats}, {"bulk.h", formats}, {"random.h", formats}, {"text.h", formats},
-    {"describe.h", formats}, {"dtype.h", formats},
+    {"format.h", formats},
+    {"codec.h", formats},
+    {"bulk.h", formats},
+    {"random.h", formats},
+    {"text.h", formats},
+    {"describe.h", formats},
+    {"dtype.h", formats},
     // the version: version.h.in, configured into the build tree as version.h; no layer's code, so any may include it
     {"version.h.in", formats},
     // blocks of numbers
-    {"scheme.h", blocks}, {"scale.h", blocks}, {"pack.h", blocks}, {"quantize.h", blocks},
+    {"scheme.h", blocks},
+    {"scale.h", blocks},
+    {"pack.h", blocks},
+    {"quantize.h", blocks},
     {"hadamard.h", blocks},
     // the GEMM's definition: operands, options and the reference beside the entry points
     {"gemm.h", ref},
-    {"kv.h", ops}, {"scale_layout.h", ops}, {"error_report.h", ops},
+    {"kv.h", ops},
+    {"scale_layout.h", ops},
+    {"error_report.h", ops},
     // file containers
-    {"npy.h", io}, {"safetensors.h", io}, {"gguf.h", io}, {"tensor_file.h", io}, {"checkpoint.h", io},
+    {"npy.h", io},
+    {"safetensors.h", io},
+    {"gguf.h", io},
+    {"tensor_file.h", io},
+    {"checkpoint.h", io},
     // the checkpoint tool
-    {"checkpoint_tensors.h", checkpoint}, {"checkpoint_commands.h", checkpoint}, {"hf_config.h", checkpoint},
-    {"recipe.h", checkpoint}, {"gguf_model.h", checkpoint},
-    {"describe_json.h", present}, {"picture.h", present}, {"block_demo.h", present},
+    {"checkpoint_tensors.h", checkpoint},
+    {"checkpoint_commands.h", checkpoint},
+    {"hf_config.h", checkpoint},
+    {"recipe.h", checkpoint},
+    {"gguf_model.h", checkpoint},
+    {"describe_json.h", present},
+    {"picture.h", present},
+    {"block_demo.h", present},
     {"minifloat.h", tools},  // everything
 };
 
@@ -129,9 +157,8 @@ TEST(Layers, EveryIncludePointsToItsOwnLayerOrAnEarlierOne) {
       EXPECT_TRUE(to) << rel(file) << ":" << line << " includes \"" << name << "\" (" << rel(*target)
                       << "), which is in no layer";
       if (to) {
-        EXPECT_LE(*to, *from) << rel(file) << ":" << line << " includes \"" << name << "\": "
-                              << kLayerNames[*from] << " may not include " << kLayerNames[*to]
-                              << " (docs/architecture.md)";
+        EXPECT_LE(*to, *from) << rel(file) << ":" << line << " includes \"" << name << "\": " << kLayerNames[*from]
+                              << " may not include " << kLayerNames[*to] << " (docs/architecture.md)";
       }
     }
   }

@@ -120,8 +120,7 @@ TEST_F(OpsCli, PackScalesPadsToWholeWords) {
   const Result r = run({"pack-scales", "--platform", "nvidia", in, path("o.safetensors")});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const io::SafetensorsFile f = io::read_safetensors(path("o.safetensors"));
-  EXPECT_EQ(bytes_of(f, *f.find("s")),
-            (std::vector<std::uint8_t>{1, 2, 3, 4, 5, 0, 0, 0, 6, 7, 8, 9, 10, 0, 0, 0}));
+  EXPECT_EQ(bytes_of(f, *f.find("s")), (std::vector<std::uint8_t>{1, 2, 3, 4, 5, 0, 0, 0, 6, 7, 8, 9, 10, 0, 0, 0}));
 }
 
 TEST_F(OpsCli, PackScalesDeepGemmAndCublas) {
@@ -135,8 +134,8 @@ TEST_F(OpsCli, PackScalesDeepGemmAndCublas) {
   EXPECT_EQ(d.find("s")->dtype, io::DType::I32);
   EXPECT_EQ(d.find("s")->shape, (std::vector<std::uint64_t>{2, 8}));
   const std::vector<std::uint8_t> db = bytes_of(d, *d.find("s"));
-  EXPECT_EQ(std::vector<std::uint8_t>(db.begin(), db.begin() + 8), (std::vector<std::uint8_t>{0x10, 0x11, 0x12, 0x13,
-                                                                                               0x20, 0x21, 0x22, 0x23}));
+  EXPECT_EQ(std::vector<std::uint8_t>(db.begin(), db.begin() + 8),
+            (std::vector<std::uint8_t>{0x10, 0x11, 0x12, 0x13, 0x20, 0x21, 0x22, 0x23}));
   EXPECT_EQ(std::vector<std::uint8_t>(db.begin() + 32, db.begin() + 36), (std::vector<std::uint8_t>{0x14, 0x15, 0, 0}));
   // cuBLAS: [128, 8] bytes; row 1's codes at byte 16, row 0's fifth code in the second tile (byte 512).
   ASSERT_EQ(run({"pack-scales", "--platform", "cublas-128x4", in, path("c.safetensors")}).exit_code, 0);
@@ -155,12 +154,15 @@ TEST_F(OpsCli, UnpackScalesPackedForAnotherPlatform) {
   const std::string in = file("x_scale", io::DType::I16, {1536, 64}, codes);
   const Result r = run({"unpack-scales", "--platform", "nvidia", "--codes", "1536,128", "--tensor", "x_scale", in,
                         path("o.safetensors")});
-  expect_usage_error(r, "scales [1536, 64] int16 do not fit nvidia-int32 scales for codes [1536, 128]: expected "
-                        "[1536, 32] int32 (they are ascend-int16 scales: packed for another platform?)");
+  expect_usage_error(r,
+                     "scales [1536, 64] int16 do not fit nvidia-int32 scales for codes [1536, 128]: expected "
+                     "[1536, 32] int32 (they are ascend-int16 scales: packed for another platform?)");
   EXPECT_FALSE(fs::exists(path("o.safetensors")));
   // As Ascend's, they unpack.
   ASSERT_EQ(run({"unpack-scales", "--platform", "ascend", "--codes", "1536,128", "--tensor", "x_scale", in,
-                 path("o.safetensors")}).exit_code, 0);
+                 path("o.safetensors")})
+                .exit_code,
+            0);
 }
 
 TEST_F(OpsCli, PackScalesErrors) {
@@ -182,8 +184,9 @@ TEST_F(OpsCli, UnpackScalesErrors) {
   const std::string packed = file("x_scale", io::DType::I32, {4, 2}, std::vector<std::uint8_t>(32, 1));
   expect_usage_error(run({"unpack-scales", packed, path("o.safetensors")}), "no tensor packed by pack-scales");
   expect_usage_error(run({"unpack-scales", "--tensor", "x_scale", packed, path("o.safetensors")}), "give --platform");
-  expect_usage_error(run({"unpack-scales", "--platform", "nvidia", "--tensor", "x_scale", packed, path("o.safetensors")}),
-                     "give the code shape with --codes");
+  expect_usage_error(
+      run({"unpack-scales", "--platform", "nvidia", "--tensor", "x_scale", packed, path("o.safetensors")}),
+      "give the code shape with --codes");
   expect_usage_error(run({"unpack-scales", "--platform", "nvidia", "--codes", "4,x", "--tensor", "x_scale", packed,
                           path("o.safetensors")}),
                      "--codes '4,x' is not a shape");

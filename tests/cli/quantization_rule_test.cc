@@ -1,5 +1,5 @@
-// The one rule inspect, verify, dequantize and convert share (src/checkpoint/quantization_rule.h, docs/checkpoints.md "Never
-// silent"): a declared quantization is read in full or refused before anything is written, naming the method and
+// The one rule inspect, verify, dequantize and convert share (src/checkpoint/quantization_rule.h, docs/checkpoints.md
+// "Never silent"): a declared quantization is read in full or refused before anything is written, naming the method and
 // the first tensor; a tensor quantized by its dtype or name is never copied as a weight nor quantized as one; names
 // that look like scales but are a model family's parameters pass. The checkpoints are laid out as AutoAWQ (GEMM),
 // AutoGPTQ, ModelOpt (NVFP4) and compressed-tensors (pack-quantized) write them; each case failed on the tree before
@@ -165,7 +165,9 @@ std::vector<Tensor> model_with(void (*add)(std::vector<Tensor>&, const std::stri
   return t;
 }
 
-nlohmann::json config_of(const fs::path& dir) { return nlohmann::json::parse(mf::io::testing::read_file(dir / "config.json")); }
+nlohmann::json config_of(const fs::path& dir) {
+  return nlohmann::json::parse(mf::io::testing::read_file(dir / "config.json"));
+}
 
 // Every command refuses, with exit 2, the message's `parts`, and no output.
 void expect_refused_everywhere(const TempDir& dir, const fs::path& in, const std::vector<std::string>& parts) {
@@ -248,8 +250,10 @@ TEST(QuantizationRule, CompressedTensorsFormatNotReadIsRefusedNamingIt) {
   TempDir dir;
   write_checkpoint(dir / "in", model_with(add_ct_int4), kCtMarlinConfig);
   expect_refused_everywhere(dir, dir / "in",
-                            {"config.json declares quantization 'compressed-tensors'", "'group_0' stores int4 weights "
-                             "as 'marlin-24'", "'model.layers.0.mlp.down_proj.weight_packed' (I32 [32, 8])"});
+                            {"config.json declares quantization 'compressed-tensors'",
+                             "'group_0' stores int4 weights "
+                             "as 'marlin-24'",
+                             "'model.layers.0.mlp.down_proj.weight_packed' (I32 [32, 8])"});
 }
 
 // inspect still lists the checkpoint, marking what it does not understand, and exits 2 with the same message.
@@ -296,7 +300,8 @@ TEST(QuantizationRule, ModeloptNvfp4IntoAnotherSchemeIsRequantizedFromItsExactVa
   TempDir dir;
   write_checkpoint(dir / "in", model_with(add_modelopt_nvfp4), kModeloptConfig, kHfQuantConfig);
   for (const char* recipe : {"mxfp4", "fp8-block"}) {
-    const fs::path one = dir / (std::string("one-") + recipe), f32 = dir / "f32", two = dir / (std::string("two-") + recipe);
+    const fs::path one = dir / (std::string("one-") + recipe), f32 = dir / "f32",
+                   two = dir / (std::string("two-") + recipe);
     ASSERT_EQ(run({"convert", (dir / "in").string(), one.string(), "--recipe", recipe}).exit_code, 0);
     if (!fs::exists(f32)) {
       // bf16: the model's own dtype for its plain tensors, and exact for these products (e2m1 x e4m3 x 1.0 has at
@@ -371,7 +376,9 @@ struct Module {
   void (*add)(std::vector<Tensor>&, const std::string&);
 };
 
-void add_plain(std::vector<Tensor>& t, const std::string& m) { t.push_back(filled(m + ".weight", DType::BF16, {32, 64})); }
+void add_plain(std::vector<Tensor>& t, const std::string& m) {
+  t.push_back(filled(m + ".weight", DType::BF16, {32, 64}));
+}
 void add_deepseek_fp8(std::vector<Tensor>& t, const std::string& m) {
   t.push_back(filled(m + ".weight", DType::F8_E4M3, {32, 64}));
   t.push_back(filled(m + ".weight_scale_inv", DType::F32, {1, 1}));
@@ -381,22 +388,39 @@ void add_ct_nvfp4(std::vector<Tensor>& t, const std::string& m) {
   t.push_back(filled(m + ".weight_packed", DType::U8, {32, 32}));
   t.push_back(filled(m + ".weight_scale", DType::F8_E4M3, {32, 4}));
 }
-void add_orphan_scale(std::vector<Tensor>& t, const std::string& m) { t.push_back(filled(m + ".weight_scale", DType::F32, {1})); }
-void add_orphan_fp8(std::vector<Tensor>& t, const std::string& m) { t.push_back(filled(m + ".weight", DType::F8_E4M3, {32, 64})); }
-void add_hc_scale(std::vector<Tensor>& t, const std::string& m) { t.push_back(filled(m + ".hc_attn_scale", DType::F32, {3})); }
-void add_norm_scale(std::vector<Tensor>& t, const std::string& m) { t.push_back(filled(m + ".norm.scale", DType::F32, {64})); }
-void add_hash_table(std::vector<Tensor>& t, const std::string& m) { t.push_back(filled(m + ".tid2eid", DType::I64, {16, 2})); }
+void add_orphan_scale(std::vector<Tensor>& t, const std::string& m) {
+  t.push_back(filled(m + ".weight_scale", DType::F32, {1}));
+}
+void add_orphan_fp8(std::vector<Tensor>& t, const std::string& m) {
+  t.push_back(filled(m + ".weight", DType::F8_E4M3, {32, 64}));
+}
+void add_hc_scale(std::vector<Tensor>& t, const std::string& m) {
+  t.push_back(filled(m + ".hc_attn_scale", DType::F32, {3}));
+}
+void add_norm_scale(std::vector<Tensor>& t, const std::string& m) {
+  t.push_back(filled(m + ".norm.scale", DType::F32, {64}));
+}
+void add_hash_table(std::vector<Tensor>& t, const std::string& m) {
+  t.push_back(filled(m + ".tid2eid", DType::I64, {16, 2}));
+}
 void add_bnb(std::vector<Tensor>& t, const std::string& m) {
   t.push_back(filled(m + ".weight", DType::U8, {1024, 1}));
   t.push_back(filled(m + ".weight.absmax", DType::F32, {32}));
 }
 
-const std::vector<Module> kModules{
-    {"plain", true, add_plain},         {"deepseek-fp8", true, add_deepseek_fp8}, {"modelopt-nvfp4", true, add_modelopt_nvfp4},
-    {"ct-nvfp4", true, add_ct_nvfp4},   {"hc-scale", true, add_hc_scale},         {"norm-scale", true, add_norm_scale},
-    {"hash-table", true, add_hash_table}, {"awq", true, add_awq},                 {"gptq", true, add_gptq},
-    {"ct-int4", true, add_ct_int4},    {"orphan-scale", false, add_orphan_scale}, {"orphan-fp8", false, add_orphan_fp8},
-    {"bnb", false, add_bnb}};
+const std::vector<Module> kModules{{"plain", true, add_plain},
+                                   {"deepseek-fp8", true, add_deepseek_fp8},
+                                   {"modelopt-nvfp4", true, add_modelopt_nvfp4},
+                                   {"ct-nvfp4", true, add_ct_nvfp4},
+                                   {"hc-scale", true, add_hc_scale},
+                                   {"norm-scale", true, add_norm_scale},
+                                   {"hash-table", true, add_hash_table},
+                                   {"awq", true, add_awq},
+                                   {"gptq", true, add_gptq},
+                                   {"ct-int4", true, add_ct_int4},
+                                   {"orphan-scale", false, add_orphan_scale},
+                                   {"orphan-fp8", false, add_orphan_fp8},
+                                   {"bnb", false, add_bnb}};
 
 struct Declaration {
   const char* config;  // quantization_config, or "" for none
@@ -404,21 +428,27 @@ struct Declaration {
 };
 const std::vector<Declaration> kDeclarations{
     {"", true},
-    {R"({"quant_method": "fp8", "fmt": "e4m3", "activation_scheme": "dynamic", "weight_block_size": [128, 128]})", true},
+    {R"({"quant_method": "fp8", "fmt": "e4m3", "activation_scheme": "dynamic", "weight_block_size": [128, 128]})",
+     true},
     {R"({"quant_method": "fp8", "activation_scheme": "dynamic", "weight_block_size": [128, 128]})", true},
     {R"({"quant_method": "compressed-tensors", "format": "nvfp4-pack-quantized", "config_groups": {"g": {"targets":
-        ["Linear"], "weights": {"num_bits": 4, "type": "float"}}}})", true},
+        ["Linear"], "weights": {"num_bits": 4, "type": "float"}}}})",
+     true},
     {R"({"quant_method": "compressed-tensors", "format": "pack-quantized", "config_groups": {"g": {"targets":
-        ["Linear"], "weights": {"num_bits": 4, "type": "int"}}}})", true},
+        ["Linear"], "weights": {"num_bits": 4, "type": "int"}}}})",
+     true},
     {R"({"quant_method": "compressed-tensors", "format": "marlin-24", "config_groups": {"g": {"targets":
-        ["Linear"], "weights": {"num_bits": 4, "type": "int"}}}})", false},
+        ["Linear"], "weights": {"num_bits": 4, "type": "int"}}}})",
+     false},
     {R"({"quant_method": "modelopt", "quant_algo": "NVFP4"})", true},
     {R"({"quant_method": "modelopt", "quant_algo": "INT4_AWQ"})", false},
     {R"({"quant_method": "modelopt", "quant_algo": "MIXED_PRECISION", "quantized_layers": {
         "model.layers.0.mlp.up_proj": {"quant_algo": "NVFP4", "group_size": 16},
-        "model.layers.1.mlp.up_proj": {"quant_algo": "FP8"}}})", true},
+        "model.layers.1.mlp.up_proj": {"quant_algo": "FP8"}}})",
+     true},
     {R"({"quant_method": "modelopt", "quant_algo": "MIXED_PRECISION", "quantized_layers": {
-        "model.layers.0.mlp.up_proj": {"quant_algo": "W4A16_AWQ"}}})", false},
+        "model.layers.0.mlp.up_proj": {"quant_algo": "W4A16_AWQ"}}})",
+     false},
     {R"({"quant_method": "awq", "bits": 4})", true},
     {R"({"quant_method": "awq", "bits": 4, "version": "gemv_fast"})", false},
     {R"({"quant_method": "gptq", "bits": 4})", true},
@@ -462,11 +492,14 @@ TEST(QuantizationRuleFuzz, ExitZeroMeansEveryDeclaredTensorWasUnderstoodAndTheOu
         {"verify", (dir / "in").string()},
         {"dequantize", (dir / "in").string(), (dir / "out").string()},
         {"convert", (dir / "in").string(), (dir / "out").string(), "--recipe", "mxfp4"},
-        {"convert", (dir / "in").string(), (dir / "out").string(), "--recipe", "nvfp4", "--format", "compressed-tensors"}};
+        {"convert", (dir / "in").string(), (dir / "out").string(), "--recipe", "nvfp4", "--format",
+         "compressed-tensors"}};
     for (const auto& c : commands) {
       fs::remove_all(dir / "out");
       const auto r = run(c);
-      ASSERT_TRUE(r.exit_code == 0 || r.exit_code == 2) << c[0] << " crashed (" << r.exit_code << ") on " << label << "\n" << r.err;
+      ASSERT_TRUE(r.exit_code == 0 || r.exit_code == 2)
+          << c[0] << " crashed (" << r.exit_code << ") on " << label << "\n"
+          << r.err;
       if (r.exit_code == 2) {
         ++refused;
         EXPECT_FALSE(fs::exists(dir / "out")) << c[0] << " left output on " << label;

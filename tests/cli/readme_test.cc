@@ -167,8 +167,8 @@ TEST(ReadmeCommands, EverySubcommandItRunsExists) {
       while (end < text.size() && (std::islower(static_cast<unsigned char>(text[end])) || text[end] == '-')) ++end;
       const std::string sub = text.substr(i + prefix.size(), end - i - prefix.size());
       ++uses;
-      EXPECT_TRUE(subcommands.contains(sub)) << "README runs `minifloat " << sub
-                                             << "`, which `minifloat --help` does not list";
+      EXPECT_TRUE(subcommands.contains(sub))
+          << "README runs `minifloat " << sub << "`, which `minifloat --help` does not list";
     }
   }
   EXPECT_GE(uses, 10);
@@ -178,8 +178,6 @@ TEST(ReadmeCommands, EverySubcommandItRunsExists) {
 
 // The specification the tree once cited ("SPEC section N", "seed 00N") is not in the repository; docs/spec.md states
 // it.
-
-
 
 // Every text file of the tree that may cite: source, docs, tests, bindings, benchmarks, the README. Build trees,
 // virtual environments and hidden folders are left out; so is this file, which names the old forms.
@@ -272,7 +270,7 @@ TEST(SpecCitations, EveryCitedAnchorExists) {
       ++line_number;
       if (!cites_old_spec(line)) continue;
       ADD_FAILURE() << rel << ":" << line_number << " cites the specification outside the repository (cite "
-                          << "docs/spec.md#ANCHOR instead): " << line;
+                    << "docs/spec.md#ANCHOR instead): " << line;
     }
 
     // (b) Every docs/NAME.md#ANCHOR and (NAME.md#ANCHOR) names a page that has that anchor.

@@ -16,8 +16,8 @@ namespace {
 
 namespace fs = std::filesystem;
 using mf::io::testing::python_has;
-using mf::io::testing::RunResult;
 using mf::io::testing::run_python;
+using mf::io::testing::RunResult;
 using mf::io::testing::str;
 using mf::io::testing::write_file;
 using mf::test::run;

@@ -27,9 +27,9 @@ class CliDirTest : public ::testing::Test {
  protected:
   explicit CliDirTest(const char* prefix) : prefix_(prefix) {}
   void SetUp() override {
-    dir_ = std::filesystem::path(::testing::TempDir()) /
-           (prefix_ + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ =
+        std::filesystem::path(::testing::TempDir()) /
+        (prefix_ + std::to_string(::getpid()) + "_" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
     std::filesystem::create_directories(dir_);
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }

@@ -27,14 +27,14 @@ namespace {
 
 // docs/spec.md#encode, per format, typed from the spec rather than derived from mf::Format.
 struct Rules {
-  std::uint32_t sign;          // sign bit of the code (0 for unsigned formats)
-  std::uint32_t max_code;      // largest finite magnitude code
-  double overflow_at;          // |x| at which default rounding stops giving max_code
-  bool overflow_inclusive;     // true: |x| >= overflow_at overflows; false: |x| > overflow_at
-  std::uint32_t overflow_code; // magnitude code of default overflow (Inf or NaN; max_code when saturating formats)
-  std::uint32_t inf_code;      // what +Inf encodes to by default
-  std::uint32_t nan_code;      // what +NaN encodes to (magnitude; -NaN adds the sign, or the reverse for no-NaN)
-  bool nan_is_zero;            // format has no NaN: NaN -> zero of the opposite sign
+  std::uint32_t sign;           // sign bit of the code (0 for unsigned formats)
+  std::uint32_t max_code;       // largest finite magnitude code
+  double overflow_at;           // |x| at which default rounding stops giving max_code
+  bool overflow_inclusive;      // true: |x| >= overflow_at overflows; false: |x| > overflow_at
+  std::uint32_t overflow_code;  // magnitude code of default overflow (Inf or NaN; max_code when saturating formats)
+  std::uint32_t inf_code;       // what +Inf encodes to by default
+  std::uint32_t nan_code;       // what +NaN encodes to (magnitude; -NaN adds the sign, or the reverse for no-NaN)
+  bool nan_is_zero;             // format has no NaN: NaN -> zero of the opposite sign
   bool is_ue8m0;
 };
 
@@ -187,9 +187,8 @@ void check_every_f32() {
     std::lock_guard lock(mu);
     if (first.size() < 10) {
       char buf[160];
-      std::snprintf(buf, sizeof buf, "%s %s: f32 0x%08x (%.9g) expected 0x%02x got 0x%02x",
-                    std::string(F.name).c_str(), what, bits, static_cast<double>(std::bit_cast<float>(bits)), want,
-                    got);
+      std::snprintf(buf, sizeof buf, "%s %s: f32 0x%08x (%.9g) expected 0x%02x got 0x%02x", std::string(F.name).c_str(),
+                    what, bits, static_cast<double>(std::bit_cast<float>(bits)), want, got);
       first.emplace_back(buf);
     }
   };
@@ -208,7 +207,8 @@ void check_every_f32() {
         xs[k] = std::bit_cast<float>(begin + static_cast<std::uint32_t>(k));
         xs[kChunk + k] = std::bit_cast<float>((begin + static_cast<std::uint32_t>(k)) | 0x80000000u);
       }
-      const BulkOptions modes[3] = {{}, {Rounding::toward_zero, Overflow::format_default, 0, 1},
+      const BulkOptions modes[3] = {{},
+                                    {Rounding::toward_zero, Overflow::format_default, 0, 1},
                                     {Rounding::nearest_even, Overflow::saturate, 0, 1}};
       for (int m = 0; m < 3; ++m) encode_bulk(F, xs, std::span<std::uint8_t>(bulk[m]), modes[m]);
       // The runs of constant answers that meet this chunk, each cut to it.
@@ -231,8 +231,8 @@ void check_every_f32() {
             const std::uint32_t bits = mag | sign;
             const float v = std::bit_cast<float>(bits);
             const std::uint32_t got[6] = {encode_as<F, EncodeOptions{}>(v), encode_as<F, kToZero>(v),
-                                          encode_as<F, kSaturate>(v), got_bulk[0][mag - begin],
-                                          got_bulk[1][mag - begin], got_bulk[2][mag - begin]};
+                                          encode_as<F, kSaturate>(v),       got_bulk[0][mag - begin],
+                                          got_bulk[1][mag - begin],         got_bulk[2][mag - begin]};
             bool ok = true;
             for (int m = 0; m < 6; ++m) ok &= got[m] == exp[m % 3];
             if (mag % 4093 == 0) {  // the run's answer against the reference asked at this very input

@@ -9,7 +9,8 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
-  for (const auto rules : {mf::io::ConfigRules::detect, mf::io::ConfigRules::deepseek, mf::io::ConfigRules::deepinfer}) {
+  for (const auto rules :
+       {mf::io::ConfigRules::detect, mf::io::ConfigRules::deepseek, mf::io::ConfigRules::deepinfer}) {
     try {
       const mf::io::HfConfig c = mf::io::parse_hf_config(text, rules);
       if (!c.quantization && (c.flags.fp8_attn || c.flags.mxfp4)) std::abort();

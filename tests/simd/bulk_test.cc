@@ -63,8 +63,8 @@ std::vector<float> inputs(const mf::Format& f, std::uint32_t seed) {
   const float top = static_cast<float>(f.max_finite());
   std::uniform_real_distribution<float> u(-1.25f, 1.25f);
   for (int i = 0; i < 20000; ++i) x.push_back(u(rng) * top * std::ldexp(1.0f, -static_cast<int>(rng() % 40)));
-  for (const float s : {0.0f, -0.0f, INFINITY, -INFINITY, NAN, -NAN, 1e-40f, -1e-40f, 0x1p-127f, 0x1.8p-127f,
-                        0x1p-126f, 3.4e38f, -3.4e38f}) {
+  for (const float s : {0.0f, -0.0f, INFINITY, -INFINITY, NAN, -NAN, 1e-40f, -1e-40f, 0x1p-127f, 0x1.8p-127f, 0x1p-126f,
+                        3.4e38f, -3.4e38f}) {
     x.push_back(s);
   }
   x.push_back(std::bit_cast<float>(0x7F800001u));  // signalling NaN with a payload
@@ -382,10 +382,10 @@ TEST(BulkEncode, F64JustAboveATieRoundsUp) {
   std::vector<std::uint8_t> e4m3(x.size()), e2m1(x.size());
   mf::encode_bulk(mf::e4m3, std::span<const double>(x), std::span<std::uint8_t>(e4m3));
   mf::encode_bulk(mf::e2m1, std::span<const double>(x), std::span<std::uint8_t>(e2m1));
-  EXPECT_EQ(e4m3[0], 0x39);  // 1.125; through f32, 0x38 (1.0)
-  EXPECT_EQ(e2m1[1], 0x5);   // 3.0; through f32, 0x4 (2.0)
-  EXPECT_EQ(e2m1[2], 0xD);   // -3.0
-  EXPECT_EQ(e2m1[3], 0x4);   // the tie itself: 2.0, even
+  EXPECT_EQ(e4m3[0], 0x39);                                          // 1.125; through f32, 0x38 (1.0)
+  EXPECT_EQ(e2m1[1], 0x5);                                           // 3.0; through f32, 0x4 (2.0)
+  EXPECT_EQ(e2m1[2], 0xD);                                           // -3.0
+  EXPECT_EQ(e2m1[3], 0x4);                                           // the tie itself: 2.0, even
   EXPECT_EQ(mf::encode(mf::e4m3, static_cast<float>(x[0])), 0x38u);  // the double rounding this avoids
 }
 
@@ -400,9 +400,7 @@ TEST_P(BulkEncodeTarget, EveryBf16AndF16ValueThroughEveryFormatOnEveryTarget) {
         const auto want = [&](std::size_t i, const mf::EncodeOptions& e) {
           return mf::encode(*f, mf::decode(*from, all[i]), e);
         };
-        const auto run = [&](auto codes) {
-          mf::encode_bulk(*f, *from, std::span<const std::uint16_t>(all), codes, o);
-        };
+        const auto run = [&](auto codes) { mf::encode_bulk(*f, *from, std::span<const std::uint16_t>(all), codes, o); };
         const std::string what = std::string(from->name) + " " + name_of(target, *f, o);
         if (f->bits() <= 8) {
           check_against<std::uint8_t>(o, run, all.size(), want, what);
@@ -519,7 +517,8 @@ TEST(BulkEncode, ThreadsGiveTheSameCodesForEveryInputType) {
   for (double& v : x) v = n(rng);
   std::vector<float> xf(x.begin(), x.end());
   for (const auto rounding : {mf::Rounding::nearest_even, mf::Rounding::stochastic}) {
-    const mf::BulkOptions one{rounding, mf::Overflow::format_default, 9, 1}, two{rounding, mf::Overflow::format_default, 9, 2};
+    const mf::BulkOptions one{rounding, mf::Overflow::format_default, 9, 1},
+        two{rounding, mf::Overflow::format_default, 9, 2};
     std::vector<std::uint8_t> a(x.size()), b(x.size());
     mf::encode_bulk(mf::e4m3, std::span<const double>(x), std::span<std::uint8_t>(a), one);
     mf::encode_bulk(mf::e4m3, std::span<const double>(x), std::span<std::uint8_t>(b), two);
@@ -560,8 +559,7 @@ TEST_P(BulkEncodeTarget, F32SubnormalsUnderEveryDenormalModeOnEveryTarget) {
       for (const auto rounding : {mf::Rounding::nearest_even, mf::Rounding::toward_zero, mf::Rounding::stochastic}) {
         const mf::BulkOptions o{rounding, mf::Overflow::format_default, 5, 1};
         const std::string what = std::string(hwy::TargetName(target)) + " " + std::string(f->name) + " rounding " +
-                                 std::to_string(static_cast<int>(rounding)) + " MXCSR modes " +
-                                 std::to_string(modes);
+                                 std::to_string(static_cast<int>(rounding)) + " MXCSR modes " + std::to_string(modes);
         if (f->bits() <= 8) {
           check_encode<std::uint8_t>(*f, o, x, what);
         } else {

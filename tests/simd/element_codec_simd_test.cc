@@ -28,7 +28,7 @@
 #define HWY_WANT_AVX3_DL
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "../tests/simd/element_codec_simd_test.cc"  // found through src/, the test's include path
-#include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/foreach_target.h"                                        // IWYU pragma: keep
 #include "hwy/highway.h"
 #include "hwy/tests/test_util-inl.h"
 #include "cpu/element_codec-inl.h"
@@ -140,9 +140,9 @@ void ExpectEncodes(D d, const Format& f, EncodeOptions o, const std::vector<std:
     const std::uint32_t want = encode(f, std::bit_cast<float>(bits[i]), o);
     if (got[i] != want) {
       ++bad;
-      ADD_FAILURE() << step << " " << f.name << " x = " << hex(bits[i]) << " rounding "
-                    << static_cast<int>(o.rounding) << " overflow " << static_cast<int>(o.overflow) << " at "
-                    << hn::Lanes(d) << " lanes: " << hex(got[i]) << ", want " << hex(want);
+      ADD_FAILURE() << step << " " << f.name << " x = " << hex(bits[i]) << " rounding " << static_cast<int>(o.rounding)
+                    << " overflow " << static_cast<int>(o.overflow) << " at " << hn::Lanes(d)
+                    << " lanes: " << hex(got[i]) << ", want " << hex(want);
     }
   }
 }
@@ -169,9 +169,8 @@ struct TestEncode {
                       "EncodeNearest");
         // EncodeStochastic: lanes by index, each with its random bits (both arrays go through ByVectors alike).
         const mf::cpu::ElementCodec stochastic = mf::cpu::element_codec(*f, {Rounding::stochastic, overflow});
-        std::vector<std::uint32_t> skip = ByVectors(du, bits, 0, [&](auto v) {
-          return skip_lanes(cpu::NeedsExact(du, stochastic, mag(v)));
-        });
+        std::vector<std::uint32_t> skip =
+            ByVectors(du, bits, 0, [&](auto v) { return skip_lanes(cpu::NeedsExact(du, stochastic, mag(v))); });
         for (std::size_t i = 0; i < skip.size(); ++i) skip[i] |= scalar[i];
         std::vector<std::uint32_t> got(bits.size());
         const std::size_t n = hn::Lanes(du);

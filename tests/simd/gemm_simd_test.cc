@@ -72,7 +72,7 @@ std::vector<float> values(std::int64_t n, Kind kind, std::mt19937& rng) {
   std::vector<float> x(static_cast<std::size_t>(n));
   for (float& v : x) {
     v = normal(rng);
-    if (kind != Kind::normal && unit(rng) < 0.02f) v *= 1000.0f;  // outliers
+    if (kind != Kind::normal && unit(rng) < 0.02f) v *= 1000.0f;     // outliers
     if (kind == Kind::adversarial && unit(rng) < 0.05f) v *= 1e-6f;  // small values: e4m3 subnormals
   }
   return x;
@@ -204,8 +204,8 @@ struct Dims {
 // of up to 4 rows, up to 15); 9: the 4 x 4 tile on AVX-512 (bf16; fp8 on AVX3), the GEMV on AVX2; 12: the column-lane
 // tile on AVX2; 15: the most rows of AVX3_DL's batched GEMV; 18 and more: the column-lane tile on both, in one and
 // two passes of rows.
-const Dims kShapes[] = {{1, 16, 128},  {1, 50, 384},  {2, 33, 256},  {3, 17, 128},  {5, 64, 512},
-                        {7, 30, 256},  {9, 40, 384},  {11, 24, 256}, {12, 40, 256}, {15, 24, 256},
+const Dims kShapes[] = {{1, 16, 128},  {1, 50, 384},   {2, 33, 256},  {3, 17, 128},  {5, 64, 512},
+                        {7, 30, 256},  {9, 40, 384},   {11, 24, 256}, {12, 40, 256}, {15, 24, 256},
                         {18, 40, 384}, {260, 20, 256}, {520, 20, 256}};
 
 std::string dims_text(const Dims& d) {
@@ -365,9 +365,7 @@ void check_zero_tail() {
     }
   }
 }
-TEST(GemmSimdTargets, GemvActivationWithZeroTail) {
-  each_target_and_e4m3_gemv_loop(check_zero_tail);
-}
+TEST(GemmSimdTargets, GemvActivationWithZeroTail) { each_target_and_e4m3_gemv_loop(check_zero_tail); }
 
 // A NaN weight scale (ue8m0 code 0xFF) on a block that lies wholly in the activations' zero tail: 0 x (value x NaN)
 // is NaN in the definition, so those outputs are NaN although the GEMV skips the tail's products (it leaves weights
@@ -567,8 +565,8 @@ TEST(GemmSimd, ProductsExactUntilAScaleExceeds2To100) {
 
 TEST_P(GemmSimdTarget, PlainBf16AndF32) {
   std::mt19937 rng(7);
-  const Dims shapes[] = {{1, 16, 128}, {1, 21, 40},   {2, 33, 300},
-                         {3, 17, 7},   {6, 40, 129}, {17, 50, 200}, {261, 18, 64}};
+  const Dims shapes[] = {{1, 16, 128}, {1, 21, 40},   {2, 33, 300}, {3, 17, 7},
+                         {6, 40, 129}, {17, 50, 200}, {261, 18, 64}};
   for (const Dims& d : shapes) {
     for (const Kind kind : {Kind::normal, Kind::outliers, Kind::adversarial}) {
       const std::vector<float> a = values(d.m * d.k, kind, rng), w = values(d.n * d.k, kind, rng);

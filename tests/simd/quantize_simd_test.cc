@@ -37,9 +37,9 @@ mf::Scheme scheme(const std::string& name, mf::Profile p = mf::Profile::ocp) {
 // Custom spellings beside scheme_names(): one per remaining rule and element family, and blocks of 48 (three
 // vectors on AVX-512, six on AVX2, twelve on SSE4: not a power of two, so a group of blocks takes its per-block loop),
 // with a power-of-two scale and with NVFP4's e4m3 scale.
-const std::vector<std::string> kCustom = {"e2m1-1x32-ue8m0-rceil", "e4m3-1x128-f32",        "e5m2-1x32-ue8m0-even",
-                                          "int8-1x32",             "int4-1x128",            "e2m3-1x32-ue8m0-mse",
-                                          "e4m3-1x48-ue8m0-floor", "e2m1-1x48-ue4m3-e4m3"};
+const std::vector<std::string> kCustom = {
+    "e2m1-1x32-ue8m0-rceil", "e4m3-1x128-f32",        "e5m2-1x32-ue8m0-even", "int8-1x32", "int4-1x128",
+    "e2m3-1x32-ue8m0-mse",   "e4m3-1x48-ue8m0-floor", "e2m1-1x48-ue4m3-e4m3"};
 
 std::string shape_text(const Shape& shape) {
   std::string s = "[";
@@ -113,12 +113,24 @@ struct Kind {
 
 // Indices into kinds(), for tests that use a few.
 enum KindIndex : std::size_t {
-  kNormal, kHeavy, kTies, kNearTies, kPowerOfTwo, kSubnormal, kHuge, kZeros, kNonFinite, kAnyBits
+  kNormal,
+  kHeavy,
+  kTies,
+  kNearTies,
+  kPowerOfTwo,
+  kSubnormal,
+  kHuge,
+  kZeros,
+  kNonFinite,
+  kAnyBits
 };
 
 const std::vector<Kind>& kinds() {
   static const std::vector<Kind> k = {
-      {"normal", [](auto& rng, auto& idx, auto&, float* x) { for (auto i : idx) x[i] = normal(rng); }},
+      {"normal",
+       [](auto& rng, auto& idx, auto&, float* x) {
+         for (auto i : idx) x[i] = normal(rng);
+       }},
       {"heavy-tailed with outliers",
        [](auto& rng, auto& idx, auto&, float* x) {
          for (auto i : idx) x[i] = normal(rng) * std::exp(1.5f * normal(rng)) * (rng() % 64 == 0 ? 1000.0f : 1.0f);
@@ -138,7 +150,8 @@ const std::vector<Kind>& kinds() {
          for (auto i : idx) x[i] = bits_with_exponent(rng, 0, 0);
          if (mixed) x[idx[rng() % idx.size()]] = bits_with_exponent(rng, 1, 3);
        }},
-      {"huge", [](auto& rng, auto& idx, auto&, float* x) {
+      {"huge",
+       [](auto& rng, auto& idx, auto&, float* x) {
          for (auto i : idx) x[i] = bits_with_exponent(rng, 200, 254);
          if (rng() % 3 == 0) x[idx[rng() % idx.size()]] = random_sign(rng, std::numeric_limits<float>::max());
        }},
@@ -156,7 +169,8 @@ const std::vector<Kind>& kinds() {
          const std::int64_t at = rng() % 2 ? idx.back() : idx[rng() % idx.size()];  // the tail is a scalar path
          if (what < 3) x[at] = what == 0 ? kNaN : what == 1 ? kInf : -kInf;
        }},
-      {"any finite bit pattern", [](auto& rng, auto& idx, auto&, float* x) {
+      {"any finite bit pattern",
+       [](auto& rng, auto& idx, auto&, float* x) {
          for (auto i : idx) x[i] = bits_with_exponent(rng, 0, 254);
        }},
   };
@@ -325,8 +339,8 @@ TEST_P(QuantizeSimdTarget, DispatchesToThisTarget) {
   const float x[32] = {1.0f};
   (void)mf::quantize(x, Shape{32}, mf::scheme_named("mxfp8"));
   ASSERT_TRUE(hwy::GetChosenTarget().IsInitialized());
-  const auto expected = std::countr_zero(
-      static_cast<std::uint64_t>(HWY_CHOSEN_TARGET_SHIFT(GetParam()) | HWY_CHOSEN_TARGET_MASK_SCALAR));
+  const auto expected =
+      std::countr_zero(static_cast<std::uint64_t>(HWY_CHOSEN_TARGET_SHIFT(GetParam()) | HWY_CHOSEN_TARGET_MASK_SCALAR));
   EXPECT_EQ(hwy::GetChosenTarget().GetIndex(), static_cast<std::size_t>(expected)) << hwy::TargetName(GetParam());
 }
 
@@ -395,9 +409,9 @@ TEST_P(QuantizeSimdTarget, MidpointsUnderDivisorsThatAreNotPowersOfTwo) {
     const std::vector<float> grid = element_grid(s.element);
     for (std::size_t b = 0; b < blocks.size(); ++b) {
       const std::int64_t bc_count = shape[1] / s.block_cols;
-      const float d = mf::scale_divisor(s, first.scale_code(static_cast<std::int64_t>(b) / bc_count,
-                                                           static_cast<std::int64_t>(b) % bc_count),
-                                        first.tensor_scale);
+      const float d = mf::scale_divisor(
+          s, first.scale_code(static_cast<std::int64_t>(b) / bc_count, static_cast<std::int64_t>(b) % bc_count),
+          first.tensor_scale);
       ASSERT_TRUE(d > 0 && std::isfinite(d)) << name << " block " << b;
       float amax = 0;
       for (const std::int64_t i : blocks[b]) amax = std::max(amax, std::fabs(x[i]));
@@ -494,7 +508,7 @@ TEST_P(QuantizeSimdTarget, Bf16AndF16Inputs) {
         for (std::size_t i = 0; i < in32.size(); ++i) {
           bits[i + 1] = static_cast<std::uint16_t>(rng() % 16 == 0 ? (rng() & 0x8003u) : mf::encode(f, in32.x()[i]));
           wide[i] = type == mf::InputType::bf16 ? std::bit_cast<float>(std::uint32_t{bits[i + 1]} << 16)
-                                                 : mf::decode(mf::f16, bits[i + 1]);
+                                                : mf::decode(mf::f16, bits[i + 1]);
         }
         const mf::QuantizeOptions o = options(mf::Layout::packed, true);
         const std::string where = label(s, o) + ", " + std::string(f.name) + " input " + k.name;
@@ -574,12 +588,13 @@ TEST_P(QuantizeSimdTarget, DequantizeArbitraryCodesAndScales) {
     const mf::Scheme s = scheme(name);
     for (const mf::Layout layout : {mf::Layout::packed, mf::Layout::unpacked}) {
       for (const Shape& shape : {whole_blocks(s), Shape{s.block_rows == 1 ? 3 : s.block_rows + 5, s.block_cols + 7}}) {
-        mf::QuantizedTensor q = mf::ref::quantize(make_input(kinds()[kNormal], shape, s, rng()).x(), shape, s,
-                                                  options(layout, true));
+        mf::QuantizedTensor q =
+            mf::ref::quantize(make_input(kinds()[kNormal], shape, s, rng()).x(), shape, s, options(layout, true));
         const unsigned mask = layout == mf::Layout::unpacked ? (1u << s.element.bits()) - 1 : 0xFFu;
         for (auto& c : q.codes) c = static_cast<std::uint8_t>(rng() & mask);
         for (auto& c : q.scales) c = static_cast<std::uint8_t>(rng());
-        if (*s.scale_format == mf::ue4m3) for (auto& c : q.scales) c &= 0x7F;
+        if (*s.scale_format == mf::ue4m3)
+          for (auto& c : q.scales) c &= 0x7F;
         if (s.tensor_scale) q.tensor_scale = bits_with_exponent(rng, 90, 140);
         std::vector<float> ref_out(static_cast<std::size_t>(q.count())), out(ref_out.size());
         mf::ref::dequantize(q, ref_out.data());

@@ -33,9 +33,11 @@ TEST(QuantizedPairs, RoundTripThroughAFileInBothForms) {
   const std::vector<std::int64_t> shape{64, 96};
   QuantizeOptions o;
   o.pad = true;
-  const std::vector<std::pair<std::string, std::string>> cases{
-      {"fp8", "fp8-128x128"}, {"fp8v3", "e4m3-128x128-f32"}, {"fp4", "e2m1-1x32-ue8m0-rceil"}, {"nv", "nvfp4"},
-      {"mx8", "mxfp8"}};
+  const std::vector<std::pair<std::string, std::string>> cases{{"fp8", "fp8-128x128"},
+                                                               {"fp8v3", "e4m3-128x128-f32"},
+                                                               {"fp4", "e2m1-1x32-ue8m0-rceil"},
+                                                               {"nv", "nvfp4"},
+                                                               {"mx8", "mxfp8"}};
   std::vector<OwnedTensor> all;
   std::vector<QuantizedTensor> qs;
   for (const auto& [name, scheme] : cases) {
@@ -95,12 +97,12 @@ TEST(Fp4Qat, BlocksOfE2m1ValuesTimesOnePowerOfTwo) {
   };
   EXPECT_TRUE(fp4_qat_block(codes({0, 0, -0.0f})));
   EXPECT_TRUE(fp4_qat_block(codes({6, 4, 3, 2, 1.5f, 1, 0.5f, -6})));
-  EXPECT_TRUE(fp4_qat_block(codes({48, 32, 24, 4})));          // x 8: 6, 4, 3, 0.5
-  EXPECT_TRUE(fp4_qat_block(codes({0.75f, 0.0625f})));         // x 1/8: 6, 0.5
-  EXPECT_TRUE(fp4_qat_block(codes({3, 1})));                   // 3, 1 (or 6, 2 at x 1/2)
-  EXPECT_FALSE(fp4_qat_block(codes({6, 2.5f})));               // 2.5 is no e2m1 value at any shared power
-  EXPECT_FALSE(fp4_qat_block(codes({6, 0.25f})));              // 0.25 needs a finer grid than 0.5 x 2^0
-  EXPECT_FALSE(fp4_qat_block(codes({5})));                     // 5 is 1.25 x 4, 2.5 x 2, ...: never on the grid
+  EXPECT_TRUE(fp4_qat_block(codes({48, 32, 24, 4})));            // x 8: 6, 4, 3, 0.5
+  EXPECT_TRUE(fp4_qat_block(codes({0.75f, 0.0625f})));           // x 1/8: 6, 0.5
+  EXPECT_TRUE(fp4_qat_block(codes({3, 1})));                     // 3, 1 (or 6, 2 at x 1/2)
+  EXPECT_FALSE(fp4_qat_block(codes({6, 2.5f})));                 // 2.5 is no e2m1 value at any shared power
+  EXPECT_FALSE(fp4_qat_block(codes({6, 0.25f})));                // 0.25 needs a finer grid than 0.5 x 2^0
+  EXPECT_FALSE(fp4_qat_block(codes({5})));                       // 5 is 1.25 x 4, 2.5 x 2, ...: never on the grid
   EXPECT_FALSE(fp4_qat_block(std::vector<std::uint8_t>{0x7F}));  // NaN
 }
 
@@ -160,7 +162,8 @@ TEST(ExampleCheckpoint, ArchitecturesInMiniature) {
     ExampleArch arch;
     const char* model_type;
     std::size_t tensors;
-  } cases[] = {{ExampleArch::llama, "llama", 21}, {ExampleArch::qwen_moe, "qwen3_moe", 45},
+  } cases[] = {{ExampleArch::llama, "llama", 21},
+               {ExampleArch::qwen_moe, "qwen3_moe", 45},
                {ExampleArch::deepseek_v4, "deepseek_v4", 86}};
   for (const auto& c : cases) {
     TempDir dir;
@@ -184,9 +187,9 @@ TEST(ModelTensors, DeepSeekV4LayerTypesDefaultAsTransformers) {
       "o_lora_rank": 32, "n_routed_experts": 2, "num_experts_per_tok": 1, "moe_intermediate_size": 32})");
   std::set<std::string> names;
   for (const ShapedName& t : model_tensors(config)) names.insert(t.name);
-  for (const char* absent : {"layers.0.attn.indexer.wq_b.weight", "layers.1.attn.indexer.wq_b.weight",
-                             "layers.2.attn.indexer.wq_b.weight", "layers.4.attn.indexer.wq_b.weight",
-                             "layers.3.ffn.gate.tid2eid", "layers.2.ffn.gate.bias"}) {
+  for (const char* absent :
+       {"layers.0.attn.indexer.wq_b.weight", "layers.1.attn.indexer.wq_b.weight", "layers.2.attn.indexer.wq_b.weight",
+        "layers.4.attn.indexer.wq_b.weight", "layers.3.ffn.gate.tid2eid", "layers.2.ffn.gate.bias"}) {
     EXPECT_FALSE(names.contains(absent)) << absent;
   }
   for (const char* present : {"layers.3.attn.indexer.wq_b.weight", "layers.2.ffn.gate.tid2eid",
@@ -289,7 +292,8 @@ TEST(Convert, Fp8BlockScalesBetweenF32AndUe8m0) {
     ADD_FAILURE() << "a scale of 0.3 written as ue8m0";
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("tensor 'm.weight_scale_inv' holds 0.3 at index 1, not a power of two"),
-              std::string::npos) << e.what();
+              std::string::npos)
+        << e.what();
     EXPECT_NE(std::string(e.what()).find("requantize from the unquantized model"), std::string::npos) << e.what();
   }
   EXPECT_FALSE(fs::exists(dir / "bad"));
@@ -303,7 +307,8 @@ TEST(QuantizedPairs, PackedE2m1AsI8OrU8) {
   const QuantizedTensor q = quantize(x.data(), std::vector<std::int64_t>{8, 64}, scheme_named("e2m1-1x32-ue8m0-rceil"));
   std::vector<OwnedTensor> parts = pair_tensors("e", q);
   const Shape packed{8, 32};
-  const std::vector<TensorView> views{{"e", DType::I8, packed, parts[0].data}, parts[1].view(),
+  const std::vector<TensorView> views{{"e", DType::I8, packed, parts[0].data},
+                                      parts[1].view(),
                                       {"u", DType::U8, packed, parts[0].data},
                                       {"u_scale_inv", parts[1].dtype, parts[1].shape, parts[1].data}};
   write_safetensors(dir / "p.safetensors", views);
@@ -325,10 +330,9 @@ TEST(QuantizedPairs, DtypesThatMakeNoPairAreNamed) {
   expect_io_error([&] { find_pairs(read_safetensors(dir / "a.safetensors")); }, IoErrc::size_mismatch,
                   "tensor 'w': weight F8_E4M3 [4, 32] with scale w_scale_inv F32 [4] is not a 2-D weight with a 2-D "
                   "F32, F8_E8M0, F8_E4M3, BF16 or F16 scale grid, or one scale for an FP8 tensor");
-  write_safetensors(dir / "b.safetensors",
-                    std::vector<TensorView>{{"w", DType::F4, w2, Bytes(64)},
-                                            {"w_scale", DType::F8_E4M3, Shape{4, 2}, Bytes(8)},
-                                            {"w_scale_2", DType::BF16, scalar, Bytes(2)}});
+  write_safetensors(dir / "b.safetensors", std::vector<TensorView>{{"w", DType::F4, w2, Bytes(64)},
+                                                                   {"w_scale", DType::F8_E4M3, Shape{4, 2}, Bytes(8)},
+                                                                   {"w_scale_2", DType::BF16, scalar, Bytes(2)}});
   expect_io_error([&] { find_pairs(read_safetensors(dir / "b.safetensors")); }, IoErrc::size_mismatch,
                   "tensor 'w': NVFP4 needs e2m1 data and an F32 scalar _scale_2");
 }
@@ -338,8 +342,8 @@ class VerifyPairs : public ::testing::Test {
  protected:
   std::string fails(DType scale_dtype, Bytes scale, Bytes codes = Bytes(4 * 32, std::byte{0x38})) {
     const Shape w{4, 32}, s{1, 1};
-    write_safetensors(dir_ / "model.safetensors", std::vector<TensorView>{{"w", DType::F8_E4M3, w, codes},
-                                                                          {"w_scale_inv", scale_dtype, s, scale}});
+    write_safetensors(dir_ / "model.safetensors",
+                      std::vector<TensorView>{{"w", DType::F8_E4M3, w, codes}, {"w_scale_inv", scale_dtype, s, scale}});
     try {
       verify_checkpoint(dir_.path());
     } catch (const VerifyError& e) {
@@ -364,7 +368,6 @@ TEST_F(VerifyPairs, ScalesAndCodes) {
   codes[70] = std::byte{0x7F};
   EXPECT_EQ(fails(DType::F8_E8M0, Bytes{std::byte{127}}, codes), "tensor 'w': element 70 is NaN");
 }
-
 
 // Converting a checkpoint that already holds FP8 pairs: into the scheme they hold (fp8-block), their codes and F32
 // scales stay as they are (a scale is never quantized as a weight); into another (mxfp4), they are requantized from

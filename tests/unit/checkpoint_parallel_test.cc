@@ -128,12 +128,13 @@ TEST(CheckpointPool, OneWorkerIsAPlainLoopOnTheCallersThread) {
   EXPECT_EQ(ids, std::vector<std::thread::id>(5, std::this_thread::get_id()));
   // Sequentially, nothing after the failed job is handed out.
   cursor = 0;
-  EXPECT_THROW(detail::run_in_order(1, [&]() -> detail::Job {
-                 const int i = cursor++;
-                 return [i] {
-                   if (i == 3) throw std::runtime_error("job 3");
-                 };
-               }),
+  EXPECT_THROW(detail::run_in_order(1,
+                                    [&]() -> detail::Job {
+                                      const int i = cursor++;
+                                      return [i] {
+                                        if (i == 3) throw std::runtime_error("job 3");
+                                      };
+                                    }),
                std::runtime_error);
   EXPECT_EQ(cursor, 4);
   // An error while planning (in `next`) is a failure at its own position too.
@@ -247,8 +248,8 @@ TEST(ConvertParallel, RowsComeInShardThenDataOrder) {
 
 // Shard 3 of 4 holds a bf16 `w` beside a bf16 `w_scale_inv` that is no scale of it: quantizing `w` would write a
 // second `w_scale_inv`, and copying it would pass a scale-named tensor off as a weight. The quantization rule
-// (src/checkpoint/quantization_rule.h) refuses it before any shard is written, naming the tensor and the file, for 1 worker
-// as for 4. (A failure in a worker mid-run: AFailedCommitLeavesNoTemporaryFile below.)
+// (src/checkpoint/quantization_rule.h) refuses it before any shard is written, naming the tensor and the file, for 1
+// worker as for 4. (A failure in a worker mid-run: AFailedCommitLeavesNoTemporaryFile below.)
 class ConvertParallelError : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -289,7 +290,8 @@ TEST_F(ConvertParallelError, RefusesAScaleNamedTensorBeforeWritingAnything) {
     o.threads = threads;
     expect_io_error([&] { convert_checkpoint(dir_ / "in", out, recipe_named("deepseek-v4"), o); },
                     IoErrc::not_dequantizable,
-                    str(shard_file_name(2, 4), ": tensor 'layers.2.attn.wq.weight_scale_inv': BF16 [1, 2] looks "
+                    str(shard_file_name(2, 4),
+                        ": tensor 'layers.2.attn.wq.weight_scale_inv': BF16 [1, 2] looks "
                         "quantized (by its name)"));
     EXPECT_FALSE(fs::exists(out)) << threads << " threads";
   }
@@ -311,8 +313,8 @@ TEST_F(ConvertParallelError, AFailedCommitLeavesNoTemporaryFile) {
   fs::create_directories(out / shard_file_name(1, 4) / "occupied");
   ConvertOptions o;
   o.threads = 4;
-  expect_io_error([&] { convert_checkpoint(dir_ / "in", out, recipe_named("deepseek-v4"), o); },
-                  IoErrc::write_failed, str(shard_file_name(1, 4), ": rename failed"));
+  expect_io_error([&] { convert_checkpoint(dir_ / "in", out, recipe_named("deepseek-v4"), o); }, IoErrc::write_failed,
+                  str(shard_file_name(1, 4), ": rename failed"));
   for (const auto& e : fs::directory_iterator(out)) {
     EXPECT_FALSE(e.path().filename().string().starts_with(".")) << "temporary file left: " << e.path();
   }

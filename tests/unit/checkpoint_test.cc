@@ -84,15 +84,16 @@ TEST(Index, WritesGoldenText) {
   index.other_metadata["format"] = "\"pt\"";
   index.weight_map = {{"b", "model-00002-of-00002.safetensors"}, {"a", "model-00001-of-00002.safetensors"}};
   write_index(dir / "i.json", index);
-  EXPECT_EQ(read_file(dir / "i.json"),
-            "{\n  \"metadata\": {\n    \"format\": \"pt\",\n    \"total_size\": 96\n  },\n  \"weight_map\": {\n"
-            "    \"a\": \"model-00001-of-00002.safetensors\",\n    \"b\": \"model-00002-of-00002.safetensors\"\n  }\n}\n");
+  EXPECT_EQ(
+      read_file(dir / "i.json"),
+      "{\n  \"metadata\": {\n    \"format\": \"pt\",\n    \"total_size\": 96\n  },\n  \"weight_map\": {\n"
+      "    \"a\": \"model-00001-of-00002.safetensors\",\n    \"b\": \"model-00002-of-00002.safetensors\"\n  }\n}\n");
   const CheckpointIndex back = read_index(dir / "i.json");
   EXPECT_EQ(back.total_size, 96u);
   EXPECT_EQ(back.weight_map, index.weight_map);
   EXPECT_EQ(back.other_metadata, index.other_metadata);
-  EXPECT_EQ(back.shards(), (std::vector<std::string>{"model-00001-of-00002.safetensors",
-                                                     "model-00002-of-00002.safetensors"}));
+  EXPECT_EQ(back.shards(),
+            (std::vector<std::string>{"model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"}));
   EXPECT_EQ(shard_file_name(0, 64), "model-00001-of-00064.safetensors");
   EXPECT_EQ(shard_file_name(163, 163), "model-00164-of-00163.safetensors");
 }
@@ -139,10 +140,10 @@ INSTANTIATE_TEST_SUITE_P(
                  "index has no \"weight_map\" object"},
         BadIndex{"EntryNotString", R"({"weight_map":{"a":1}})", IoErrc::index_bad_entry,
                  "tensor 'a': weight_map value is not a file name string"},
-        BadIndex{"TotalSizeString", R"({"metadata":{"total_size":"12"},"weight_map":{}})",
-                 IoErrc::index_bad_total_size, "metadata.total_size \"12\" is not a non-negative integer"},
-        BadIndex{"TotalSizeNegative", R"({"metadata":{"total_size":-1},"weight_map":{}})",
-                 IoErrc::index_bad_total_size, "metadata.total_size -1 is not"},
+        BadIndex{"TotalSizeString", R"({"metadata":{"total_size":"12"},"weight_map":{}})", IoErrc::index_bad_total_size,
+                 "metadata.total_size \"12\" is not a non-negative integer"},
+        BadIndex{"TotalSizeNegative", R"({"metadata":{"total_size":-1},"weight_map":{}})", IoErrc::index_bad_total_size,
+                 "metadata.total_size -1 is not"},
         BadIndex{"TotalSizeFraction", R"({"metadata":{"total_size":1.5},"weight_map":{}})",
                  IoErrc::index_bad_total_size, "metadata.total_size 1.5 is not"},
         BadIndex{"ShardInParent", R"({"weight_map":{"a":"../x.safetensors"}})", IoErrc::index_bad_shard_name,
@@ -260,7 +261,6 @@ TEST_F(CheckpointTest, BadShardIsReportedWithItsOwnError) {
                   "model-00002-of-00002.safetensors: 1 bytes after the last tensor");
 }
 
-
 // ---- the streaming writer ----
 
 TEST(SafetensorsWriter, StreamedBytesEqualWriteSafetensors) {
@@ -296,8 +296,11 @@ TEST(SafetensorsWriter, NothingIsLeftUnlessEveryByteArrives) {
   }
   { SafetensorsWriter abandoned(dir / "x.safetensors", {{"a", DType::F32, shape}}); }
   EXPECT_TRUE(dir.entries().empty()) << "no temporary file and no partial target";
-  expect_io_error([&] { SafetensorsWriter w(dir / "x.safetensors", {{"a", DType::F4, Shape{3}}}); },
-                  IoErrc::not_whole_bytes, "shape [3] x F4 is not a whole number of bytes");
+  expect_io_error(
+      [&] {
+        SafetensorsWriter w(dir / "x.safetensors", {{"a", DType::F4, Shape{3}}});
+      },
+      IoErrc::not_whole_bytes, "shape [3] x F4 is not a whole number of bytes");
 }
 
 }  // namespace

@@ -18,7 +18,6 @@
 namespace mf::test {
 namespace {
 
-
 std::uint32_t bits_of(float x) { return std::bit_cast<std::uint32_t>(x); }
 
 // Expected f32 bits of a decoded value; 8-bit NaNs decode to the canonical quiet NaN with the code's sign.

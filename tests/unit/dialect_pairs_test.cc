@@ -71,7 +71,7 @@ TEST(DialectPairs, CompressedTensorsNvfp4DividesByTheGlobalScale) {
   EXPECT_EQ(p.extras, std::vector<std::string>{"m.input_global_scale"});
   const std::vector<float> v = dequantize_pair(f, p);
   ASSERT_EQ(v.size(), 32u);
-  EXPECT_EQ(v[0], 6 * (2.0f / 4));   // even element: low nibble
+  EXPECT_EQ(v[0], 6 * (2.0f / 4));  // even element: low nibble
   EXPECT_EQ(v[1], -0.5f * 0.5f);
   EXPECT_EQ(v[16], 6 * (1.0f / 4));  // second block
   EXPECT_EQ(v[17], -0.125f);
@@ -79,8 +79,8 @@ TEST(DialectPairs, CompressedTensorsNvfp4DividesByTheGlobalScale) {
 
 TEST(DialectPairs, CompressedTensorsMxfp4) {
   std::vector<std::byte> packed(16, std::byte{0x97});
-  const SafetensorsFile f = file_of({{"m.weight_packed", DType::U8, {1, 16}, packed},
-                                     {"m.weight_scale", DType::U8, {1, 1}, bytes({125})}});  // 2^-2
+  const SafetensorsFile f = file_of(
+      {{"m.weight_packed", DType::U8, {1, 16}, packed}, {"m.weight_scale", DType::U8, {1, 1}, bytes({125})}});  // 2^-2
   const std::vector<QuantizedPair> pairs = find_pairs(f);
   ASSERT_EQ(pairs.size(), 1u);
   EXPECT_EQ(pairs[0].form, PairForm::packed);
@@ -99,7 +99,8 @@ std::vector<std::byte> words(std::initializer_list<std::uint32_t> v) {
 std::vector<std::byte> i64(std::initializer_list<std::int64_t> v) {
   std::vector<std::byte> out;
   for (const std::int64_t x : v) {
-    for (int b = 0; b < 8; ++b) out.push_back(static_cast<std::byte>((static_cast<std::uint64_t>(x) >> (8 * b)) & 0xff));
+    for (int b = 0; b < 8; ++b)
+      out.push_back(static_cast<std::byte>((static_cast<std::uint64_t>(x) >> (8 * b)) & 0xff));
   }
   return out;
 }
@@ -113,7 +114,8 @@ TEST(DialectPairs, CompressedTensorsPackQuantizedInt4WithGroupIndex) {
     std::vector<Owned> t{{"m.weight_packed", DType::I32, {1, 2}, words({0x76543210u, 0xFEDCBA98u})},
                          {"m.weight_scale", DType::BF16, {1, 2}, bf16({0.5f, 2.0f})},
                          {"m.weight_shape", DType::I64, {2}, i64({1, 16})}};
-    if (g_idx) t.push_back({"m.weight_g_idx", DType::I32, {16}, words({1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0})});
+    if (g_idx)
+      t.push_back({"m.weight_g_idx", DType::I32, {16}, words({1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0})});
     const SafetensorsFile f = file_of(t);
     const std::vector<QuantizedPair> pairs = find_pairs(f);
     ASSERT_EQ(pairs.size(), 1u);
@@ -248,8 +250,8 @@ TEST(DialectPairs, ModelOptBlockScalesWithFourDimensions) {
   std::vector<std::byte> scales = f32(2);
   const std::vector<std::byte> quarter = f32(0.25f);
   scales.insert(scales.end(), quarter.begin(), quarter.end());
-  const SafetensorsFile f = file_of({{"m.weight", DType::F8_E4M3, {130, 2}, codes},
-                                     {"m.weight_scale", DType::F32, {2, 1, 1, 1}, scales}});
+  const SafetensorsFile f =
+      file_of({{"m.weight", DType::F8_E4M3, {130, 2}, codes}, {"m.weight_scale", DType::F32, {2, 1, 1, 1}, scales}});
   const std::vector<QuantizedPair> pairs = find_pairs(f);
   ASSERT_EQ(pairs.size(), 1u);
   EXPECT_EQ(pairs[0].scheme_name, "e4m3-128x2-f32");
@@ -273,7 +275,7 @@ TEST(DialectPairs, GptOssBlocksAreTransposedAsTransformersLoadsThem) {
   const std::vector<float> v = dequantize_pair(f, p);
   ASSERT_EQ(v.size(), 64u);
   for (int c = 0; c < 32; ++c) {
-    EXPECT_EQ(v[2 * c], 6.0f);      // [0, c, 0]: row 0
+    EXPECT_EQ(v[2 * c], 6.0f);       // [0, c, 0]: row 0
     EXPECT_EQ(v[2 * c + 1], -1.0f);  // [0, c, 1]: row 1
   }
 }

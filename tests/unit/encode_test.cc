@@ -37,7 +37,9 @@ std::string describe(double x) {
 
 constexpr EncodeOptions kSaturate{Rounding::nearest_even, Overflow::saturate};
 constexpr EncodeOptions kTowardZero{Rounding::toward_zero};
-EncodeOptions stochastic(std::uint32_t random_bits) { return {Rounding::stochastic, Overflow::format_default, random_bits}; }
+EncodeOptions stochastic(std::uint32_t random_bits) {
+  return {Rounding::stochastic, Overflow::format_default, random_bits};
+}
 
 // encode(f, x, o) == expected, printing the input and both codes in hex.
 template <class T>

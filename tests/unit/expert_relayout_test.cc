@@ -19,10 +19,12 @@ using namespace mf::io::testing;
 using Shape = std::vector<std::uint64_t>;
 
 constexpr std::uint64_t kExperts = 2, kRows = 32, kCols = 32;  // every projection [32, 32]: one 32-block a row
-const char* const kNames[3] = {"w1", "w3", "w2"};               // gate, up, down
+const char* const kNames[3] = {"w1", "w3", "w2"};              // gate, up, down
 const std::string kPrefix = "model.layers.0.ffn.experts.";
 
-int code_tag(std::uint64_t e, int proj, std::uint64_t row) { return (static_cast<int>(e) * 3 + proj) * 32 + static_cast<int>(row); }
+int code_tag(std::uint64_t e, int proj, std::uint64_t row) {
+  return (static_cast<int>(e) * 3 + proj) * 32 + static_cast<int>(row);
+}
 int scale_tag(std::uint64_t e, int proj) { return 100 + static_cast<int>(e) * 3 + proj; }
 
 // DeepSeek-V4's experts of one layer, with expert `skip`'s down projection (w2) left out when skip < kExperts, named
@@ -128,7 +130,8 @@ TEST(ExpertRelayout, AnIncompleteLayerIsNotGathered) {
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("the MXFP4 experts model.layers.0.ffn.experts.*: model.layers.0.ffn.experts.1."
                                          "down_proj.weight is missing or not MXFP4"),
-              std::string::npos) << e.what();
+              std::string::npos)
+        << e.what();
   }
   EXPECT_FALSE(std::filesystem::exists(dir / "oss"));
 }
@@ -145,7 +148,8 @@ TEST(ExpertRelayout, AnExpertIndexPastTheTensorsIsNamed) {
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("model.layers.0.ffn.experts.4000000000.w1.weight has expert index "
                                          "4000000000, but the checkpoint holds only 6 quantized tensors"),
-              std::string::npos) << e.what();
+              std::string::npos)
+        << e.what();
   }
   EXPECT_FALSE(std::filesystem::exists(dir / "oss"));
 }

@@ -15,7 +15,6 @@
 namespace mf::test {
 namespace {
 
-
 // One row of docs/spec.md#formats. Limits are hex-float literals so they are exact; codes are positive magnitudes.
 struct SpecRow {
   std::string_view name;
@@ -197,10 +196,9 @@ TEST(FormatTable, FindFormat) {
   // minifloat's own names and the ecosystem's dtype spellings (typed here from ml_dtypes' and PyTorch's dtype
   // names); no other aliases, no padding, no prefixes.
   const std::vector<std::pair<std::string_view, const Format*>> spelled{
-      {"float32", &f32},         {"bfloat16", &bf16},       {"float16", &f16},
-      {"float8_e4m3fn", &e4m3},  {"float8_e5m2", &e5m2},    {"float6_e3m2fn", &e3m2},
-      {"float6_e2m3fn", &e2m3},  {"float4_e2m1fn", &e2m1},  {"float4_e2m1fn_x2", &e2m1},
-      {"float8_e8m0fnu", &ue8m0}};
+      {"float32", &f32},           {"bfloat16", &bf16},       {"float16", &f16},        {"float8_e4m3fn", &e4m3},
+      {"float8_e5m2", &e5m2},      {"float6_e3m2fn", &e3m2},  {"float6_e2m3fn", &e2m3}, {"float4_e2m1fn", &e2m1},
+      {"float4_e2m1fn_x2", &e2m1}, {"float8_e8m0fnu", &ue8m0}};
   for (const auto& [name, f] : spelled) EXPECT_EQ(find_format(name), f) << name;
   for (std::string_view bad : {"", "fp8", "e4m3fn", "float8_e4m3", "float8_e4m3fnuz", "e4m3 ", " e4m3", "e4m", "bf",
                                "f8", "ue8m0x", "Float16"}) {

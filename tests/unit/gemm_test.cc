@@ -65,9 +65,9 @@ TEST(Gemm, GroupsAreScaledThenAddedInOrder) {
   // bf16 GEMM, K = 256: two groups of 128. Group 0 sums to 2^24, group 1 to 1 + 1 in two lanes (2): 2^24 + 2.
   // Within group 1 alone, then added: exact. Lanes within one sequential chain: 2^24 + 1 + 1 -> 2^24.
   std::vector<std::uint16_t> a(256, 0), w(256, 0x3F80);  // w = 1
-  a[0] = 0x4B80;    // 2^24
-  a[128] = 0x3F80;  // 1, lane 0 of group 1
-  a[129] = 0x3F80;  // 1, lane 1
+  a[0] = 0x4B80;                                         // 2^24
+  a[128] = 0x3F80;                                       // 1, lane 0 of group 1
+  a[129] = 0x3F80;                                       // 1, lane 1
   float c = 0;
   mf::bf16_gemm(a.data(), w.data(), 1, 1, 256, mf::GemmOut{&c, nullptr});
   EXPECT_EQ(c, 16777218.0f);
@@ -245,8 +245,14 @@ TEST(Gemm, MisfitsNameBothShapes) {
 }
 
 TEST(Gemm, Bf16OutputRoundsToNearestEvenAsTheCodec) {
-  const float cases[] = {1.0f + 0x1p-8f, 1.0f + 0x1p-8f + 0x1p-20f, 1.0f + 3 * 0x1p-8f, -3.0e38f, 3.4e38f,
-                         std::numeric_limits<float>::quiet_NaN(), -0.0f, 1e-40f};
+  const float cases[] = {1.0f + 0x1p-8f,
+                         1.0f + 0x1p-8f + 0x1p-20f,
+                         1.0f + 3 * 0x1p-8f,
+                         -3.0e38f,
+                         3.4e38f,
+                         std::numeric_limits<float>::quiet_NaN(),
+                         -0.0f,
+                         1e-40f};
   for (const float v : cases) {
     // A 1 x 1 x 1 f32 GEMM writes v * 1 rounded to bf16.
     const float one = 1.0f;

@@ -202,7 +202,10 @@ std::string canon(const GgufValue& v) {
       for (std::uint64_t i = 0; i < v.size(); ++i) out += str(i == 0 ? "" : ",", canon(v.element(i)));
       return out + "]";
     }
-    case VT::INT8: case VT::INT16: case VT::INT32: case VT::INT64: return str(*v.as_int());
+    case VT::INT8:
+    case VT::INT16:
+    case VT::INT32:
+    case VT::INT64: return str(*v.as_int());
     default: return str(*v.as_uint());
   }
 }
@@ -237,11 +240,12 @@ TEST_F(GgufPython, TypeTableMatchesGgufPy) {
   }
   // The enum's values are the ids of the names it gives them.
   const std::vector<std::pair<GgufType, std::string>> named{
-      {GgufType::F32, "F32"}, {GgufType::Q4_0, "Q4_0"}, {GgufType::Q5_0, "Q5_0"}, {GgufType::Q8_0, "Q8_0"},
-      {GgufType::Q2_K, "Q2_K"}, {GgufType::Q8_K, "Q8_K"}, {GgufType::IQ2_XXS, "IQ2_XXS"},
-      {GgufType::IQ4_XS, "IQ4_XS"}, {GgufType::I8, "I8"}, {GgufType::F64, "F64"}, {GgufType::IQ1_M, "IQ1_M"},
-      {GgufType::BF16, "BF16"}, {GgufType::TQ1_0, "TQ1_0"}, {GgufType::TQ2_0, "TQ2_0"},
-      {GgufType::MXFP4, "MXFP4"}, {GgufType::NVFP4, "NVFP4"}, {GgufType::Q1_0, "Q1_0"}};
+      {GgufType::F32, "F32"},         {GgufType::Q4_0, "Q4_0"},     {GgufType::Q5_0, "Q5_0"},
+      {GgufType::Q8_0, "Q8_0"},       {GgufType::Q2_K, "Q2_K"},     {GgufType::Q8_K, "Q8_K"},
+      {GgufType::IQ2_XXS, "IQ2_XXS"}, {GgufType::IQ4_XS, "IQ4_XS"}, {GgufType::I8, "I8"},
+      {GgufType::F64, "F64"},         {GgufType::IQ1_M, "IQ1_M"},   {GgufType::BF16, "BF16"},
+      {GgufType::TQ1_0, "TQ1_0"},     {GgufType::TQ2_0, "TQ2_0"},   {GgufType::MXFP4, "MXFP4"},
+      {GgufType::NVFP4, "NVFP4"},     {GgufType::Q1_0, "Q1_0"}};
   for (const auto& [type, name] : named) EXPECT_EQ(gguf_type_name(static_cast<std::uint32_t>(type)), name);
 }
 

@@ -104,8 +104,8 @@ TEST(GgufValue, AccessorsAndText) {
 // 0), a type we list but do not decode, a gap between tensors, an empty tensor inside another's bytes, trailing
 // bytes.
 TEST(GgufRead, HandMadeFile) {
-  const std::string data = str(std::string(64, '\x11'), std::string(144, '\x22'), std::string(16, '\x44'),
-                               std::string(32, '\x33'), "xyz");
+  const std::string data =
+      str(std::string(64, '\x11'), std::string(144, '\x22'), std::string(16, '\x44'), std::string(32, '\x33'), "xyz");
   const std::string bytes = gguf_bytes({kv("general.name", VT::STRING, gs("tiny"))},
                                        {tinfo("scalar", {}, kF32, 0), tinfo("k", {256}, kQ4_K, 64),
                                         tinfo("empty", {0, 3}, kQ8_0, 96), tinfo("v", {8, 1}, kF32, 224)},
@@ -269,8 +269,8 @@ TEST(GgufDequantize, Mxfp4BlocksByHand) {
 }
 
 TEST(GgufDequantize, OtherTypesAreNamedErrors) {
-  const GgufFile f = parse(gguf_bytes({}, {tinfo("k", {256}, kQ4_K, 0), tinfo("i", {4}, 24, 160)},
-                                      std::string(164, '\0')));
+  const GgufFile f =
+      parse(gguf_bytes({}, {tinfo("k", {256}, kQ4_K, 0), tinfo("i", {4}, 24, 160)}, std::string(164, '\0')));
   expect_io_error([&] { dequantize_gguf(f, f.tensors()[0]); }, IoErrc::not_dequantizable,
                   "hand.gguf: tensor 'k': cannot dequantize type Q4_K (minifloat decodes F32, F16, BF16, Q4_0, Q4_1, "
                   "Q8_0 and MXFP4)");

@@ -22,7 +22,6 @@ using VT = GgufValueType;
 
 inline constexpr std::uint32_t kF32 = 0, kF16 = 1, kQ4_0 = 2, kQ4_1 = 3, kQ8_0 = 8, kQ4_K = 12, kMXFP4 = 39;
 
-
 // ---- building files by hand ----
 
 inline std::string gs(std::string_view s) { return str(le(s.size(), 8), s); }
@@ -43,7 +42,7 @@ inline std::string preamble(std::uint64_t tensors, std::uint64_t kvs, std::uint3
 }
 // A whole file: header, zero padding to `alignment`, then `data`.
 inline std::string gguf_bytes(const std::vector<std::string>& kvs, const std::vector<std::string>& infos,
-                       std::string_view data = "", std::uint64_t alignment = 32, std::uint32_t version = 3) {
+                              std::string_view data = "", std::uint64_t alignment = 32, std::uint32_t version = 3) {
   std::string out = preamble(infos.size(), kvs.size(), version);
   for (const std::string& k : kvs) out += k;
   for (const std::string& t : infos) out += t;
@@ -128,8 +127,8 @@ inline std::vector<BadFile> bad_header_files() {
        IoErrc::gguf_nesting_too_deep, "the array of metadata 'deep': arrays nest deeper than 8 levels"},
       {"DuplicateKey", gguf_bytes({kv_u32("k", 1), kv_u32("j", 2), kv_u32("k", 3)}, {}), IoErrc::gguf_duplicate_key,
        "metadata key 'k' appears twice"},
-      {"AlignmentNotU32", gguf_bytes({kv("general.alignment", VT::UINT64, le(64, 8))}, {}),
-       IoErrc::gguf_bad_alignment, "general.alignment is a u64, not a u32"},
+      {"AlignmentNotU32", gguf_bytes({kv("general.alignment", VT::UINT64, le(64, 8))}, {}), IoErrc::gguf_bad_alignment,
+       "general.alignment is a u64, not a u32"},
       {"AlignmentNotPowerOfTwo", gguf_bytes({kv_u32("general.alignment", 48)}, {}), IoErrc::gguf_bad_alignment,
        "general.alignment 48 is not a power of two"},
       {"AlignmentZero", gguf_bytes({kv_u32("general.alignment", 0)}, {}), IoErrc::gguf_bad_alignment,

@@ -75,16 +75,20 @@ TEST(GgufTokenizer, ASentencePieceModelByteByByte) {
   tiny_llama(dir / "in", 6, 6);
   // <unk> UNKNOWN, <s> and </s> CONTROL, <0x41> BYTE, two NORMAL pieces (one USER_DEFINED: the converter writes it
   // NORMAL), and a trainer_spec field (2) the reader skips; config.json's vocab_size 6 pads one [PAD5].
-  write_file(dir / "in" / "tokenizer.model",
-             str(piece("<unk>", 0, 2), piece("<s>", 0, 3), piece("</s>", 0, 3), field(2, "skipped"),
-                 piece("<0x41>", 0, 6), piece("\xe2\x96\x81" "a", -1.5f, 4)));
+  write_file(dir / "in" / "tokenizer.model", str(piece("<unk>", 0, 2), piece("<s>", 0, 3), piece("</s>", 0, 3),
+                                                 field(2, "skipped"), piece("<0x41>", 0, 6),
+                                                 piece("\xe2\x96\x81"
+                                                       "a",
+                                                       -1.5f, 4)));
   convert_to_gguf(dir / "in", dir / "out.gguf", gguf_recipe("f32"));
   const GgufFile f = read_gguf(dir / "out.gguf");
   EXPECT_EQ(f.find_metadata("tokenizer.ggml.model")->as_string(), "llama");
   EXPECT_EQ(f.find_metadata("tokenizer.ggml.pre")->as_string(), "default");
   const GgufValue& tokens = *f.find_metadata("tokenizer.ggml.tokens");
   ASSERT_EQ(tokens.size(), 6u);
-  EXPECT_EQ(tokens.element(4).as_string(), "\xe2\x96\x81" "a");
+  EXPECT_EQ(tokens.element(4).as_string(),
+            "\xe2\x96\x81"
+            "a");
   EXPECT_EQ(tokens.element(5).as_string(), "[PAD5]");
   const GgufValue& types = *f.find_metadata("tokenizer.ggml.token_type");
   const std::vector<std::int64_t> want_types{2, 3, 3, 6, 1, 5};
@@ -124,8 +128,9 @@ TEST(GgufTokenizer, RefusalsComeBeforeAnyFile) {
   fs::remove_all(dir / "in");
   tiny_llama(dir / "in", 8, 6);  // vocab_size 8, but 6 rows: the vocabulary padded to 8 tokens does not fit
   write_file(dir / "in" / "tokenizer.model", str(piece("<unk>", 0, 2), piece("a", 0, 1)));
-  EXPECT_NE(error_of(convert, IoErrc::gguf_tokenizer).find("8 tokens, but token_embd (model.embed_tokens.weight) has 6 rows"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of(convert, IoErrc::gguf_tokenizer).find("8 tokens, but token_embd (model.embed_tokens.weight) has 6 rows"),
+      std::string::npos);
   EXPECT_FALSE(fs::exists(dir / "out.gguf"));
   convert_to_gguf(dir / "in", dir / "out.gguf", gguf_recipe("f32"), {}, GgufTokenizerMode::none);
   EXPECT_EQ(read_gguf(dir / "out.gguf").find_metadata("tokenizer.ggml.model")->as_string(), "none");

@@ -49,8 +49,7 @@ TEST(GgufWriter, SmallFileMatchesHandLaidBytes) {
                   {"a.bool", V::of_bool(true)},
                   {"a.ints", V::of_array(GgufValueType::INT32, {V::of_i32(1), V::of_i32(-2)})},
                   {"a.strs", V::of_strings({"x", "yz"})}};
-  GgufWriter w(dir / "t.gguf", meta,
-               {{"one", GgufType::F32, {2}}, {"two", GgufType::Q8_0, {32, 1}}});
+  GgufWriter w(dir / "t.gguf", meta, {{"one", GgufType::F32, {2}}, {"two", GgufType::Q8_0, {32, 1}}});
   const std::string one = str(le(0x3F800000, 4), le(0xC0000000, 4));  // 1.0f, -2.0f
   const std::string two = str(le(0x3C00, 2), std::string(32, '\x01'));
   w.write_tensor(1, as_span(two));  // any order
@@ -64,7 +63,7 @@ TEST(GgufWriter, SmallFileMatchesHandLaidBytes) {
   want += str(gs("a.bool"), le(7, 4), le(1, 1));
   want += str(gs("a.ints"), le(9, 4), le(5, 4), le(2, 8), le(1, 4), le(0xFFFFFFFE, 4));
   want += str(gs("a.strs"), le(9, 4), le(8, 4), le(2, 8), gs("x"), gs("yz"));
-  want += str(gs("one"), le(1, 4), le(2, 8), le(0, 4), le(0, 8));        // F32 [2] at 0
+  want += str(gs("one"), le(1, 4), le(2, 8), le(0, 4), le(0, 8));              // F32 [2] at 0
   want += str(gs("two"), le(2, 4), le(32, 8), le(1, 8), le(8, 4), le(32, 8));  // Q8_0 [32, 1] at 32 (8 bytes, padded)
   want.append((32 - want.size() % 32) % 32, '\0');
   want += one + std::string(24, '\0') + two + std::string(30, '\0');  // each tensor padded to 32, the last too
@@ -191,7 +190,7 @@ TEST(GgufEncode, RefusesWhatTheTypeCannotHold) {
   std::vector<float> nan(32, 1.0f);
   nan[7] = std::numeric_limits<float>::quiet_NaN();
   EXPECT_THROW(gguf_encode(GgufType::Q8_0, nan), std::invalid_argument);
-  EXPECT_THROW(gguf_encode(GgufType::Q8_0, std::vector<float>(16, 1.0f)), std::invalid_argument);  // half a block
+  EXPECT_THROW(gguf_encode(GgufType::Q8_0, std::vector<float>(16, 1.0f)), std::invalid_argument);   // half a block
   EXPECT_THROW(gguf_encode(GgufType::MXFP4, std::vector<float>(32, 1.0f)), std::invalid_argument);  // not f32 -> it
   EXPECT_THROW(gguf_encode(GgufType::Q4_K, std::vector<float>(256, 1.0f)), std::invalid_argument);
   std::vector<float> big(32, 1.0f);
@@ -229,8 +228,10 @@ const char* kLlamaConfig = R"({"architectures": ["LlamaForCausalLM"], "model_typ
   "max_position_embeddings": 128, "vocab_size": 32, "rms_norm_eps": 1e-5, "rope_theta": 10000.0})";
 
 std::vector<std::pair<std::string, Dims>> llama_tensors() {
-  return {{"model.embed_tokens.weight", {32, 64}},           {"model.norm.weight", {64}},
-          {"model.layers.0.self_attn.q_proj.weight", {64, 64}}, {"model.layers.0.self_attn.k_proj.weight", {32, 64}},
+  return {{"model.embed_tokens.weight", {32, 64}},
+          {"model.norm.weight", {64}},
+          {"model.layers.0.self_attn.q_proj.weight", {64, 64}},
+          {"model.layers.0.self_attn.k_proj.weight", {32, 64}},
           {"model.layers.0.input_layernorm.weight", {64}}};
 }
 
@@ -258,7 +259,8 @@ std::string convert_error(const std::string& config, const std::vector<std::pair
 TEST(ConvertToGguf, WritesTheTinyLlama) {
   TempDir dir;
   tiny_llama(dir / "in", kLlamaConfig, llama_tensors());
-  const ConvertReport r = convert_to_gguf(dir / "in", dir / "out.gguf", gguf_recipe("q8_0"), {}, GgufTokenizerMode::none);
+  const ConvertReport r =
+      convert_to_gguf(dir / "in", dir / "out.gguf", gguf_recipe("q8_0"), {}, GgufTokenizerMode::none);
   const GgufFile f = read_gguf(dir / "out.gguf");
   EXPECT_EQ(f.find("blk.0.attn_q.weight")->type, static_cast<std::uint32_t>(GgufType::Q8_0));
   EXPECT_EQ(f.find("blk.0.attn_k.weight")->dims, (Dims{64, 32}));
@@ -289,25 +291,28 @@ TEST(ConvertToGguf, AnMxfp4PairIsReLaidOutIntoGgmlBlocks) {
     return b;
   };
   const std::string q = "model.layers.0.self_attn.q_proj.weight", k = "model.layers.0.self_attn.k_proj.weight";
-  const std::vector<SafetensorsWriter::Spec> specs{
-      {"model.embed_tokens.weight", DType::BF16, {32, 64}}, {"model.norm.weight", DType::BF16, {64}},
-      {q, DType::I8, {64, 32}}, {q + "_scale_inv", DType::F8_E8M0, {64, 2}},
-      {k, DType::I8, {32, 32}}, {k + "_scale_inv", DType::F8_E8M0, {32, 2}},
-      {"model.layers.0.input_layernorm.weight", DType::BF16, {64}}};
-  const std::vector<std::vector<std::byte>> data{std::vector<std::byte>(32 * 64 * 2), std::vector<std::byte>(128),
-                                                 codes(64), scales(64), codes(32), scales(32),
-                                                 std::vector<std::byte>(128)};
+  const std::vector<SafetensorsWriter::Spec> specs{{"model.embed_tokens.weight", DType::BF16, {32, 64}},
+                                                   {"model.norm.weight", DType::BF16, {64}},
+                                                   {q, DType::I8, {64, 32}},
+                                                   {q + "_scale_inv", DType::F8_E8M0, {64, 2}},
+                                                   {k, DType::I8, {32, 32}},
+                                                   {k + "_scale_inv", DType::F8_E8M0, {32, 2}},
+                                                   {"model.layers.0.input_layernorm.weight", DType::BF16, {64}}};
+  const std::vector<std::vector<std::byte>> data{
+      std::vector<std::byte>(32 * 64 * 2), std::vector<std::byte>(128), codes(64), scales(64), codes(32), scales(32),
+      std::vector<std::byte>(128)};
   SafetensorsWriter w(dir / "in" / "model.safetensors", specs);
   for (std::size_t i = 0; i < specs.size(); ++i) w.write_tensor(i, data[i]);
   w.commit();
-  const ConvertReport r = convert_to_gguf(dir / "in", dir / "out.gguf", gguf_recipe("mxfp4"), {}, GgufTokenizerMode::none);
+  const ConvertReport r =
+      convert_to_gguf(dir / "in", dir / "out.gguf", gguf_recipe("mxfp4"), {}, GgufTokenizerMode::none);
   ASSERT_EQ(r.tensors.size(), 2u);
   EXPECT_EQ(r.tensors[0].name, q);
   EXPECT_EQ(r.tensors[0].target, "mxfp4 re-laid out");
   EXPECT_EQ(r.tensors[1].max_abs, 0.0);
   const GgufFile f = read_gguf(dir / "out.gguf");
-  for (const auto& [name, rows, heads, in] : {std::tuple{"blk.0.attn_q.weight", 64u, 2u, 2u},
-                                              std::tuple{"blk.0.attn_k.weight", 32u, 1u, 4u}}) {
+  for (const auto& [name, rows, heads, in] :
+       {std::tuple{"blk.0.attn_q.weight", 64u, 2u, 2u}, std::tuple{"blk.0.attn_k.weight", 32u, 1u, 4u}}) {
     const GgufTensor* t = f.find(name);
     ASSERT_NE(t, nullptr) << name;
     EXPECT_EQ(t->type, static_cast<std::uint32_t>(GgufType::MXFP4));
@@ -324,7 +329,8 @@ TEST(ConvertToGguf, AnMxfp4PairIsReLaidOutIntoGgmlBlocks) {
           const auto byte = std::to_integer<unsigned>(c[from * 32 + b * 16 + e / 2]);
           return e % 2 == 0 ? byte & 0xF : byte >> 4;
         };
-        for (std::uint32_t e = 0; e < 16; ++e) want.push_back(static_cast<std::byte>(element(e) | element(e + 16) << 4));
+        for (std::uint32_t e = 0; e < 16; ++e)
+          want.push_back(static_cast<std::byte>(element(e) | element(e + 16) << 4));
       }
     }
     const std::span<const std::byte> got = f.bytes(*t);
@@ -335,27 +341,30 @@ TEST(ConvertToGguf, AnMxfp4PairIsReLaidOutIntoGgmlBlocks) {
 TEST(ConvertToGguf, RefusesWhatItCannotWrite) {
   const std::string cfg = kLlamaConfig;
   const auto has = [](const std::string& what, std::string_view part) {
-    return what.find(part) != std::string::npos ? ::testing::AssertionSuccess()
-                                                : ::testing::AssertionFailure() << what;
+    return what.find(part) != std::string::npos ? ::testing::AssertionSuccess() : ::testing::AssertionFailure() << what;
   };
-  EXPECT_TRUE(has(convert_error(replaced(replaced(cfg, "LlamaForCausalLM", "Qwen2ForCausalLM"), "\"llama\"",
-                                         "\"qwen2\""), llama_tensors()),
-                  "architecture \"Qwen2ForCausalLM\": --format gguf writes Llama (architectures "
-                  "LlamaForCausalLM or model_type llama) and gpt-oss"));
+  EXPECT_TRUE(
+      has(convert_error(replaced(replaced(cfg, "LlamaForCausalLM", "Qwen2ForCausalLM"), "\"llama\"", "\"qwen2\""),
+                        llama_tensors()),
+          "architecture \"Qwen2ForCausalLM\": --format gguf writes Llama (architectures "
+          "LlamaForCausalLM or model_type llama) and gpt-oss"));
   EXPECT_TRUE(has(convert_error(replaced(cfg, "\"vocab_size\": 32", "\"vocab_size\": -1"), llama_tensors()),
                   "'vocab_size' must be a positive integer"));
   EXPECT_TRUE(has(convert_error(replaced(cfg, "\"rms_norm_eps\": 1e-5, ", ""), llama_tensors()),
                   "'rms_norm_eps' must be a positive number"));
-  EXPECT_TRUE(has(convert_error(replaced(cfg, "\"rope_theta\": 10000.0", "\"rope_scaling\": {\"rope_type\": "
-                                         "\"llama3\", \"factor\": 8.0}"), llama_tensors()),
-                  "rope_type \"llama3\""));
-  EXPECT_TRUE(has(convert_error(replaced(cfg, "\"num_attention_heads\": 2", "\"num_attention_heads\": 3"),
+  EXPECT_TRUE(has(convert_error(replaced(cfg, "\"rope_theta\": 10000.0",
+                                         "\"rope_scaling\": {\"rope_type\": "
+                                         "\"llama3\", \"factor\": 8.0}"),
                                 llama_tensors()),
-                  "hidden_size 64 is not a multiple of num_attention_heads 3"));
+                  "rope_type \"llama3\""));
+  EXPECT_TRUE(
+      has(convert_error(replaced(cfg, "\"num_attention_heads\": 2", "\"num_attention_heads\": 3"), llama_tensors()),
+          "hidden_size 64 is not a multiple of num_attention_heads 3"));
   auto extra = llama_tensors();
   extra.push_back({"model.layers.0.mlp.experts.0.up_proj.weight", {96, 64}});
-  EXPECT_TRUE(has(convert_error(cfg, extra), "tensor 'model.layers.0.mlp.experts.0.up_proj.weight': no llama.cpp "
-                                             "name for it"));
+  EXPECT_TRUE(has(convert_error(cfg, extra),
+                  "tensor 'model.layers.0.mlp.experts.0.up_proj.weight': no llama.cpp "
+                  "name for it"));
   auto past = llama_tensors();
   past.push_back({"model.layers.1.mlp.up_proj.weight", {96, 64}});  // layer 1 of a 1-layer model
   EXPECT_TRUE(has(convert_error(cfg, past), "no llama.cpp name for it"));
@@ -366,8 +375,8 @@ TEST(ConvertToGguf, RefusesWhatItCannotWrite) {
   no_norm.erase(no_norm.begin() + 1);
   EXPECT_TRUE(has(convert_error(cfg, no_norm), "no tensor for output_norm.weight"));
   EXPECT_TRUE(has(convert_error(cfg, llama_tensors(), "q8_0", "out.bin"), "OUT must be a path ending in .gguf"));
-  EXPECT_TRUE(has(convert_error(cfg, llama_tensors(), "q8_0", "out.gguf", DType::F8_E4M3),
-                  "F8_E4M3 is not F32, F16 or BF16"));
+  EXPECT_TRUE(
+      has(convert_error(cfg, llama_tensors(), "q8_0", "out.gguf", DType::F8_E4M3), "F8_E4M3 is not F32, F16 or BF16"));
 }
 
 TEST(ConvertToGguf, MissingConfigIsNamed) {
@@ -387,8 +396,8 @@ TEST(GgufRecipe, RefusesSchemesGgufHasNoTypeFor) {
       gguf_recipe(r);
       ADD_FAILURE() << r;
     } catch (const std::invalid_argument& e) {
-      EXPECT_NE(std::string(e.what()).find(str("recipe ", r, " cannot be written as --format gguf")),
-                std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(str("recipe ", r, " cannot be written as --format gguf")), std::string::npos)
+          << e.what();
       EXPECT_NE(std::string(e.what()).find("formats that can express it: minifloat"), std::string::npos);
     }
   }
@@ -404,10 +413,14 @@ const char* kGptOssConfig = R"({"architectures": ["GptOssForCausalLM"], "model_t
 
 std::vector<std::pair<std::string, Dims>> gpt_oss_tensors() {
   const std::string p = "model.layers.0.";
-  return {{"model.embed_tokens.weight", {32, 64}},     {"model.norm.weight", {64}},
-          {p + "self_attn.q_proj.weight", {64, 64}},   {p + "self_attn.q_proj.bias", {64}},
-          {p + "self_attn.sinks", {2}},                {p + "mlp.router.weight", {4, 64}},
-          {p + "mlp.router.bias", {4}},                {p + "post_attention_layernorm.weight", {64}}};
+  return {{"model.embed_tokens.weight", {32, 64}},
+          {"model.norm.weight", {64}},
+          {p + "self_attn.q_proj.weight", {64, 64}},
+          {p + "self_attn.q_proj.bias", {64}},
+          {p + "self_attn.sinks", {2}},
+          {p + "mlp.router.weight", {4, 64}},
+          {p + "mlp.router.bias", {4}},
+          {p + "post_attention_layernorm.weight", {64}}};
 }
 
 TEST(ConvertToGguf, GptOssNamesTypesAndMetadata) {
@@ -435,8 +448,7 @@ TEST(ConvertToGguf, GptOssNamesTypesAndMetadata) {
 TEST(ConvertToGguf, GptOssRefusals) {
   const std::string cfg = kGptOssConfig;
   const auto has = [](const std::string& what, std::string_view part) {
-    return what.find(part) != std::string::npos ? ::testing::AssertionSuccess()
-                                                : ::testing::AssertionFailure() << what;
+    return what.find(part) != std::string::npos ? ::testing::AssertionSuccess() : ::testing::AssertionFailure() << what;
   };
   EXPECT_TRUE(has(convert_error(replaced(cfg, "\"yarn\"", "\"linear\""), gpt_oss_tensors()),
                   "writes gpt-oss's yarn rotary scaling only"));

@@ -26,7 +26,7 @@
 namespace {
 
 constexpr double kUnitRoundoff = std::numeric_limits<float>::epsilon() / 2;  // 2^-24
-constexpr std::size_t kGuard = 8;                                              // sentinel values around each buffer
+constexpr std::size_t kGuard = 8;                                            // sentinel values around each buffer
 constexpr float kSentinel = 1234.5f;
 
 std::vector<int> sizes(int from) {
@@ -270,8 +270,8 @@ TEST_P(RotateTarget, DispatchesToThisTarget) {
   std::vector<float> x(64, 1.0f);
   mf::rotate(x.data(), x.size(), 64);
   ASSERT_TRUE(hwy::GetChosenTarget().IsInitialized());
-  const auto expected = std::countr_zero(static_cast<std::uint64_t>(HWY_CHOSEN_TARGET_SHIFT(GetParam()) |
-                                                                    HWY_CHOSEN_TARGET_MASK_SCALAR));
+  const auto expected =
+      std::countr_zero(static_cast<std::uint64_t>(HWY_CHOSEN_TARGET_SHIFT(GetParam()) | HWY_CHOSEN_TARGET_MASK_SCALAR));
   EXPECT_EQ(hwy::GetChosenTarget().GetIndex(), static_cast<std::size_t>(expected));
 }
 

@@ -158,7 +158,8 @@ TEST(HfConfigDialect, DeepSeekFormWithQwensModulesToNotConvert) {
 }
 
 TEST(HfConfigDialect, RuleNames) {
-  for (const char* name : {"deepseek", "deepinfer", "transformers-fp8", "compressed-tensors", "modelopt", "gpt-oss", "minifloat", "awq", "gptq"}) {
+  for (const char* name : {"deepseek", "deepinfer", "transformers-fp8", "compressed-tensors", "modelopt", "gpt-oss",
+                           "minifloat", "awq", "gptq"}) {
     EXPECT_EQ(to_string(config_rules_named(name)), name);
   }
   EXPECT_THROW(config_rules_named("unknown"), std::invalid_argument);

@@ -171,13 +171,15 @@ TEST(HfConfig, RewritesQuantizationConfigKeepingTheRest) {
   q.block_rows = q.block_cols = 32;
   q.fmt = "";
   q.expert_dtype = "fp4";
-  EXPECT_EQ(hf_config_with_quantization(in, q),
-            "{\n  \"z_first\": 1,\n  \"quantization_config\": {\n    \"quant_method\": \"fp8\",\n"
-            "    \"activation_scheme\": \"dynamic\",\n    \"weight_block_size\": [\n      32,\n      32\n    ],\n"
-            "    \"scale_fmt\": \"ue8m0\",\n    \"expert_dtype\": \"fp4\"\n  },\n  \"a_last\": [\n    1,\n    2\n  ]\n}\n");
+  EXPECT_EQ(
+      hf_config_with_quantization(in, q),
+      "{\n  \"z_first\": 1,\n  \"quantization_config\": {\n    \"quant_method\": \"fp8\",\n"
+      "    \"activation_scheme\": \"dynamic\",\n    \"weight_block_size\": [\n      32,\n      32\n    ],\n"
+      "    \"scale_fmt\": \"ue8m0\",\n    \"expert_dtype\": \"fp4\"\n  },\n  \"a_last\": [\n    1,\n    2\n  ]\n}\n");
   const HfConfig back = parse_hf_config(hf_config_with_quantization(deepinfer(kDeepInferQuant), q));
   EXPECT_EQ(back.rules, ConfigRules::deepinfer);
-  EXPECT_EQ(hf_config_with_quantization(in, std::nullopt), "{\n  \"z_first\": 1,\n  \"a_last\": [\n    1,\n    2\n  ]\n}\n");
+  EXPECT_EQ(hf_config_with_quantization(in, std::nullopt),
+            "{\n  \"z_first\": 1,\n  \"a_last\": [\n    1,\n    2\n  ]\n}\n");
 }
 
 // DeepInfer's loop (docs/spec.md#deepinfer-config), verbatim in Python, on every unsupported-value case above: the
@@ -223,8 +225,9 @@ TEST(HfConfigPython, SameMessagesAsDeepInfersLoop) {
 
 TEST(HfConfigPython, ReprMatchesPython) {
   TempDir dir;
-  const std::vector<std::string> values = {R"("fp8")", R"("it's")", R"("a\"b'c")", R"("tab\tnl\n\\")", "[32, 32]",
-                                           "null",     "true",      "[]",            R"({"k": [1, "v"]})", "32.5", "-7"};
+  const std::vector<std::string> values = {R"("fp8")",           R"("it's")", R"("a\"b'c")", R"("tab\tnl\n\\")",
+                                           "[32, 32]",           "null",      "true",        "[]",
+                                           R"({"k": [1, "v"]})", "32.5",      "-7"};
   std::string lines, expected;
   for (const std::string& v : values) {
     lines += v + "\n";

@@ -122,11 +122,13 @@ inline std::string python() { return MF_TEST_PYTHON; }
 inline std::string python_missing() {
   const std::string p = python();
   if (p.empty() || !fs::path(p).is_absolute()) {
-    return str("the tests' Python interpreter is '", p, "', not an absolute path: configure with "
+    return str("the tests' Python interpreter is '", p,
+               "', not an absolute path: configure with "
                "-DMINIFLOAT_TEST_PYTHON=/abs/path/to/python (./test uses .venv/bin/python)");
   }
   if (::access(p.c_str(), X_OK) != 0) {
-    return str("the tests' Python interpreter '", p, "' does not exist or cannot run: run ./test (it creates .venv "
+    return str("the tests' Python interpreter '", p,
+               "' does not exist or cannot run: run ./test (it creates .venv "
                "and installs tests/requirements.txt), or configure with -DMINIFLOAT_TEST_PYTHON=/abs/path/to/python");
   }
   return "";

@@ -98,8 +98,9 @@ TEST(KvNumpy, PagesMatchFlashMlaAndV41Packers) {
     cache.write(x, slots);
     const auto b = cache.bytes();
     write_file(dir / "cache.bin", std::string_view(reinterpret_cast<const char*>(b.data()), b.size()));
-    const auto r = run_python(dir / "check.py", str(to_string(f), " ", page_size, " ", pages, " '",
-                                                    (dir / "x.f32").string(), "' '", (dir / "cache.bin").string(), "'"));
+    const auto r =
+        run_python(dir / "check.py", str(to_string(f), " ", page_size, " ", pages, " '", (dir / "x.f32").string(),
+                                         "' '", (dir / "cache.bin").string(), "'"));
     EXPECT_EQ(r.status, 0) << r.output;
     EXPECT_NE(r.output.find("checked"), std::string::npos) << r.output;
   }

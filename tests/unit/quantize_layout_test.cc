@@ -54,14 +54,14 @@ std::vector<float> normal(std::size_t n, std::uint32_t seed) {
 // ---- pack_codes / unpack_codes ----
 
 TEST(PackCodes, GoldenBytes) {
-  EXPECT_EQ(pack({1, 2}, 4), (Bytes{0x21}));  // element 2i in the low nibble
+  EXPECT_EQ(pack({1, 2}, 4), (Bytes{0x21}));           // element 2i in the low nibble
   EXPECT_EQ(pack({1, 2, 3}, 4), (Bytes{0x21, 0x03}));  // a final half byte is zero-padded
   EXPECT_EQ(pack({0xF, 0x8, 0x0, 0x7}, 4), (Bytes{0x8F, 0x70}));
   // 6-bit: 1 | 2 << 6 | 3 << 12 | 4 << 18 = 0x103081, little-endian 0x81 0x30 0x10.
   EXPECT_EQ(pack({1, 2, 3, 4}, 6), (Bytes{0x81, 0x30, 0x10}));
   EXPECT_EQ(pack({63, 0, 0, 0}, 6), (Bytes{0x3F, 0x00, 0x00}));
-  EXPECT_EQ(pack({0, 0, 0, 63}, 6), (Bytes{0x00, 0x00, 0xFC}));  // 63 << 18 = 0xFC0000
-  EXPECT_EQ(pack({0, 63, 0, 0}, 6), (Bytes{0xC0, 0x0F, 0x00}));  // 63 << 6 = 0x000FC0
+  EXPECT_EQ(pack({0, 0, 0, 63}, 6), (Bytes{0x00, 0x00, 0xFC}));                      // 63 << 18 = 0xFC0000
+  EXPECT_EQ(pack({0, 63, 0, 0}, 6), (Bytes{0xC0, 0x0F, 0x00}));                      // 63 << 6 = 0x000FC0
   EXPECT_EQ(pack({1, 2, 3, 4, 5}, 6), (Bytes{0x81, 0x30, 0x10, 0x05, 0x00, 0x00}));  // a partial group is padded
   EXPECT_EQ(pack({0x00, 0x7E, 0xFF}, 8), (Bytes{0x00, 0x7E, 0xFF}));
   EXPECT_EQ(mf::packed_size(33, 4), 17u);
@@ -92,8 +92,7 @@ Bytes ramp_codes() {
   return c;
 }
 // OCP packing of ramp_codes(): byte i = c[2i] | c[2i+1] << 4.
-const Bytes kRampOcp = {0x10, 0x32, 0x54, 0x76, 0x98, 0xBA, 0xDC, 0xFE,
-                        0xEF, 0xCD, 0xAB, 0x89, 0x67, 0x45, 0x23, 0x01};
+const Bytes kRampOcp = {0x10, 0x32, 0x54, 0x76, 0x98, 0xBA, 0xDC, 0xFE, 0xEF, 0xCD, 0xAB, 0x89, 0x67, 0x45, 0x23, 0x01};
 // ggml block of ramp_codes() with scale 0x7F: byte 1 + j = c[j] | c[j + 16] << 4 = j | (15 - j) << 4.
 const Bytes kRampGgml = {0x7F, 0xF0, 0xE1, 0xD2, 0xC3, 0xB4, 0xA5, 0x96, 0x87,
                          0x78, 0x69, 0x5A, 0x4B, 0x3C, 0x2D, 0x1E, 0x0F};

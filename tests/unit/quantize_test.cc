@@ -105,21 +105,21 @@ struct RuleRow {
 // floor: 2^(floor(log2 amax) - emax); rceil: 2^ceil(log2(amax / max)); even: amax's mantissa rounded (RNE) to the
 // element's width, then floor. emax/max: e2m1 2/6, e4m3 8/448, e5m2 15/57344, e2m3 2/7.5, e3m2 4/28.
 const RuleRow kRuleRows[] = {
-    {"mxfp4", 6.0f, 0x7F, 0x7F, 0x7F},      // 6 = 1.5 * 2^2: all three give 2^0
-    {"mxfp4", 7.0f, 0x7F, 0x80, 0x80},      // floor 2^0 (7 clips to 6); rceil log2(7/6) = 0.22 -> 2^1;
-                                            // even: 1.75 * 4 is a tie between 1.5 and 2 -> 2 (even) -> 8 -> 2^1
-    {"mxfp4", 6.5f, 0x7F, 0x80, 0x7F},      // even: 1.625 -> 1.5 -> 6 -> 2^0
-    {"mxfp4", 3.0f, 0x7E, 0x7E, 0x7E},      // floor(log2 3) = 1 -> 2^-1; rceil log2(0.5) = -1
-    {"mxfp4", 4.0f, 0x7F, 0x7F, 0x7F},      // rceil: log2(4/6) = -0.58 -> 0
-    {"mxfp4", 0.1f, 0x79, 0x7A, 0x79},      // floor(-3.32) = -4 -> -6; rceil ceil(log2(0.1/6) = -5.91) = -5
-    {"mxfp4", 1.0f, 0x7D, 0x7D, 0x7D},      // floor 0 - 2; rceil ceil(-2.58) = -2
+    {"mxfp4", 6.0f, 0x7F, 0x7F, 0x7F},       // 6 = 1.5 * 2^2: all three give 2^0
+    {"mxfp4", 7.0f, 0x7F, 0x80, 0x80},       // floor 2^0 (7 clips to 6); rceil log2(7/6) = 0.22 -> 2^1;
+                                             // even: 1.75 * 4 is a tie between 1.5 and 2 -> 2 (even) -> 8 -> 2^1
+    {"mxfp4", 6.5f, 0x7F, 0x80, 0x7F},       // even: 1.625 -> 1.5 -> 6 -> 2^0
+    {"mxfp4", 3.0f, 0x7E, 0x7E, 0x7E},       // floor(log2 3) = 1 -> 2^-1; rceil log2(0.5) = -1
+    {"mxfp4", 4.0f, 0x7F, 0x7F, 0x7F},       // rceil: log2(4/6) = -0.58 -> 0
+    {"mxfp4", 0.1f, 0x79, 0x7A, 0x79},       // floor(-3.32) = -4 -> -6; rceil ceil(log2(0.1/6) = -5.91) = -5
+    {"mxfp4", 1.0f, 0x7D, 0x7D, 0x7D},       // floor 0 - 2; rceil ceil(-2.58) = -2
     {"mxfp4", 0x1p-130f, 0x00, 0x00, 0x00},  // f32 subnormal: exponent -132 clamps to -127
     {"mxfp4", std::numeric_limits<float>::max(), 0xFC, 0xFD, 0xFD},  // floor 127 - 2; rceil ceil(125.4); even:
                                                                      // rounds up to 2^128 -> 128 - 2
     {"mxfp8", 448.0f, 0x7F, 0x7F, 0x7F},
-    {"mxfp8", 500.0f, 0x7F, 0x80, 0x80},    // even: 500 = 1.953 * 2^8 -> 2.0 * 2^8 -> 2^1
-    {"mxfp8", 480.0f, 0x7F, 0x80, 0x7F},    // 480 = 1.875 * 2^8 has 3 mantissa bits already
-    {"mxfp8", 1.0f, 0x77, 0x77, 0x77},      // floor 0 - 8 = -8; rceil ceil(-8.81) = -8
+    {"mxfp8", 500.0f, 0x7F, 0x80, 0x80},         // even: 500 = 1.953 * 2^8 -> 2.0 * 2^8 -> 2^1
+    {"mxfp8", 480.0f, 0x7F, 0x80, 0x7F},         // 480 = 1.875 * 2^8 has 3 mantissa bits already
+    {"mxfp8", 1.0f, 0x77, 0x77, 0x77},           // floor 0 - 8 = -8; rceil ceil(-8.81) = -8
     {"mxfp8-e5m2", 65000.0f, 0x7F, 0x80, 0x80},  // floor(log2 65000) = 15; 65000 = 1.98 * 2^15 -> 2.0
     {"mxfp8-e5m2", 1.0f, 0x70, 0x70, 0x70},      // -15; ceil(log2(1/57344) = -15.8) = -15
     {"mxfp6-e2m3", 7.5f, 0x7F, 0x7F, 0x7F},
@@ -292,7 +292,8 @@ TEST(ScaleRules, Nvfp4GivenTensorAmax) {
   mf::QuantizeOptions o;
   o.tensor_amax = 2688.0f;
   for (const bool fast : {true, false}) {
-    const mf::QuantizedTensor q = fast ? mf::quantize(x.data(), Shape{32}, s, o) : mf::ref::quantize(x.data(), Shape{32}, s, o);
+    const mf::QuantizedTensor q =
+        fast ? mf::quantize(x.data(), Shape{32}, s, o) : mf::ref::quantize(x.data(), Shape{32}, s, o);
     EXPECT_EQ(q.tensor_scale, 1.0f);
     EXPECT_EQ(q.scales, (std::vector<std::uint8_t>{0x7E, 0x3D}));
     const std::vector<float> d = dequantized(q);
@@ -358,9 +359,9 @@ TEST(NonFiniteBlocks, ScaleIsNaNAndOnlyThatBlockDequantizesToNaN) {
     float bad;
     std::uint32_t nan_scale;  // ue8m0 0xFF, ue4m3 0x7F; 0 = any f32 NaN
   };
-  for (const Case& c : {Case{"mxfp4", kNaN, 0xFF}, Case{"mxfp8", kInf, 0xFF}, Case{"nvfp4", -kInf, 0x7F},
-                        Case{"fp4-e4m3-16", kNaN, 0x7F}, Case{"e4m3-1x128-f32", -kInf, 0},
-                        Case{"fp8-32x32", kNaN, 0xFF}}) {
+  for (const Case& c :
+       {Case{"mxfp4", kNaN, 0xFF}, Case{"mxfp8", kInf, 0xFF}, Case{"nvfp4", -kInf, 0x7F},
+        Case{"fp4-e4m3-16", kNaN, 0x7F}, Case{"e4m3-1x128-f32", -kInf, 0}, Case{"fp8-32x32", kNaN, 0xFF}}) {
     const mf::Scheme s = mf::scheme_named(c.scheme);
     const Shape shape = {s.block_rows, 2 * s.block_cols};
     std::vector<float> x(static_cast<std::size_t>(shape[0] * shape[1]));
@@ -382,8 +383,10 @@ TEST(NonFiniteBlocks, ScaleIsNaNAndOnlyThatBlockDequantizesToNaN) {
     for (std::int64_t r = 0; r < shape[0]; ++r) {
       for (std::int64_t col = 0; col < shape[1]; ++col) {
         const std::size_t i = static_cast<std::size_t>(r * shape[1] + col);
-        if (col < s.block_cols) EXPECT_TRUE(std::isnan(d[i])) << c.scheme << " index " << i;
-        else EXPECT_EQ(d[i], dg[i]) << c.scheme << " index " << i;
+        if (col < s.block_cols)
+          EXPECT_TRUE(std::isnan(d[i])) << c.scheme << " index " << i;
+        else
+          EXPECT_EQ(d[i], dg[i]) << c.scheme << " index " << i;
       }
     }
   }
@@ -545,8 +548,14 @@ TEST(DeepSeekActQuant, Fp8_1x128WithTheDeepSeekProfileMatchesTheKernel) {
     }
   }
   // Groups whose amax sits on 448 * 2^k, one f32 ulp either side of it, and on the 1e-4 clamp.
-  const float edges[] = {448.0f, std::nextafter(448.0f, 0.0f), std::nextafter(448.0f, 1e9f), 448.0f * 0x1p-20f,
-                         std::nextafter(448.0f * 0x1p7f, 0.0f), 1e-4f, std::nextafter(1e-4f, 0.0f), 0x1p-14f};
+  const float edges[] = {448.0f,
+                         std::nextafter(448.0f, 0.0f),
+                         std::nextafter(448.0f, 1e9f),
+                         448.0f * 0x1p-20f,
+                         std::nextafter(448.0f * 0x1p7f, 0.0f),
+                         1e-4f,
+                         std::nextafter(1e-4f, 0.0f),
+                         0x1p-14f};
   for (int k = 0; k < 8; ++k) {  // rows 6 and 14 are zeros, so each edge is its group's amax
     x[static_cast<std::size_t>((k < 4 ? 6 : 14) * cols + (k % 4) * 128 + 5)] = (k % 2 ? -1 : 1) * edges[k];
   }
@@ -580,19 +589,20 @@ TEST(DeepSeekActQuant, Fp8_1x128WithTheDeepSeekProfileMatchesTheKernel) {
 // bit pattern) and several tensor scales: the same code and divisor, bit for bit.
 TEST(ScaleRules, E4m3FastMatchesBlockScale) {
   for (const mf::Profile p : {mf::Profile::ocp, mf::Profile::torchao})
-  for (const float ts : {1.0f, 0.37f, 3.1e-5f, 1.9e3f}) {
-    const mf::Scheme s = mf::with_profile(mf::scheme_named("nvfp4"), p);
-    int mismatches = 0;
-    for (std::uint32_t bits = std::bit_cast<std::uint32_t>(0x1p-30f); bits < std::bit_cast<std::uint32_t>(0x1p20f);
-         bits += 13) {
-      const float amax = std::bit_cast<float>(bits);
-      const mf::BlockScale want = mf::block_scale(s, amax, false, ts);
-      const mf::BlockScale got = mf::e4m3_scale_fast(amax, 6.0f, ts, mf::min_e4m3_scale(s));
-      if ((got.code != want.code || std::bit_cast<std::uint32_t>(got.divisor) !=
-                                         std::bit_cast<std::uint32_t>(want.divisor)) && ++mismatches <= 5) {
-        ADD_FAILURE() << "amax " << amax << " ts " << ts << ": code " << got.code << " vs " << want.code;
+    for (const float ts : {1.0f, 0.37f, 3.1e-5f, 1.9e3f}) {
+      const mf::Scheme s = mf::with_profile(mf::scheme_named("nvfp4"), p);
+      int mismatches = 0;
+      for (std::uint32_t bits = std::bit_cast<std::uint32_t>(0x1p-30f); bits < std::bit_cast<std::uint32_t>(0x1p20f);
+           bits += 13) {
+        const float amax = std::bit_cast<float>(bits);
+        const mf::BlockScale want = mf::block_scale(s, amax, false, ts);
+        const mf::BlockScale got = mf::e4m3_scale_fast(amax, 6.0f, ts, mf::min_e4m3_scale(s));
+        if ((got.code != want.code ||
+             std::bit_cast<std::uint32_t>(got.divisor) != std::bit_cast<std::uint32_t>(want.divisor)) &&
+            ++mismatches <= 5) {
+          ADD_FAILURE() << "amax " << amax << " ts " << ts << ": code " << got.code << " vs " << want.code;
+        }
       }
+      EXPECT_EQ(mismatches, 0) << "tensor scale " << ts;
     }
-    EXPECT_EQ(mismatches, 0) << "tensor scale " << ts;
-  }
 }

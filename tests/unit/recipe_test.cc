@@ -30,26 +30,26 @@ TEST(Recipe, DeepSeekV4FollowsSeed002) {
   const auto t = [&](std::string_view name) { return r.target_for(name, 2, true); };
   constexpr const char* fp8 = "fp8-128x128";
   constexpr const char* fp4 = "e2m1-1x32-ue8m0-rceil";
-  EXPECT_EQ(t("embed.weight"), "bf16");                             // Embedding: BF16
+  EXPECT_EQ(t("embed.weight"), "bf16");  // Embedding: BF16
   EXPECT_EQ(t("model.embed_tokens.weight"), "bf16");
   for (const char* n : {"layers.0.attn.wq_a.weight", "layers.0.attn.wq_b.weight", "layers.0.attn.wkv.weight",
                         "layers.0.attn.wo_b.weight", "model.layers.0.self_attn.q_a_proj.weight"}) {
-    EXPECT_EQ(t(n), fp8) << n;                                       // Q/O/KV linears: FP8 e4m3
+    EXPECT_EQ(t(n), fp8) << n;  // Q/O/KV linears: FP8 e4m3
   }
-  EXPECT_EQ(t("layers.0.attn.wo_a.weight"), fp8);                   // wo_a: FP8 in the checkpoint
-  EXPECT_EQ(t("layers.5.ffn.experts.383.w1.weight"), fp4);          // routed experts: FP4 e2m1
+  EXPECT_EQ(t("layers.0.attn.wo_a.weight"), fp8);           // wo_a: FP8 in the checkpoint
+  EXPECT_EQ(t("layers.5.ffn.experts.383.w1.weight"), fp4);  // routed experts: FP4 e2m1
   EXPECT_EQ(t("model.layers.5.mlp.experts.0.down_proj.weight"), fp4);
-  EXPECT_EQ(t("layers.5.ffn.shared_experts.w2.weight"), fp8);       // shared expert: FP8, not BF16
+  EXPECT_EQ(t("layers.5.ffn.shared_experts.w2.weight"), fp8);  // shared expert: FP8, not BF16
   EXPECT_EQ(t("model.layers.5.mlp.shared_experts.up_proj.weight"), fp8);
-  EXPECT_EQ(t("layers.0.attn.compressor.wkv.weight"), "f32");       // Compressor wkv/wgate: FP32
+  EXPECT_EQ(t("layers.0.attn.compressor.wkv.weight"), "f32");  // Compressor wkv/wgate: FP32
   EXPECT_EQ(t("layers.0.attn.compressor.wgate.weight"), "f32");
-  EXPECT_EQ(t("layers.0.hc_attn_fn"), "f32");                       // HC: FP32
-  EXPECT_EQ(t("layers.0.attn.indexer.wq_b.weight"), fp8);           // Indexer wq_b: FP8
+  EXPECT_EQ(t("layers.0.hc_attn_fn"), "f32");                         // HC: FP32
+  EXPECT_EQ(t("layers.0.attn.indexer.wq_b.weight"), fp8);             // Indexer wq_b: FP8
   EXPECT_EQ(t("layers.0.attn.indexer.weights_proj.weight"), "bf16");  // Indexer weights_proj: BF16
-  EXPECT_EQ(t("head.weight"), "bf16");                              // LM head: BF16 in the checkpoint
+  EXPECT_EQ(t("head.weight"), "bf16");                                // LM head: BF16 in the checkpoint
   EXPECT_EQ(t("lm_head.weight"), "bf16");
-  EXPECT_EQ(t("layers.5.ffn.gate.weight"), "bf16");                 // the router: not a Linear
-  EXPECT_EQ(r.target_for("layers.0.attn_norm.weight", 1, true), "keep");  // 1-D: cannot be tiled
+  EXPECT_EQ(t("layers.5.ffn.gate.weight"), "bf16");                        // the router: not a Linear
+  EXPECT_EQ(r.target_for("layers.0.attn_norm.weight", 1, true), "keep");   // 1-D: cannot be tiled
   EXPECT_EQ(r.target_for("layers.5.ffn.gate.tid2eid", 2, false), "keep");  // integer tensors are never cast
   ASSERT_TRUE(r.hf_quantization.has_value());
   EXPECT_EQ(r.hf_quantization->block_rows, 128);

@@ -42,7 +42,7 @@ Bytes raw(std::initializer_list<T> v) {
 //   0x38 = 1, 0x40 = 2, 0x44 = 3, 0x3c = 1.5, 0xb0 = -0.5, 0x7e = 448, 0x08 = 2^-6 (least normal),
 //   0x01 = 2^-9 (least subnormal), 0x00 = 0, 0x80 = -0.
 // DeepSeek's e2m1 table (its inference/convert.py FP4_TABLE; code 8 is -0 in the OCP format, which minifloat follows).
-constexpr float kFp4[16] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f,
+constexpr float kFp4[16] = {0.0f,  0.5f,  1.0f,  1.5f,  2.0f,  3.0f,  4.0f,  6.0f,
                             -0.0f, -0.5f, -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f};
 
 std::vector<QuantizedPair> pairs_of(const fs::path& file) { return find_pairs(read_safetensors(file)); }
@@ -151,7 +151,7 @@ TEST(ReleaseForms, DeepSeekV4FlashBaseF32ScalesAndV41Tiles) {
   EXPECT_EQ(v41.scheme_name, "e4m3-32x32-ue8m0-rceil");
   const std::vector<float> y = dequantize_pair(f, v41);
   EXPECT_EQ(y[0], 1.0f);
-  EXPECT_EQ(y[31 * 32], 1.0f);      // row 31: the first tile's scale 2^0
+  EXPECT_EQ(y[31 * 32], 1.0f);       // row 31: the first tile's scale 2^0
   EXPECT_EQ(y[32 * 32], 2 * 0.25f);  // row 32: the second tile's, 2^-2
   EXPECT_EQ(y[63 * 32 + 31], 0.25f);
   const QuantizedPair& engram = pair_named(pairs, "layers.1.engram.embed.weight");
@@ -173,16 +173,14 @@ TEST(ReleaseForms, ReleaseScalesThatFitNoGridAreNamed) {
                   "tensor 'l.wq_a.weight': scale l.wq_a.scale [3, 3] fits no block of [256, 256] (tried 128x128, "
                   "32x32, 1x128, 1x32)");
   // A BF16 X.scale beside an FP8 weight: no scale format of the release form.
-  write_made(dir / "b.safetensors",
-             std::vector<Made>{{"l.wq_a.weight", DType::F8_E4M3, Shape{4, 4}, Bytes(16)},
-                               {"l.wq_a.scale", DType::BF16, Shape{1, 1}, Bytes(2)}});
+  write_made(dir / "b.safetensors", std::vector<Made>{{"l.wq_a.weight", DType::F8_E4M3, Shape{4, 4}, Bytes(16)},
+                                                      {"l.wq_a.scale", DType::BF16, Shape{1, 1}, Bytes(2)}});
   expect_io_error([&] { pairs_of(dir / "b.safetensors"); }, IoErrc::size_mismatch,
                   "tensor 'l.wq_a.weight': weight F8_E4M3 [4, 4] with scale l.wq_a.scale BF16 [1, 1] is not a 2-D "
                   "weight with a 2-D F8_E8M0 or F32 scale grid");
   // An expert I8 [4, 16] (C = 32) whose scale is [4, 2]: no 1x32 grid.
-  write_made(dir / "c.safetensors",
-             std::vector<Made>{{"e.w1.weight", DType::I8, Shape{4, 16}, Bytes(64)},
-                               {"e.w1.scale", DType::F8_E8M0, Shape{4, 2}, Bytes(8)}});
+  write_made(dir / "c.safetensors", std::vector<Made>{{"e.w1.weight", DType::I8, Shape{4, 16}, Bytes(64)},
+                                                      {"e.w1.scale", DType::F8_E8M0, Shape{4, 2}, Bytes(8)}});
   expect_io_error([&] { pairs_of(dir / "c.safetensors"); }, IoErrc::size_mismatch,
                   "tensor 'e.w1.weight': scale e.w1.scale [4, 2] fits no block of [4, 32]");
 }
@@ -194,8 +192,8 @@ TEST(ReleaseForms, QwenBf16AndF16ScalesWidenExactly) {
   // [130, 2]: rows 0..127 in tile 0, rows 128, 129 in the partial tile 1. BF16 scales 0x3c23 = 1.2734375 x 2^-7 and
   // 0x3b80 = 2^-8; F16 scales 0x2a66 = 1.599609375 x 2^-5 and 0x1c00 = 2^-8.
   Bytes codes(130 * 2, std::byte{0x38});
-  codes[1] = std::byte{0x3c};        // row 0, column 1: 1.5
-  codes[128 * 2] = std::byte{0x44};  // row 128: 3
+  codes[1] = std::byte{0x3c};            // row 0, column 1: 1.5
+  codes[128 * 2] = std::byte{0x44};      // row 128: 3
   codes[129 * 2 + 1] = std::byte{0xb0};  // row 129, column 1: -0.5
   const std::vector<Made> views{
       {"q.weight", DType::F8_E4M3, Shape{130, 2}, codes},
@@ -296,23 +294,69 @@ TEST_F(ReleaseExample, EachMiniatureHoldsItsReleasesForm) {
     std::string scheme, family;
   };
   const std::vector<Case> cases{
-      {ReleaseLike::deepseek_v4_release, "layers.0.attn.wq_b.weight", "layers.0.attn.wq_b.scale", DType::F8_E4M3,
-       DType::F8_E8M0, {2, 1}, "e4m3-128x128-ue8m0-rceil", "DeepSeek-V4 as released (X.weight + X.scale)"},
-      {ReleaseLike::deepseek_v4_release, "layers.1.ffn.experts.3.w2.weight", "layers.1.ffn.experts.3.w2.scale",
-       DType::I8, DType::F8_E8M0, {128, 4}, "e2m1-1x32-ue8m0-rceil", "DeepSeek-V4 as released"},
-      {ReleaseLike::deepseek_v4_1, "layers.0.attn.wq_b.weight", "layers.0.attn.wq_b.scale", DType::F8_E4M3,
-       DType::F8_E8M0, {8, 2}, "e4m3-32x32-ue8m0-rceil", "DeepSeek-V4.1 as released (X.weight + X.scale)"},
-      {ReleaseLike::deepseek_v4_1, "layers.1.engram.embed.weight", "layers.1.engram.embed.scale", DType::F8_E4M3,
-       DType::F8_E8M0, {64, 8}, "e4m3-1x32-ue8m0-rceil", "DeepSeek-V4.1"},
-      {ReleaseLike::deepseek_v3, "model.layers.0.self_attn.kv_a_proj_with_mqa.weight",
-       "model.layers.0.self_attn.kv_a_proj_with_mqa.weight_scale_inv", DType::F8_E4M3, DType::F32, {2, 1},
-       "e4m3-128x128-f32-f32", "DeepSeek-V3"},
-      {ReleaseLike::deepseek_v3, "model.layers.2.eh_proj.weight", "model.layers.2.eh_proj.weight_scale_inv",
-       DType::F8_E4M3, DType::F32, {1, 2}, "e4m3-128x128-f32-f32", "DeepSeek-V3"},
-      {ReleaseLike::qwen_fp8, "model.layers.0.self_attn.k_proj.weight", "model.layers.0.self_attn.k_proj.weight_scale_inv",
-       DType::F8_E4M3, DType::BF16, {1, 1}, "e4m3-128x128-bf16", "Qwen FP8 release"},
-      {ReleaseLike::fp8_per_tensor, "model.layers.1.mlp.down_proj.weight",
-       "model.layers.1.mlp.down_proj.weight_scale_inv", DType::F8_E4M3, DType::F32, {}, "e4m3-tensor-f32",
+      {ReleaseLike::deepseek_v4_release,
+       "layers.0.attn.wq_b.weight",
+       "layers.0.attn.wq_b.scale",
+       DType::F8_E4M3,
+       DType::F8_E8M0,
+       {2, 1},
+       "e4m3-128x128-ue8m0-rceil",
+       "DeepSeek-V4 as released (X.weight + X.scale)"},
+      {ReleaseLike::deepseek_v4_release,
+       "layers.1.ffn.experts.3.w2.weight",
+       "layers.1.ffn.experts.3.w2.scale",
+       DType::I8,
+       DType::F8_E8M0,
+       {128, 4},
+       "e2m1-1x32-ue8m0-rceil",
+       "DeepSeek-V4 as released"},
+      {ReleaseLike::deepseek_v4_1,
+       "layers.0.attn.wq_b.weight",
+       "layers.0.attn.wq_b.scale",
+       DType::F8_E4M3,
+       DType::F8_E8M0,
+       {8, 2},
+       "e4m3-32x32-ue8m0-rceil",
+       "DeepSeek-V4.1 as released (X.weight + X.scale)"},
+      {ReleaseLike::deepseek_v4_1,
+       "layers.1.engram.embed.weight",
+       "layers.1.engram.embed.scale",
+       DType::F8_E4M3,
+       DType::F8_E8M0,
+       {64, 8},
+       "e4m3-1x32-ue8m0-rceil",
+       "DeepSeek-V4.1"},
+      {ReleaseLike::deepseek_v3,
+       "model.layers.0.self_attn.kv_a_proj_with_mqa.weight",
+       "model.layers.0.self_attn.kv_a_proj_with_mqa.weight_scale_inv",
+       DType::F8_E4M3,
+       DType::F32,
+       {2, 1},
+       "e4m3-128x128-f32-f32",
+       "DeepSeek-V3"},
+      {ReleaseLike::deepseek_v3,
+       "model.layers.2.eh_proj.weight",
+       "model.layers.2.eh_proj.weight_scale_inv",
+       DType::F8_E4M3,
+       DType::F32,
+       {1, 2},
+       "e4m3-128x128-f32-f32",
+       "DeepSeek-V3"},
+      {ReleaseLike::qwen_fp8,
+       "model.layers.0.self_attn.k_proj.weight",
+       "model.layers.0.self_attn.k_proj.weight_scale_inv",
+       DType::F8_E4M3,
+       DType::BF16,
+       {1, 1},
+       "e4m3-128x128-bf16",
+       "Qwen FP8 release"},
+      {ReleaseLike::fp8_per_tensor,
+       "model.layers.1.mlp.down_proj.weight",
+       "model.layers.1.mlp.down_proj.weight_scale_inv",
+       DType::F8_E4M3,
+       DType::F32,
+       {},
+       "e4m3-tensor-f32",
        "transformers FineGrainedFP8 per tensor"},
   };
   for (const Case& c : cases) {

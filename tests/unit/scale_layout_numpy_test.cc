@@ -88,7 +88,8 @@ TEST(ScaleLayoutNumpy, MatchesDeepGemmAndToBlocked) {
   }
   write_file(dir / "manifest.txt", manifest);
   write_file(dir / "check.py", kScript);
-  const auto r = run_python(dir / "check.py", str("'", (dir / "manifest.txt").string(), "' '", dir.path().string(), "'"));
+  const auto r =
+      run_python(dir / "check.py", str("'", (dir / "manifest.txt").string(), "' '", dir.path().string(), "'"));
   EXPECT_EQ(r.status, 0) << r.output;
   EXPECT_NE(r.output.find("checked"), std::string::npos) << r.output;
 }

@@ -117,15 +117,15 @@ TEST(ScaleLayout, Cublas128x4ByHand) {
   const PackedScales q = pack_scales(col, Shape{130, 1}, ScaleLayout::cublas_128x4);
   EXPECT_EQ(q.shape, (Shape{256, 4}));
   ASSERT_EQ(q.data.size(), 1024u);
-  EXPECT_EQ(q.data[0], 1);        // row 0
-  EXPECT_EQ(q.data[16], 2);       // row 1
-  EXPECT_EQ(q.data[4], 33);       // row 32: (0) * 16 + 1 * 4
-  EXPECT_EQ(q.data[20], 34);      // row 33: 16 + 4
-  EXPECT_EQ(q.data[8], 65);       // row 64: 2 * 4
-  EXPECT_EQ(q.data[508], 128);    // row 127: 31 * 16 + 3 * 4
-  EXPECT_EQ(q.data[512], 129);    // row 128: tile 1
-  EXPECT_EQ(q.data[528], 130);    // row 129
-  EXPECT_EQ(q.data[1], 0);        // column padding
+  EXPECT_EQ(q.data[0], 1);      // row 0
+  EXPECT_EQ(q.data[16], 2);     // row 1
+  EXPECT_EQ(q.data[4], 33);     // row 32: (0) * 16 + 1 * 4
+  EXPECT_EQ(q.data[20], 34);    // row 33: 16 + 4
+  EXPECT_EQ(q.data[8], 65);     // row 64: 2 * 4
+  EXPECT_EQ(q.data[508], 128);  // row 127: 31 * 16 + 3 * 4
+  EXPECT_EQ(q.data[512], 129);  // row 128: tile 1
+  EXPECT_EQ(q.data[528], 130);  // row 129
+  EXPECT_EQ(q.data[1], 0);      // column padding
   EXPECT_EQ(unpack_scales(q, Shape{130, 1}), col);
 }
 
@@ -201,10 +201,10 @@ TEST(ScaleLayoutErrors, WrongShapeNamesBoth) {
 TEST(ScaleLayoutErrors, UnpackChecksShapeAndBytes) {
   const std::vector<std::uint8_t> codes = random_codes(10, 1);
   PackedScales p = pack_scales(codes, Shape{2, 5}, ScaleLayout::nvidia_int32);
-  EXPECT_THROW(unpack_scales(p, Shape{2, 9}), ScaleLayoutError);   // [2, 3] words expected
-  EXPECT_NO_THROW(unpack_scales(p, Shape{2, 8}));                  // 8 codes also pack into [2, 2]
+  EXPECT_THROW(unpack_scales(p, Shape{2, 9}), ScaleLayoutError);  // [2, 3] words expected
+  EXPECT_NO_THROW(unpack_scales(p, Shape{2, 8}));                 // 8 codes also pack into [2, 2]
   p.data.pop_back();
-  EXPECT_THROW(unpack_scales(p, Shape{2, 5}), ScaleLayoutError);   // a byte short
+  EXPECT_THROW(unpack_scales(p, Shape{2, 5}), ScaleLayoutError);  // a byte short
 }
 
 TEST(ScaleLayoutErrors, BadCodeShapes) {

@@ -263,11 +263,16 @@ TEST(StochasticBits, ReferenceValues) {
   // stochastic_bits(seed, i): k = splitmix64(seed), x = lo32(i) + lo32(k); x ^= x >> 16, x *= 0x7feb352d,
   // x ^= hi32(k) ^ hi32(i) * 0x9e3779b9, x ^= x >> 15, x *= 0x846ca68b, x ^= x >> 16 (all mod 2^32). Values computed
   // from that definition outside this code base (Python integers), across the 2^32 boundary too.
-  const Case cases[] = {{0, 0, 0xab3c6f47},         {0, 1, 0x69a0fe56},
-                        {42, 0, 0xa9109873},        {42, 1, 0x985da2b6},
-                        {42, 1000, 0x18e6e021},     {42, 1001, 0xa6d6f491},
-                        {~0ull, 1ull << 63, 0x569e56c8}, {~0ull, ~0ull, 0x2bebad72},
-                        {5, 0xffffffffull, 0xe45e6616}, {5, 0x100000000ull, 0x51134c36}};
+  const Case cases[] = {{0, 0, 0xab3c6f47},
+                        {0, 1, 0x69a0fe56},
+                        {42, 0, 0xa9109873},
+                        {42, 1, 0x985da2b6},
+                        {42, 1000, 0x18e6e021},
+                        {42, 1001, 0xa6d6f491},
+                        {~0ull, 1ull << 63, 0x569e56c8},
+                        {~0ull, ~0ull, 0x2bebad72},
+                        {5, 0xffffffffull, 0xe45e6616},
+                        {5, 0x100000000ull, 0x51134c36}};
   for (const Case& c : cases) {
     EXPECT_EQ(stochastic_bits(c.seed, c.index), c.bits)
         << "stochastic_bits(" << hex(c.seed) << ", " << hex(c.index) << "): expected " << hex(c.bits) << " got "

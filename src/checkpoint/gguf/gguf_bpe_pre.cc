@@ -31,7 +31,9 @@ constexpr std::string_view kChkTxt =
     " \xf0\x9f\xa6\x99\xf0\x9f\xa6\x99 3 33 333 3333 33333 333333 3333333 33333333 3.3 3..3 3...3 \xe1\x9e"
     "\x80\xe1\x9e\xb6\xe1\x9e\x93\xe1\x9f\x8b\xe1\x9e\x8f\xe1\x9f\x82\xe1\x9e\x96\xe1\x9e\xb7\xe1\x9e\x9f\xe1"
     "\x9f\x81\xe1\x9e\x9f\xe1\x9e\xa2\xe1\x9e\xb6\xe1\x9e\x85\xf0\x9f\x98\x81 ?\xe6\x88\x91\xe6\x83\xb3\xe5"
-    "\x9c\xa8""apple\xe5\xb7\xa5\xe4\xbd\x9c""1314151\xe5\xa4\xa9\xef\xbd\x9e ------======= \xd0\xbd\xd0\xb5"
+    "\x9c\xa8"
+    "apple\xe5\xb7\xa5\xe4\xbd\x9c"
+    "1314151\xe5\xa4\xa9\xef\xbd\x9e ------======= \xd0\xbd\xd0\xb5"
     "\xd1\x89\xd0\xbe \xd0\xbd\xd0\xb0 \xd0\x91\xd1\x8a\xd0\xbb\xd0\xb3\xd0\xb0\xd1\x80\xd1\x81\xd0\xba\xd0"
     "\xb8 ''''''```````\"\"\"\"......!!!!!!?????? I've been 'told he's there, 'RE you sure? 'M not sure I'"
     "ll make it, 'D you like some tea? We'Ve a'lL";
@@ -43,48 +45,54 @@ struct Category {
   const char* gc;
 };
 constexpr Category kCategories[] = {
-    {0x0000, "Cc"}, {0x0001, "Cc"}, {0x0002, "Cc"}, {0x0003, "Cc"}, {0x0004, "Cc"}, {0x0005, "Cc"}, {0x0006, "Cc"}, {0x0007, "Cc"},
-    {0x0008, "Cc"}, {0x0009, "Cc"}, {0x000a, "Cc"}, {0x000b, "Cc"}, {0x000c, "Cc"}, {0x000d, "Cc"}, {0x000e, "Cc"}, {0x000f, "Cc"},
-    {0x0010, "Cc"}, {0x0011, "Cc"}, {0x0012, "Cc"}, {0x0013, "Cc"}, {0x0014, "Cc"}, {0x0015, "Cc"}, {0x0016, "Cc"}, {0x0017, "Cc"},
-    {0x0018, "Cc"}, {0x0019, "Cc"}, {0x001a, "Cc"}, {0x001b, "Cc"}, {0x001c, "Cc"}, {0x001d, "Cc"}, {0x001e, "Cc"}, {0x001f, "Cc"},
-    {0x0020, "Zs"}, {0x0021, "Po"}, {0x0022, "Po"}, {0x0023, "Po"}, {0x0024, "Sc"}, {0x0025, "Po"}, {0x0026, "Po"}, {0x0027, "Po"},
-    {0x0028, "Ps"}, {0x0029, "Pe"}, {0x002a, "Po"}, {0x002b, "Sm"}, {0x002c, "Po"}, {0x002d, "Pd"}, {0x002e, "Po"}, {0x002f, "Po"},
-    {0x0030, "Nd"}, {0x0031, "Nd"}, {0x0032, "Nd"}, {0x0033, "Nd"}, {0x0034, "Nd"}, {0x0035, "Nd"}, {0x0036, "Nd"}, {0x0037, "Nd"},
-    {0x0038, "Nd"}, {0x0039, "Nd"}, {0x003a, "Po"}, {0x003b, "Po"}, {0x003c, "Sm"}, {0x003d, "Sm"}, {0x003e, "Sm"}, {0x003f, "Po"},
-    {0x0040, "Po"}, {0x0041, "Lu"}, {0x0042, "Lu"}, {0x0043, "Lu"}, {0x0044, "Lu"}, {0x0045, "Lu"}, {0x0046, "Lu"}, {0x0047, "Lu"},
-    {0x0048, "Lu"}, {0x0049, "Lu"}, {0x004a, "Lu"}, {0x004b, "Lu"}, {0x004c, "Lu"}, {0x004d, "Lu"}, {0x004e, "Lu"}, {0x004f, "Lu"},
-    {0x0050, "Lu"}, {0x0051, "Lu"}, {0x0052, "Lu"}, {0x0053, "Lu"}, {0x0054, "Lu"}, {0x0055, "Lu"}, {0x0056, "Lu"}, {0x0057, "Lu"},
-    {0x0058, "Lu"}, {0x0059, "Lu"}, {0x005a, "Lu"}, {0x005b, "Ps"}, {0x005c, "Po"}, {0x005d, "Pe"}, {0x005e, "Sk"}, {0x005f, "Pc"},
-    {0x0060, "Sk"}, {0x0061, "Ll"}, {0x0062, "Ll"}, {0x0063, "Ll"}, {0x0064, "Ll"}, {0x0065, "Ll"}, {0x0066, "Ll"}, {0x0067, "Ll"},
-    {0x0068, "Ll"}, {0x0069, "Ll"}, {0x006a, "Ll"}, {0x006b, "Ll"}, {0x006c, "Ll"}, {0x006d, "Ll"}, {0x006e, "Ll"}, {0x006f, "Ll"},
-    {0x0070, "Ll"}, {0x0071, "Ll"}, {0x0072, "Ll"}, {0x0073, "Ll"}, {0x0074, "Ll"}, {0x0075, "Ll"}, {0x0076, "Ll"}, {0x0077, "Ll"},
-    {0x0078, "Ll"}, {0x0079, "Ll"}, {0x007a, "Ll"}, {0x007b, "Ps"}, {0x007c, "Sm"}, {0x007d, "Pe"}, {0x007e, "Sm"}, {0x007f, "Cc"},
-    {0x00a1, "Po"}, {0x00a2, "Sc"}, {0x00a3, "Sc"}, {0x00a4, "Sc"}, {0x00a5, "Sc"}, {0x00a6, "So"}, {0x00a7, "Po"}, {0x00a8, "Sk"},
-    {0x00a9, "So"}, {0x00aa, "Lo"}, {0x00ab, "Pi"}, {0x00ac, "Sm"}, {0x00ae, "So"}, {0x00af, "Sk"}, {0x00b0, "So"}, {0x00b1, "Sm"},
-    {0x00b2, "No"}, {0x00b3, "No"}, {0x00b4, "Sk"}, {0x00b5, "Ll"}, {0x00b6, "Po"}, {0x00b7, "Po"}, {0x00b8, "Sk"}, {0x00b9, "No"},
-    {0x00ba, "Lo"}, {0x00bb, "Pf"}, {0x00bc, "No"}, {0x00bd, "No"}, {0x00be, "No"}, {0x00bf, "Po"}, {0x00c0, "Lu"}, {0x00c1, "Lu"},
-    {0x00c2, "Lu"}, {0x00c3, "Lu"}, {0x00c4, "Lu"}, {0x00c5, "Lu"}, {0x00c6, "Lu"}, {0x00c7, "Lu"}, {0x00c8, "Lu"}, {0x00c9, "Lu"},
-    {0x00ca, "Lu"}, {0x00cb, "Lu"}, {0x00cc, "Lu"}, {0x00cd, "Lu"}, {0x00ce, "Lu"}, {0x00cf, "Lu"}, {0x00d0, "Lu"}, {0x00d1, "Lu"},
-    {0x00d2, "Lu"}, {0x00d3, "Lu"}, {0x00d4, "Lu"}, {0x00d5, "Lu"}, {0x00d6, "Lu"}, {0x00d7, "Sm"}, {0x00d8, "Lu"}, {0x00d9, "Lu"},
-    {0x00da, "Lu"}, {0x00db, "Lu"}, {0x00dc, "Lu"}, {0x00dd, "Lu"}, {0x00de, "Lu"}, {0x00df, "Ll"}, {0x00e0, "Ll"}, {0x00e1, "Ll"},
-    {0x00e2, "Ll"}, {0x00e3, "Ll"}, {0x00e4, "Ll"}, {0x00e5, "Ll"}, {0x00e6, "Ll"}, {0x00e7, "Ll"}, {0x00e8, "Ll"}, {0x00e9, "Ll"},
-    {0x00ea, "Ll"}, {0x00eb, "Ll"}, {0x00ec, "Ll"}, {0x00ed, "Ll"}, {0x00ee, "Ll"}, {0x00ef, "Ll"}, {0x00f0, "Ll"}, {0x00f1, "Ll"},
-    {0x00f2, "Ll"}, {0x00f3, "Ll"}, {0x00f4, "Ll"}, {0x00f5, "Ll"}, {0x00f6, "Ll"}, {0x00f7, "Sm"}, {0x00f8, "Ll"}, {0x00f9, "Ll"},
-    {0x00fa, "Ll"}, {0x00fb, "Ll"}, {0x00fc, "Ll"}, {0x00fd, "Ll"}, {0x00fe, "Ll"}, {0x00ff, "Ll"}, {0x0100, "Lu"}, {0x0101, "Ll"},
-    {0x0102, "Lu"}, {0x0103, "Ll"}, {0x0104, "Lu"}, {0x0105, "Ll"}, {0x0106, "Lu"}, {0x0107, "Ll"}, {0x0108, "Lu"}, {0x0109, "Ll"},
-    {0x010a, "Lu"}, {0x010b, "Ll"}, {0x010c, "Lu"}, {0x010d, "Ll"}, {0x010e, "Lu"}, {0x010f, "Ll"}, {0x0110, "Lu"}, {0x0111, "Ll"},
-    {0x0112, "Lu"}, {0x0113, "Ll"}, {0x0114, "Lu"}, {0x0115, "Ll"}, {0x0116, "Lu"}, {0x0117, "Ll"}, {0x0118, "Lu"}, {0x0119, "Ll"},
-    {0x011a, "Lu"}, {0x011b, "Ll"}, {0x011c, "Lu"}, {0x011d, "Ll"}, {0x011e, "Lu"}, {0x011f, "Ll"}, {0x0120, "Lu"}, {0x0121, "Ll"},
-    {0x0122, "Lu"}, {0x0123, "Ll"}, {0x0124, "Lu"}, {0x0125, "Ll"}, {0x0126, "Lu"}, {0x0127, "Ll"}, {0x0128, "Lu"}, {0x0129, "Ll"},
-    {0x012a, "Lu"}, {0x012b, "Ll"}, {0x012c, "Lu"}, {0x012d, "Ll"}, {0x012e, "Lu"}, {0x012f, "Ll"}, {0x0130, "Lu"}, {0x0131, "Ll"},
-    {0x0132, "Lu"}, {0x0133, "Ll"}, {0x0134, "Lu"}, {0x0135, "Ll"}, {0x0136, "Lu"}, {0x0137, "Ll"}, {0x0138, "Ll"}, {0x0139, "Lu"},
-    {0x013a, "Ll"}, {0x013b, "Lu"}, {0x013c, "Ll"}, {0x013d, "Lu"}, {0x013e, "Ll"}, {0x013f, "Lu"}, {0x0140, "Ll"}, {0x0141, "Lu"},
-    {0x0142, "Ll"}, {0x0143, "Lu"}, {0x0411, "Lu"}, {0x0430, "Ll"}, {0x0433, "Ll"}, {0x0435, "Ll"}, {0x0438, "Ll"}, {0x043a, "Ll"},
-    {0x043b, "Ll"}, {0x043d, "Ll"}, {0x043e, "Ll"}, {0x0440, "Ll"}, {0x0441, "Ll"}, {0x0449, "Ll"}, {0x044a, "Ll"}, {0x1780, "Lo"},
-    {0x1785, "Lo"}, {0x178f, "Lo"}, {0x1793, "Lo"}, {0x1796, "Lo"}, {0x179f, "Lo"}, {0x17a2, "Lo"}, {0x17b6, "Mc"}, {0x17b7, "Mn"},
-    {0x17c1, "Mc"}, {0x17c2, "Mc"}, {0x17cb, "Mn"}, {0x200d, "Cf"}, {0x2705, "So"}, {0x4f5c, "Lo"}, {0x5728, "Lo"}, {0x5929, "Lo"},
-    {0x5de5, "Lo"}, {0x60f3, "Lo"}, {0x6211, "Lo"}, {0xfe0f, "Mn"}, {0xff5e, "Sm"}, {0x1f32b, "So"}, {0x1f601, "So"}, {0x1f636, "So"},
-    {0x1f680, "So"}, {0x1f999, "So"},
+    {0x0000, "Cc"},  {0x0001, "Cc"}, {0x0002, "Cc"}, {0x0003, "Cc"},  {0x0004, "Cc"},  {0x0005, "Cc"},  {0x0006, "Cc"},
+    {0x0007, "Cc"},  {0x0008, "Cc"}, {0x0009, "Cc"}, {0x000a, "Cc"},  {0x000b, "Cc"},  {0x000c, "Cc"},  {0x000d, "Cc"},
+    {0x000e, "Cc"},  {0x000f, "Cc"}, {0x0010, "Cc"}, {0x0011, "Cc"},  {0x0012, "Cc"},  {0x0013, "Cc"},  {0x0014, "Cc"},
+    {0x0015, "Cc"},  {0x0016, "Cc"}, {0x0017, "Cc"}, {0x0018, "Cc"},  {0x0019, "Cc"},  {0x001a, "Cc"},  {0x001b, "Cc"},
+    {0x001c, "Cc"},  {0x001d, "Cc"}, {0x001e, "Cc"}, {0x001f, "Cc"},  {0x0020, "Zs"},  {0x0021, "Po"},  {0x0022, "Po"},
+    {0x0023, "Po"},  {0x0024, "Sc"}, {0x0025, "Po"}, {0x0026, "Po"},  {0x0027, "Po"},  {0x0028, "Ps"},  {0x0029, "Pe"},
+    {0x002a, "Po"},  {0x002b, "Sm"}, {0x002c, "Po"}, {0x002d, "Pd"},  {0x002e, "Po"},  {0x002f, "Po"},  {0x0030, "Nd"},
+    {0x0031, "Nd"},  {0x0032, "Nd"}, {0x0033, "Nd"}, {0x0034, "Nd"},  {0x0035, "Nd"},  {0x0036, "Nd"},  {0x0037, "Nd"},
+    {0x0038, "Nd"},  {0x0039, "Nd"}, {0x003a, "Po"}, {0x003b, "Po"},  {0x003c, "Sm"},  {0x003d, "Sm"},  {0x003e, "Sm"},
+    {0x003f, "Po"},  {0x0040, "Po"}, {0x0041, "Lu"}, {0x0042, "Lu"},  {0x0043, "Lu"},  {0x0044, "Lu"},  {0x0045, "Lu"},
+    {0x0046, "Lu"},  {0x0047, "Lu"}, {0x0048, "Lu"}, {0x0049, "Lu"},  {0x004a, "Lu"},  {0x004b, "Lu"},  {0x004c, "Lu"},
+    {0x004d, "Lu"},  {0x004e, "Lu"}, {0x004f, "Lu"}, {0x0050, "Lu"},  {0x0051, "Lu"},  {0x0052, "Lu"},  {0x0053, "Lu"},
+    {0x0054, "Lu"},  {0x0055, "Lu"}, {0x0056, "Lu"}, {0x0057, "Lu"},  {0x0058, "Lu"},  {0x0059, "Lu"},  {0x005a, "Lu"},
+    {0x005b, "Ps"},  {0x005c, "Po"}, {0x005d, "Pe"}, {0x005e, "Sk"},  {0x005f, "Pc"},  {0x0060, "Sk"},  {0x0061, "Ll"},
+    {0x0062, "Ll"},  {0x0063, "Ll"}, {0x0064, "Ll"}, {0x0065, "Ll"},  {0x0066, "Ll"},  {0x0067, "Ll"},  {0x0068, "Ll"},
+    {0x0069, "Ll"},  {0x006a, "Ll"}, {0x006b, "Ll"}, {0x006c, "Ll"},  {0x006d, "Ll"},  {0x006e, "Ll"},  {0x006f, "Ll"},
+    {0x0070, "Ll"},  {0x0071, "Ll"}, {0x0072, "Ll"}, {0x0073, "Ll"},  {0x0074, "Ll"},  {0x0075, "Ll"},  {0x0076, "Ll"},
+    {0x0077, "Ll"},  {0x0078, "Ll"}, {0x0079, "Ll"}, {0x007a, "Ll"},  {0x007b, "Ps"},  {0x007c, "Sm"},  {0x007d, "Pe"},
+    {0x007e, "Sm"},  {0x007f, "Cc"}, {0x00a1, "Po"}, {0x00a2, "Sc"},  {0x00a3, "Sc"},  {0x00a4, "Sc"},  {0x00a5, "Sc"},
+    {0x00a6, "So"},  {0x00a7, "Po"}, {0x00a8, "Sk"}, {0x00a9, "So"},  {0x00aa, "Lo"},  {0x00ab, "Pi"},  {0x00ac, "Sm"},
+    {0x00ae, "So"},  {0x00af, "Sk"}, {0x00b0, "So"}, {0x00b1, "Sm"},  {0x00b2, "No"},  {0x00b3, "No"},  {0x00b4, "Sk"},
+    {0x00b5, "Ll"},  {0x00b6, "Po"}, {0x00b7, "Po"}, {0x00b8, "Sk"},  {0x00b9, "No"},  {0x00ba, "Lo"},  {0x00bb, "Pf"},
+    {0x00bc, "No"},  {0x00bd, "No"}, {0x00be, "No"}, {0x00bf, "Po"},  {0x00c0, "Lu"},  {0x00c1, "Lu"},  {0x00c2, "Lu"},
+    {0x00c3, "Lu"},  {0x00c4, "Lu"}, {0x00c5, "Lu"}, {0x00c6, "Lu"},  {0x00c7, "Lu"},  {0x00c8, "Lu"},  {0x00c9, "Lu"},
+    {0x00ca, "Lu"},  {0x00cb, "Lu"}, {0x00cc, "Lu"}, {0x00cd, "Lu"},  {0x00ce, "Lu"},  {0x00cf, "Lu"},  {0x00d0, "Lu"},
+    {0x00d1, "Lu"},  {0x00d2, "Lu"}, {0x00d3, "Lu"}, {0x00d4, "Lu"},  {0x00d5, "Lu"},  {0x00d6, "Lu"},  {0x00d7, "Sm"},
+    {0x00d8, "Lu"},  {0x00d9, "Lu"}, {0x00da, "Lu"}, {0x00db, "Lu"},  {0x00dc, "Lu"},  {0x00dd, "Lu"},  {0x00de, "Lu"},
+    {0x00df, "Ll"},  {0x00e0, "Ll"}, {0x00e1, "Ll"}, {0x00e2, "Ll"},  {0x00e3, "Ll"},  {0x00e4, "Ll"},  {0x00e5, "Ll"},
+    {0x00e6, "Ll"},  {0x00e7, "Ll"}, {0x00e8, "Ll"}, {0x00e9, "Ll"},  {0x00ea, "Ll"},  {0x00eb, "Ll"},  {0x00ec, "Ll"},
+    {0x00ed, "Ll"},  {0x00ee, "Ll"}, {0x00ef, "Ll"}, {0x00f0, "Ll"},  {0x00f1, "Ll"},  {0x00f2, "Ll"},  {0x00f3, "Ll"},
+    {0x00f4, "Ll"},  {0x00f5, "Ll"}, {0x00f6, "Ll"}, {0x00f7, "Sm"},  {0x00f8, "Ll"},  {0x00f9, "Ll"},  {0x00fa, "Ll"},
+    {0x00fb, "Ll"},  {0x00fc, "Ll"}, {0x00fd, "Ll"}, {0x00fe, "Ll"},  {0x00ff, "Ll"},  {0x0100, "Lu"},  {0x0101, "Ll"},
+    {0x0102, "Lu"},  {0x0103, "Ll"}, {0x0104, "Lu"}, {0x0105, "Ll"},  {0x0106, "Lu"},  {0x0107, "Ll"},  {0x0108, "Lu"},
+    {0x0109, "Ll"},  {0x010a, "Lu"}, {0x010b, "Ll"}, {0x010c, "Lu"},  {0x010d, "Ll"},  {0x010e, "Lu"},  {0x010f, "Ll"},
+    {0x0110, "Lu"},  {0x0111, "Ll"}, {0x0112, "Lu"}, {0x0113, "Ll"},  {0x0114, "Lu"},  {0x0115, "Ll"},  {0x0116, "Lu"},
+    {0x0117, "Ll"},  {0x0118, "Lu"}, {0x0119, "Ll"}, {0x011a, "Lu"},  {0x011b, "Ll"},  {0x011c, "Lu"},  {0x011d, "Ll"},
+    {0x011e, "Lu"},  {0x011f, "Ll"}, {0x0120, "Lu"}, {0x0121, "Ll"},  {0x0122, "Lu"},  {0x0123, "Ll"},  {0x0124, "Lu"},
+    {0x0125, "Ll"},  {0x0126, "Lu"}, {0x0127, "Ll"}, {0x0128, "Lu"},  {0x0129, "Ll"},  {0x012a, "Lu"},  {0x012b, "Ll"},
+    {0x012c, "Lu"},  {0x012d, "Ll"}, {0x012e, "Lu"}, {0x012f, "Ll"},  {0x0130, "Lu"},  {0x0131, "Ll"},  {0x0132, "Lu"},
+    {0x0133, "Ll"},  {0x0134, "Lu"}, {0x0135, "Ll"}, {0x0136, "Lu"},  {0x0137, "Ll"},  {0x0138, "Ll"},  {0x0139, "Lu"},
+    {0x013a, "Ll"},  {0x013b, "Lu"}, {0x013c, "Ll"}, {0x013d, "Lu"},  {0x013e, "Ll"},  {0x013f, "Lu"},  {0x0140, "Ll"},
+    {0x0141, "Lu"},  {0x0142, "Ll"}, {0x0143, "Lu"}, {0x0411, "Lu"},  {0x0430, "Ll"},  {0x0433, "Ll"},  {0x0435, "Ll"},
+    {0x0438, "Ll"},  {0x043a, "Ll"}, {0x043b, "Ll"}, {0x043d, "Ll"},  {0x043e, "Ll"},  {0x0440, "Ll"},  {0x0441, "Ll"},
+    {0x0449, "Ll"},  {0x044a, "Ll"}, {0x1780, "Lo"}, {0x1785, "Lo"},  {0x178f, "Lo"},  {0x1793, "Lo"},  {0x1796, "Lo"},
+    {0x179f, "Lo"},  {0x17a2, "Lo"}, {0x17b6, "Mc"}, {0x17b7, "Mn"},  {0x17c1, "Mc"},  {0x17c2, "Mc"},  {0x17cb, "Mn"},
+    {0x200d, "Cf"},  {0x2705, "So"}, {0x4f5c, "Lo"}, {0x5728, "Lo"},  {0x5929, "Lo"},  {0x5de5, "Lo"},  {0x60f3, "Lo"},
+    {0x6211, "Lo"},  {0xfe0f, "Mn"}, {0xff5e, "Sm"}, {0x1f32b, "So"}, {0x1f601, "So"}, {0x1f636, "So"}, {0x1f680, "So"},
+    {0x1f999, "So"},
 };
 
 // get_vocab_base_pre's table: chkhsh -> tokenizer.ggml.pre, in its order.
@@ -231,15 +239,16 @@ std::string_view category(char32_t cp) {
   const auto it = std::lower_bound(std::begin(kCategories), std::end(kCategories), cp,
                                    [](const Category& c, char32_t x) { return c.cp < x; });
   if (it == std::end(kCategories) || it->cp != cp) {
-    throw Unsupported(cat("U+", static_cast<std::uint32_t>(cp), " is outside the fingerprint text (an added token or normalizer changed it)"));
+    throw Unsupported(cat("U+", static_cast<std::uint32_t>(cp),
+                          " is outside the fingerprint text (an added token or normalizer changed it)"));
   }
   return it->gc;
 }
 
 // Unicode's White_Space property (Oniguruma's \s).
 bool is_space(char32_t c) {
-  return (c >= 0x09 && c <= 0x0D) || c == 0x20 || c == 0x85 || c == 0xA0 || c == 0x1680 || (c >= 0x2000 && c <= 0x200A) ||
-         c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
+  return (c >= 0x09 && c <= 0x0D) || c == 0x20 || c == 0x85 || c == 0xA0 || c == 0x1680 ||
+         (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
 }
 
 // GPT-2's byte-level alphabet (bytes_to_unicode): printable bytes stand for themselves, the rest for 256 + n.
@@ -305,9 +314,9 @@ bool item_matches(const ClassItem& it, char32_t c, bool icase) {
   bool m = false;
   switch (it.kind) {
     case ClassItem::range:
-      m = (c >= it.lo && c <= it.hi) || (icase && c < 128 &&
-                                         ((lower(c) >= it.lo && lower(c) <= it.hi) ||
-                                          (c >= 'a' && c <= 'z' && c - 32 >= it.lo && c - 32 <= it.hi)));
+      m = (c >= it.lo && c <= it.hi) ||
+          (icase && c < 128 &&
+           ((lower(c) >= it.lo && lower(c) <= it.hi) || (c >= 'a' && c <= 'z' && c - 32 >= it.lo && c - 32 <= it.hi)));
       break;
     case ClassItem::property: m = prop_matches(it.prop, c); break;
     case ClassItem::space: m = is_space(c); break;
@@ -394,8 +403,10 @@ class RegexParser {
       auto r = node(Node::repeat);
       r->min = lo;
       r->max = hi;
-      if (eat(U'?')) r->greedy = false;
-      else if (eat(U'+')) r->possessive = true;
+      if (eat(U'?'))
+        r->greedy = false;
+      else if (eat(U'+'))
+        r->possessive = true;
       r->kids.push_back(std::move(atom));
       atom = std::move(r);
     }
@@ -664,8 +675,8 @@ std::vector<Piece> split_added(const HfTokenizer& t, const std::u32string& text)
       continue;
     }
     if (best->lstrip || best->rstrip || best->single_word) {
-      throw Unsupported(cat("added token ", Json(best->content).dump(),
-                            " occurs in the text and has lstrip, rstrip or single_word"));
+      throw Unsupported(
+          cat("added token ", Json(best->content).dump(), " occurs in the text and has lstrip, rstrip or single_word"));
     }
     if (!run.empty()) out.push_back({std::move(run), std::nullopt});
     run.clear();
@@ -691,8 +702,9 @@ void check_normalizer(const Json& n) {
 enum class Behavior { removed, isolated, merged_with_previous, merged_with_next, contiguous };
 
 // Each unmatched piece split around the matches of `re` (Split's behaviours).
-void split_by(std::vector<Piece>& pieces, const std::function<std::vector<std::pair<std::size_t, std::size_t>>(
-                                              const std::u32string&)>& matches, Behavior b) {
+void split_by(std::vector<Piece>& pieces,
+              const std::function<std::vector<std::pair<std::size_t, std::size_t>>(const std::u32string&)>& matches,
+              Behavior b) {
   std::vector<Piece> out;
   for (Piece& p : pieces) {
     if (p.id) {
@@ -722,12 +734,16 @@ void split_by(std::vector<Piece>& pieces, const std::function<std::vector<std::p
       switch (b) {
         case Behavior::removed: break;
         case Behavior::merged_with_previous:
-          if (pieces_out.empty()) pieces_out.push_back(text);
-          else pieces_out.back() += text;
+          if (pieces_out.empty())
+            pieces_out.push_back(text);
+          else
+            pieces_out.back() += text;
           break;
         case Behavior::merged_with_next:
-          if (pending_next) pieces_out.back() += text;
-          else pieces_out.push_back(text);
+          if (pending_next)
+            pieces_out.back() += text;
+          else
+            pieces_out.push_back(text);
           pending_next = true;
           break;
         case Behavior::contiguous:
@@ -741,8 +757,10 @@ void split_by(std::vector<Piece>& pieces, const std::function<std::vector<std::p
       pieces_out.clear();
       bool last_matched = false;
       for (auto& [text, matched] : parts) {
-        if (matched && last_matched) pieces_out.back() += text;
-        else pieces_out.push_back(text);
+        if (matched && last_matched)
+          pieces_out.back() += text;
+        else
+          pieces_out.push_back(text);
         last_matched = matched;
       }
     }
@@ -766,7 +784,8 @@ void pre_tokenize(const Json& pre, std::vector<Piece>& pieces) {
   if (pre.is_null()) return;
   const std::string type = pre.value("type", "");
   if (type == "Sequence") {
-    if (!pre.contains("pretokenizers") || !pre["pretokenizers"].is_array()) throw Unsupported("a Sequence without pretokenizers");
+    if (!pre.contains("pretokenizers") || !pre["pretokenizers"].is_array())
+      throw Unsupported("a Sequence without pretokenizers");
     for (const Json& p : pre["pretokenizers"]) pre_tokenize(p, pieces);
     return;
   }
@@ -775,7 +794,9 @@ void pre_tokenize(const Json& pre, std::vector<Piece>& pieces) {
     for (Piece& p : pieces) {
       if (!p.id && prefix && (p.text.empty() || p.text[0] != U' ')) p.text.insert(p.text.begin(), U' ');
     }
-    if (regex) split_by(pieces, [](const std::u32string& s) { return find_all(gpt2_regex(), s); }, Behavior::isolated);
+    if (regex)
+      split_by(
+          pieces, [](const std::u32string& s) { return find_all(gpt2_regex(), s); }, Behavior::isolated);
     for (Piece& p : pieces) {
       if (p.id) continue;
       const std::string bytes = utf8(p.text);
@@ -786,39 +807,50 @@ void pre_tokenize(const Json& pre, std::vector<Piece>& pieces) {
   }
   if (type == "Digits") {
     const bool each = pre.value("individual_digits", false);
-    split_by(pieces, [each](const std::u32string& s) {
-      std::vector<std::pair<std::size_t, std::size_t>> m;
-      for (std::size_t i = 0; i < s.size(); ++i) {
-        if (category(s[i])[0] != 'N') continue;
-        if (!each && !m.empty() && m.back().second == i) m.back().second = i + 1;
-        else m.emplace_back(i, i + 1);
-      }
-      return m;
-    }, Behavior::isolated);
+    split_by(
+        pieces,
+        [each](const std::u32string& s) {
+          std::vector<std::pair<std::size_t, std::size_t>> m;
+          for (std::size_t i = 0; i < s.size(); ++i) {
+            if (category(s[i])[0] != 'N') continue;
+            if (!each && !m.empty() && m.back().second == i)
+              m.back().second = i + 1;
+            else
+              m.emplace_back(i, i + 1);
+          }
+          return m;
+        },
+        Behavior::isolated);
     return;
   }
   if (type == "Split") {
     if (pre.value("invert", false)) throw Unsupported("Split with invert");
     static const std::map<std::string, Behavior, std::less<>> kBehaviors{
-        {"Removed", Behavior::removed}, {"Isolated", Behavior::isolated},
-        {"MergedWithPrevious", Behavior::merged_with_previous}, {"MergedWithNext", Behavior::merged_with_next},
+        {"Removed", Behavior::removed},
+        {"Isolated", Behavior::isolated},
+        {"MergedWithPrevious", Behavior::merged_with_previous},
+        {"MergedWithNext", Behavior::merged_with_next},
         {"Contiguous", Behavior::contiguous}};
     const auto b = kBehaviors.find(pre.value("behavior", ""));
     if (b == kBehaviors.end()) throw Unsupported(cat("Split behavior ", pre.value("behavior", Json()).dump()));
     const Json& pattern = pre.contains("pattern") ? pre["pattern"] : Json();
     if (pattern.contains("Regex") && pattern["Regex"].is_string()) {
       const NodePtr re = RegexParser(utf32(pattern["Regex"].get<std::string>())).parse();
-      split_by(pieces, [&re](const std::u32string& s) { return find_all(*re, s); }, b->second);
+      split_by(
+          pieces, [&re](const std::u32string& s) { return find_all(*re, s); }, b->second);
     } else if (pattern.contains("String") && pattern["String"].is_string()) {
       const std::u32string lit = utf32(pattern["String"].get<std::string>());
       if (lit.empty()) throw Unsupported("Split on an empty string");
-      split_by(pieces, [&lit](const std::u32string& s) {
-        std::vector<std::pair<std::size_t, std::size_t>> m;
-        for (std::size_t i = s.find(lit); i != std::u32string::npos; i = s.find(lit, i + lit.size())) {
-          m.emplace_back(i, i + lit.size());
-        }
-        return m;
-      }, b->second);
+      split_by(
+          pieces,
+          [&lit](const std::u32string& s) {
+            std::vector<std::pair<std::size_t, std::size_t>> m;
+            for (std::size_t i = s.find(lit); i != std::u32string::npos; i = s.find(lit, i + lit.size())) {
+              m.emplace_back(i, i + lit.size());
+            }
+            return m;
+          },
+          b->second);
     } else {
       throw Unsupported("a Split pattern that is neither Regex nor String");
     }
@@ -851,7 +883,8 @@ class Bpe {
       if (x.is_string()) {
         const std::string s = x.get<std::string>();
         const std::size_t sp = s.find(' ');
-        if (sp == std::string::npos || s.find(' ', sp + 1) != std::string::npos) throw Unsupported("a merge that is not 'a b'");
+        if (sp == std::string::npos || s.find(' ', sp + 1) != std::string::npos)
+          throw Unsupported("a merge that is not 'a b'");
         a = s.substr(0, sp);
         b = s.substr(sp + 1);
       } else if (x.is_array() && x.size() == 2 && x[0].is_string() && x[1].is_string()) {
@@ -900,7 +933,8 @@ class Bpe {
     }
     for (const std::string& s : sym) {
       const auto it = vocab.find(s);
-      if (it == vocab.end()) throw Unsupported(cat("a merge gives ", Json(s).dump(), ", which is not in the vocabulary"));
+      if (it == vocab.end())
+        throw Unsupported(cat("a merge gives ", Json(s).dump(), ", which is not in the vocabulary"));
       out.push_back(it->get<std::uint32_t>());
     }
   }
@@ -962,7 +996,8 @@ std::optional<std::string> config_token(const Json& config, const char* name) {
   const auto it = config.find(name);
   if (it == config.end()) return std::nullopt;
   if (it->is_string()) return it->get<std::string>();
-  if (it->is_object() && it->contains("content") && (*it)["content"].is_string()) return (*it)["content"].get<std::string>();
+  if (it->is_object() && it->contains("content") && (*it)["content"].is_string())
+    return (*it)["content"].get<std::string>();
   return std::nullopt;
 }
 
@@ -977,7 +1012,8 @@ void transformers_post_process(const HfTokenizer& t, std::vector<std::uint32_t>&
     return it != t.config.end() && it->is_boolean() && it->get<bool>();
   };
   if (flag("add_bos_token")) {
-    if (const std::optional<std::string> bos = config_token(t.config, "bos_token")) ids.insert(ids.begin(), special_id(t, *bos));
+    if (const std::optional<std::string> bos = config_token(t.config, "bos_token"))
+      ids.insert(ids.begin(), special_id(t, *bos));
   }
   if (flag("add_eos_token")) {
     if (const std::optional<std::string> eos = config_token(t.config, "eos_token")) ids.push_back(special_id(t, *eos));
@@ -987,14 +1023,14 @@ void transformers_post_process(const HfTokenizer& t, std::vector<std::uint32_t>&
 // ---- SHA-256 (FIPS 180-4) ----
 
 constexpr std::uint32_t kK[64] = {
-    0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5, 0xd807aa98,
-    0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174, 0xe49b69c1, 0xefbe4786,
-    0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da, 0x983e5152, 0xa831c66d, 0xb00327c8,
-    0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967, 0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13,
-    0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85, 0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819,
-    0xd6990624, 0xf40e3585, 0x106aa070, 0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a,
-    0x5b9cca4f, 0x682e6ff3, 0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7,
-    0xc67178f2};
+    0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
+    0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
+    0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
+    0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
+    0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
+    0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
+    0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
+    0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2};
 
 constexpr std::uint32_t rotr(std::uint32_t x, int n) { return (x >> n) | (x << (32 - n)); }
 
@@ -1011,7 +1047,9 @@ std::string sha256_hex(std::string_view bytes) {
     std::uint32_t w[64];
     for (int i = 0; i < 16; ++i) {
       w[i] = 0;
-      for (int k = 0; k < 4; ++k) w[i] = (w[i] << 8) | static_cast<unsigned char>(m[off + 4 * static_cast<std::size_t>(i) + static_cast<std::size_t>(k)]);
+      for (int k = 0; k < 4; ++k)
+        w[i] = (w[i] << 8) |
+               static_cast<unsigned char>(m[off + 4 * static_cast<std::size_t>(i) + static_cast<std::size_t>(k)]);
     }
     for (int i = 16; i < 64; ++i) {
       const std::uint32_t s0 = rotr(w[i - 15], 7) ^ rotr(w[i - 15], 18) ^ (w[i - 15] >> 3);
@@ -1031,7 +1069,14 @@ std::string sha256_hex(std::string_view bytes) {
       b = a;
       a = t1 + t2;
     }
-    h[0] += a; h[1] += b; h[2] += c; h[3] += d; h[4] += e; h[5] += f; h[6] += g; h[7] += hh;
+    h[0] += a;
+    h[1] += b;
+    h[2] += c;
+    h[3] += d;
+    h[4] += e;
+    h[5] += f;
+    h[6] += g;
+    h[7] += hh;
   }
   static constexpr char kHex[] = "0123456789abcdef";
   std::string out;
@@ -1042,7 +1087,8 @@ std::string sha256_hex(std::string_view bytes) {
 }
 
 const std::vector<std::pair<std::string_view, std::string_view>>& bpe_pre_table() {
-  static const std::vector<std::pair<std::string_view, std::string_view>> table(std::begin(kPreTable), std::end(kPreTable));
+  static const std::vector<std::pair<std::string_view, std::string_view>> table(std::begin(kPreTable),
+                                                                                std::end(kPreTable));
   return table;
 }
 
@@ -1054,8 +1100,10 @@ BpePre bpe_pre(const HfTokenizer& t) {
     check_normalizer(t.json.contains("normalizer") ? t.json["normalizer"] : Json());
     pre_tokenize(t.json.contains("pre_tokenizer") ? t.json["pre_tokenizer"] : Json(), pieces);
     for (const Piece& p : pieces) {
-      if (p.id) out.ids.push_back(*p.id);
-      else bpe.encode(p.text, out.ids);
+      if (p.id)
+        out.ids.push_back(*p.id);
+      else
+        bpe.encode(p.text, out.ids);
     }
     transformers_post_process(t, out.ids);
   } catch (const Json::exception& e) {
@@ -1063,7 +1111,8 @@ BpePre bpe_pre(const HfTokenizer& t) {
   } catch (const Unsupported& e) {
     throw IoError(IoErrc::gguf_tokenizer, t.file,
                   cat("cannot reproduce llama.cpp's pre-tokenizer fingerprint (convert_hf_to_gguf's "
-                      "get_vocab_base_pre): ", e.what(), "; minifloat refuses rather than guess tokenizer.ggml.pre"));
+                      "get_vocab_base_pre): ",
+                      e.what(), "; minifloat refuses rather than guess tokenizer.ggml.pre"));
   }
   std::string text = "[";
   for (std::size_t i = 0; i < out.ids.size(); ++i) text += cat(i ? ", " : "", out.ids[i]);
@@ -1082,7 +1131,8 @@ std::optional<std::uint32_t> HfTokenizer::id_of(const std::string& content) cons
   const auto model = json.find("model");
   if (model == json.end() || !model->is_object() || !model->contains("vocab")) return std::nullopt;
   const Json& vocab = (*model)["vocab"];
-  if (const auto it = vocab.find(content); it != vocab.end() && it->is_number_unsigned()) return it->get<std::uint32_t>();
+  if (const auto it = vocab.find(content); it != vocab.end() && it->is_number_unsigned())
+    return it->get<std::uint32_t>();
   return std::nullopt;
 }
 

@@ -42,10 +42,10 @@ constexpr TypeName kTypeRecipes[] = {
 std::uint32_t file_type(const GgufRecipe& r) {
   if (!r.type) return 38;  // MOSTLY_MXFP4_MOE
   switch (*r.type) {
-    case GgufType::F32: return 0;   // ALL_F32
-    case GgufType::F16: return 1;   // MOSTLY_F16
-    case GgufType::BF16: return 32; // MOSTLY_BF16
-    default: return 7;              // MOSTLY_Q8_0
+    case GgufType::F32: return 0;    // ALL_F32
+    case GgufType::F16: return 1;    // MOSTLY_F16
+    case GgufType::BF16: return 32;  // MOSTLY_BF16
+    default: return 7;               // MOSTLY_Q8_0
   }
 }
 
@@ -58,12 +58,12 @@ struct Planned {
   std::size_t shard;
   const SafetensorsTensor* in;
   GgufTensorSpec spec;
-  std::uint32_t rope_heads = 0;    // Q or K: rows permuted in groups of this many heads
-  std::optional<Scheme> scheme;    // MXFP4: the recipe's scheme, quantized by minifloat's quantizer
-  std::string target;              // for the report
-  const QuantizedPair* pair = nullptr;  // MXFP4 already: `in` holds its codes, re-laid out into ggml blocks
-  std::uint32_t stride = 1, offset = 0;  // a split: rows offset, offset + stride, ... of the source's
-  std::uint64_t inner = 1;               // the elements of one such row
+  std::uint32_t rope_heads = 0;              // Q or K: rows permuted in groups of this many heads
+  std::optional<Scheme> scheme;              // MXFP4: the recipe's scheme, quantized by minifloat's quantizer
+  std::string target;                        // for the report
+  const QuantizedPair* pair = nullptr;       // MXFP4 already: `in` holds its codes, re-laid out into ggml blocks
+  std::uint32_t stride = 1, offset = 0;      // a split: rows offset, offset + stride, ... of the source's
+  std::uint64_t inner = 1;                   // the elements of one such row
   const detail::ExpertMove* move = nullptr;  // per-expert MXFP4 weights gathered into gpt-oss's fused layout
 };
 
@@ -89,13 +89,14 @@ void permute_rope_rows(std::vector<T>& x, std::uint64_t rows, std::uint64_t cols
 Json read_config(const Checkpoint& c) {
   const std::optional<fs::path> path = c.config_path();
   if (!path) {
-    detail::gguf_unsupported(c.directory, "no config.json beside the checkpoint: --format gguf takes the model's "
-                                          "hyperparameters from it");
+    detail::gguf_unsupported(c.directory,
+                             "no config.json beside the checkpoint: --format gguf takes the model's "
+                             "hyperparameters from it");
   }
   const detail::InputFile file(*path);
   const std::vector<std::byte> bytes = file.read(0, file.size(), "config");
-  const Json j = detail::parse_json_checked(
-      std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()), *path, "config", 64);
+  const Json j = detail::parse_json_checked(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()),
+                                            *path, "config", 64);
   if (!j.is_object()) detail::gguf_unsupported(*path, "config.json is not a JSON object");
   return j;
 }
@@ -173,12 +174,14 @@ void plan_tensor(const SafetensorsFile& f, std::size_t shard, const SafetensorsT
   std::vector<Planned> placed = place(f, shard, t, t.name, t.shape, m);
   if (!placed.empty() && !detail::is_float(t.dtype)) {
     throw IoError(IoErrc::gguf_unsupported, f.path(), t.name,
-                  cat(dtype_name(t.dtype), " is not F32, F16 or BF16 and part of no MXFP4 pair: convert takes "
+                  cat(dtype_name(t.dtype),
+                      " is not F32, F16 or BF16 and part of no MXFP4 pair: convert takes "
                       "unquantized checkpoints, or MXFP4 ones with --recipe mxfp4 (minifloat dequantize first)"));
   }
   if (!placed.empty() && t.shape.size() == 3) {
     throw IoError(IoErrc::gguf_unsupported, f.path(), t.name,
-                  cat(dtype_name(t.dtype), " experts, not MXFP4 blocks: --format gguf writes gpt-oss's experts as "
+                  cat(dtype_name(t.dtype),
+                      " experts, not MXFP4 blocks: --format gguf writes gpt-oss's experts as "
                       "MXFP4 only (minifloat convert --format gpt-oss --recipe mxfp4 first)"));
   }
   for (Planned& p : placed) {
@@ -219,8 +222,9 @@ void plan_pair(const SafetensorsFile& f, std::size_t shard, const QuantizedPair&
                                pair.extras.empty() && pair.output_shape.size() == 2 && pair.output_shape[1] % 32 == 0);
   if (!fits) {
     throw IoError(IoErrc::gguf_unsupported, f.path(), pair.weight,
-                  cat("already quantized (", to_string(pair.form), " pair, ", pair.scheme_name, ") and the target for '",
-                      pair.output, "' is ", target, ": --format gguf re-lays out only MXFP4 pairs (minifloat, "
+                  cat("already quantized (", to_string(pair.form), " pair, ", pair.scheme_name,
+                      ") and the target for '", pair.output, "' is ", target,
+                      ": --format gguf re-lays out only MXFP4 pairs (minifloat, "
                       "compressed-tensors, ModelOpt, DeepSeek forms) with an MXFP4 recipe, and gpt-oss's MXFP4 "
                       "expert blocks; other quantized checkpoints: minifloat dequantize first"));
   }
@@ -273,7 +277,7 @@ std::string reported(const std::string& hf, const Planned& p) {
 // Packed codes and their scales ([R, C/2] and [R, C/32] of the source `hf`), the planned split's rows taken, as ggml
 // blocks; the report's row.
 TensorReport to_blocks(const SafetensorsFile& f, const Planned& p, std::vector<std::uint8_t>& codes,
-                      std::vector<std::uint8_t>& scales, const std::string& hf, std::vector<std::byte>& bytes) {
+                       std::vector<std::uint8_t>& scales, const std::string& hf, std::vector<std::byte>& bytes) {
   take_rows(codes, p.inner / 2, p.stride, p.offset);
   take_rows(scales, p.inner / 32, p.stride, p.offset);
   try {
@@ -309,7 +313,7 @@ TensorReport regather(const SafetensorsFile& f, const Planned& p, std::vector<st
 
 // Tensor p's bytes as planned, and its error row for a lossy type.
 std::optional<TensorReport> encode(const SafetensorsFile& f, const Planned& p, int threads, std::vector<float>& x,
-                                  std::vector<std::byte>& bytes) {
+                                   std::vector<std::byte>& bytes) {
   if (p.pair) return relayout(f, p, bytes);
   if (p.move) return regather(f, p, bytes);
   const SafetensorsTensor& t = *p.in;
@@ -346,7 +350,8 @@ bool same_file(const fs::path& a, const fs::path& b) {
 }  // namespace
 
 bool is_gguf_type_name(std::string_view name) {
-  return std::any_of(std::begin(kTypeRecipes), std::end(kTypeRecipes), [name](const TypeName& t) { return t.name == name; });
+  return std::any_of(std::begin(kTypeRecipes), std::end(kTypeRecipes),
+                     [name](const TypeName& t) { return t.name == name; });
 }
 
 GgufRecipe gguf_recipe(const std::string& name) {
@@ -416,12 +421,12 @@ void plan_shard(const GgufInput& in, std::size_t i, const detail::GgufModel& m, 
 // The tokenizer's metadata (tokenizer.ggml.model "none" with --no-tokenizer), its token count checked against the
 // embedding's rows (llama.cpp's n_vocab is the token count, and token_embd must have that many rows).
 std::vector<std::pair<std::string, GgufValue>> tokenizer_metadata(const Checkpoint& c, const Json& config,
-                                                                 const detail::GgufModel& m,
-                                                                 const std::vector<Planned>& plan,
-                                                                 GgufTokenizerMode mode) {
+                                                                  const detail::GgufModel& m,
+                                                                  const std::vector<Planned>& plan,
+                                                                  GgufTokenizerMode mode) {
   if (mode == GgufTokenizerMode::none) return {{"tokenizer.ggml.model", GgufValue::of_string("none")}};
-  std::optional<detail::GgufTokenizer> tok = detail::gguf_tokenizer(c.directory.empty() ? fs::path(".") : c.directory,
-                                                                    config, m);
+  std::optional<detail::GgufTokenizer> tok =
+      detail::gguf_tokenizer(c.directory.empty() ? fs::path(".") : c.directory, config, m);
   if (!tok) {
     throw IoError(IoErrc::gguf_no_tokenizer, c.directory.empty() ? fs::path(".") : c.directory,
                   "no tokenizer.json or tokenizer.model beside the checkpoint: llama.cpp loads a GGUF without a "
@@ -445,7 +450,7 @@ void check_needed(const Checkpoint& c, const std::vector<Planned>& plan) {
   for (const char* needed : {"token_embd.weight", "output_norm.weight"}) {
     if (!names.contains(needed)) {
       detail::gguf_unsupported(c.index_path.value_or(c.directory),
-                  cat("no tensor for ", needed, " (model.embed_tokens.weight / model.norm.weight)"));
+                               cat("no tensor for ", needed, " (model.embed_tokens.weight / model.norm.weight)"));
     }
   }
 }

@@ -34,7 +34,8 @@ GgufDequantizeReport dequantize_gguf_file(const std::filesystem::path& in, const
   for (const GgufTensor& t : f.tensors()) {
     if (!gguf_can_dequantize(t.type)) {
       throw IoError(IoErrc::not_dequantizable, in, t.name,
-                    cat(gguf_type_name(t.type), " ", dims_text(t), " is a GGUF type minifloat lists but does not decode "
+                    cat(gguf_type_name(t.type), " ", dims_text(t),
+                        " is a GGUF type minifloat lists but does not decode "
                         "(it decodes F32, F16, BF16, Q4_0, Q4_1, Q8_0 and MXFP4); nothing was written"));
     }
     specs.push_back({t.name, bf16 ? DType::BF16 : DType::F32, t.shape()});

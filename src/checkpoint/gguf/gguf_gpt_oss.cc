@@ -21,7 +21,8 @@ void read_rope(const Json& c, const fs::path& file, GgufModel& m) {
     const std::string type = it->value("rope_type", it->value("type", std::string("default")));
     if (type == "default") continue;
     if (type != "yarn") {
-      gguf_unsupported(file, cat("'", key, "' has rope_type \"", type, "\": --format gguf writes gpt-oss's yarn "
+      gguf_unsupported(file, cat("'", key, "' has rope_type \"", type,
+                                 "\": --format gguf writes gpt-oss's yarn "
                                  "rotary scaling only"));
     }
     m.yarn_factor = float_field(*it, "factor", file);
@@ -60,15 +61,19 @@ std::optional<std::vector<GgufName>> gpt_oss_names(std::string_view hf, std::uin
   if (rest == "mlp.experts.down_proj_bias") return Names{{blk + "ffn_down_exps.bias"}};
   if (rest == "self_attn.sinks") return Names{{blk + "attn_sinks.weight"}};
   static constexpr std::pair<std::string_view, std::string_view> kModules[] = {
-      {"self_attn.q_proj", "attn_q"},      {"self_attn.k_proj", "attn_k"},   {"self_attn.v_proj", "attn_v"},
-      {"self_attn.o_proj", "attn_output"}, {"mlp.router", "ffn_gate_inp"}, {"input_layernorm", "attn_norm"},
+      {"self_attn.q_proj", "attn_q"},
+      {"self_attn.k_proj", "attn_k"},
+      {"self_attn.v_proj", "attn_v"},
+      {"self_attn.o_proj", "attn_output"},
+      {"mlp.router", "ffn_gate_inp"},
+      {"input_layernorm", "attn_norm"},
       {"post_attention_layernorm", "post_attention_norm"},
   };
   return module_name(digits, rest, kModules);
 }
 
 std::vector<std::pair<std::string, GgufValue>> gpt_oss_metadata(const GgufModel& m, std::uint32_t file_type,
-                                                               const std::string& model_name) {
+                                                                const std::string& model_name) {
   using V = GgufValue;
   std::vector<std::pair<std::string, GgufValue>> out = common_metadata(m, "gpt-oss", model_name);
   out.emplace_back("gpt-oss.expert_count", V::of_u32(m.n_expert));

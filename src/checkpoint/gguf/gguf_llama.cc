@@ -44,10 +44,9 @@ std::optional<std::vector<GgufName>> llama_names(std::string_view hf, std::uint3
   const auto layer = layer_part(hf, n_layer);
   if (!layer) return std::nullopt;
   static constexpr std::pair<std::string_view, std::string_view> kModules[] = {
-      {"self_attn.q_proj", "attn_q"},      {"self_attn.k_proj", "attn_k"}, {"self_attn.v_proj", "attn_v"},
-      {"self_attn.o_proj", "attn_output"}, {"mlp.gate_proj", "ffn_gate"},  {"mlp.up_proj", "ffn_up"},
-      {"mlp.down_proj", "ffn_down"},       {"input_layernorm", "attn_norm"},
-      {"post_attention_layernorm", "ffn_norm"},
+      {"self_attn.q_proj", "attn_q"},      {"self_attn.k_proj", "attn_k"},   {"self_attn.v_proj", "attn_v"},
+      {"self_attn.o_proj", "attn_output"}, {"mlp.gate_proj", "ffn_gate"},    {"mlp.up_proj", "ffn_up"},
+      {"mlp.down_proj", "ffn_down"},       {"input_layernorm", "attn_norm"}, {"post_attention_layernorm", "ffn_norm"},
   };
   return module_name(layer->first, layer->second, kModules);
 }

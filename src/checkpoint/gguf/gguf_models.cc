@@ -90,7 +90,8 @@ void read_common(const Json& c, const fs::path& file, GgufModel& m) {
   m.n_ff = count_field(c, "intermediate_size", file);
   m.n_head = count_field(c, "num_attention_heads", file);
   m.n_head_kv = c.contains("num_key_value_heads") && !c["num_key_value_heads"].is_null()
-                    ? count_field(c, "num_key_value_heads", file) : m.n_head;
+                    ? count_field(c, "num_key_value_heads", file)
+                    : m.n_head;
   m.n_ctx = count_field(c, "max_position_embeddings", file);
   m.n_vocab = count_field(c, "vocab_size", file);
   m.rms_eps = float_field(c, "rms_norm_eps", file);
@@ -107,7 +108,8 @@ GgufModel gguf_model(const Json& c, const fs::path& file) {
   if (names_architecture(c, "gpt_oss", "GptOssForCausalLM")) return gpt_oss_model(c, file);
   std::string named = c.contains("model_type") ? c["model_type"].dump() : "none";
   if (const auto a = c.find("architectures"); a != c.end() && a->is_array() && !a->empty()) named = (*a)[0].dump();
-  gguf_unsupported(file, cat("architecture ", named, ": --format gguf writes Llama (architectures LlamaForCausalLM "
+  gguf_unsupported(file, cat("architecture ", named,
+                             ": --format gguf writes Llama (architectures LlamaForCausalLM "
                              "or model_type llama) and gpt-oss (GptOssForCausalLM) checkpoints; other models: "
                              "--format minifloat, compressed-tensors, modelopt or transformers-fp8"));
 }
@@ -117,15 +119,17 @@ std::optional<std::vector<GgufName>> gguf_names(const GgufModel& m, std::string_
 }
 
 std::string gguf_mapped(const GgufModel& m) {
-  const std::string common = "model.embed_tokens, model.layers.N.self_attn.{q,k,v,o}_proj, input_layernorm, "
-                             "post_attention_layernorm, model.norm and lm_head";
+  const std::string common =
+      "model.embed_tokens, model.layers.N.self_attn.{q,k,v,o}_proj, input_layernorm, "
+      "post_attention_layernorm, model.norm and lm_head";
   if (m.arch == GgufArch::llama) {
     return cat("--format gguf maps a Llama's ", common, ", mlp.{gate,up,down}_proj, for N below num_hidden_layers ",
                m.n_layer);
   }
-  return cat("--format gguf maps a gpt-oss's ", common, ", self_attn.sinks, mlp.router and the MXFP4 "
-             "mlp.experts.{gate_up,down}_proj_blocks with their biases, for N below num_hidden_layers ", m.n_layer,
-             "; experts not in MXFP4: minifloat convert --format gpt-oss --recipe mxfp4 first");
+  return cat("--format gguf maps a gpt-oss's ", common,
+             ", self_attn.sinks, mlp.router and the MXFP4 "
+             "mlp.experts.{gate_up,down}_proj_blocks with their biases, for N below num_hidden_layers ",
+             m.n_layer, "; experts not in MXFP4: minifloat convert --format gpt-oss --recipe mxfp4 first");
 }
 
 bool gguf_keeps_f32(const GgufModel& m, std::string_view name) {
@@ -134,7 +138,7 @@ bool gguf_keeps_f32(const GgufModel& m, std::string_view name) {
 }
 
 std::vector<std::pair<std::string, GgufValue>> common_metadata(const GgufModel& m, std::string_view arch,
-                                                              const std::string& model_name) {
+                                                               const std::string& model_name) {
   using V = GgufValue;
   const std::string a(arch);
   std::vector<std::pair<std::string, GgufValue>> out{
@@ -158,7 +162,7 @@ std::vector<std::pair<std::string, GgufValue>> common_metadata(const GgufModel& 
 }
 
 std::vector<std::pair<std::string, GgufValue>> gguf_metadata(const GgufModel& m, std::uint32_t file_type,
-                                                            const std::string& model_name) {
+                                                             const std::string& model_name) {
   if (m.arch == GgufArch::gpt_oss) return gpt_oss_metadata(m, file_type, model_name);
   using V = GgufValue;
   std::vector<std::pair<std::string, GgufValue>> out = common_metadata(m, "llama", model_name);

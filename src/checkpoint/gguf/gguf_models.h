@@ -55,7 +55,7 @@ bool gguf_keeps_f32(const GgufModel& m, std::string_view gguf_name);
 // The metadata llama.cpp reads for `m` but the tokenizer's (gguf_tokenizer.h); file_type: llama_ftype of the
 // weights.
 std::vector<std::pair<std::string, GgufValue>> gguf_metadata(const GgufModel& m, std::uint32_t file_type,
-                                                            const std::string& model_name);
+                                                             const std::string& model_name);
 
 // ---- shared by the architectures (gguf_models.cc) ----
 
@@ -73,13 +73,13 @@ std::optional<std::vector<GgufName>> module_name(std::string_view n, std::string
 void read_common(const nlohmann::json& c, const std::filesystem::path& file, GgufModel& m);
 // general.* and ARCH.{block_count, ..., layer_norm_rms_epsilon[, key_length, value_length]}.
 std::vector<std::pair<std::string, GgufValue>> common_metadata(const GgufModel& m, std::string_view arch,
-                                                              const std::string& model_name);
+                                                               const std::string& model_name);
 
 GgufModel llama_model(const nlohmann::json& c, const std::filesystem::path& file);
 std::optional<std::vector<GgufName>> llama_names(std::string_view hf, std::uint32_t n_layer);
 GgufModel gpt_oss_model(const nlohmann::json& c, const std::filesystem::path& file);
 std::optional<std::vector<GgufName>> gpt_oss_names(std::string_view hf, std::uint32_t n_layer);
 std::vector<std::pair<std::string, GgufValue>> gpt_oss_metadata(const GgufModel& m, std::uint32_t file_type,
-                                                               const std::string& model_name);
+                                                                const std::string& model_name);
 
 }  // namespace mf::io::detail

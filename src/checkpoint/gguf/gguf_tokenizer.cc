@@ -73,15 +73,15 @@ std::optional<Json> read_json(const fs::path& p) {
   if (!is_file(p)) return std::nullopt;
   const InputFile f(p);
   const std::vector<std::byte> bytes = f.read(0, f.size(), "JSON");
-  return parse_json_checked(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()), p, "JSON",
-                            64);
+  return parse_json_checked(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()), p, "JSON", 64);
 }
 
 // Python's truthiness of a JSON value.
 bool truthy(const Json& j) {
   if (j.is_null()) return false;
   if (j.is_boolean()) return j.get<bool>();
-  if (j.is_string() || j.is_object() || j.is_array()) return !j.empty() && !(j.is_string() && j.get<std::string>().empty());
+  if (j.is_string() || j.is_object() || j.is_array())
+    return !j.empty() && !(j.is_string() && j.get<std::string>().empty());
   if (j.is_number()) return j.get<double>() != 0;
   return true;
 }
@@ -149,16 +149,19 @@ HfTokenizer load_hf(const fs::path& file, Json json, const Json& config, const f
   t.file = file;
   t.json = std::move(json);
   t.config = config.is_object() ? config : Json::object();
-  if (!t.json.is_object() || !t.json.contains("model") || !t.json["model"].is_object()) refuse(file, "no 'model' object");
+  if (!t.json.is_object() || !t.json.contains("model") || !t.json["model"].is_object())
+    refuse(file, "no 'model' object");
   const Json& model = t.json["model"];
   if (model.contains("vocab") && !model["vocab"].is_object()) {
-    refuse(file, cat("'model.vocab' of a ", model.value("type", std::string("?")), " model is not an object of "
+    refuse(file, cat("'model.vocab' of a ", model.value("type", std::string("?")),
+                     " model is not an object of "
                      "token: id (minifloat reads BPE vocabularies from tokenizer.json; Unigram ones from "
                      "tokenizer.model)"));
   }
   if (model.contains("vocab")) {
     for (const auto& [tok, id] : model["vocab"].items()) {
-      if (!id.is_number_unsigned() || id.get<std::uint64_t>() > 0xFFFFFFFFu) refuse(file, cat("'model.vocab' gives ", Json(tok).dump(), " the id ", id.dump()));
+      if (!id.is_number_unsigned() || id.get<std::uint64_t>() > 0xFFFFFFFFu)
+        refuse(file, cat("'model.vocab' gives ", Json(tok).dump(), " the id ", id.dump()));
     }
   }
   for (const Json& a : get(t.json, "added_tokens").is_array() ? t.json["added_tokens"] : Json::array()) {
@@ -175,12 +178,15 @@ HfTokenizer load_hf(const fs::path& file, Json json, const Json& config, const f
   if (!decoder.is_object()) decoder = Json::object();
   for (const auto& [key, data] : decoder.items()) {
     if (!data.is_object() || !get(data, "content").is_string()) {
-      throw IoError(IoErrc::gguf_tokenizer, config_file, cat("'added_tokens_decoder' entry ", Json(key).dump(),
-                                                             " is not {content, ...}"));
+      throw IoError(IoErrc::gguf_tokenizer, config_file,
+                    cat("'added_tokens_decoder' entry ", Json(key).dump(), " is not {content, ...}"));
     }
-    AddedToken a{data["content"].get<std::string>(), 0, truthy(get(data, "special")), data.value("normalized", true),
-                 truthy(get(data, "lstrip")), truthy(get(data, "rstrip")), truthy(get(data, "single_word"))};
-    const auto it = std::find_if(t.added.begin(), t.added.end(), [&](const AddedToken& x) { return x.content == a.content; });
+    AddedToken a{data["content"].get<std::string>(), 0,
+                 truthy(get(data, "special")),       data.value("normalized", true),
+                 truthy(get(data, "lstrip")),        truthy(get(data, "rstrip")),
+                 truthy(get(data, "single_word"))};
+    const auto it =
+        std::find_if(t.added.begin(), t.added.end(), [&](const AddedToken& x) { return x.content == a.content; });
     const std::optional<std::uint32_t> id = t.id_of(a.content);
     if (!id || std::to_string(*id) != key) {
       throw IoError(IoErrc::gguf_tokenizer, config_file,
@@ -189,8 +195,10 @@ HfTokenizer load_hf(const fs::path& file, Json json, const Json& config, const f
                         " (transformers would give it another id)"));
     }
     a.id = *id;
-    if (it != t.added.end()) *it = a;
-    else t.added.push_back(a);
+    if (it != t.added.end())
+      *it = a;
+    else
+      t.added.push_back(a);
   }
   std::vector<std::pair<std::string, std::string>> specials;  // key, content
   for (const char* key : kNamedSpecials) {
@@ -206,7 +214,8 @@ HfTokenizer load_hf(const fs::path& file, Json json, const Json& config, const f
   for (const auto& special : specials) {
     const std::string& key = special.first;
     const std::string& content = special.second;
-    const auto it = std::find_if(t.added.begin(), t.added.end(), [&](const AddedToken& a) { return a.content == content; });
+    const auto it =
+        std::find_if(t.added.begin(), t.added.end(), [&](const AddedToken& a) { return a.content == content; });
     if (it != t.added.end()) {
       it->special = true;
       it->normalized = false;
@@ -216,12 +225,15 @@ HfTokenizer load_hf(const fs::path& file, Json json, const Json& config, const f
     const std::optional<std::uint32_t> id = t.id_of(content);
     if (!id) {
       throw IoError(IoErrc::gguf_tokenizer, config_file,
-                    cat("'", key, "' is ", Json(content).dump(), ", which is in neither the vocabulary nor the "
-                        "added tokens of ", file.filename().string(), " (transformers would add it as a new token)"));
+                    cat("'", key, "' is ", Json(content).dump(),
+                        ", which is in neither the vocabulary nor the "
+                        "added tokens of ",
+                        file.filename().string(), " (transformers would add it as a new token)"));
     }
     t.added.push_back({content, *id, true, false});
   }
-  std::stable_sort(t.added.begin(), t.added.end(), [](const AddedToken& a, const AddedToken& b) { return a.id < b.id; });
+  std::stable_sort(t.added.begin(), t.added.end(),
+                   [](const AddedToken& a, const AddedToken& b) { return a.id < b.id; });
   return t;
 }
 
@@ -273,7 +285,8 @@ struct SpecialVocab {
       strip_accents = true;
     } else if (type == "BertNormalizer") {
       if (n.contains("lowercase") && n["lowercase"].is_boolean()) lowercase = n["lowercase"].get<bool>();
-      if (n.contains("strip_accents") && n["strip_accents"].is_boolean()) strip_accents = n["strip_accents"].get<bool>();
+      if (n.contains("strip_accents") && n["strip_accents"].is_boolean())
+        strip_accents = n["strip_accents"].get<bool>();
     } else if (type == "Sequence") {
       for (const Json& x : get(n, "normalizers").is_array() ? n["normalizers"] : Json::array()) parse_normalizer(x);
     }
@@ -421,7 +434,8 @@ struct SpecialVocab {
       std::size_t start = truthy(first) && special_of(pair.front()) == first ? 1 : 0;
       std::size_t stop = truthy(last) && special_of(pair.back()) == last ? pair.size() - 1 : pair.size();
       if (start >= stop) return;
-      std::vector<Json> p(pair.begin() + static_cast<std::ptrdiff_t>(start), pair.begin() + static_cast<std::ptrdiff_t>(stop));
+      std::vector<Json> p(pair.begin() + static_cast<std::ptrdiff_t>(start),
+                          pair.begin() + static_cast<std::ptrdiff_t>(stop));
       const Json a = get(get(p.front(), "Sequence"), "id"), b = get(get(p.back(), "Sequence"), "id");
       if (a == "A" && b == "B" && p.size() > 2) {
         std::vector<Json> mid(p.begin() + 1, p.end() - 1);
@@ -449,16 +463,17 @@ struct SpecialVocab {
   void add_to(Meta& meta, const fs::path& file) const {
     if (!merges.empty()) put(meta, "tokenizer.ggml.merges", GgufValue::of_strings(merges));
     static const std::pair<std::string_view, std::string_view> kIdKeys[] = {
-        {"bos", "bos_token_id"}, {"eos", "eos_token_id"}, {"unk", "unknown_token_id"},
+        {"bos", "bos_token_id"},       {"eos", "eos_token_id"},     {"unk", "unknown_token_id"},
         {"sep", "seperator_token_id"}, {"pad", "padding_token_id"}, {"mask", "mask_token_id"},
-        {"eot", "eot_token_id"}, {"eom", "eom_token_id"}};
+        {"eot", "eot_token_id"},       {"eom", "eom_token_id"}};
     for (const auto& [typ, id] : ids) {
       for (const auto& [t, key] : kIdKeys) {
         if (t == typ) put(meta, cat("tokenizer.ggml.", key), GgufValue::of_u32(static_cast<std::uint32_t>(id)));
       }  // others (cls, ...): gguf-py has no key for them and skips them
     }
     for (const auto& [typ, v] : add_special) {
-      if (typ == "bos" || typ == "eos" || typ == "sep") put(meta, cat("tokenizer.ggml.add_", typ, "_token"), GgufValue::of_bool(v));
+      if (typ == "bos" || typ == "eos" || typ == "sep")
+        put(meta, cat("tokenizer.ggml.add_", typ, "_token"), GgufValue::of_bool(v));
     }
     if (chat_template.is_string()) {
       put(meta, "tokenizer.chat_template", GgufValue::of_string(chat_template.get<std::string>()));
@@ -530,7 +545,8 @@ std::uint64_t vocab_gpt2(const Files& f, std::uint64_t vocab_size, Meta& meta) {
   for (const AddedToken& a : t.added) place(a.content, a.id);
   const BpePre pre = bpe_pre(t);
   if (!pre.name) {
-    refuse(file, cat("BPE pre-tokenizer not recognized: its fingerprint (chkhsh) ", pre.hash, " is not in llama.cpp's "
+    refuse(file, cat("BPE pre-tokenizer not recognized: its fingerprint (chkhsh) ", pre.hash,
+                     " is not in llama.cpp's "
                      "convert_hf_to_gguf table (get_vocab_base_pre), so tokenizer.ggml.pre cannot be chosen as "
                      "llama.cpp chooses it"));
   }
@@ -661,7 +677,8 @@ std::uint64_t vocab_sentencepiece(const Files& f, std::uint64_t vocab_size, Meta
   if (const std::optional<Json> added = read_json(f.dir / "added_tokens.json")) {
     if (!added->is_object()) refuse(f.dir / "added_tokens.json", "not an object of token: id");
     for (const auto& [tok, id] : added->items()) {
-      if (!id.is_number_unsigned()) refuse(f.dir / "added_tokens.json", cat("token ", Json(tok).dump(), " has id ", id.dump()));
+      if (!id.is_number_unsigned())
+        refuse(f.dir / "added_tokens.json", cat("token ", Json(tok).dump(), " has id ", id.dump()));
       if (id.get<std::uint64_t>() >= vocab_size) continue;  // the converter warns and skips it
       tokens[id.get<std::size_t>()] = tok;
       scores[id.get<std::size_t>()] = -1000.0f;
@@ -680,7 +697,8 @@ std::uint64_t vocab_sentencepiece(const Files& f, std::uint64_t vocab_size, Meta
         used = 0;
       }
       if (used == 0 || used != key.size() || !data.is_object() || !get(data, "content").is_string()) {
-        refuse(f.dir / "tokenizer_config.json", cat("'added_tokens_decoder' entry ", Json(key).dump(), " is not id: {content, ...}"));
+        refuse(f.dir / "tokenizer_config.json",
+               cat("'added_tokens_decoder' entry ", Json(key).dump(), " is not id: {content, ...}"));
       }
       if (id >= vocab_size) continue;
       std::string tok = data["content"].get<std::string>();
@@ -711,7 +729,8 @@ std::uint64_t vocab_llama_hf(const Files& f, Meta& meta) {
   const std::uint64_t base = vocab.size();
   std::vector<std::optional<std::string>> reverse(base);
   for (const auto& [tok, id] : vocab.items()) {
-    if (id.get<std::uint64_t>() >= base) refuse(file, cat("'model.vocab' ids are not 0 to ", base - 1, ": ", Json(tok).dump(), " has ", id.dump()));
+    if (id.get<std::uint64_t>() >= base)
+      refuse(file, cat("'model.vocab' ids are not 0 to ", base - 1, ": ", Json(tok).dump(), " has ", id.dump()));
     reverse[id.get<std::size_t>()] = tok;
   }
   std::set<std::uint32_t> special_ids;
@@ -731,7 +750,8 @@ std::uint64_t vocab_llama_hf(const Files& f, Meta& meta) {
     if (!reverse[i]) refuse(file, cat("'model.vocab' has no token with id ", i));
     const std::string& tok = *reverse[i];
     const bool byte = tok.size() == 6 && tok.starts_with("<0x") && tok.ends_with(">") &&
-                      std::isxdigit(static_cast<unsigned char>(tok[3])) && std::isxdigit(static_cast<unsigned char>(tok[4]));
+                      std::isxdigit(static_cast<unsigned char>(tok[3])) &&
+                      std::isxdigit(static_cast<unsigned char>(tok[4]));
     tokens.push_back(tok);
     scores.push_back(-1000.0f);
     types.push_back(byte ? kByte : special_ids.contains(static_cast<std::uint32_t>(i)) ? kControl : kNormal);
@@ -739,7 +759,8 @@ std::uint64_t vocab_llama_hf(const Files& f, Meta& meta) {
   std::uint64_t next = base;
   for (const AddedToken& a : t.added) {
     if (a.id < base) continue;
-    if (a.id != next) refuse(file, cat("added token ", Json(a.content).dump(), " has id ", a.id, ", not the next id ", next));
+    if (a.id != next)
+      refuse(file, cat("added token ", Json(a.content).dump(), " has id ", a.id, ", not the next id ", next));
     ++next;
     tokens.push_back(a.content);
     scores.push_back(-1000.0f);
@@ -768,8 +789,9 @@ std::optional<GgufTokenizer> read_tokenizer(const fs::path& dir, const Json& con
   if (!f.tokenizer && !has_model) {
     for (const char* other : {"tekken.json", "vocab.json", "merges.txt", "tokenizer.tiktoken"}) {
       if (is_file(dir / other)) {
-        refuse(dir / other, "minifloat converts tokenizer.json (BPE) and tokenizer.model (SentencePiece); this "
-                            "tokenizer is in neither: convert it with llama.cpp's own tools, or pass --no-tokenizer");
+        refuse(dir / other,
+               "minifloat converts tokenizer.json (BPE) and tokenizer.model (SentencePiece); this "
+               "tokenizer is in neither: convert it with llama.cpp's own tools, or pass --no-tokenizer");
       }
     }
     return std::nullopt;
@@ -780,7 +802,8 @@ std::optional<GgufTokenizer> read_tokenizer(const fs::path& dir, const Json& con
   GgufTokenizer out;
   const std::uint64_t vocab_size = m.n_vocab;
   if (m.arch == GgufArch::gpt_oss) {
-    if (!f.tokenizer) refuse(dir / "tokenizer.model", "gpt-oss's tokenizer is read from tokenizer.json, which is missing");
+    if (!f.tokenizer)
+      refuse(dir / "tokenizer.model", "gpt-oss's tokenizer is read from tokenizer.json, which is missing");
     out.file = dir / "tokenizer.json";
     out.tokens = vocab_gpt2(f, vocab_size, out.metadata);
     return out;
@@ -825,7 +848,8 @@ std::optional<GgufTokenizer> read_tokenizer(const fs::path& dir, const Json& con
     sv.set_special("eot", 32010, out.file);
     sv.add_to(out.metadata, dir / "tokenizer_config.json");
   }
-  if (vocab_size == 49152) put(out.metadata, "tokenizer.ggml.add_bos_token", GgufValue::of_bool(false));  // "granite small models"
+  if (vocab_size == 49152)
+    put(out.metadata, "tokenizer.ggml.add_bos_token", GgufValue::of_bool(false));  // "granite small models"
   return out;
 }
 

@@ -26,10 +26,10 @@ struct AddedToken {
 
 // A tokenizer.json with what transformers adds from tokenizer_config.json.
 struct HfTokenizer {
-  std::filesystem::path file;    // tokenizer.json, for messages
-  nlohmann::json json;           // the whole file
-  nlohmann::json config;         // tokenizer_config.json, or an empty object
-  std::vector<AddedToken> added; // in id order
+  std::filesystem::path file;     // tokenizer.json, for messages
+  nlohmann::json json;            // the whole file
+  nlohmann::json config;          // tokenizer_config.json, or an empty object
+  std::vector<AddedToken> added;  // in id order
   // The token (model vocabulary or added) with this content; nullopt for none.
   std::optional<std::uint32_t> id_of(const std::string& content) const;
 };
