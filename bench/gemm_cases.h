@@ -53,7 +53,8 @@ inline std::string blas_core() {
 
 // OpenBLAS's kernel set for this CPU when it fell back to its generic SSE3 kernels ("Prescott") on a CPU that has
 // AVX-512 or AVX2, "" otherwise. Debian's 0.3.21 does not recognise some newer CPUs, this build machine's among them:
-// a yardstick several times slower than OpenBLAS really is here (docs/benchmark-history.md, "The yardstick").
+// a yardstick several times slower than OpenBLAS really is here
+// (docs/benchmark-history.md#the-yardstick-openblas-ran-its-generic-kernels).
 inline std::string fitting_blas_core() {
 #if defined(__x86_64__)
   if (blas_core() != "Prescott") return "";

@@ -25,9 +25,10 @@ class ColumnQueue {
   void finished(std::int64_t begin, std::int64_t end) { done_.fetch_add(end - begin, std::memory_order_release); }
   // Waits, spinning, until every block is computed or `limit` has passed. A thread that reaches the end of an OpenMP
   // parallel region before the others sleeps there under OMP_WAIT_POLICY=passive, and the last one's wake-up call
-  // reaches it 30-40 microseconds later on the development VM (docs/benchmark-history.md): longer than the other
-  // thread's last chunk, which is all this waits for. The limit keeps a thread from spinning long on a machine so
-  // busy that the other one is not running.
+  // reaches it 30-40 microseconds later on the development VM
+  // (docs/benchmark-history.md#eighth-session-no-sleep-at-the-end-of-a-call-and-the-kernels-own-ceiling): longer than
+  // the other thread's last chunk, which is all this waits for. The limit keeps a thread from spinning long on a
+  // machine so busy that the other one is not running.
   void wait_until_done(std::chrono::microseconds limit = std::chrono::microseconds(200)) const {
     const auto stop = std::chrono::steady_clock::now() + limit;
     for (int spins = 0; done_.load(std::memory_order_acquire) < blocks_; ++spins) {

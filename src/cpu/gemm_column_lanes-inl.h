@@ -11,7 +11,7 @@
 //     fewest pending sums. Every add takes the definition's operands in the definition's order.
 // gemm-inl.h's 4 x 4 tile keeps K along the lanes instead and spends about 50 shuffles per group and 16 outputs on
 // its transposing tree; this tile spends 15 vertical adds per group and 16 outputs (measured in
-// docs/benchmark-history.md).
+// docs/benchmark-history.md#sixth-session-the-column-lane-tile-and-weights-streamed-from-memory).
 //
 // Included once per Highway target by gemm.cc, after gemm-inl.h; hence the toggle include guard.
 #if defined(MINIFLOAT_SRC_CPU_GEMM_COLUMN_LANES_INL_H_) == defined(HWY_TARGET_TOGGLE)
@@ -55,7 +55,7 @@ constexpr int kColumnTileRows = kL == 16 ? 6 : 2;
 // From how many activation rows the column-lane tile takes over from the 4 x 4 one. AVX-512: at M = 8 to 20 the two
 // measured within the noise of each other (the panel transpose is then a larger share), from 32 on it is 1.3-2x
 // faster. AVX2, where the 4 x 4 tile's 32 accumulators do not fit in the registers: 0.95-1.9x at M = 8 to 16, at
-// most even at M = 4 (docs/benchmark-history.md).
+// most even at M = 4 (docs/benchmark-history.md#m--8-and-16-the-gemv-or-the-column-lane-tile-2026-12-03-1650).
 constexpr std::int64_t kColumnLanesFrom = kL == 16 ? 16 : 8;
 // Activation rows per pass: all of M = 512 in one, so that each weight panel is fetched from memory and decoded once
 // per call there rather than once per pass; the running C grows to 512 x 64 B per panel, read in sequence.

@@ -100,7 +100,8 @@ HWY_INLINE bool SawNoNan(hn::Vec<D8> seen) { return hn::AllFalse(D8(), hn::Eq(se
 // NaN codes (0x7F, 0xFF) on the side: two operations per 64 codes (a running byte minimum of ~code & 0x7F, which is
 // 0 only for a NaN code), where the check takes three per 16. Returns false if the group holds a NaN code: its sums
 // are then wrong and the caller redoes the group with the checked loop, so the bits are the same either way. NaN
-// codes are rare in real weights (docs/benchmark-history.md measures the gain).
+// codes are rare in real weights (docs/benchmark-history.md#fifth-session-faster-gemvs-and-a-fair-openblas measures the
+// gain).
 template <bool kPerGroup>
 HWY_INLINE bool GroupProductsOptimistic(const WeightRow (&rows)[kLanes], const float* HWY_RESTRICT a, std::int64_t k0,
                                         std::int64_t end, int shift, VF (&acc)[kLanes][kV]) {

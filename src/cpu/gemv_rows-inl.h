@@ -26,8 +26,9 @@ namespace hn = hwy::HWY_NAMESPACE;
 #if MF_GEMV_PREFETCH_L2
 // Asks for the line `ahead` bytes past `row` into L2: a block's 16 row streams are slow (a group's bytes per row at
 // a time) and short (one row), and the hardware prefetchers follow them late when the weights come from memory
-// (docs/benchmark-history.md). An address past the weights is never read, and its prefetch does not fault (hence
-// the integer arithmetic). Raw: hwy::Prefetch asks for L1 only.
+// (docs/benchmark-history.md#seventh-session-threads-from-a-queue-and-a-gfni-decode-for-the-fp8-gemv). An address past
+// the weights is never read, and its prefetch does not fault (hence the integer arithmetic). Raw: hwy::Prefetch asks
+// for L1 only.
 HWY_INLINE void PrefetchAhead(const void* row, std::int64_t ahead) {
   const auto at = reinterpret_cast<std::uintptr_t>(row) + static_cast<std::uintptr_t>(ahead);
   _mm_prefetch(reinterpret_cast<const char*>(at), _MM_HINT_T1);
@@ -45,10 +46,11 @@ HWY_INLINE void PrefetchRowAhead(const void* row, std::int64_t at, std::int64_t 
   if (to >= row_bytes) to += (kLanes - 1) * row_bytes;
   PrefetchAhead(row, to);
 }
-// How far ahead: 512 bytes for the 8-lane loops (measured on Zen 4: docs/benchmark-history.md); 256 for the 16-lane
-// e4m3 loops (table and AVX512-BF16) and the e2m1 loop: with the weights streamed on the Sapphire Rapids-class Xeon,
-// 256 beat 128, 512, 1024 and 2048, by 12-21% over 512 for the dot product, 5-10% for the GFNI loop the table loop
-// replaced, and 2-12% over no prefetch for e2m1
+// How far ahead: 512 bytes for the 8-lane loops (measured on Zen 4:
+// docs/benchmark-history.md#seventh-session-threads-from-a-queue-and-a-gfni-decode-for-the-fp8-gemv); 256 for the
+// 16-lane e4m3 loops (table and AVX512-BF16) and the e2m1 loop: with the weights streamed on the Sapphire Rapids-class
+// Xeon, 256 beat 128, 512, 1024 and 2048, by 12-21% over 512 for the dot product, 5-10% for the GFNI loop the table
+// loop replaced, and 2-12% over no prefetch for e2m1
 // (docs/benchmark-history.md#which-fp8-gemv-loop-and-how-far-ahead-to-prefetch-2026-12-02-1405-1425); the table loop
 // with none ran 0.48-0.77x streamed (docs/benchmark-history.md#subnormal-weight-codes-2026-12-03-1315).
 constexpr std::int64_t kPrefetchAhead8 = 512, kPrefetchAhead16 = 256;
