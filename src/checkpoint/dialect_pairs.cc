@@ -183,6 +183,26 @@ std::uint64_t group_of(std::uint64_t cols, std::uint64_t groups) {
   return g > 0 && (cols + g - 1) / g == groups ? g : 0;
 }
 
+// A group index (compressed-tensors' weight_g_idx, GPTQ's g_idx): one integer per column, each a group of the
+// scales; its name, or an IoError naming it.
+std::string checked_group_index(const SafetensorsFile& f, const SafetensorsTensor& g, const QuantizedPair& p,
+                                std::uint64_t cols, std::uint64_t groups) {
+  if (!int_dtype(g.dtype) || g.shape != std::vector<std::uint64_t>{cols}) {
+    throw IoError(IoErrc::size_mismatch, f.path(), g.name,
+                  cat(dtype_name(g.dtype), " ", shape_text(g.shape), " is no group index of ", p.weight,
+                      ": one integer per column, [", cols, "] expected"));
+  }
+  const std::span<const std::byte> b = f.bytes(g);
+  for (std::uint64_t c = 0; c < cols; ++c) {
+    const std::int64_t v = int_at(g, b, c);
+    if (v < 0 || static_cast<std::uint64_t>(v) >= groups) {
+      throw IoError(IoErrc::size_mismatch, f.path(), g.name,
+                    cat("column ", c, " is in group ", v, ", outside the ", groups, " groups of its scales"));
+    }
+  }
+  return g.name;
+}
+
 // The integer form's optional parts, checked against [rows, groups] (zero points: packed along the rows when the
 // codes are; the group index: one I32 per column).
 void integer_parts(const SafetensorsFile& f, const std::string& module, QuantizedPair& p, std::uint64_t rows,
@@ -198,22 +218,8 @@ void integer_parts(const SafetensorsFile& f, const std::string& module, Quantize
     }
     p.zero_point = z->name;
   }
-  if (const SafetensorsTensor* g = f.find(module + ".weight_g_idx")) {
-    if (!int_dtype(g->dtype) || g->shape != std::vector<std::uint64_t>{cols}) {
-      throw IoError(IoErrc::size_mismatch, f.path(), g->name,
-                    cat(dtype_name(g->dtype), " ", shape_text(g->shape), " is no group index of ", p.weight,
-                        ": one integer per column, [", cols, "] expected"));
-    }
-    const std::span<const std::byte> b = f.bytes(*g);
-    for (std::uint64_t c = 0; c < cols; ++c) {
-      const std::int64_t v = int_at(*g, b, c);
-      if (v < 0 || static_cast<std::uint64_t>(v) >= groups) {
-        throw IoError(IoErrc::size_mismatch, f.path(), g->name,
-                      cat("column ", c, " is in group ", v, ", outside the ", groups, " groups of its scale"));
-      }
-    }
-    p.group_index = g->name;
-  }
+  if (const SafetensorsTensor* g = f.find(module + ".weight_g_idx"))
+    p.group_index = checked_group_index(f, *g, p, cols, groups);
 }
 
 // compressed-tensors pack-quantized: P.weight_packed I32 [R, ceil(C x b / 32)] + P.weight_scale (float [R, G]) +
@@ -313,20 +319,7 @@ std::optional<QuantizedPair> match_awq_gptq(const SafetensorsFile& f, const Safe
   p.zero_point = z->name;
   p.extras.push_back(z->name);
   if (const SafetensorsTensor* g = f.find(module + ".g_idx")) {
-    if (!int_dtype(g->dtype) || g->shape != std::vector<std::uint64_t>{cols}) {
-      throw IoError(IoErrc::size_mismatch, f.path(), g->name,
-                    cat(dtype_name(g->dtype), " ", shape_text(g->shape), " is no group index of ", w.name, ": [", cols,
-                        "] expected"));
-    }
-    const std::span<const std::byte> b = f.bytes(*g);
-    for (std::uint64_t c = 0; c < cols; ++c) {
-      const std::int64_t v = int_at(*g, b, c);
-      if (v < 0 || static_cast<std::uint64_t>(v) >= groups) {
-        throw IoError(IoErrc::size_mismatch, f.path(), g->name,
-                      cat("input ", c, " is in group ", v, ", outside the ", groups, " groups of its scales"));
-      }
-    }
-    p.group_index = g->name;
+    p.group_index = checked_group_index(f, *g, p, cols, groups);
     p.extras.push_back(g->name);
   }
   return p;
