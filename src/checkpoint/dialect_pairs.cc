@@ -2,6 +2,7 @@
 // value = element code's value x its block's scale (x or / the second level), each step in f32 as the libraries do.
 #include "dialect_pairs.h"
 
+#include <algorithm>
 #include <array>
 #include <bit>
 #include <cmath>
@@ -472,11 +473,12 @@ std::uint32_t field_down(const std::byte* words, std::uint64_t width, std::uint6
   return static_cast<std::uint32_t>((two >> (at % 32)) & ((1u << b) - 1));
 }
 
-std::vector<float> dequantize_awq_gptq(const SafetensorsFile& file, const QuantizedPair& p) {
+std::vector<float> dequantize_awq_gptq(const SafetensorsFile& file, const QuantizedPair& p, bool unit) {
   const SafetensorsTensor& w = *file.find(p.weight);
   const SafetensorsTensor& z = *file.find(p.zero_point);
   const auto rows = static_cast<std::uint64_t>(p.shape[0]), cols = static_cast<std::uint64_t>(p.shape[1]);
-  const std::vector<float> scales = pair_scale_values(file, p);  // [groups, R]
+  std::vector<float> scales = pair_scale_values(file, p);  // [groups, R]
+  if (unit) std::fill(scales.begin(), scales.end(), 1.0f);
   const std::byte* q = file.bytes(w).data();
   const std::byte* zp = file.bytes(z).data();
   const SafetensorsTensor* g = p.group_index.empty() ? nullptr : file.find(p.group_index);
@@ -509,10 +511,11 @@ std::vector<float> dequantize_awq_gptq(const SafetensorsFile& file, const Quanti
 
 // (q - zero point) x scale: each difference an integer of at most 9 bits, so the product is exact in f32 for BF16
 // and F16 scales (and rounded once for F32 ones), as compressed-tensors computes it in the scale's dtype.
-std::vector<float> dequantize_integer(const SafetensorsFile& file, const QuantizedPair& p) {
+std::vector<float> dequantize_integer(const SafetensorsFile& file, const QuantizedPair& p, bool unit) {
   const SafetensorsTensor& w = *file.find(p.weight);
   const auto rows = static_cast<std::uint64_t>(p.shape[0]), cols = static_cast<std::uint64_t>(p.shape[1]);
-  const std::vector<float> scales = pair_scale_values(file, p);
+  std::vector<float> scales = pair_scale_values(file, p);
+  if (unit) std::fill(scales.begin(), scales.end(), 1.0f);
   const std::uint64_t groups = file.find(p.scale)->shape[1], group = static_cast<std::uint64_t>(p.block_cols);
   const bool packed = w.dtype == DType::I32;
   const int b = p.bits;
@@ -557,13 +560,13 @@ std::vector<float> dequantize_integer(const SafetensorsFile& file, const Quantiz
 
 }  // namespace
 
-std::vector<float> dequantize_dialect_pair(const SafetensorsFile& file, const QuantizedPair& p) {
+std::vector<float> dequantize_dialect_pair(const SafetensorsFile& file, const QuantizedPair& p, bool unit) {
   const SafetensorsTensor* w = file.find(p.weight);
   const SafetensorsTensor* s = file.find(p.scale);
   if (w == nullptr || s == nullptr) throw IoError(IoErrc::invalid_tensor_entry, file.path(), p.weight, "pair is gone");
   if (p.form == PairForm::integer) {
-    return p.packing == QuantizedPair::Packing::compressed_tensors ? dequantize_integer(file, p)
-                                                                   : dequantize_awq_gptq(file, p);
+    return p.packing == QuantizedPair::Packing::compressed_tensors ? dequantize_integer(file, p, unit)
+                                                                   : dequantize_awq_gptq(file, p, unit);
   }
   const std::byte* codes = file.bytes(*w).data();
   const auto rows = static_cast<std::uint64_t>(p.shape[0]), cols = static_cast<std::uint64_t>(p.shape[1]);
@@ -575,7 +578,9 @@ std::vector<float> dequantize_dialect_pair(const SafetensorsFile& file, const Qu
   for (std::uint32_t c = 0; c < (fp4 ? 16u : 256u); ++c) value[c] = static_cast<float>(decode(element, c));
   // Each block's scale decoded once (and divided by the second level first, in f32, as compressed-tensors does).
   std::vector<float> scales = pair_scale_values(file, p);
-  if (p.form == PairForm::packed_global) {
+  if (unit) {
+    std::fill(scales.begin(), scales.end(), 1.0f);
+  } else if (p.form == PairForm::packed_global) {
     const float global = pair_second_scale(file, p);
     for (float& v : scales) v = v / global;
   }

@@ -22,6 +22,9 @@ float pair_second_scale(const SafetensorsFile& file, const QuantizedPair& pair);
 std::optional<Scheme> held_scheme(const QuantizedPair& pair);
 
 // The values of a pair of any form but deepseek and nvfp4.
-std::vector<float> dequantize_dialect_pair(const SafetensorsFile& file, const QuantizedPair& pair);
+// With `unit_scales`, every block scale and second level taken as 1: the codes' own values (verify's check of a
+// zero scale over a nonzero code).
+std::vector<float> dequantize_dialect_pair(const SafetensorsFile& file, const QuantizedPair& pair,
+                                           bool unit_scales = false);
 
 }  // namespace mf::io::detail

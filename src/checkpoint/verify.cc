@@ -22,22 +22,53 @@ using detail::cat;
 
 bool nan_code(const Format& f, std::uint32_t code) { return std::isnan(decode(f, code)); }
 
-// Scales: finite and positive (a zero or NaN scale makes every element of its block meaningless).
+// Scales: finite, and positive over any nonzero code. A zero scale is what an all-zero block quantizes to (NVFP4's
+// e4m3 scale of a pruned row, as minifloat's quantizer writes it), so it passes where its block's codes are all zero;
+// over a nonzero code it would lose that value, and is an error, as are negative, NaN and infinite scales.
 void check_scales(const QuantizedTensor& q, const std::string& name, const std::string& scale_name) {
   const Format& f = *q.scheme.scale_format;
   const std::size_t width = f == mf::f32 ? 4 : 1;
-  for (std::size_t i = 0; i < q.scales.size() / width; ++i) {
+  std::set<std::size_t> zero;
+  const auto code_at = [&](std::size_t i) {
     std::uint32_t code = 0;
     for (std::size_t b = 0; b < width; ++b) code |= static_cast<std::uint32_t>(q.scales[i * width + b]) << (8 * b);
-    const float v = decode(f, code);
-    if (!std::isfinite(v) || !(v > 0)) {
-      const char* what = std::isnan(v) ? "NaN" : std::isinf(v) ? "infinite" : "not positive";
-      throw VerifyError(name,
-                        cat("tensor '", scale_name, "': scale ", i, " is ", what, " (", f.name, " code ", code, ")"));
+    return code;
+  };
+  const auto refuse = [&](std::size_t i, const char* what) {
+    throw VerifyError(
+        name, cat("tensor '", scale_name, "': scale ", i, " is ", what, " (", f.name, " code ", code_at(i), ")"));
+  };
+  for (std::size_t i = 0; i < q.scales.size() / width; ++i) {
+    const float v = decode(f, code_at(i));
+    if (v == 0) {
+      zero.insert(i);
+    } else if (!std::isfinite(v) || !(v > 0)) {
+      refuse(i, std::isnan(v) ? "NaN" : std::isinf(v) ? "infinite" : "not positive");
     }
   }
   if (q.scheme.tensor_scale && !(std::isfinite(q.tensor_scale) && q.tensor_scale > 0)) {
     throw VerifyError(name, cat("tensor '", name, "': the tensor scale is not finite and positive"));
+  }
+  if (zero.empty() || q.shape.size() != 2) {
+    if (!zero.empty()) refuse(*zero.begin(), "not positive");
+    return;
+  }
+  // The codes' own values (every scale 1): a zero scale over a nonzero one is refused, naming that scale.
+  QuantizedTensor unit = q;
+  const std::uint32_t one = encode(f, 1.0);
+  for (std::size_t i = 0; i < q.scales.size() / width; ++i) {
+    for (std::size_t b = 0; b < width; ++b) unit.scales[i * width + b] = static_cast<std::uint8_t>(one >> (8 * b));
+  }
+  unit.tensor_scale = 1;
+  std::vector<float> u(static_cast<std::size_t>(q.count()));
+  dequantize(unit, u.data(), 1);
+  const auto cols = static_cast<std::uint64_t>(q.shape[1]);
+  const auto br = static_cast<std::uint64_t>(q.scheme.block_rows), bc = static_cast<std::uint64_t>(q.scheme.block_cols);
+  const auto scale_cols = static_cast<std::uint64_t>(q.scale_shape[1]);
+  for (std::size_t k = 0; k < u.size(); ++k) {
+    if (u[k] == 0) continue;
+    const std::size_t s = (k / cols / br) * scale_cols + (k % cols) / bc;
+    if (zero.contains(s)) refuse(s, "not positive");
   }
 }
 
@@ -49,11 +80,14 @@ void check_codes(const QuantizedTensor& q, const std::string& name) {
   }
 }
 
-// The forms with no QuantizedTensor (checkpoint_tensors.h): the same two checks on decoded scales and values.
+// The forms with no QuantizedTensor (checkpoint_tensors.h): the same checks on decoded scales and values (a zero
+// scale over a nonzero code: an element whose value is 0 where its code's own value is not).
 void check_dialect_pair(const SafetensorsFile& file, const QuantizedPair& p) {
   const std::vector<float> scales = detail::pair_scale_values(file, p);
+  bool zero = false;
   for (std::size_t i = 0; i < scales.size(); ++i) {
-    if (!std::isfinite(scales[i]) || !(scales[i] > 0)) {
+    zero = zero || scales[i] == 0;
+    if (!std::isfinite(scales[i]) || scales[i] < 0) {
       const char* what = std::isnan(scales[i]) ? "NaN" : std::isinf(scales[i]) ? "infinite" : "not positive";
       throw VerifyError(p.weight, cat("tensor '", p.scale, "': scale ", i, " is ", what));
     }
@@ -66,6 +100,14 @@ void check_dialect_pair(const SafetensorsFile& file, const QuantizedPair& p) {
   const std::vector<float> values = dequantize_pair(file, p);
   for (std::size_t i = 0; i < values.size(); ++i) {
     if (std::isnan(values[i])) throw VerifyError(p.weight, cat("tensor '", p.weight, "': element ", i, " is NaN"));
+  }
+  if (!zero) return;
+  const std::vector<float> unit = detail::dequantize_dialect_pair(file, p, true);
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    if (values[i] == 0 && unit[i] != 0) {
+      throw VerifyError(p.weight, cat("tensor '", p.scale, "': the scale of element ", i, " of '", p.weight,
+                                      "' is zero, but its code is not: its value is lost"));
+    }
   }
 }
 

@@ -85,7 +85,7 @@ void write_checkpoint(const fs::path& dir, const std::vector<Tensor>& tensors, c
 // ---- the published layouts (out = 32, in = 64, groups of 64) ----
 
 // AutoAWQ's GEMM layout: qweight I32 [in, out/8], qzeros I32 [in/G, out/8], scales F16 [in/G, out].
-// Zero points of 8 and codes of 1: every weight -7 x scale (not all zeros, whose zero block scales verify refuses).
+// Zero points of 8 and codes of 1: every weight -7 x scale (values that quantize into every scheme non-trivially).
 Tensor zeros_of_eight(std::string name, std::vector<std::uint64_t> shape) {
   Tensor z = filled(std::move(name), DType::I32, std::move(shape));
   for (std::size_t i = 0; i < z.data.size(); ++i) z.data[i] = std::byte{0x88};

@@ -360,6 +360,10 @@ TEST_F(VerifyPairs, ScalesAndCodes) {
   EXPECT_EQ(fails(DType::F32, to_bytes(std::string("\0\0\x80\x3f", 4))), "passed");  // 1.0f
   EXPECT_EQ(fails(DType::F8_E8M0, Bytes{std::byte{0xFF}}), "tensor 'w_scale_inv': scale 0 is NaN (ue8m0 code 255)");
   EXPECT_EQ(fails(DType::F32, Bytes(4)), "tensor 'w_scale_inv': scale 0 is not positive (f32 code 0)");
+  // A zero scale over an all-zero block (+0 and -0 codes) is what an all-zero block quantizes to: it passes.
+  Bytes zeros(4 * 32, std::byte{0x00});
+  zeros[5] = std::byte{0x80};
+  EXPECT_EQ(fails(DType::F32, Bytes(4), zeros), "passed");
   EXPECT_EQ(fails(DType::F32, to_bytes(std::string("\0\0\x80\xbf", 4))),
             "tensor 'w_scale_inv': scale 0 is not positive (f32 code 3212836864)");  // -1.0f
   EXPECT_EQ(fails(DType::F32, to_bytes(std::string("\0\0\x80\x7f", 4))),

@@ -297,6 +297,35 @@ std::string ct_config(const std::string& ignore) {
 
 // verify holds config.json against the tensors: a quantized module the config leaves unquantized, and a config that
 // announces quantization over a checkpoint with none, are each an error naming what disagrees.
+// compressed-tensors NVFP4 with a zero block scale: verify passes it over an all-zero block (the scale minifloat's
+// quantizer writes there), and names it over a nonzero code, whose value it would lose.
+TEST(DialectVerify, AZeroScaleOnlyOverZeroCodes) {
+  for (const bool nonzero : {false, true}) {
+    TempDir dir;
+    std::vector<std::byte> packed(16, std::byte{0x00});            // 1 x 32: block 0 (16 codes) zero
+    std::fill(packed.begin() + 8, packed.end(), std::byte{0x97});  // block 1: 6 and -0.5
+    if (nonzero) packed[3] = std::byte{0x10};                      // element 7 of block 0: 0.5
+    const std::uint64_t codes_shape[] = {1, 16}, scale_shape[] = {1, 2}, one[] = {1};
+    const std::vector<std::byte> scales = bytes({0x00, 0x38}), global = f32(1);
+    const std::vector<TensorView> t{{"m.weight_packed", DType::U8, codes_shape, packed},
+                                    {"m.weight_scale", DType::F8_E4M3, scale_shape, scales},
+                                    {"m.weight_global_scale", DType::F32, one, global}};
+    write_safetensors(dir / "model.safetensors", t);
+    if (!nonzero) {
+      EXPECT_EQ(verify_checkpoint(dir.path()).pairs, 1u);
+      continue;
+    }
+    try {
+      verify_checkpoint(dir.path());
+      ADD_FAILURE() << "a zero scale over a nonzero code passed";
+    } catch (const VerifyError& e) {
+      EXPECT_NE(std::string(e.what()).find("the scale of element 7 of 'm.weight_packed' is zero, but its code is not"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+}
+
 TEST(DialectVerify, ConfigAgainstTensors) {
   TempDir dir;
   const std::vector<std::byte> codes(4, std::byte{0x38}), one = f32(1);
