@@ -440,19 +440,6 @@ float pair_second_scale(const SafetensorsFile& file, const QuantizedPair& p) {
 
 namespace {
 
-// The b-bit field at bit `at` of little-endian 32-bit words (a field may span two words).
-std::uint32_t field(const std::byte* words, std::uint64_t at, int b) {
-  std::uint64_t two = 0;
-  const std::uint64_t word = at / 32;
-  std::memcpy(&two, words + 4 * word, 4);
-  if ((at % 32) + static_cast<std::uint64_t>(b) > 32) {
-    std::uint32_t next = 0;
-    std::memcpy(&next, words + 4 * (word + 1), 4);
-    two |= static_cast<std::uint64_t>(next) << 32;
-  }
-  return static_cast<std::uint32_t>((two >> (at % 32)) & ((1u << b) - 1));
-}
-
 // AutoAWQ's and AutoGPTQ's words (checkpoint_tensors.h): the code of output n, input k, and the zero point of
 // output n in group g, as each library packs them.
 constexpr std::array<int, 8> kAwqNibble{0, 4, 1, 5, 2, 6, 3, 7};  // AWQ_REVERSE_ORDER: output j of a word
@@ -463,7 +450,9 @@ std::uint32_t word_at(const std::byte* words, std::uint64_t i) {
   return v;
 }
 
-// The b-bit field at bit `at` of the column `col` of a word matrix with `width` columns (packed down the rows).
+// The b-bit field at bit `at` of column `col` of a little-endian 32-bit word matrix `width` words wide and `height`
+// high, the bits running down the column (a field may span two words): a row of words is width 1, height its
+// length; compressed-tensors' zero points and GPTQ's codes are packed down columns.
 std::uint32_t field_down(const std::byte* words, std::uint64_t width, std::uint64_t col, std::uint64_t at, int b,
                          std::uint64_t height) {
   std::uint64_t two = word_at(words, (at / 32) * width + col);
@@ -496,12 +485,8 @@ std::vector<float> dequantize_awq_gptq(const SafetensorsFile& file, const Quanti
         zero = (word_at(zp, grp * (rows / 8) + n / 8) >> shift) & 15;
       } else {  // qweight [C b / 32, R] packed down the inputs; qzeros [G, R b / 32] along the outputs, zero - 1
         code = field_down(q, rows, n, k * static_cast<std::uint64_t>(b), b, w.shape[0]);
-        const std::uint64_t at = n * static_cast<std::uint64_t>(b), zw = z.shape[1];
-        std::uint64_t two = word_at(zp, grp * zw + at / 32);
-        if ((at % 32) + static_cast<std::uint64_t>(b) > 32 && at / 32 + 1 < zw) {
-          two |= static_cast<std::uint64_t>(word_at(zp, grp * zw + at / 32 + 1)) << 32;
-        }
-        zero = static_cast<std::int64_t>((((two >> (at % 32)) & mask) + 1) & mask);
+        const std::uint64_t zw = z.shape[1];
+        zero = static_cast<std::int64_t>((field_down(zp + 4 * grp * zw, 1, 0, n * b, b, zw) + 1) & mask);
       }
       out[n * cols + k] = static_cast<float>(code - zero) * scales[grp * rows + n];
     }
@@ -523,6 +508,8 @@ std::vector<float> dequantize_integer(const SafetensorsFile& file, const Quantiz
   const std::byte* codes = file.bytes(w).data();
   const std::uint64_t row_words = packed ? w.shape[1] : 0;
   const SafetensorsTensor* z = p.zero_point.empty() ? nullptr : file.find(p.zero_point);
+  const std::span<const std::byte> zspan = z ? file.bytes(*z) : std::span<const std::byte>();
+  const std::byte* zbytes = zspan.data();
   const SafetensorsTensor* g = p.group_index.empty() ? nullptr : file.find(p.group_index);
   std::vector<std::uint64_t> group_of_col(cols);
   for (std::uint64_t c = 0; c < cols; ++c) {
@@ -531,25 +518,16 @@ std::vector<float> dequantize_integer(const SafetensorsFile& file, const Quantiz
   std::vector<float> out(rows * cols);
   for (std::uint64_t r = 0; r < rows; ++r) {
     for (std::uint64_t c = 0; c < cols; ++c) {
-      const std::int64_t q = packed ? static_cast<std::int64_t>(field(codes + 4 * r * row_words, c * b, b)) - offset
-                                    : static_cast<std::int8_t>(codes[r * cols + c]);
+      const std::int64_t q =
+          packed ? static_cast<std::int64_t>(field_down(codes + 4 * r * row_words, 1, 0, c * b, b, row_words)) - offset
+                 : static_cast<std::int8_t>(codes[r * cols + c]);
       const std::uint64_t k = group_of_col[c];
       std::int64_t zp = 0;
       if (z != nullptr) {
-        if (packed) {
-          // Zero points are packed along the rows: column k's words hold row r's at bit r x b, one column apart.
-          const std::uint64_t zp_rows = z->shape[0];
-          std::uint32_t word_lo = 0, word_hi = 0;
-          const std::uint64_t at = r * static_cast<std::uint64_t>(b), word = at / 32;
-          std::memcpy(&word_lo, file.bytes(*z).data() + 4 * (word * groups + k), 4);
-          std::uint64_t two = word_lo;
-          if ((at % 32) + static_cast<std::uint64_t>(b) > 32 && word + 1 < zp_rows) {
-            std::memcpy(&word_hi, file.bytes(*z).data() + 4 * ((word + 1) * groups + k), 4);
-            two |= static_cast<std::uint64_t>(word_hi) << 32;
-          }
-          zp = static_cast<std::int64_t>((two >> (at % 32)) & ((1u << b) - 1)) - offset;
+        if (packed) {  // packed down the rows: column k's words hold row r's at bit r x b
+          zp = static_cast<std::int64_t>(field_down(zbytes, groups, k, r * b, b, z->shape[0])) - offset;
         } else {
-          zp = int_at(*z, file.bytes(*z), r * groups + k);
+          zp = int_at(*z, zspan, r * groups + k);
         }
       }
       out[r * cols + c] = static_cast<float>(q - zp) * scales[r * groups + k];
