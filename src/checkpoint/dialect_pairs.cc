@@ -240,7 +240,9 @@ std::optional<QuantizedPair> match_packed_int(const SafetensorsFile& f, const Sa
   }
   const auto rows_cols = f.bytes(*shape);
   const std::int64_t r64 = int_at(*shape, rows_cols, 0), c64 = int_at(*shape, rows_cols, 1);
-  if (r64 < 0 || c64 <= 0 || static_cast<std::uint64_t>(r64) != w.shape[0] || s->shape[0] != w.shape[0]) {
+  // C is at most 32 columns per word (2 bits each would be 16): a larger one is no shape of these words.
+  if (r64 < 0 || c64 <= 0 || static_cast<std::uint64_t>(r64) != w.shape[0] || s->shape[0] != w.shape[0] ||
+      static_cast<std::uint64_t>(c64) > 16 * w.shape[1]) {
     misfit(f, w, *s, expected);
   }
   const auto rows = static_cast<std::uint64_t>(r64), cols = static_cast<std::uint64_t>(c64);

@@ -656,6 +656,18 @@ std::vector<Piece> read_spm(const fs::path& file) {
   return pieces;
 }
 
+// The `llama` vocabulary's keys, as both SentencePiece paths write them; returns the token count.
+std::uint64_t llama_vocab(const Files& f, const std::vector<std::string>& tokens, const std::vector<float>& scores,
+                          const std::vector<std::int32_t>& types, Meta& meta) {
+  put(meta, "tokenizer.ggml.model", GgufValue::of_string("llama"));
+  put(meta, "tokenizer.ggml.pre", GgufValue::of_string("default"));
+  put(meta, "tokenizer.ggml.tokens", GgufValue::of_strings(tokens));
+  put(meta, "tokenizer.ggml.scores", float32s(scores));
+  put(meta, "tokenizer.ggml.token_type", int32s(types));
+  special_vocab(f, false, tokens.size(), meta);
+  return tokens.size();
+}
+
 // _set_vocab_sentencepiece (_create_vocab_sentencepiece).
 std::uint64_t vocab_sentencepiece(const Files& f, std::uint64_t vocab_size, Meta& meta) {
   const fs::path file = f.dir / "tokenizer.model";
@@ -712,13 +724,7 @@ std::uint64_t vocab_sentencepiece(const Files& f, std::uint64_t vocab_size, Meta
       tokens[id] = std::move(tok);
     }
   }
-  put(meta, "tokenizer.ggml.model", GgufValue::of_string("llama"));
-  put(meta, "tokenizer.ggml.pre", GgufValue::of_string("default"));
-  put(meta, "tokenizer.ggml.tokens", GgufValue::of_strings(tokens));
-  put(meta, "tokenizer.ggml.scores", float32s(scores));
-  put(meta, "tokenizer.ggml.token_type", int32s(types));
-  special_vocab(f, false, tokens.size(), meta);
-  return tokens.size();
+  return llama_vocab(f, tokens, scores, types, meta);
 }
 
 // _set_vocab_llama_hf (gguf-py's LlamaHfVocab): a SentencePiece-style BPE (byte fallback) in tokenizer.json.
@@ -734,13 +740,21 @@ std::uint64_t vocab_llama_hf(const Files& f, Meta& meta) {
     reverse[id.get<std::size_t>()] = tok;
   }
   std::set<std::uint32_t> special_ids;
+  const auto special = [&](const char* key, const std::string& content) {
+    const std::optional<std::uint32_t> id = t.id_of(content);
+    if (!id) {
+      refuse(f.dir / "tokenizer_config.json",
+             cat("'", key, "' names ", Json(content).dump(), ", which ", file.filename().string(), " does not hold"));
+    }
+    special_ids.insert(*id);
+  };
   for (const char* key : kNamedSpecials) {
-    if (const std::optional<std::string> c = token_content(get(t.config, key))) special_ids.insert(*t.id_of(*c));
+    if (const std::optional<std::string> c = token_content(get(t.config, key))) special(key, *c);
   }
   for (const char* key : {"extra_special_tokens", "additional_special_tokens"}) {
     const Json list = get(t.config, key);
     for (const Json& x : list.is_array() ? list : Json::array()) {
-      if (const std::optional<std::string> c = token_content(x)) special_ids.insert(*t.id_of(*c));
+      if (const std::optional<std::string> c = token_content(x)) special(key, *c);
     }
   }
   std::vector<std::string> tokens;
@@ -766,13 +780,7 @@ std::uint64_t vocab_llama_hf(const Files& f, Meta& meta) {
     scores.push_back(-1000.0f);
     types.push_back(special_ids.contains(a.id) ? kControl : kUserDefined);
   }
-  put(meta, "tokenizer.ggml.model", GgufValue::of_string("llama"));
-  put(meta, "tokenizer.ggml.pre", GgufValue::of_string("default"));
-  put(meta, "tokenizer.ggml.tokens", GgufValue::of_strings(tokens));
-  put(meta, "tokenizer.ggml.scores", float32s(scores));
-  put(meta, "tokenizer.ggml.token_type", int32s(types));
-  special_vocab(f, false, tokens.size(), meta);
-  return tokens.size();
+  return llama_vocab(f, tokens, scores, types, meta);
 }
 
 }  // namespace
