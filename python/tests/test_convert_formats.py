@@ -198,7 +198,7 @@ def test_weights_that_do_not_block_stay_bf16(tmp_path):
     ("nvfp4", "transformers-fp8", "minifloat, compressed-tensors, modelopt"),
     ("mxfp4", "transformers-fp8", "minifloat, compressed-tensors, modelopt, gpt-oss, gguf"),
     ("deepseek-v4", "modelopt", "minifloat, compressed-tensors, deepseek"),  # V4: FP8 blocks and FP4 experts
-    ("deepinfer", "modelopt", "minifloat")])
+    ("deepinfer", "modelopt", "minifloat, deepseek (on DeepSeek's bare names: V4.1's release form)")])
 def test_refused(tmp_path, recipe, fmt, can):
     torch = need("torch")
     tiny_llama(torch, tmp_path / "src")

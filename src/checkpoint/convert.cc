@@ -7,6 +7,7 @@
 #include <set>
 
 #include "convert_run.h"
+#include "deepseek_release.h"
 #include "dialect_pairs.h"
 #include "dialect_writer.h"
 #include "expert_relayout.h"
@@ -308,8 +309,8 @@ std::optional<detail::WrittenKind> written_kind(const Recipe& recipe, WriteForma
 // One shard's plan under a recipe and format.
 class RecipePlan {
  public:
-  RecipePlan(const Recipe& recipe, WriteFormat format, std::optional<detail::WrittenKind> kind)
-      : recipe_(recipe), format_(format), kind_(kind) {}
+  RecipePlan(const Recipe& recipe, WriteFormat format, std::optional<detail::WrittenKind> kind, bool release)
+      : recipe_(recipe), format_(format), kind_(kind), release_(release) {}
 
   std::vector<Step> operator()(const SafetensorsFile& f, std::vector<QuantizedPair>& pairs) const {
     pairs = find_pairs(f);
@@ -324,6 +325,7 @@ class RecipePlan {
         steps.push_back(tensor_step(f, t, planned.parts.contains(t.name)));
       }
     }
+    if (release_) detail::mark_release_steps(f, steps);
     return steps;
   }
 
@@ -366,6 +368,7 @@ class RecipePlan {
   const Recipe& recipe_;
   const WriteFormat format_;
   const std::optional<detail::WrittenKind> kind_;
+  const bool release_;  // --format deepseek on DeepSeek's bare names: the release form
 };
 
 // --format gpt-oss: a checkpoint labelled mxfp4 with no expert quantized would load as garbage: refused.
@@ -391,7 +394,8 @@ ConvertReport convert_checkpoint(const fs::path& in, const fs::path& out, const 
                                  const ConvertOptions& options) {
   const WriteFormat format = options.format;
   const std::optional<detail::WrittenKind> kind = written_kind(recipe, format);  // refused before anything
-  const Planner plan = RecipePlan(recipe, format, kind);
+  const bool release = format == WriteFormat::deepseek && detail::deepseek_release_form(open_checkpoint(in), recipe);
+  const Planner plan = RecipePlan(recipe, format, kind, release);
   return detail::run_plan(in, out, options, plan, false, &recipe, [&] {
     if (format == WriteFormat::compressed_tensors) check_global_scales(in, options, plan);  // nvfp4 targets only
     if (format == WriteFormat::gpt_oss && options.job_count == 1) check_gpt_oss_experts(in, plan, recipe);

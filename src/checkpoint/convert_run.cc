@@ -14,6 +14,7 @@
 #include <set>
 
 #include "convert_paths.h"
+#include "deepseek_release.h"
 #include "../io/file.h"
 #include "minifloat/bulk.h"
 #include "minifloat/codec.h"
@@ -109,8 +110,9 @@ std::vector<std::byte> narrow(const std::vector<float>& x, bool to_bf16_out) {
   return out;
 }
 
-// The codes and block scales of quantized weight `name` in minifloat's own form (--format deepseek: FP4 as I8).
-void own_specs(std::vector<Spec>& specs, const std::string& name, const Scheme& q, WriteFormat format,
+// The codes and block scales of quantized weight `name` in minifloat's own form (--format deepseek: FP4 as I8; in
+// the release form, the scale named X.scale).
+void own_specs(std::vector<Spec>& specs, const std::string& name, const Scheme& q, WriteFormat format, bool release,
                const std::vector<std::uint64_t>& shape) {
   const std::uint64_t rows = shape[0], cols = shape[1];
   const Format& e = *q.element.format;
@@ -128,8 +130,8 @@ void own_specs(std::vector<Spec>& specs, const std::string& name, const Scheme& 
   } else {
     specs.push_back({name, code, shape});
   }
-  specs.push_back(
-      {name + (q.tensor_scale ? "_scale" : "_scale_inv"), scale, {(rows + br - 1) / br, (cols + bc - 1) / bc}});
+  const std::string scale_name = release ? release_scale_name(name) : name + (q.tensor_scale ? "_scale" : "_scale_inv");
+  specs.push_back({scale_name, scale, {(rows + br - 1) / br, (cols + bc - 1) / bc}});
   if (q.tensor_scale) specs.push_back({name + "_scale_2", DType::F32, {}});
 }
 
@@ -140,7 +142,7 @@ void weight_specs(std::vector<Spec>& specs, const Step& s, const std::string& na
     const std::vector<Spec> d = detail::dialect_specs(name, *s.dialect, s.format, shape[0], shape[1]);
     specs.insert(specs.end(), d.begin(), d.end());
   } else {
-    own_specs(specs, name, *s.scheme, s.format, shape);
+    own_specs(specs, name, *s.scheme, s.format, s.release, shape);
   }
 }
 

@@ -296,7 +296,10 @@ std::string formats_that_can(const Recipe& r, const std::set<std::optional<Writt
     return can;
   }
   if (const auto ct = ct_kinds(r); ct && !ct->empty()) can += ", compressed-tensors";  // several schemes, ue8m0 FP8
-  if (deepseek_expresses(r)) can += ", deepseek";  // V4's FP8 blocks with FP4 experts: one checkpoint, two schemes
+  if (deepseek_expresses(r)) {  // V4's FP8 blocks with FP4 experts: one checkpoint, two schemes
+    can += r.hf_quantization->block_rows == 32 ? ", deepseek (on DeepSeek's bare names: V4.1's release form)"
+                                               : ", deepseek";
+  }
   return can;
 }
 
@@ -314,18 +317,20 @@ WrittenKind recipe_kind(const Recipe& r, WriteFormat format) {
                                   "; formats that can express it: ", formats_that_can(r, kinds)));
 }
 
-// FP8 e4m3 128x128 (F32 or ue8m0 scales), MXFP4 at most besides, with DeepSeek's quantization_config.
+// FP8 e4m3 128x128 (F32 or ue8m0 scales) or, V4.1's, 32x32 (ue8m0), MXFP4 at most besides, with DeepSeek's
+// quantization_config of that block.
 bool deepseek_expresses(const Recipe& r) {
+  const std::optional<QuantizationConfig>& q = r.hf_quantization;
+  if (!q || q->block_rows != q->block_cols || (q->block_rows != 128 && q->block_rows != 32)) return false;
   bool fp8 = false, other = false;
   for (const RecipeRule& rule : r.rules) {
     const std::optional<Scheme> s = target_scheme(r, rule.target);
     if (!s) continue;
-    const bool block128 = fp8_128x128(*s);
-    fp8 = fp8 || block128;
-    other = other || !(block128 || kind_of(*s) == WrittenKind::mxfp4);
+    const bool block = q->block_rows == 128 ? fp8_128x128(*s) : element_is(*s, e4m3) && deepseek_config_holds(*q, *s);
+    fp8 = fp8 || block;
+    other = other || !(block || kind_of(*s) == WrittenKind::mxfp4);
   }
-  const std::optional<QuantizationConfig>& q = r.hf_quantization;
-  return fp8 && !other && q && q->block_rows == 128 && q->block_cols == 128;
+  return fp8 && !other;
 }
 
 void check_deepseek(const Recipe& r) {
@@ -342,8 +347,8 @@ void check_deepseek(const Recipe& r) {
   throw std::invalid_argument(
       cat("recipe ", r.name,
           " cannot be written as --format deepseek: DeepSeek's checkpoints are FP8 e4m3 with "
-          "128x128 block scales (V3: fp8-block; V4: deepseek-v4, with MXFP4 experts) and the config that says so; "
-          "formats that can express it: ",
+          "128x128 block scales (V3: fp8-block; V4: deepseek-v4, with MXFP4 experts) or, in V4.1's release form, "
+          "32x32 (deepinfer), and the config that says so; formats that can express it: ",
           can));
 }
 

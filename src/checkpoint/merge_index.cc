@@ -5,6 +5,7 @@
 #include <set>
 
 #include "convert_paths.h"
+#include "deepseek_release.h"
 #include "dialect_writer.h"
 #include "../io/file.h"
 #include "minifloat/checkpoint_commands.h"
@@ -67,6 +68,8 @@ void write_config(const Checkpoint& c, const fs::path& config, const fs::path& o
   std::string written;
   if (recipe == nullptr) {
     written = hf_config_with_quantization(text, std::nullopt);
+  } else if (format == WriteFormat::deepseek && detail::deepseek_release_form(c, *recipe)) {
+    written = detail::deepseek_release_config(text, *recipe);
   } else if (format == WriteFormat::deepseek) {
     written = hf_config_with_quantization(text, recipe->hf_quantization);
   } else if (format == WriteFormat::minifloat) {

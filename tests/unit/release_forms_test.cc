@@ -489,5 +489,44 @@ TEST_F(ReleaseExample, ConvertReLaysOutTheSameScheme) {
   EXPECT_NO_THROW(verify_checkpoint(dir_ / "v4-out"));
 }
 
+// --format deepseek on DeepSeek's bare names writes the release form (X.weight + X.scale); what it cannot hold is
+// refused by name before anything is written: FP4 outside the routed experts (DeepSeek's model.py and vLLM read every
+// other .scale as an FP8 block scale, checkpoints-in-the-wild.md 1.4) and a quantized tensor that is no module weight.
+TEST_F(ReleaseExample, DeepSeekReleaseFormRefusesWhatItCannotHold) {
+  const fs::path v4 = make(ReleaseLike::deepseek_v4_release);
+  ConvertOptions o;
+  o.threads = 1;
+  o.format = WriteFormat::deepseek;
+  convert_checkpoint(v4, dir_ / "ok", recipe_named("deepseek-v4"), o);
+  const Checkpoint out = open_checkpoint(dir_ / "ok");
+  const std::string w = "layers.1.ffn.experts.0.w3.weight";
+  const SafetensorsFile f = read_safetensors(dir_ / "ok" / out.index.weight_map.at(w));
+  ASSERT_NE(f.find("layers.1.ffn.experts.0.w3.scale"), nullptr);
+  EXPECT_EQ(f.find(w)->dtype, DType::I8);
+  EXPECT_EQ(f.find(w + "_scale_inv"), nullptr);
+
+  Recipe fp4_attention = recipe_named("deepseek-v4");
+  fp4_attention.rules.insert(fp4_attention.rules.begin(), {"*attn.wq_a.weight", "e2m1-1x32-ue8m0-rceil"});
+  try {
+    convert_checkpoint(v4, dir_ / "fp4-attn", fp4_attention, o);
+    FAIL() << "FP4 outside the experts was written";
+  } catch (const IoError& e) {
+    EXPECT_NE(std::string(e.what()).find("layers.0.attn.wq_a.weight"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("routed experts only"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(fs::exists(dir_ / "fp4-attn"));
+
+  Recipe mixers = recipe_named("deepseek-v4");
+  mixers.rules.insert(mixers.rules.begin(), {"*hc_attn_fn", "fp8-128x128"});
+  try {
+    convert_checkpoint(v4, dir_ / "mixers", mixers, o);
+    FAIL() << "a mixer that is no module weight was written";
+  } catch (const IoError& e) {
+    EXPECT_NE(std::string(e.what()).find("hc_attn_fn"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("module weights only"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(fs::exists(dir_ / "mixers"));
+}
+
 }  // namespace
 }  // namespace mf::io
