@@ -219,16 +219,15 @@ def test_flash_base_form_from_fp8_block(tmp_path):
     quantized weight FP8 128x128 with an F32 `.scale`, experts too, and expert_dtype "fp8" at the top level. On a
     small model made here of the table's modules only (fp8-block quantizes every 2-D tensor, so V4's hyper-connection
     mixers, which are no module weights, would be refused by name)."""
-    torch = need("torch")
-    from safetensors.torch import save_file
+    import numpy as np
+    from safetensors.numpy import save_file
     src = tmp_path / "src"
     src.mkdir()
-    g = torch.Generator().manual_seed(0)
+    rng = np.random.default_rng(0)
     shapes = {"embed.weight": [256, 128], "layers.0.attn.wq_a.weight": [256, 128],
               "layers.0.ffn.experts.0.w1.weight": [128, 256], "layers.0.ffn.experts.0.w2.weight": [256, 128],
               "layers.0.ffn_norm.weight": [128], "head.weight": [256, 128]}
-    save_file({n: torch.randn(s, generator=g).to(torch.bfloat16) for n, s in shapes.items()},
-              str(src / "model.safetensors"))
+    save_file({n: rng.standard_normal(s).astype(np.float32) for n, s in shapes.items()}, str(src / "model.safetensors"))
     (src / "config.json").write_text(json.dumps({"model_type": "deepseek_v4", "hidden_size": 128}))
     out = tmp_path / "out"
     run("convert", src, out, "--recipe", "fp8-block", "--format", "deepseek")
