@@ -272,3 +272,21 @@ def test_transformers_loads_the_written_release(tmp_path):
     want = ref.state_dict()
     for name, got in model.state_dict().items():
         same_bits(torch, got, want[name].to(got.dtype), name)
+
+
+def test_fp4_experts_in_partial_blocks_refused(tmp_path):
+    """DeepSeek's FP4 scale is [out, in // 32] (section 1.2, the reference Linear): an expert 48 wide would need
+    minifloat's padded last block, which its loader has no rule for; refused naming the tensor, nothing written."""
+    import numpy as np
+    from safetensors.numpy import save_file
+    src = tmp_path / "src"
+    src.mkdir()
+    rng = np.random.default_rng(0)
+    save_file({"layers.0.attn.wq_a.weight": rng.standard_normal([128, 128]).astype(np.float32),
+               "layers.0.ffn.experts.0.w1.weight": rng.standard_normal([32, 48]).astype(np.float32)},
+              str(src / "model.safetensors"))
+    out = tmp_path / "out"
+    r = minifloat("convert", src, out, "--recipe", "deepseek-v4", "--format", "deepseek")
+    assert r.returncode == 2, r.stderr
+    assert "layers.0.ffn.experts.0.w1.weight" in r.stderr and "whole blocks of 32" in r.stderr, r.stderr
+    assert not out.exists()
