@@ -152,7 +152,10 @@ void register_convert(CLI::App& app) {
                                "recipe's scheme (MXFP4, MXFP8, NVFP4, FP8 blocks; MXFP4 into GGUF; FP8 "
                                "block scales F32 <-> ue8m0 when all are powers of two) is re-laid out "
                                "losslessly, not requantized");
-  s->add_option("IN", a->in, "checkpoint: a .safetensors file, an index, or a directory")->required();
+  s->add_option("IN", a->in,
+                "checkpoint: a .safetensors file, an index, or a directory; with --format gguf also a .gguf file "
+                "(its weights requantized, its metadata and tokenizer kept)")
+      ->required();
   s->add_option("OUT", a->out,
                 "output directory (not IN): one shard per input shard, index, config.json; with --format gguf, "
                 "one .gguf file")
