@@ -97,6 +97,15 @@ void run_convert_gguf(const ConvertArgs& a) {
 void run_convert(const ConvertArgs& a) {
   const io::WriteFormat format = io::write_format_named(a.format);
   if (format == io::WriteFormat::gguf) return run_convert_gguf(a);
+  if (is_gguf(a.in)) {
+    // A GGUF's tensors carry llama.cpp's names and row order, and its config is metadata: no Hugging Face checkpoint.
+    throw UsageError(fmt::format(
+        "{} is a GGUF file: convert reads it with --format gguf only (requantized into another GGUF); its tensors "
+        "carry llama.cpp's names (blk.N.attn_q, Q/K rows permuted) and it has no config.json, so --format {} "
+        "cannot write a Hugging Face checkpoint of it; `minifloat dequantize {} OUT.safetensors` writes its values "
+        "under those names",
+        a.in, a.format, a.in));
+  }
   if (a.no_tokenizer) throw UsageError("--no-tokenizer goes with --format gguf (the other formats copy no tokenizer)");
   if (io::is_gguf_type_name(a.recipe)) {
     throw UsageError(fmt::format("--recipe {} is a GGUF tensor type: it goes with --format gguf", a.recipe));
@@ -143,7 +152,10 @@ void register_convert(CLI::App& app) {
                                "recipe's scheme (MXFP4, MXFP8, NVFP4, FP8 blocks; MXFP4 into GGUF; FP8 "
                                "block scales F32 <-> ue8m0 when all are powers of two) is re-laid out "
                                "losslessly, not requantized");
-  s->add_option("IN", a->in, "checkpoint: a .safetensors file, an index, or a directory")->required();
+  s->add_option("IN", a->in,
+                "checkpoint: a .safetensors file, an index, or a directory; with --format gguf also a .gguf file "
+                "(its weights requantized, its metadata and tokenizer kept)")
+      ->required();
   s->add_option("OUT", a->out,
                 "output directory (not IN): one shard per input shard, index, config.json; with --format gguf, "
                 "one .gguf file")

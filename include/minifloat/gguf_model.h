@@ -52,6 +52,10 @@ enum class GgufTokenizerMode { required, none };
 // IoError gguf_unsupported naming the architecture, config field or tensor it has no mapping for, and IoError /
 // std::invalid_argument for values a type cannot hold (naming the tensor). The report's rows: each tensor written
 // lossily (Q8_0, MXFP4, F16 or BF16 from wider values) with its error.
+// `in` a .gguf file (llama or gpt-oss): its weights requantized by the recipe (each value dequantized exactly, encoded
+// once), every other tensor's bytes, the names, order and shapes, and the metadata (tokenizer included) kept but
+// general.file_type; a tensor to requantize of a type minifloat does not decode is IoError not_dequantizable, raised
+// before anything is written; `tokenizer` none and `out` equal to `in` are refused (docs/checkpoints.md).
 ConvertReport convert_to_gguf(const std::filesystem::path& in, const std::filesystem::path& out,
                               const GgufRecipe& recipe, const ConvertOptions& options = {},
                               GgufTokenizerMode tokenizer = GgufTokenizerMode::required);

@@ -14,11 +14,13 @@ using detail::cat;
 // Names of both families: DeepSeek's own (embed, head, attn.wq_a, ffn.experts.0.w1, ffn.shared_experts.w1,
 // attn.compressor.wkv, hc_attn_fn) and Hugging Face's (model.embed_tokens, lm_head, self_attn.q_a_proj,
 // mlp.experts.0.gate_proj, mlp.shared_experts.up_proj, mlp.gate). An MTP module's own embedding and head (DeepSeek-V4's
-// mtp.0.emb.tok_emb and mtp.0.head, V3's model.layers.61.shared_head.head) stay bf16 as the model's do.
+// mtp.0.emb.tok_emb and mtp.0.head, V3's model.layers.61.shared_head.head) stay bf16 as the model's do; so do
+// llama.cpp's token_embd and output in a GGUF file requantized by convert --format gguf.
 std::vector<RecipeRule> plain_names_first(std::vector<RecipeRule> tail) {
   std::vector<RecipeRule> rules{
-      {"*embed*", "bf16"},       {"lm_head.weight", "bf16"},   {"head.weight", "bf16"},
-      {"*.head.weight", "bf16"}, {"*.tok_emb.weight", "bf16"}, {"*.gate.weight", "bf16"},
+      {"*embed*", "bf16"},           {"lm_head.weight", "bf16"},   {"head.weight", "bf16"},
+      {"*.head.weight", "bf16"},     {"*.tok_emb.weight", "bf16"}, {"*.gate.weight", "bf16"},
+      {"token_embd.weight", "bf16"}, {"output.weight", "bf16"},
   };
   rules.insert(rules.end(), tail.begin(), tail.end());
   return rules;

@@ -38,17 +38,6 @@ struct TypeName {
 constexpr TypeName kTypeRecipes[] = {
     {"f32", GgufType::F32}, {"f16", GgufType::F16}, {"bf16", GgufType::BF16}, {"q8_0", GgufType::Q8_0}};
 
-// llama_ftype (llama.h; gguf-py's LlamaFileType): what general.file_type says the weights mostly are.
-std::uint32_t file_type(const GgufRecipe& r) {
-  if (!r.type) return 38;  // MOSTLY_MXFP4_MOE
-  switch (*r.type) {
-    case GgufType::F32: return 0;    // ALL_F32
-    case GgufType::F16: return 1;    // MOSTLY_F16
-    case GgufType::BF16: return 32;  // MOSTLY_BF16
-    default: return 7;               // MOSTLY_Q8_0
-  }
-}
-
 GgufType gguf_type_of(DType t) {
   return t == DType::F32 ? GgufType::F32 : t == DType::F16 ? GgufType::F16 : GgufType::BF16;
 }
@@ -500,6 +489,7 @@ ConvertReport convert_to_gguf(const fs::path& in, const fs::path& out, const Ggu
   if (out.extension() != ".gguf") {
     throw IoError(IoErrc::write_failed, out, "--format gguf writes one file: OUT must be a path ending in .gguf");
   }
+  if (detail::is_gguf_input(in)) return detail::requantize_gguf(in, out, recipe, options, tokenizer);
   const Checkpoint c = open_checkpoint(in);
   const Json config = read_config(c);
   const detail::GgufModel m = detail::gguf_model(config, *c.config_path());
@@ -517,7 +507,7 @@ ConvertReport convert_to_gguf(const fs::path& in, const fs::path& out, const Ggu
   const fs::path dir = fs::weakly_canonical(c.directory.empty() ? fs::path(".") : c.directory, ec);
   fs::create_directories(out.parent_path().empty() ? fs::path(".") : out.parent_path());
   std::vector<std::pair<std::string, GgufValue>> metadata =
-      detail::gguf_metadata(m, file_type(recipe), dir.filename().string());
+      detail::gguf_metadata(m, detail::gguf_file_type(recipe), dir.filename().string());
   metadata.insert(metadata.end(), std::make_move_iterator(tok.begin()), std::make_move_iterator(tok.end()));
   GgufWriter writer(out, std::move(metadata), std::move(specs));
   write_planned(input, plan, options, writer, report);

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "minifloat/gguf.h"
+#include "minifloat/gguf_model.h"
 
 namespace mf::io::detail {
 
@@ -56,6 +57,15 @@ bool gguf_keeps_f32(const GgufModel& m, std::string_view gguf_name);
 // weights.
 std::vector<std::pair<std::string, GgufValue>> gguf_metadata(const GgufModel& m, std::uint32_t file_type,
                                                              const std::string& model_name);
+
+// llama_ftype of the recipe's weights: general.file_type (gguf_requantize.cc).
+std::uint32_t gguf_file_type(const GgufRecipe& r);
+
+// A GGUF file as convert --format gguf's input (gguf_requantize.cc): a path ending in .gguf that is not a directory.
+bool is_gguf_input(const std::filesystem::path& in);
+// Its weights requantized by the recipe into `out`, the rest as in `in` (docs/checkpoints.md, "A GGUF file as IN").
+ConvertReport requantize_gguf(const std::filesystem::path& in, const std::filesystem::path& out,
+                              const GgufRecipe& recipe, const ConvertOptions& options, GgufTokenizerMode tokenizer);
 
 // ---- shared by the architectures (gguf_models.cc) ----
 
