@@ -209,12 +209,13 @@ def nvfp4_source(root, kind):
     exports carry), compressed-tensors (global scales 2^16: exact reciprocals; an input_global_scale 8 added) or
     minifloat's own form (ModelOpt's tensor names; ModelOpt's hf_quant_config.json beside it so that the converter
     knows it is NVFP4)."""
-    from safetensors.numpy import load_file, save_file
+    torch = need("torch")
+    from safetensors.torch import load_file, save_file
     dst = root / f"nvfp4-{kind}"
     if dst.exists():
         return dst
-    fmt = {"modelopt": "modelopt", "ct": "compressed-tensors", "ct-inexact": "compressed-tensors", "own": "minifloat"}
-    src = root / ("src" if kind == "ct-inexact" else "exact")
+    fmt = {"modelopt": "modelopt", "ct": "compressed-tensors", "own": "minifloat"}
+    src = root / "exact"
     r = minifloat("convert", src, dst, "--recipe", "nvfp4", "--format", fmt[kind])
     assert r.returncode == 0, r.stderr
     for f in ("tokenizer.model", "tokenizer_config.json"):
@@ -225,12 +226,12 @@ def nvfp4_source(root, kind):
     added = {}
     for k in list(t):
         if kind == "modelopt" and k.endswith(".weight_scale_2"):
-            added[k.removesuffix(".weight_scale_2") + ".input_scale"] = np.array(0.0123, np.float32)
+            added[k.removesuffix(".weight_scale_2") + ".input_scale"] = torch.tensor(0.0123)
         if kind == "ct" and k.endswith(".weight_global_scale"):
-            added[k.removesuffix(".weight_global_scale") + ".input_global_scale"] = np.array([8.0], np.float32)
+            added[k.removesuffix(".weight_global_scale") + ".input_global_scale"] = torch.tensor([8.0])
     if added:
         t.update(added)
-        save_file(t, str(shards[0]))
+        save_file(t, str(shards[0]), metadata={"format": "pt"})
         index = dst / "model.safetensors.index.json"
         if index.exists():
             j = json.loads(index.read_text())
@@ -272,13 +273,13 @@ def refused(src, out, needle):
 
 
 def edited(src, dst, edit):
-    """A copy of src whose single shard's tensors are changed by edit(dict of numpy arrays)."""
-    from safetensors.numpy import load_file, save_file
+    """A copy of src whose single shard's tensors are changed by edit(dict of torch tensors)."""
+    from safetensors.torch import load_file, save_file
     shutil.copytree(src, dst)
     shard = sorted(dst.glob("*.safetensors"))[0]
     t = load_file(str(shard))
     edit(t)
-    save_file(t, str(shard))
+    save_file(t, str(shard), metadata={"format": "pt"})
     return dst
 
 
@@ -287,20 +288,24 @@ def test_nvfp4_that_ggml_cannot_hold_is_refused(base, tmp_path):
     down = "model.layers.0.mlp.down_proj.weight"
 
     def cut(t):  # 368 columns: whole 16-value blocks, not whole 64-value ones
-        t[down] = np.ascontiguousarray(t[down][:, :184])
-        t[down + "_scale"] = np.ascontiguousarray(t[down + "_scale"][:, :23])
+        t[down] = t[down][:, :184].contiguous()
+        t[down + "_scale"] = t[down + "_scale"][:, :23].contiguous()
     err = refused(edited(modelopt, tmp_path / "cut", cut), tmp_path / "cut.gguf", "NVFP4 rows of 368 values")
     assert down in err
 
     def negative(t):  # a negative E4M3 block scale: the converter clears the sign bit
-        s = t["model.layers.1.self_attn.v_proj.weight_scale"]
-        s.view(np.uint8)[0, 0] |= 0x80
+        t["model.layers.1.self_attn.v_proj.weight_scale"].view(need("torch").uint8)[0, 0] |= 0x80
     err = refused(edited(modelopt, tmp_path / "neg", negative), tmp_path / "neg.gguf", "has its sign bit set")
     assert "model.layers.1.self_attn.v_proj.weight_scale" in err
 
-    # compressed-tensors' global scale divides: 1 / g in f32 times a block scale is not the block scale / g.
-    err = refused(nvfp4_source(base, "ct-inexact"), tmp_path / "ct.gguf", "global scale")
-    assert "weight_global_scale" in err and "convert without --keep-quantized" in err
+    # compressed-tensors' global scale divides: with g = 3, 1 / g in f32 times a block scale is not the block
+    # scale / g in f32 (minifloat's own compressed-tensors writer refuses such a g, so it is set here).
+    def third(t):
+        t["model.layers.0.mlp.up_proj.weight_global_scale"].fill_(3.0)
+    err = refused(edited(nvfp4_source(base, "ct"), tmp_path / "third", third), tmp_path / "ct.gguf", "global scale 3")
+    assert "model.layers.0.mlp.up_proj.weight_global_scale" in err and "convert without --keep-quantized" in err
+    r = minifloat("convert", tmp_path / "third", tmp_path / "plain.gguf", "--recipe", "bf16", "--format", "gguf")
+    assert r.returncode == 0, r.stderr  # without --keep-quantized: dequantized exactly, then BF16
 
 
 # ---- INT4 sources ----
