@@ -218,7 +218,8 @@ bool gpt_oss_blocks(const QuantizedPair& pair, const detail::GgufModel& m) {
 
 // The NVFP4 weight p's per-tensor scales, as llama.cpp's converter writes them after it (X.scale, X.input_scale:
 // F32 [1]; none that is exactly 1), appended to `plan`.
-void plan_nvfp4_scales(const SafetensorsFile& f, const Planned& p, std::vector<Planned>& plan) {
+void plan_nvfp4_scales(const SafetensorsFile& f, const Planned& weight, std::vector<Planned>& plan) {
+  const Planned p = weight;  // a copy: `weight` may be an element of `plan`
   const detail::Nvfp4Scales s = detail::nvfp4_scales(f, *p.source);
   const std::string stem = p.spec.name.substr(0, p.spec.name.size() - std::string_view(".weight").size());
   for (const auto& [suffix, value] : {std::pair{".scale", s.scale}, std::pair{".input_scale", s.input_scale}}) {

@@ -167,7 +167,11 @@ float reciprocal(const SafetensorsFile& f, const std::string& name, const std::a
   return r;
 }
 
-std::optional<float> unless_one(float v) { return v == 1.0f ? std::nullopt : std::optional<float>(v); }
+// v unless it is exactly 1 (the converter writes no scale tensor then); IoError naming `name` for NaN or Inf.
+std::optional<float> unless_one(const SafetensorsFile& f, const std::string& name, float v) {
+  if (!std::isfinite(v)) throw IoError(IoErrc::gguf_unsupported, f.path(), name, cat("per-tensor scale ", num(v)));
+  return v == 1.0f ? std::nullopt : std::optional<float>(v);
+}
 
 // The pair's input scale tensor (ModelOpt's input_scale, compressed-tensors' input_global_scale), or "".
 std::string input_scale_of(const QuantizedPair& p) {
@@ -222,11 +226,11 @@ Nvfp4Scales nvfp4_scales(const SafetensorsFile& f, const QuantizedPair& p) {
   Nvfp4Scales out;
   const std::string input = input_scale_of(p);
   if (p.form == PairForm::packed_global) {
-    out.scale = unless_one(reciprocal(f, p.tensor_scale, &used));
-    if (!input.empty()) out.input_scale = unless_one(reciprocal(f, input, nullptr));
+    out.scale = unless_one(f, p.tensor_scale, reciprocal(f, p.tensor_scale, &used));
+    if (!input.empty()) out.input_scale = unless_one(f, input, reciprocal(f, input, nullptr));
   } else {
-    out.scale = unless_one(pair_second_scale(f, p));
-    if (!input.empty()) out.input_scale = unless_one(scalar(f, input));
+    out.scale = unless_one(f, p.tensor_scale, pair_second_scale(f, p));
+    if (!input.empty()) out.input_scale = unless_one(f, input, scalar(f, input));
   }
   return out;
 }
@@ -254,7 +258,6 @@ SourcePlan gguf_source_plan(const SafetensorsFile& f, const QuantizedPair& p, co
                         " values: ggml's block_nvfp4 holds whole 64-value blocks (llama.cpp's converter drops the "
                         "rest of each row); convert without --keep-quantized"));
     }
-    nvfp4_scales(f, p);  // every scale byte and second level checked now, before anything is written
     return {SourceWay::nvfp4, GgufType::NVFP4, "NVFP4 re-laid out"};
   }
   if (r.keep_quantized && p.form == PairForm::integer && cols % 32 == 0) {

@@ -26,10 +26,9 @@ struct SourcePlan {
   std::string target;  // for the report: e.g. "Q8_0 (fp8-as-q8)", "NVFP4 re-laid out", "Q4_0 exact"
 };
 
-// What the 2-D pair p becomes under the type recipe r (r.type set), everything checked that the bytes will need
-// (an NVFP4 row of whole 64-value blocks, scale bytes and second-level scales GGML holds exactly; integer blocks
-// that a Q4_0 / Q4_1 / Q8_0 block holds exactly). Throws IoError gguf_unsupported naming the tensor and the reason
-// where --keep-quantized asks for NVFP4 and GGML's block cannot hold it.
+// What the 2-D pair p becomes under the type recipe r (r.type set): an NVFP4 row must be whole 64-value blocks
+// (IoError gguf_unsupported naming the tensor otherwise; nvfp4_scales checks the rest, planned with it); integer
+// codes take the first of Q4_0, Q4_1, Q8_0 whose blocks hold every value exactly (the values read here, once).
 SourcePlan gguf_source_plan(const SafetensorsFile& f, const QuantizedPair& p, const GgufRecipe& r, int threads);
 
 // True for an FP8 pair (F8_E4M3 or F8_E5M2 codes): what --fp8-as-q8 writes as Q8_0.
