@@ -272,7 +272,8 @@ void plan_pair(const SafetensorsFile& f, std::size_t shard, const QuantizedPair&
   }
   const std::vector<std::uint64_t>& o = pair.output_shape;
   const std::vector<std::uint64_t> shape = blocks ? std::vector<std::uint64_t>{o[0], o[2], o[1]} : o;
-  plan_relaid(place(f, shard, *f.find(pair.weight), pair.output, shape, m), target, &pair, nullptr, plan);
+  plan_relaid(place(f, shard, *f.find(pair.weight), pair.output, shape, m), r.recipe || blocks ? target : "mxfp4",
+              &pair, nullptr, plan);
 }
 
 // gpt-oss's per-expert MXFP4 weights (any packed dialect), gathered as its fused experts and then planned as they are.
@@ -586,8 +587,8 @@ void write_planned(GgufInput& in, const std::vector<Planned>& plan, const Conver
     SafetensorsFile& f = in.files[p.shard];
     if (std::optional<TensorReport> row = encode(f, p, threads, x, bytes)) report.tensors.push_back(std::move(*row));
     writer.write_tensor(k, bytes);
-    if (p.offset + 1 < p.stride || p.constant)
-      continue;  // a constant reads no input  // gate of a split: up reads the same tensors next
+    // The gate of a split (up reads the same tensors next), or a constant (it reads none).
+    if (p.offset + 1 < p.stride || p.constant) continue;
     done += release_inputs(f, p);
     if (options.progress) options.progress(std::min(done, total), total);
   }
