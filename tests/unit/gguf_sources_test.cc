@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "checkpoint/gguf/gguf_sources.h"
+#include "minifloat/gguf_model.h"
 
 namespace mf::io {
 namespace {
@@ -90,6 +91,16 @@ TEST(GgufSources, IntegerBlocksWithoutAnExactFormAreNone) {
   for (GgufType t : {GgufType::Q4_0, GgufType::Q4_1, GgufType::Q8_0}) EXPECT_FALSE(detail::integer_blocks(t, u, x));
   for (int i = 0; i < 32; ++i) x[i] = u[i] * (1 + 0x1p-20f);  // 21 significant bits: not an f16
   for (GgufType t : {GgufType::Q4_0, GgufType::Q4_1, GgufType::Q8_0}) EXPECT_FALSE(detail::integer_blocks(t, u, x));
+}
+
+// The flags choose among a type recipe's encodings: with an MXFP4 recipe they are refused before anything is read.
+TEST(GgufSources, FlagsGoWithTypeRecipes) {
+  for (const bool keep : {false, true}) {
+    GgufRecipe r = gguf_recipe("mxfp4");
+    r.fp8_as_q8 = !keep;
+    r.keep_quantized = keep;
+    EXPECT_THROW(convert_to_gguf("no-such-checkpoint", "out.gguf", r), std::invalid_argument);
+  }
 }
 
 }  // namespace
