@@ -325,6 +325,16 @@ def int4_source(torch, root, kind):
     dst = root / f"int4-{kind}"
     if dst.exists():
         return dst
+    if kind == "ct-int8-channel":  # compressed-tensors int-quantized: W I8 [R, C] + W_scale F16 [R, 1]
+        def int8(k, w):
+            s = (w.abs().amax(dim=1, keepdim=True) / 127).to(torch.float16)
+            return {k: torch.round(w / s.float()).clamp(-127, 127).to(torch.int8), k + "_scale": s}
+        weights = {"num_bits": 8, "type": "int", "strategy": "channel", "symmetric": True, "dynamic": False,
+                   "group_size": None}
+        return rewrite(root / "src", dst, int8, {
+            "quant_method": "compressed-tensors", "format": "int-quantized",
+            "config_groups": {"group_0": {"targets": ["Linear"], "weights": weights, "input_activations": None}},
+            "ignore": ["lm_head"]})
     group = {"gptq-sym32": 32, "gptq-asym64": 64, "gptq-sym16": 16, "ct-sym128": 128}[kind]
     sym = "asym" not in kind
     rng = np.random.default_rng(7)
@@ -371,12 +381,13 @@ def int4_source(torch, root, kind):
 
 
 @pytest.mark.parametrize("kind,exact", [("gptq-sym32", "Q4_0"), ("gptq-asym64", "Q4_1"), ("ct-sym128", "Q4_0"),
-                                        ("gptq-sym16", None)])
-def test_int4_sources(base, tmp_path, kind, exact):
+                                        ("ct-int8-channel", "Q8_0"), ("gptq-sym16", None)])
+def test_integer_sources(base, tmp_path, kind, exact):
     """Without --keep-quantized: dequantized (dequant_gptq / dequant_packed) and encoded as the out type, byte for
     byte the converter's. With it: the first of Q4_0, Q4_1 that holds the values exactly, whose gguf-py
-    dequantization is the converter's F32 dequantization bit for bit; a block spanning two groups of scales (group
-    16) holds in neither and stays at the recipe's type, its error reported."""
+    dequantization is the converter's F32 dequantization bit for bit (INT8 with one f16 scale per row: Q8_0); a
+    block spanning two groups of scales (group 16) holds in none and stays at the recipe's type, its error
+    reported."""
     torch, gguf = need("torch"), need("gguf")
     src = int4_source(torch, base, kind)
     want = llama_cpp(src, tmp_path / "llama.cpp.gguf", "bf16")
@@ -399,5 +410,5 @@ def test_int4_sources(base, tmp_path, kind, exact):
         mine = gguf.quants.dequantize(t.data, t.tensor_type).reshape(-1)
         theirs = np.asarray(values[name].data).reshape(-1)
         assert np.array_equal(mine.view(np.uint32), theirs.view(np.uint32)), f"{name}: values differ"
-    assert file_type(tmp_path / "kept.gguf") == {"Q4_0": 2, "Q4_1": 3}[exact]
+    assert file_type(tmp_path / "kept.gguf") == {"Q4_0": 2, "Q4_1": 3, "Q8_0": FILE_TYPE["bf16"]}[exact]
     assert f"{exact} exact" in report
