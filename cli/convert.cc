@@ -54,7 +54,7 @@ namespace {
 struct ConvertArgs {
   std::string in, out, recipe, format = "minifloat";
   std::size_t shard_index = 0, shard_count = 1;
-  bool resume = false, merge = false, no_tokenizer = false;
+  bool resume = false, merge = false, no_tokenizer = false, fp8_as_q8 = false, keep_quantized = false;
   int threads = 0;
 };
 
@@ -70,7 +70,12 @@ std::string error_table(const io::ConvertReport& r) {
 
 // One GGUF file: no job arrays (the file is written whole, in one run).
 void run_convert_gguf(const ConvertArgs& a) {
-  const io::GgufRecipe recipe = io::gguf_recipe(a.recipe);  // before anything is written
+  io::GgufRecipe recipe = io::gguf_recipe(a.recipe);  // before anything is written
+  if ((a.fp8_as_q8 || a.keep_quantized) && !recipe.type) {
+    throw UsageError("--fp8-as-q8 and --keep-quantized go with --recipe f32, f16, bf16 or q8_0");
+  }
+  recipe.fp8_as_q8 = a.fp8_as_q8;
+  recipe.keep_quantized = a.keep_quantized;
   if (a.merge || a.resume || a.shard_count != 1) {
     throw UsageError("--format gguf writes one file in one run: no --merge, --resume or --shard-count");
   }
@@ -107,6 +112,7 @@ void run_convert(const ConvertArgs& a) {
         a.in, a.format, a.in));
   }
   if (a.no_tokenizer) throw UsageError("--no-tokenizer goes with --format gguf (the other formats copy no tokenizer)");
+  if (a.fp8_as_q8 || a.keep_quantized) throw UsageError("--fp8-as-q8 and --keep-quantized go with --format gguf");
   if (io::is_gguf_type_name(a.recipe)) {
     throw UsageError(fmt::format("--recipe {} is a GGUF tensor type: it goes with --format gguf", a.recipe));
   }
@@ -178,6 +184,13 @@ void register_convert(CLI::App& app) {
   s->add_flag("--no-tokenizer", a->no_tokenizer,
               "with --format gguf: write no vocabulary (tokenizer.ggml.model \"none\") on purpose; without it a "
               "checkpoint with no tokenizer.json or tokenizer.model is refused");
+  s->add_flag("--fp8-as-q8", a->fp8_as_q8,
+              "with --format gguf and a type recipe: FP8 weights (dequantized exactly) as Q8_0, the rest as the "
+              "recipe's type (llama.cpp's convert_hf_to_gguf --fp8-as-q8)");
+  s->add_flag("--keep-quantized", a->keep_quantized,
+              "with --format gguf and a type recipe: MXFP4 and NVFP4 weights re-laid out unchanged, integer "
+              "(INT4/INT8) weights as Q4_0, Q4_1 or Q8_0 where that holds them exactly; the rest as the recipe's "
+              "type");
   s->add_flag("--merge", a->merge, "after a job array: write OUT's index and config.json");
   s->add_option("--threads", a->threads,
                 "worker threads over the tensors of all shards (default: all cores); output is the same for any count");

@@ -21,10 +21,17 @@ namespace mf::io {
 // convert_hf_to_gguf --outtype), or (`recipe`) MXFP4 where the recipe quantizes, every scheme target of which must be
 // mxfp4, and the recipe's bf16 / f32 / keep elsewhere. 1-D tensors (norms, biases) are F32 either way, as llama.cpp
 // keeps them.
+// A quantized pair (FP8, NVFP4, INT4, ...) is dequantized exactly and encoded once as the type, with these choices
+// (docs/checkpoints.md, the table "source scheme -> GGML type"; type recipes only):
+//   fp8_as_q8       llama.cpp's --fp8-as-q8: FP8-sourced 2-D weights as Q8_0, everything else as `type`;
+//   keep_quantized  MXFP4 and NVFP4 pairs re-laid out with their codes and scales unchanged, integer pairs as the
+//                   first of Q4_0, Q4_1, Q8_0 that holds their values exactly; the rest as `type`.
 struct GgufRecipe {
   std::string name;
   std::optional<GgufType> type;
   std::optional<Recipe> recipe;
+  bool fp8_as_q8 = false;
+  bool keep_quantized = false;
 };
 // "f32", "f16", "bf16", "q8_0", or a recipe (load_recipe: a name or a .json file). Throws RecipeError for an unknown
 // recipe and std::invalid_argument for one GGUF cannot express (nvfp4, fp8-*, mixed schemes), naming the formats

@@ -1,6 +1,7 @@
 // convert --format gguf: a Hugging Face Llama or gpt-oss checkpoint as one GGUF file, with the tensor names, row order
 // and metadata of llama.cpp's convert_hf_to_gguf (gguf_models.h; docs/checkpoints.md, "Writing dialects").
 #include <algorithm>
+#include <cstring>
 #include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -14,6 +15,7 @@
 #include "../expert_relayout.h"
 #include "../../io/file.h"
 #include "gguf_models.h"
+#include "gguf_sources.h"
 #include "gguf_tokenizer.h"
 #include "../../io/json_checked.h"
 #include "minifloat/checkpoint_tensors.h"
@@ -54,6 +56,9 @@ struct Planned {
   std::uint32_t stride = 1, offset = 0;      // a split: rows offset, offset + stride, ... of the source's
   std::uint64_t inner = 1;                   // the elements of one such row
   const detail::ExpertMove* move = nullptr;  // per-expert MXFP4 weights gathered into gpt-oss's fused layout
+  const QuantizedPair* source = nullptr;     // any other quantized pair, in one pass (gguf_sources.h)
+  detail::SourceWay way = detail::SourceWay::dequantize;
+  std::optional<float> constant = std::nullopt;  // NVFP4's X.scale / X.input_scale: one f32 value
 };
 
 // The rows of x ([rows, cols]) in llama.cpp's order for Q and K (convert_hf_to_gguf's LlamaModel.permute): within
@@ -134,14 +139,14 @@ std::vector<Planned> place(const SafetensorsFile& f, std::size_t shard, const Sa
   return out;
 }
 
-// The type of a 2-D tensor `t` placed as p: the type recipe's, or the recipe's target (MXFP4 quantized by minifloat).
-void plan_type(const SafetensorsTensor& t, const GgufRecipe& r, Planned& p) {
-  const std::uint64_t cols = t.shape[1];
-  GgufType type = gguf_type_of(t.dtype);
+// The type of the 2-D tensor `name` ([rows, cols]) placed as p: the type recipe's, or the recipe's target (MXFP4
+// quantized by minifloat; `keep`: the type a "keep" target writes).
+void plan_type(const std::string& name, std::uint64_t cols, GgufType keep, const GgufRecipe& r, Planned& p) {
+  GgufType type = keep;
   if (r.type) {
     type = *r.type;
   } else {
-    const std::string target = r.recipe->target_for(t.name, 2, true);
+    const std::string target = r.recipe->target_for(name, 2, true);
     p.scheme = target_scheme(*r.recipe, target);
     if (p.scheme && cols % 32 == 0) {
       type = GgufType::MXFP4;
@@ -175,7 +180,8 @@ void plan_tensor(const SafetensorsFile& f, std::size_t shard, const SafetensorsT
   }
   for (Planned& p : placed) {
     // Norms, biases, 1-D tensors and the MoE router: F32, as llama.cpp keeps them.
-    if (t.shape.size() == 2 && !detail::gguf_keeps_f32(m, p.spec.name)) plan_type(t, r, p);
+    if (t.shape.size() == 2 && !detail::gguf_keeps_f32(m, p.spec.name))
+      plan_type(t.name, t.shape[1], gguf_type_of(t.dtype), r, p);
     plan.push_back(std::move(p));
   }
 }
@@ -199,27 +205,64 @@ bool gpt_oss_blocks(const QuantizedPair& pair, const detail::GgufModel& m) {
          detail::is_mxfp4(detail::held_scheme(pair)) && pair.extras.empty();
 }
 
-// A pair already quantized in IN, appended to `plan`: MXFP4 whose recipe target is MXFP4 (any dialect; gpt-oss
-// expert blocks whatever the recipe) is re-laid out into ggml's blocks with its codes and scales unchanged; anything
-// else would need a requantization: refused.
+// The NVFP4 weight p's per-tensor scales, as llama.cpp's converter writes them after it (X.scale, X.input_scale:
+// F32 [1]; none that is exactly 1), appended to `plan`.
+void plan_nvfp4_scales(const SafetensorsFile& f, const Planned& weight, std::vector<Planned>& plan) {
+  const Planned p = weight;  // a copy: `weight` may be an element of `plan`
+  const detail::Nvfp4Scales s = detail::nvfp4_scales(f, *p.source);
+  const std::string stem = p.spec.name.substr(0, p.spec.name.size() - std::string_view(".weight").size());
+  for (const auto& [suffix, value] : {std::pair{".scale", s.scale}, std::pair{".input_scale", s.input_scale}}) {
+    if (!value) continue;
+    Planned c{p.shard, p.in, {stem + suffix, GgufType::F32, {1}}, 0, std::nullopt, "F32"};
+    c.constant = value;
+    plan.push_back(std::move(c));
+  }
+}
+
+// A quantized pair in one pass (gguf_sources.h), appended to `plan`: with a type recipe, dequantized exactly and
+// encoded once as the type (Q8_0 for --fp8-as-q8's FP8), or (--keep-quantized) moved into the GGML type that holds
+// it exactly; with an MXFP4 recipe, dequantized exactly and then quantized to its target.
+void plan_source(const SafetensorsFile& f, std::size_t shard, const QuantizedPair& pair, const detail::GgufModel& m,
+                 const GgufRecipe& r, int threads, std::vector<Planned>& plan) {
+  for (Planned& p : place(f, shard, *f.find(pair.weight), pair.output, pair.output_shape, m)) {
+    p.source = &pair;
+    if (detail::gguf_keeps_f32(m, p.spec.name)) {
+      p.target = "F32";
+    } else if (r.type) {
+      const detail::SourcePlan s = detail::gguf_source_plan(f, pair, r, threads);
+      p.way = s.way;
+      p.spec.type = s.type;
+      p.target = s.target;
+    } else {
+      plan_type(pair.output, pair.output_shape[1], GgufType::F32, r, p);  // keep: the exact values, F32
+    }
+    const bool scales = p.way == detail::SourceWay::nvfp4;
+    plan.push_back(std::move(p));
+    if (scales) plan_nvfp4_scales(f, plan.back(), plan);
+  }
+}
+
+// A pair already quantized in IN, appended to `plan`: MXFP4 whose recipe target is MXFP4 (or, --keep-quantized,
+// any MXFP4 pair; any dialect; gpt-oss expert blocks whatever the recipe) is re-laid out into ggml's blocks with its
+// codes and scales unchanged; any other 2-D pair goes in one pass (plan_source).
 void plan_pair(const SafetensorsFile& f, std::size_t shard, const QuantizedPair& pair, const detail::GgufModel& m,
-               const GgufRecipe& r, std::vector<Planned>& plan) {
+               const GgufRecipe& r, int threads, std::vector<Planned>& plan) {
   const bool blocks = gpt_oss_blocks(pair, m);
   const std::string target = blocks ? "mxfp4" : r.recipe ? r.recipe->target_for(pair.output, 2, true) : r.name;
-  const bool fits = blocks || (r.recipe && detail::is_mxfp4(target_scheme(*r.recipe, target)) &&
-                               detail::is_mxfp4(detail::held_scheme(pair)) && pair.form != PairForm::blocks &&
+  const bool wanted = r.recipe ? detail::is_mxfp4(target_scheme(*r.recipe, target)) : r.keep_quantized;
+  const bool fits = blocks || (wanted && detail::is_mxfp4(detail::held_scheme(pair)) && pair.form != PairForm::blocks &&
                                pair.extras.empty() && pair.output_shape.size() == 2 && pair.output_shape[1] % 32 == 0);
+  if (!fits && pair.output_shape.size() == 2) return plan_source(f, shard, pair, m, r, threads, plan);
   if (!fits) {
     throw IoError(IoErrc::gguf_unsupported, f.path(), pair.weight,
                   cat("already quantized (", to_string(pair.form), " pair, ", pair.scheme_name,
                       ") and the target for '", pair.output, "' is ", target,
-                      ": --format gguf re-lays out only MXFP4 pairs (minifloat, "
-                      "compressed-tensors, ModelOpt, DeepSeek forms) with an MXFP4 recipe, and gpt-oss's MXFP4 "
-                      "expert blocks; other quantized checkpoints: minifloat dequantize first"));
+                      ": --format gguf takes 3-D quantized tensors only as gpt-oss's MXFP4 experts"));
   }
   const std::vector<std::uint64_t>& o = pair.output_shape;
   const std::vector<std::uint64_t> shape = blocks ? std::vector<std::uint64_t>{o[0], o[2], o[1]} : o;
-  plan_relaid(place(f, shard, *f.find(pair.weight), pair.output, shape, m), target, &pair, nullptr, plan);
+  plan_relaid(place(f, shard, *f.find(pair.weight), pair.output, shape, m), r.recipe || blocks ? target : "mxfp4",
+              &pair, nullptr, plan);
 }
 
 // gpt-oss's per-expert MXFP4 weights (any packed dialect), gathered as its fused experts and then planned as they are.
@@ -300,21 +343,67 @@ TensorReport regather(const SafetensorsFile& f, const Planned& p, std::vector<st
   return to_blocks(f, p, codes, scales, p.move->reported, bytes);
 }
 
-// Tensor p's bytes as planned, and its error row for a lossy type.
+// A source pair moved into the GGML type that holds it (gguf_sources.h), rows permuted for Q and K: NVFP4 codes
+// and scale bytes unchanged, or integer codes as Q4_0 / Q4_1 / Q8_0 blocks of the same values.
+TensorReport held(const SafetensorsFile& f, const Planned& p, int threads, std::vector<std::byte>& bytes) {
+  const QuantizedPair& q = *p.source;
+  const std::uint64_t rows = q.output_shape[0], cols = q.output_shape[1];
+  try {
+    if (p.way == detail::SourceWay::nvfp4) {
+      std::vector<std::uint8_t> codes = copy_bytes(f.bytes(*f.find(q.weight)));
+      std::vector<std::uint8_t> scales = copy_bytes(f.bytes(*f.find(q.scale)));
+      if (codes.size() != rows * cols / 2 || scales.size() != rows * cols / 16) {
+        throw std::invalid_argument("codes or scales are not [R, C/2] and [R, C/16]");
+      }
+      if (p.rope_heads != 0) {
+        permute_rope_rows(codes, rows, cols / 2, p.rope_heads);
+        permute_rope_rows(scales, rows, cols / 16, p.rope_heads);
+      }
+      bytes = detail::nvfp4_blocks(codes, scales, cols);
+    } else {
+      std::vector<float> u = detail::dequantize_dialect_pair(f, q, true), x = dequantize_pair(f, q, threads);
+      if (p.rope_heads != 0) {
+        permute_rope_rows(u, rows, cols, p.rope_heads);
+        permute_rope_rows(x, rows, cols, p.rope_heads);
+      }
+      std::optional<std::vector<std::byte>> b = detail::integer_blocks(p.spec.type, u, x);
+      if (!b) throw std::invalid_argument("its values no longer fit the type planned (the file changed?)");
+      bytes = std::move(*b);
+    }
+  } catch (const std::invalid_argument& e) {
+    throw IoError(IoErrc::gguf_unsupported, f.path(), q.weight, cat("as ", p.target, ": ", e.what()));
+  }
+  return {reported(q.output, p), p.target, 0, 0, 0};
+}
+
+// Tensor p's bytes as planned, and its error row for a lossy type (every dequantized pair: its error against the
+// exact values).
 std::optional<TensorReport> encode(const SafetensorsFile& f, const Planned& p, int threads, std::vector<float>& x,
                                    std::vector<std::byte>& bytes) {
+  if (p.constant) {
+    bytes.resize(sizeof(float));
+    std::memcpy(bytes.data(), &*p.constant, sizeof(float));
+    return std::nullopt;
+  }
   if (p.pair) return relayout(f, p, bytes);
   if (p.move) return regather(f, p, bytes);
+  if (p.source && p.way != detail::SourceWay::dequantize) return held(f, p, threads, bytes);
   const SafetensorsTensor& t = *p.in;
-  detail::widen(f, t, x);
-  const std::uint64_t rows = t.shape[0], cols = t.shape.size() == 2 ? t.shape[1] : 1;
+  const std::string& name = p.source ? p.source->output : t.name;
+  const std::vector<std::uint64_t>& shape = p.source ? p.source->output_shape : t.shape;
+  if (p.source) {
+    x = dequantize_pair(f, *p.source, threads);  // exact: each value rounded to f32 once, as the converter does
+  } else {
+    detail::widen(f, t, x);
+  }
+  const std::uint64_t rows = shape[0], cols = shape.size() == 2 ? shape[1] : 1;
   if (p.rope_heads != 0) permute_rope_rows(x, rows, cols, p.rope_heads);
   take_rows(x, p.inner, p.stride, p.offset);  // a split's share: F32 biases only (plan_tensor)
   try {
     if (p.scheme) {
       QuantizeOptions o;
       o.threads = threads;
-      o.tensor_name = t.name;
+      o.tensor_name = name;
       const std::vector<std::int64_t> shape{static_cast<std::int64_t>(rows), static_cast<std::int64_t>(cols)};
       const QuantizedTensor q = quantize(x.data(), shape, *p.scheme, o);
       ggml_blocks(q.codes, q.scales, bytes);  // a 0xFF scale: NaN in the input
@@ -322,13 +411,13 @@ std::optional<TensorReport> encode(const SafetensorsFile& f, const Planned& p, i
       bytes = gguf_encode(p.spec.type, x);
     }
   } catch (const std::invalid_argument& e) {
-    throw IoError(IoErrc::gguf_unsupported, f.path(), t.name, cat("as ", p.target, ": ", e.what()));
+    throw IoError(IoErrc::gguf_unsupported, f.path(), name, cat("as ", p.target, ": ", e.what()));
   }
-  const bool lossy = p.spec.type == GgufType::Q8_0 || p.spec.type == GgufType::MXFP4 ||
+  const bool lossy = p.source || p.spec.type == GgufType::Q8_0 || p.spec.type == GgufType::MXFP4 ||
                      (p.spec.type != GgufType::F32 && p.spec.type != gguf_type_of(t.dtype));
   if (!lossy) return std::nullopt;
   const std::vector<float> y = gguf_decode(p.spec.type, bytes);
-  return detail::error_of(reported(t.name, p), p.target, x, y);
+  return detail::error_of(reported(name, p), p.target, x, y);
 }
 
 bool same_file(const fs::path& a, const fs::path& b) {
@@ -383,7 +472,7 @@ GgufInput open_inputs(const Checkpoint& c, const fs::path& out, const detail::Gg
 }
 
 // Shard i's output tensors, appended to `plan`: a pair's scales and the like go with its codes.
-void plan_shard(const GgufInput& in, std::size_t i, const detail::GgufModel& m, const GgufRecipe& recipe,
+void plan_shard(const GgufInput& in, std::size_t i, const detail::GgufModel& m, const GgufRecipe& recipe, int threads,
                 std::vector<Planned>& plan) {
   std::set<std::string> parts;
   std::map<std::string, const QuantizedPair*> by_weight;
@@ -399,7 +488,7 @@ void plan_shard(const GgufInput& in, std::size_t i, const detail::GgufModel& m, 
     if (parts.contains(t.name)) continue;
     const auto pair = by_weight.find(t.name);
     if (pair != by_weight.end()) {
-      plan_pair(in.files[i], i, *pair->second, m, recipe, plan);
+      plan_pair(in.files[i], i, *pair->second, m, recipe, threads, plan);
     } else {
       plan_tensor(in.files[i], i, t, m, recipe, plan);
     }
@@ -448,6 +537,7 @@ void check_needed(const Checkpoint& c, const std::vector<Planned>& plan) {
 std::uint64_t release_inputs(const SafetensorsFile& f, const Planned& p) {
   std::vector<const SafetensorsTensor*> inputs{p.in};
   if (p.pair) inputs.push_back(f.find(p.pair->scale));
+  if (p.source) inputs.push_back(f.find(p.source->scale));
   if (p.move) {
     inputs.clear();
     for (const QuantizedPair* q : p.move->sources) inputs.insert(inputs.end(), {f.find(q->weight), f.find(q->scale)});
@@ -458,6 +548,19 @@ std::uint64_t release_inputs(const SafetensorsFile& f, const Planned& p) {
     bytes += t->end - t->begin;
   }
   return bytes;
+}
+
+// general.file_type: the recipe's, or with --keep-quantized and a float type the quantized type the source kept,
+// as llama.cpp's converter says MOSTLY_NVFP4 / MOSTLY_MXFP4_MOE for those sources.
+std::uint32_t written_file_type(const GgufRecipe& r, const std::vector<Planned>& plan) {
+  if (r.keep_quantized && r.type != GgufType::Q8_0) {
+    constexpr std::pair<GgufType, std::uint32_t> kept[] = {
+        {GgufType::NVFP4, 39}, {GgufType::MXFP4, 38}, {GgufType::Q4_0, 2}, {GgufType::Q4_1, 3}};
+    for (const auto& [type, ftype] : kept) {
+      if (std::any_of(plan.begin(), plan.end(), [type](const Planned& p) { return p.spec.type == type; })) return ftype;
+    }
+  }
+  return detail::gguf_file_type(r);
 }
 
 // Each planned tensor encoded and written in order, one at a time with all threads on it.
@@ -473,7 +576,8 @@ void write_planned(GgufInput& in, const std::vector<Planned>& plan, const Conver
     SafetensorsFile& f = in.files[p.shard];
     if (std::optional<TensorReport> row = encode(f, p, threads, x, bytes)) report.tensors.push_back(std::move(*row));
     writer.write_tensor(k, bytes);
-    if (p.offset + 1 < p.stride) continue;  // gate of a split: up reads the same tensors next
+    // The gate of a split (up reads the same tensors next), or a constant (it reads none).
+    if (p.offset + 1 < p.stride || p.constant) continue;
     done += release_inputs(f, p);
     if (options.progress) options.progress(std::min(done, total), total);
   }
@@ -485,6 +589,9 @@ ConvertReport convert_to_gguf(const fs::path& in, const fs::path& out, const Ggu
                               const ConvertOptions& options, GgufTokenizerMode tokenizer) {
   if (recipe.type.has_value() == recipe.recipe.has_value()) {
     throw std::invalid_argument("convert_to_gguf: a GgufRecipe has a type or a recipe (gguf_recipe makes one)");
+  }
+  if ((recipe.fp8_as_q8 || recipe.keep_quantized) && !recipe.type) {
+    throw std::invalid_argument("--fp8-as-q8 and --keep-quantized go with --recipe f32, f16, bf16 or q8_0");
   }
   if (out.extension() != ".gguf") {
     throw IoError(IoErrc::write_failed, out, "--format gguf writes one file: OUT must be a path ending in .gguf");
@@ -498,7 +605,8 @@ ConvertReport convert_to_gguf(const fs::path& in, const fs::path& out, const Ggu
   ConvertReport report;
   GgufInput input = open_inputs(c, out, m, report);
   std::vector<Planned> plan;
-  for (std::size_t i = 0; i < input.files.size(); ++i) plan_shard(input, i, m, recipe, plan);
+  const int threads = detail::worker_count(options.threads);
+  for (std::size_t i = 0; i < input.files.size(); ++i) plan_shard(input, i, m, recipe, threads, plan);
   check_needed(c, plan);
   std::vector<std::pair<std::string, GgufValue>> tok = tokenizer_metadata(c, config, m, plan, tokenizer);
   std::vector<GgufTensorSpec> specs;
@@ -507,7 +615,7 @@ ConvertReport convert_to_gguf(const fs::path& in, const fs::path& out, const Ggu
   const fs::path dir = fs::weakly_canonical(c.directory.empty() ? fs::path(".") : c.directory, ec);
   fs::create_directories(out.parent_path().empty() ? fs::path(".") : out.parent_path());
   std::vector<std::pair<std::string, GgufValue>> metadata =
-      detail::gguf_metadata(m, detail::gguf_file_type(recipe), dir.filename().string());
+      detail::gguf_metadata(m, written_file_type(recipe, plan), dir.filename().string());
   metadata.insert(metadata.end(), std::make_move_iterator(tok.begin()), std::make_move_iterator(tok.end()));
   GgufWriter writer(out, std::move(metadata), std::move(specs));
   write_planned(input, plan, options, writer, report);
