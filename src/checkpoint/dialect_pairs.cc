@@ -588,4 +588,15 @@ std::optional<Scheme> held_scheme(const QuantizedPair& p) {
   }
 }
 
+std::int64_t integer_at(const SafetensorsTensor& t, std::span<const std::byte> bytes, std::size_t i) {
+  return int_at(t, bytes, i);
+}
+
+std::uint32_t packed_field(const std::byte* words, std::uint64_t width, std::uint64_t col, std::uint64_t at, int b,
+                           std::uint64_t height) {
+  return field_down(words, width, col, at, b, height);
+}
+
+int awq_nibble(int j) { return kAwqNibble[static_cast<std::size_t>(j)]; }
+
 }  // namespace mf::io::detail

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "minifloat/checkpoint_tensors.h"
@@ -26,5 +27,14 @@ std::optional<Scheme> held_scheme(const QuantizedPair& pair);
 // zero scale over a nonzero code).
 std::vector<float> dequantize_dialect_pair(const SafetensorsFile& file, const QuantizedPair& pair,
                                            bool unit_scales = false);
+
+// The readers of the integer forms' words, for their writers (int4_relayout.cc): the i-th integer of an I64, I32, I8
+// or U8 tensor's bytes; the b-bit field at bit `at` of column `col` of a matrix of little-endian 32-bit words `width`
+// wide and `height` high, its bits running down the column (a row of words: width 1); and the nibble of an AutoAWQ
+// word that holds output j of its 8 (AWQ_REVERSE_ORDER).
+std::int64_t integer_at(const SafetensorsTensor& t, std::span<const std::byte> bytes, std::size_t i);
+std::uint32_t packed_field(const std::byte* words, std::uint64_t width, std::uint64_t col, std::uint64_t at, int b,
+                           std::uint64_t height);
+int awq_nibble(int j);
 
 }  // namespace mf::io::detail

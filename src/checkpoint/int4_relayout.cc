@@ -1,0 +1,344 @@
+// Integer pairs re-laid out between compressed-tensors pack-quantized, AutoAWQ GEMM and AutoGPTQ v1 (int4_relayout.h).
+// All three hold value = (q - z) x s with unsigned b-bit codes q and zero points z (compressed-tensors stores q and z
+// as signed, q - 2^(b-1), packed as q; a symmetric pair's z is 2^(b-1)), a float scale per row and group, and
+// (compressed-tensors, GPTQ) a group per column: the numbers are read whole and packed again, bit for bit.
+#include "int4_relayout.h"
+
+#include <algorithm>
+#include <bit>
+#include <cstdio>
+#include <cstring>
+#include <stdexcept>
+
+#include "../io/file.h"
+#include "dialect_pairs.h"
+#include "minifloat/codec.h"
+#include "minifloat/recipe.h"
+
+namespace mf::io::detail {
+namespace {
+
+// One integer pair's numbers, in the logical [R, C] orientation whatever the packing.
+struct IntNumbers {
+  std::uint64_t rows = 0, cols = 0, groups = 0, group = 0;
+  int bits = 0;
+  std::vector<std::uint8_t> codes;  // [R, C], unsigned
+  std::vector<std::uint8_t> zeros;  // [R, groups], unsigned
+  bool zero_stored = false;         // the source holds zero points (AWQ and GPTQ always do)
+  DType scale_dtype = DType::F16;
+  std::vector<float> scales;  // [R, groups], each exactly its stored value
+  std::vector<std::uint64_t> group_of_col;
+  bool act_order = false;  // some column's group is not c / group
+};
+
+std::string where(const SafetensorsFile& f, const std::string& tensor) {
+  return cat(f.path().string(), ": tensor '", tensor, "'");
+}
+
+IntNumbers read_numbers(const SafetensorsFile& f, const QuantizedPair& p) {
+  const SafetensorsTensor& w = *f.find(p.weight);
+  const SafetensorsTensor& s = *f.find(p.scale);
+  if (p.form != PairForm::integer || w.dtype != DType::I32) {
+    throw std::invalid_argument(cat(where(f, p.weight), " (", p.scheme_name,
+                                    ") is not packed in I32 words: only compressed-tensors pack-quantized, AutoAWQ "
+                                    "GEMM and AutoGPTQ pairs are re-laid out; nothing was written"));
+  }
+  IntNumbers n;
+  n.rows = static_cast<std::uint64_t>(p.shape[0]);
+  n.cols = static_cast<std::uint64_t>(p.shape[1]);
+  n.bits = p.bits;
+  n.group = static_cast<std::uint64_t>(p.block_cols);
+  const bool ct = p.packing == IntPacking::compressed_tensors;
+  n.groups = ct ? s.shape[1] : s.shape[0];
+  n.scale_dtype = s.dtype;
+  const std::vector<float> stored = pair_scale_values(f, p);  // ct [R, G]; AWQ, GPTQ [G, R]
+  n.scales.resize(n.rows * n.groups);
+  for (std::uint64_t r = 0; r < n.rows; ++r) {
+    for (std::uint64_t k = 0; k < n.groups; ++k)
+      n.scales[r * n.groups + k] = stored[ct ? r * n.groups + k : k * n.rows + r];
+  }
+  n.group_of_col.resize(n.cols);
+  const SafetensorsTensor* g = p.group_index.empty() ? nullptr : f.find(p.group_index);
+  for (std::uint64_t c = 0; c < n.cols; ++c) {
+    n.group_of_col[c] = g ? static_cast<std::uint64_t>(integer_at(*g, f.bytes(*g), c)) : c / n.group;
+    n.act_order = n.act_order || n.group_of_col[c] != c / n.group;
+  }
+  const int b = n.bits;
+  const std::uint32_t mask = (1u << b) - 1, mid = 1u << (b - 1);
+  const std::byte* q = f.bytes(w).data();
+  const SafetensorsTensor* z = p.zero_point.empty() ? nullptr : f.find(p.zero_point);
+  const std::byte* zp = z ? f.bytes(*z).data() : nullptr;
+  n.zero_stored = z != nullptr;
+  n.codes.resize(n.rows * n.cols);
+  n.zeros.assign(n.rows * n.groups, static_cast<std::uint8_t>(mid));
+  const std::uint64_t ub = static_cast<std::uint64_t>(b);
+  for (std::uint64_t r = 0; r < n.rows; ++r) {
+    for (std::uint64_t c = 0; c < n.cols; ++c) {
+      std::uint32_t code = 0;
+      if (p.packing == IntPacking::awq) {  // qweight [C, R/8]: 8 outputs a word, AWQ's nibble order
+        std::uint32_t word = 0;
+        std::memcpy(&word, q + 4 * (c * (n.rows / 8) + r / 8), 4);
+        code = (word >> (4 * awq_nibble(static_cast<int>(r % 8)))) & 15;
+      } else if (p.packing == IntPacking::gptq) {  // qweight [C b / 32, R]: down the inputs
+        code = packed_field(q, n.rows, r, c * ub, b, w.shape[0]);
+      } else {  // weight_packed [R, W]: along the row
+        code = packed_field(q + 4 * r * w.shape[1], 1, 0, c * ub, b, w.shape[1]);
+      }
+      n.codes[r * n.cols + c] = static_cast<std::uint8_t>(code);
+    }
+    if (z == nullptr) continue;
+    for (std::uint64_t k = 0; k < n.groups; ++k) {
+      std::uint32_t zero = 0;
+      if (p.packing == IntPacking::awq) {  // qzeros [G, R/8], as qweight, no offset
+        std::uint32_t word = 0;
+        std::memcpy(&word, zp + 4 * (k * (n.rows / 8) + r / 8), 4);
+        zero = (word >> (4 * awq_nibble(static_cast<int>(r % 8)))) & 15;
+      } else if (p.packing == IntPacking::gptq) {  // qzeros [G, R b / 32] along the outputs, zero - 1
+        zero = (packed_field(zp + 4 * k * z->shape[1], 1, 0, r * ub, b, z->shape[1]) + 1) & mask;
+      } else {  // weight_zero_point [R b / 32, G] down the rows, as z + 2^(b-1) like the codes
+        zero = packed_field(zp, n.groups, k, r * ub, b, z->shape[0]);
+      }
+      n.zeros[r * n.groups + k] = static_cast<std::uint8_t>(zero);
+    }
+  }
+  return n;
+}
+
+// The b-bit field `v` put at bit `at` of column `col` of a word matrix `width` wide (packed_field's inverse).
+void put_field(std::uint32_t* words, std::uint64_t width, std::uint64_t col, std::uint64_t at, int b, std::uint32_t v) {
+  const std::uint64_t shift = at % 32;
+  words[(at / 32) * width + col] |= v << shift;
+  if (shift + static_cast<std::uint64_t>(b) > 32) words[(at / 32 + 1) * width + col] |= v >> (32 - shift);
+}
+
+void put_awq(std::uint32_t* words, std::uint64_t rows, std::uint64_t line, std::uint64_t r, std::uint32_t v) {
+  words[line * (rows / 8) + r / 8] |= v << (4 * awq_nibble(static_cast<int>(r % 8)));
+}
+
+std::vector<std::byte> bytes_of_words(const std::vector<std::uint32_t>& w) {
+  std::vector<std::byte> out(w.size() * 4);
+  std::memcpy(out.data(), w.data(), out.size());
+  return out;
+}
+
+// A scale's f32 value as `t` stores it (exact: every value came from `t`, or was checked to fit it).
+std::vector<std::byte> scale_bytes(const IntNumbers& n, DType t, bool transposed) {
+  const std::size_t width = t == DType::F32 ? 4 : 2;
+  std::vector<std::byte> out(n.scales.size() * width);
+  for (std::uint64_t r = 0; r < n.rows; ++r) {
+    for (std::uint64_t k = 0; k < n.groups; ++k) {
+      const float v = n.scales[r * n.groups + k];
+      const std::uint32_t bits = t == DType::F32    ? std::bit_cast<std::uint32_t>(v)
+                                 : t == DType::BF16 ? std::bit_cast<std::uint32_t>(v) >> 16
+                                                    : encode(f16, v);
+      const std::uint64_t i = transposed ? k * n.rows + r : r * n.groups + k;
+      std::memcpy(out.data() + width * i, &bits, width);
+    }
+  }
+  return out;
+}
+
+// The first scale F16 does not hold exactly (AutoAWQ and AutoGPTQ store F16 scales), refused by name.
+void check_f16_scales(const SafetensorsFile& f, const QuantizedPair& p, const IntNumbers& n, std::string_view target) {
+  if (n.scale_dtype == DType::F16) return;
+  for (std::size_t i = 0; i < n.scales.size(); ++i) {
+    const float v = n.scales[i];
+    if (std::bit_cast<std::uint32_t>(decode(f16, encode(f16, v))) != std::bit_cast<std::uint32_t>(v)) {
+      char text[32];
+      std::snprintf(text, sizeof text, "%.9g", static_cast<double>(v));
+      throw std::invalid_argument(cat(where(f, p.scale), " holds ", std::string_view(text), " (row ", i / n.groups,
+                                      ", group ", i % n.groups, ") in ", dtype_name(n.scale_dtype),
+                                      ", which F16 does not hold exactly: ", target, " stores F16 scales, so '",
+                                      p.weight,
+                                      "' cannot be re-laid out there without rounding; write it as compressed-tensors "
+                                      "(which keeps the scales' dtype); nothing was written"));
+    }
+  }
+}
+
+std::string module_of_output(const QuantizedPair& p) { return p.output.substr(0, p.output.size() - 7); }
+
+[[noreturn]] void cannot_hold(const SafetensorsFile& f, const QuantizedPair& p, std::string_view target,
+                              const std::string& why) {
+  throw std::invalid_argument(cat(where(f, p.weight), " (", p.scheme_name, ") cannot be re-laid out as ", target, ": ",
+                                  why, "; nothing was written"));
+}
+
+}  // namespace
+
+bool int_packing_of(WriteFormat format, IntPacking& to) {
+  if (format == WriteFormat::compressed_tensors)
+    to = IntPacking::compressed_tensors;
+  else if (format == WriteFormat::awq)
+    to = IntPacking::awq;
+  else if (format == WriteFormat::gptq)
+    to = IntPacking::gptq;
+  else
+    return false;
+  return true;
+}
+
+IntRelayout plan_int_relayout(const SafetensorsFile& f, const QuantizedPair& p, IntPacking to) {
+  const IntNumbers n = read_numbers(f, p);
+  IntRelayout plan;
+  plan.to = to;
+  plan.tensor = p.weight;
+  plan.bits = n.bits;
+  plan.group_size = n.groups == 1 ? -1 : static_cast<std::int64_t>(n.group);
+  const std::string m = module_of_output(p);
+  const std::uint64_t b = static_cast<std::uint64_t>(n.bits), mid = 1u << (n.bits - 1);
+  using Spec = SafetensorsWriter::Spec;
+  if (to == IntPacking::compressed_tensors) {
+    // A symmetric pair's zero points are all 2^(b-1) (GPTQ's sym, AWQ's constant zero): compressed-tensors' symmetric
+    // form, with none stored; the source's own choice where it is compressed-tensors.
+    const bool all_mid =
+        std::all_of(n.zeros.begin(), n.zeros.end(), [&](std::uint8_t z) { return std::uint64_t{z} == mid; });
+    plan.zero_points = p.packing == IntPacking::compressed_tensors ? n.zero_stored : !all_mid;
+    plan.group_index = n.act_order;
+    plan.scale_dtype = n.scale_dtype;
+    plan.specs.push_back(Spec{m + ".weight_packed", DType::I32, {n.rows, (n.cols * b + 31) / 32}});
+    plan.specs.push_back(Spec{m + ".weight_scale", n.scale_dtype, {n.rows, n.groups}});
+    if (plan.zero_points)
+      plan.specs.push_back(Spec{m + ".weight_zero_point", DType::I32, {(n.rows * b + 31) / 32, n.groups}});
+    if (plan.group_index) plan.specs.push_back(Spec{m + ".weight_g_idx", DType::I32, {n.cols}});
+    plan.specs.push_back(Spec{m + ".weight_shape", DType::I64, {2}});
+    return plan;
+  }
+  const bool awq = to == IntPacking::awq;
+  const std::string_view target = awq ? "AutoAWQ GEMM (--format awq)" : "AutoGPTQ (--format gptq)";
+  if (awq) {
+    if (n.bits != 4) cannot_hold(f, p, target, cat("AutoAWQ's GEMM layout holds 4-bit codes, not ", n.bits, "-bit"));
+    if (n.rows % 8 != 0) cannot_hold(f, p, target, cat("its ", n.rows, " output rows are not whole words of 8"));
+    if (n.groups > 1 && n.cols % n.group != 0) {
+      cannot_hold(f, p, target,
+                  cat("its ", n.cols, " columns are not whole groups of ", n.group, " (AutoAWQ's groups are)"));
+    }
+    if (n.act_order) {
+      cannot_hold(f, p, target, "its group index puts columns out of order (act-order), and AWQ has no g_idx");
+    }
+  } else {
+    if ((n.rows * b) % 32 != 0) {
+      cannot_hold(f, p, target, cat("its ", n.rows, " output rows of ", b, "-bit zero points are not whole words"));
+    }
+    for (std::size_t i = 0; i < n.zeros.size(); ++i) {
+      if (n.zeros[i] == 0) {
+        cannot_hold(f, p, target,
+                    cat("its zero point of row ", i / n.groups, ", group ", i % n.groups,
+                        " is 0, which GPTQ v1 stores as zero - 1 = -1: wrapped to ", (1u << n.bits) - 1, " in ", n.bits,
+                        " bits, AutoGPTQ's and llama.cpp's readers add 1 without wrapping and take ", 1u << n.bits));
+      }
+    }
+  }
+  check_f16_scales(f, p, n, target);
+  plan.scale_dtype = DType::F16;
+  if (awq) {
+    plan.specs = {Spec{m + ".qweight", DType::I32, {n.cols, n.rows / 8}},
+                  Spec{m + ".qzeros", DType::I32, {n.groups, n.rows / 8}},
+                  Spec{m + ".scales", DType::F16, {n.groups, n.rows}}};
+  } else {
+    plan.specs = {Spec{m + ".qweight", DType::I32, {(n.cols * b + 31) / 32, n.rows}},
+                  Spec{m + ".qzeros", DType::I32, {n.groups, n.rows * b / 32}},
+                  Spec{m + ".scales", DType::F16, {n.groups, n.rows}}, Spec{m + ".g_idx", DType::I32, {n.cols}}};
+  }
+  return plan;
+}
+
+std::vector<std::vector<std::byte>> int_relayout_tensors(const SafetensorsFile& f, const QuantizedPair& p,
+                                                         const IntRelayout& plan) {
+  const IntNumbers n = read_numbers(f, p);
+  const int b = n.bits;
+  const std::uint64_t ub = static_cast<std::uint64_t>(b);
+  const std::uint32_t mask = (1u << b) - 1;
+  std::vector<std::vector<std::byte>> out;
+  std::vector<std::int32_t> g_idx(n.cols);
+  for (std::uint64_t c = 0; c < n.cols; ++c) g_idx[c] = static_cast<std::int32_t>(n.group_of_col[c]);
+  const auto g_idx_bytes = [&] {
+    std::vector<std::byte> bytes(g_idx.size() * 4);
+    std::memcpy(bytes.data(), g_idx.data(), bytes.size());
+    return bytes;
+  };
+  if (plan.to == IntPacking::compressed_tensors) {
+    const std::uint64_t row_words = (n.cols * ub + 31) / 32;
+    std::vector<std::uint32_t> codes(n.rows * row_words, 0);
+    for (std::uint64_t r = 0; r < n.rows; ++r) {
+      for (std::uint64_t c = 0; c < n.cols; ++c)
+        put_field(codes.data() + r * row_words, 1, 0, c * ub, b, n.codes[r * n.cols + c]);
+    }
+    out.push_back(bytes_of_words(codes));
+    out.push_back(scale_bytes(n, plan.scale_dtype, false));
+    if (plan.zero_points) {
+      std::vector<std::uint32_t> zeros(((n.rows * ub + 31) / 32) * n.groups, 0);
+      for (std::uint64_t r = 0; r < n.rows; ++r) {
+        for (std::uint64_t k = 0; k < n.groups; ++k)
+          put_field(zeros.data(), n.groups, k, r * ub, b, n.zeros[r * n.groups + k]);
+      }
+      out.push_back(bytes_of_words(zeros));
+    }
+    if (plan.group_index) out.push_back(g_idx_bytes());
+    const std::int64_t shape[2] = {static_cast<std::int64_t>(n.rows), static_cast<std::int64_t>(n.cols)};
+    std::vector<std::byte> shape_bytes(16);
+    std::memcpy(shape_bytes.data(), shape, 16);
+    out.push_back(std::move(shape_bytes));
+    return out;
+  }
+  const bool awq = plan.to == IntPacking::awq;
+  std::vector<std::uint32_t> codes(awq ? n.cols * n.rows / 8 : ((n.cols * ub + 31) / 32) * n.rows, 0);
+  const std::uint64_t zero_words = awq ? n.rows / 8 : n.rows * ub / 32;
+  std::vector<std::uint32_t> zeros(n.groups * zero_words, 0);
+  for (std::uint64_t r = 0; r < n.rows; ++r) {
+    for (std::uint64_t c = 0; c < n.cols; ++c) {
+      const std::uint32_t q = n.codes[r * n.cols + c];
+      if (awq)
+        put_awq(codes.data(), n.rows, c, r, q);
+      else
+        put_field(codes.data(), n.rows, r, c * ub, b, q);
+    }
+    for (std::uint64_t k = 0; k < n.groups; ++k) {
+      const std::uint32_t z = n.zeros[r * n.groups + k];
+      if (awq)
+        put_awq(zeros.data(), n.rows, k, r, z);
+      else
+        put_field(zeros.data() + k * zero_words, 1, 0, r * ub, b, (z - 1) & mask);  // GPTQ v1: zero - 1
+    }
+  }
+  out.push_back(bytes_of_words(codes));
+  out.push_back(bytes_of_words(zeros));
+  out.push_back(scale_bytes(n, DType::F16, true));
+  if (!awq) out.push_back(g_idx_bytes());
+  return out;
+}
+
+void check_one_int_config(WriteFormat format, const std::vector<IntRelayout>& planned) {
+  if (format != WriteFormat::awq && format != WriteFormat::gptq) return;
+  for (const IntRelayout& p : planned) {
+    const IntRelayout& first = planned.front();
+    if (p.bits != first.bits || p.group_size != first.group_size) {
+      throw std::invalid_argument(cat("--format ", to_string(format),
+                                      " has one bits and group_size for the whole "
+                                      "checkpoint, but '",
+                                      first.tensor, "' has ", first.bits, " bits, group size ", first.group_size,
+                                      " and '", p.tensor, "' ", p.bits, " bits, group size ", p.group_size,
+                                      "; write them as compressed-tensors (a config group each); "
+                                      "nothing was written"));
+    }
+  }
+}
+
+bool keeps_only(const Recipe& recipe) {
+  return std::none_of(recipe.rules.begin(), recipe.rules.end(),
+                      [&](const RecipeRule& r) { return target_scheme(recipe, r.target).has_value(); });
+}
+
+void check_int_recipe(const Recipe& recipe, WriteFormat format) {
+  for (const RecipeRule& r : recipe.rules) {
+    if (target_scheme(recipe, r.target)) {
+      throw std::invalid_argument(cat("recipe ", recipe.name, " cannot be written as --format ", to_string(format),
+                                      ": its rule '", r.pattern, "' quantizes into ", r.target, ", and ",
+                                      to_string(format),
+                                      " holds only the integer pairs the input has, re-laid out; use a recipe that "
+                                      "keeps them ({\"*\": \"keep\"}), or another --format for its schemes"));
+    }
+  }
+}
+
+}  // namespace mf::io::detail
