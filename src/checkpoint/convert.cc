@@ -121,7 +121,8 @@ void check_global_scales(const fs::path& in, const ConvertOptions& o, const Plan
           p.scheme_name, ") and the recipe's target for '", p.output, "' is ", target, ": --format ", to_string(format),
           " cannot hold it as it is (convert re-lays out MXFP4, including gpt-oss's expert blocks "
           "and per-expert weights, MXFP8, NVFP4 and FP8 blocks with F32 or power-of-two scales, in whole blocks; "
-          "gpt-oss's expert blocks go to MXFP4 only), and never copies it under names the format does not read; "
+          "gpt-oss's expert blocks go to MXFP4 only; integer pairs packed in words go to compressed-tensors, awq and "
+          "gptq), and never copies it under names the format does not read; "
           "give it a scheme target, or bf16 / f32 to dequantize it; nothing was written"));
 }
 
