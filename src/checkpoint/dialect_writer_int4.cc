@@ -14,25 +14,23 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-// Each integer pair of the written shards as compressed-tensors would describe it (symmetry, act order: what
-// plan_int_relayout finds in its numbers), with its module.
+// Each integer pair of the written shards as its config describes it (describe_int_pair), with its module.
 std::vector<std::pair<std::string, IntRelayout>> written_int_pairs(const std::vector<std::filesystem::path>& shards) {
   std::vector<std::pair<std::string, IntRelayout>> out;
   for (const std::filesystem::path& path : shards) {
     const SafetensorsFile f = read_safetensors(path);
     for (const QuantizedPair& p : find_pairs(f)) {
       if (p.form != PairForm::integer || f.find(p.weight)->dtype != DType::I32) continue;
-      out.emplace_back(p.output.substr(0, p.output.size() - 7),
-                       plan_int_relayout(f, p, IntPacking::compressed_tensors));
+      out.emplace_back(p.output.substr(0, p.output.size() - 7), describe_int_pair(f, p));
     }
   }
   return out;
 }
 
+// As compressed-tensors 0.20 writes QuantizationArgs: sorted keys, no actorder (act-order pairs are not written).
 Json ct_int_weights(const IntRelayout& r) {
   const bool channel = r.group_size < 0;
-  return {{"actorder", r.group_index ? Json("group") : Json(nullptr)},
-          {"dynamic", false},
+  return {{"dynamic", false},
           {"group_size", channel ? Json(nullptr) : Json(r.group_size)},
           {"num_bits", r.bits},
           {"strategy", channel ? "channel" : "group"},
@@ -53,7 +51,7 @@ std::string int_quantization_config(WriteFormat format, const std::vector<std::f
   for (const auto& [module, r] : pairs) {
     planned.push_back(r);
     sym = sym && !r.zero_points;
-    act_order = act_order || r.group_index;
+    act_order = act_order || r.act_order;
   }
   check_one_int_config(format, planned);
   const IntRelayout& first = planned.front();

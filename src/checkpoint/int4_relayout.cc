@@ -178,29 +178,45 @@ bool int_packing_of(WriteFormat format, IntPacking& to) {
   return true;
 }
 
+// A symmetric pair's zero points are all 2^(b-1) (GPTQ's sym, AWQ's constant zero): compressed-tensors' symmetric
+// form, with none stored; the source's own choice where it is compressed-tensors.
+IntRelayout describe(const IntNumbers& n, const QuantizedPair& p) {
+  IntRelayout d;
+  d.to = p.packing;
+  d.tensor = p.weight;
+  d.bits = n.bits;
+  d.group_size = n.groups == 1 ? -1 : static_cast<std::int64_t>(n.group);
+  const std::uint64_t mid = 1u << (n.bits - 1);
+  const bool all_mid =
+      std::all_of(n.zeros.begin(), n.zeros.end(), [&](std::uint8_t z) { return std::uint64_t{z} == mid; });
+  d.zero_points = p.packing == IntPacking::compressed_tensors ? n.zero_stored : !all_mid;
+  d.act_order = n.act_order;
+  d.scale_dtype = n.scale_dtype;
+  return d;
+}
+
+IntRelayout describe_int_pair(const SafetensorsFile& f, const QuantizedPair& p) {
+  return describe(read_numbers(f, p), p);
+}
+
 IntRelayout plan_int_relayout(const SafetensorsFile& f, const QuantizedPair& p, IntPacking to) {
   const IntNumbers n = read_numbers(f, p);
-  IntRelayout plan;
+  IntRelayout plan = describe(n, p);
   plan.to = to;
-  plan.tensor = p.weight;
-  plan.bits = n.bits;
-  plan.group_size = n.groups == 1 ? -1 : static_cast<std::int64_t>(n.group);
   const std::string m = module_of_output(p);
-  const std::uint64_t b = static_cast<std::uint64_t>(n.bits), mid = 1u << (n.bits - 1);
+  const std::uint64_t b = static_cast<std::uint64_t>(n.bits);
   using Spec = SafetensorsWriter::Spec;
   if (to == IntPacking::compressed_tensors) {
-    // A symmetric pair's zero points are all 2^(b-1) (GPTQ's sym, AWQ's constant zero): compressed-tensors' symmetric
-    // form, with none stored; the source's own choice where it is compressed-tensors.
-    const bool all_mid =
-        std::all_of(n.zeros.begin(), n.zeros.end(), [&](std::uint8_t z) { return std::uint64_t{z} == mid; });
-    plan.zero_points = p.packing == IntPacking::compressed_tensors ? n.zero_stored : !all_mid;
-    plan.group_index = n.act_order;
-    plan.scale_dtype = n.scale_dtype;
+    if (n.act_order) {
+      cannot_hold(f, p, "compressed-tensors",
+                  "its group index puts columns out of order (act-order), which compressed-tensors 0.20 (the "
+                  "version written) cannot say: its actorder \"group\" and weight_g_idx were removed, and its "
+                  "QuantizationArgs refuses them; write it as gptq");
+    }
     plan.specs.push_back(Spec{m + ".weight_packed", DType::I32, {n.rows, (n.cols * b + 31) / 32}});
     plan.specs.push_back(Spec{m + ".weight_scale", n.scale_dtype, {n.rows, n.groups}});
     if (plan.zero_points)
       plan.specs.push_back(Spec{m + ".weight_zero_point", DType::I32, {(n.rows * b + 31) / 32, n.groups}});
-    if (plan.group_index) plan.specs.push_back(Spec{m + ".weight_g_idx", DType::I32, {n.cols}});
     plan.specs.push_back(Spec{m + ".weight_shape", DType::I64, {2}});
     return plan;
   }
@@ -250,13 +266,6 @@ std::vector<std::vector<std::byte>> int_relayout_tensors(const SafetensorsFile& 
   const std::uint64_t ub = static_cast<std::uint64_t>(b);
   const std::uint32_t mask = (1u << b) - 1;
   std::vector<std::vector<std::byte>> out;
-  std::vector<std::int32_t> g_idx(n.cols);
-  for (std::uint64_t c = 0; c < n.cols; ++c) g_idx[c] = static_cast<std::int32_t>(n.group_of_col[c]);
-  const auto g_idx_bytes = [&] {
-    std::vector<std::byte> bytes(g_idx.size() * 4);
-    std::memcpy(bytes.data(), g_idx.data(), bytes.size());
-    return bytes;
-  };
   if (plan.to == IntPacking::compressed_tensors) {
     const std::uint64_t row_words = (n.cols * ub + 31) / 32;
     std::vector<std::uint32_t> codes(n.rows * row_words, 0);
@@ -274,7 +283,6 @@ std::vector<std::vector<std::byte>> int_relayout_tensors(const SafetensorsFile& 
       }
       out.push_back(bytes_of_words(zeros));
     }
-    if (plan.group_index) out.push_back(g_idx_bytes());
     const std::int64_t shape[2] = {static_cast<std::int64_t>(n.rows), static_cast<std::int64_t>(n.cols)};
     std::vector<std::byte> shape_bytes(16);
     std::memcpy(shape_bytes.data(), shape, 16);
@@ -304,7 +312,11 @@ std::vector<std::vector<std::byte>> int_relayout_tensors(const SafetensorsFile& 
   out.push_back(bytes_of_words(codes));
   out.push_back(bytes_of_words(zeros));
   out.push_back(scale_bytes(n, DType::F16, true));
-  if (!awq) out.push_back(g_idx_bytes());
+  if (!awq) {  // the group of each input column
+    std::vector<std::uint32_t> g_idx(n.cols);
+    for (std::uint64_t c = 0; c < n.cols; ++c) g_idx[c] = static_cast<std::uint32_t>(n.group_of_col[c]);
+    out.push_back(bytes_of_words(g_idx));
+  }
   return out;
 }
 

@@ -22,8 +22,8 @@ struct IntRelayout {
   std::string tensor;  // the pair's weight, for messages
   int bits = 0;
   std::int64_t group_size = 0;  // columns per group; -1: one group per row (channel)
-  bool zero_points = false;     // compressed-tensors: weight_zero_point written (asymmetric)
-  bool group_index = false;     // compressed-tensors: weight_g_idx written (an act-order index)
+  bool zero_points = false;     // not symmetric: compressed-tensors writes weight_zero_point (GPTQ's sym false)
+  bool act_order = false;       // a group index out of order (GPTQ's desc_act): only GPTQ holds it
   DType scale_dtype = DType::F16;
   std::vector<SafetensorsWriter::Spec> specs;
 };
@@ -34,6 +34,10 @@ bool int_packing_of(WriteFormat format, IntPacking& to);
 // Pair `p` (an integer pair packed in I32 words: pack-quantized, AWQ or GPTQ) planned into packing `to`; throws
 // std::invalid_argument naming the tensor and the reason when the target cannot hold its numbers.
 IntRelayout plan_int_relayout(const SafetensorsFile& f, const QuantizedPair& p, IntPacking to);
+
+// What a config says of pair `p` (no specs): its width, group size, symmetry (compressed-tensors: no zero points
+// stored; AWQ, GPTQ: every zero point 2^(b-1)) and act order.
+IntRelayout describe_int_pair(const SafetensorsFile& f, const QuantizedPair& p);
 
 // The planned tensors' bytes, in plan.specs' order.
 std::vector<std::vector<std::byte>> int_relayout_tensors(const SafetensorsFile& f, const QuantizedPair& p,
