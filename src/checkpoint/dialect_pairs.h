@@ -3,7 +3,6 @@
 #pragma once
 
 #include <optional>
-#include <span>
 #include <vector>
 
 #include "minifloat/checkpoint_tensors.h"
@@ -28,13 +27,21 @@ std::optional<Scheme> held_scheme(const QuantizedPair& pair);
 std::vector<float> dequantize_dialect_pair(const SafetensorsFile& file, const QuantizedPair& pair,
                                            bool unit_scales = false);
 
-// The readers of the integer forms' words, for their writers (int4_relayout.cc): the i-th integer of an I64, I32, I8
-// or U8 tensor's bytes; the b-bit field at bit `at` of column `col` of a matrix of little-endian 32-bit words `width`
-// wide and `height` high, its bits running down the column (a row of words: width 1); and the nibble of an AutoAWQ
-// word that holds output j of its 8 (AWQ_REVERSE_ORDER).
-std::int64_t integer_at(const SafetensorsTensor& t, std::span<const std::byte> bytes, std::size_t i);
-std::uint32_t packed_field(const std::byte* words, std::uint64_t width, std::uint64_t col, std::uint64_t at, int b,
-                           std::uint64_t height);
-int awq_nibble(int j);
+// An integer pair's numbers (form integer: compressed-tensors pack-quantized or int-quantized, AutoAWQ GEMM,
+// AutoGPTQ), in the logical [R, C] orientation whatever the packing: value = (code - zero) x scale of (row, group of
+// the column). Codes and zeros are as stored: unsigned b-bit fields in the packed forms (compressed-tensors' packed
+// q + 2^(b-1), whose missing zero point is 2^(b-1); GPTQ's zero read back from zero - 1), signed in the I8 form.
+struct IntegerNumbers {
+  std::uint64_t rows = 0, cols = 0, groups = 0, group = 0;  // group: columns per group
+  int bits = 0;
+  std::vector<std::int16_t> codes;  // [R, C]
+  std::vector<std::int32_t> zeros;  // [R, groups]
+  bool zero_stored = false;         // the pair has a zero point tensor (AWQ and GPTQ always)
+  DType scale_dtype = DType::F32;
+  std::vector<float> scales;                // [R, groups], each its stored value exactly
+  std::vector<std::uint64_t> group_of_col;  // [C]: the group index, or c / group
+  bool act_order = false;                   // some column's group is not c / group
+};
+IntegerNumbers integer_numbers(const SafetensorsFile& file, const QuantizedPair& pair);
 
 }  // namespace mf::io::detail

@@ -5,6 +5,7 @@
 #include "int4_relayout.h"
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cstdio>
 #include <cstring>
@@ -18,90 +19,20 @@
 namespace mf::io::detail {
 namespace {
 
-// One integer pair's numbers, in the logical [R, C] orientation whatever the packing.
-struct IntNumbers {
-  std::uint64_t rows = 0, cols = 0, groups = 0, group = 0;
-  int bits = 0;
-  std::vector<std::uint8_t> codes;  // [R, C], unsigned
-  std::vector<std::uint8_t> zeros;  // [R, groups], unsigned
-  bool zero_stored = false;         // the source holds zero points (AWQ and GPTQ always do)
-  DType scale_dtype = DType::F16;
-  std::vector<float> scales;  // [R, groups], each exactly its stored value
-  std::vector<std::uint64_t> group_of_col;
-  bool act_order = false;  // some column's group is not c / group
-};
+using IntNumbers = IntegerNumbers;
 
 std::string where(const SafetensorsFile& f, const std::string& tensor) {
   return cat(f.path().string(), ": tensor '", tensor, "'");
 }
 
+// The packed forms only: compressed-tensors' int-quantized I8 codes are not in words.
 IntNumbers read_numbers(const SafetensorsFile& f, const QuantizedPair& p) {
-  const SafetensorsTensor& w = *f.find(p.weight);
-  const SafetensorsTensor& s = *f.find(p.scale);
-  if (p.form != PairForm::integer || w.dtype != DType::I32) {
+  if (p.form != PairForm::integer || f.find(p.weight)->dtype != DType::I32) {
     throw std::invalid_argument(cat(where(f, p.weight), " (", p.scheme_name,
                                     ") is not packed in I32 words: only compressed-tensors pack-quantized, AutoAWQ "
                                     "GEMM and AutoGPTQ pairs are re-laid out; nothing was written"));
   }
-  IntNumbers n;
-  n.rows = static_cast<std::uint64_t>(p.shape[0]);
-  n.cols = static_cast<std::uint64_t>(p.shape[1]);
-  n.bits = p.bits;
-  n.group = static_cast<std::uint64_t>(p.block_cols);
-  const bool ct = p.packing == IntPacking::compressed_tensors;
-  n.groups = ct ? s.shape[1] : s.shape[0];
-  n.scale_dtype = s.dtype;
-  const std::vector<float> stored = pair_scale_values(f, p);  // ct [R, G]; AWQ, GPTQ [G, R]
-  n.scales.resize(n.rows * n.groups);
-  for (std::uint64_t r = 0; r < n.rows; ++r) {
-    for (std::uint64_t k = 0; k < n.groups; ++k)
-      n.scales[r * n.groups + k] = stored[ct ? r * n.groups + k : k * n.rows + r];
-  }
-  n.group_of_col.resize(n.cols);
-  const SafetensorsTensor* g = p.group_index.empty() ? nullptr : f.find(p.group_index);
-  for (std::uint64_t c = 0; c < n.cols; ++c) {
-    n.group_of_col[c] = g ? static_cast<std::uint64_t>(integer_at(*g, f.bytes(*g), c)) : c / n.group;
-    n.act_order = n.act_order || n.group_of_col[c] != c / n.group;
-  }
-  const int b = n.bits;
-  const std::uint32_t mask = (1u << b) - 1, mid = 1u << (b - 1);
-  const std::byte* q = f.bytes(w).data();
-  const SafetensorsTensor* z = p.zero_point.empty() ? nullptr : f.find(p.zero_point);
-  const std::byte* zp = z ? f.bytes(*z).data() : nullptr;
-  n.zero_stored = z != nullptr;
-  n.codes.resize(n.rows * n.cols);
-  n.zeros.assign(n.rows * n.groups, static_cast<std::uint8_t>(mid));
-  const std::uint64_t ub = static_cast<std::uint64_t>(b);
-  for (std::uint64_t r = 0; r < n.rows; ++r) {
-    for (std::uint64_t c = 0; c < n.cols; ++c) {
-      std::uint32_t code = 0;
-      if (p.packing == IntPacking::awq) {  // qweight [C, R/8]: 8 outputs a word, AWQ's nibble order
-        std::uint32_t word = 0;
-        std::memcpy(&word, q + 4 * (c * (n.rows / 8) + r / 8), 4);
-        code = (word >> (4 * awq_nibble(static_cast<int>(r % 8)))) & 15;
-      } else if (p.packing == IntPacking::gptq) {  // qweight [C b / 32, R]: down the inputs
-        code = packed_field(q, n.rows, r, c * ub, b, w.shape[0]);
-      } else {  // weight_packed [R, W]: along the row
-        code = packed_field(q + 4 * r * w.shape[1], 1, 0, c * ub, b, w.shape[1]);
-      }
-      n.codes[r * n.cols + c] = static_cast<std::uint8_t>(code);
-    }
-    if (z == nullptr) continue;
-    for (std::uint64_t k = 0; k < n.groups; ++k) {
-      std::uint32_t zero = 0;
-      if (p.packing == IntPacking::awq) {  // qzeros [G, R/8], as qweight, no offset
-        std::uint32_t word = 0;
-        std::memcpy(&word, zp + 4 * (k * (n.rows / 8) + r / 8), 4);
-        zero = (word >> (4 * awq_nibble(static_cast<int>(r % 8)))) & 15;
-      } else if (p.packing == IntPacking::gptq) {  // qzeros [G, R b / 32] along the outputs, zero - 1
-        zero = (packed_field(zp + 4 * k * z->shape[1], 1, 0, r * ub, b, z->shape[1]) + 1) & mask;
-      } else {  // weight_zero_point [R b / 32, G] down the rows, as z + 2^(b-1) like the codes
-        zero = packed_field(zp, n.groups, k, r * ub, b, z->shape[0]);
-      }
-      n.zeros[r * n.groups + k] = static_cast<std::uint8_t>(zero);
-    }
-  }
-  return n;
+  return integer_numbers(f, p);
 }
 
 // The b-bit field `v` put at bit `at` of column `col` of a word matrix `width` wide (packed_field's inverse).
@@ -111,8 +42,13 @@ void put_field(std::uint32_t* words, std::uint64_t width, std::uint64_t col, std
   if (shift + static_cast<std::uint64_t>(b) > 32) words[(at / 32 + 1) * width + col] |= v >> (32 - shift);
 }
 
+// AutoAWQ's pack order (its order_map): nibble i of a word holds output 8 col + kAwqPackOrder[i].
+constexpr std::array<int, 8> kAwqPackOrder{0, 2, 4, 6, 1, 3, 5, 7};
+
 void put_awq(std::uint32_t* words, std::uint64_t rows, std::uint64_t line, std::uint64_t r, std::uint32_t v) {
-  words[line * (rows / 8) + r / 8] |= v << (4 * awq_nibble(static_cast<int>(r % 8)));
+  const auto j = static_cast<int>(r % 8);
+  const auto nibble = std::find(kAwqPackOrder.begin(), kAwqPackOrder.end(), j) - kAwqPackOrder.begin();
+  words[line * (rows / 8) + r / 8] |= v << (4 * nibble);
 }
 
 std::vector<std::byte> bytes_of_words(const std::vector<std::uint32_t>& w) {
@@ -188,7 +124,7 @@ IntRelayout describe(const IntNumbers& n, const QuantizedPair& p) {
   d.group_size = n.groups == 1 ? -1 : static_cast<std::int64_t>(n.group);
   const std::uint64_t mid = 1u << (n.bits - 1);
   const bool all_mid =
-      std::all_of(n.zeros.begin(), n.zeros.end(), [&](std::uint8_t z) { return std::uint64_t{z} == mid; });
+      std::all_of(n.zeros.begin(), n.zeros.end(), [&](std::int32_t z) { return static_cast<std::uint64_t>(z) == mid; });
   d.zero_points = p.packing == IntPacking::compressed_tensors ? n.zero_stored : !all_mid;
   d.act_order = n.act_order;
   d.scale_dtype = n.scale_dtype;
@@ -271,7 +207,7 @@ std::vector<std::vector<std::byte>> int_relayout_tensors(const SafetensorsFile& 
     std::vector<std::uint32_t> codes(n.rows * row_words, 0);
     for (std::uint64_t r = 0; r < n.rows; ++r) {
       for (std::uint64_t c = 0; c < n.cols; ++c)
-        put_field(codes.data() + r * row_words, 1, 0, c * ub, b, n.codes[r * n.cols + c]);
+        put_field(codes.data() + r * row_words, 1, 0, c * ub, b, static_cast<std::uint32_t>(n.codes[r * n.cols + c]));
     }
     out.push_back(bytes_of_words(codes));
     out.push_back(scale_bytes(n, plan.scale_dtype, false));
@@ -279,7 +215,7 @@ std::vector<std::vector<std::byte>> int_relayout_tensors(const SafetensorsFile& 
       std::vector<std::uint32_t> zeros(((n.rows * ub + 31) / 32) * n.groups, 0);
       for (std::uint64_t r = 0; r < n.rows; ++r) {
         for (std::uint64_t k = 0; k < n.groups; ++k)
-          put_field(zeros.data(), n.groups, k, r * ub, b, n.zeros[r * n.groups + k]);
+          put_field(zeros.data(), n.groups, k, r * ub, b, static_cast<std::uint32_t>(n.zeros[r * n.groups + k]));
       }
       out.push_back(bytes_of_words(zeros));
     }
@@ -295,14 +231,14 @@ std::vector<std::vector<std::byte>> int_relayout_tensors(const SafetensorsFile& 
   std::vector<std::uint32_t> zeros(n.groups * zero_words, 0);
   for (std::uint64_t r = 0; r < n.rows; ++r) {
     for (std::uint64_t c = 0; c < n.cols; ++c) {
-      const std::uint32_t q = n.codes[r * n.cols + c];
+      const auto q = static_cast<std::uint32_t>(n.codes[r * n.cols + c]);
       if (awq)
         put_awq(codes.data(), n.rows, c, r, q);
       else
         put_field(codes.data(), n.rows, r, c * ub, b, q);
     }
     for (std::uint64_t k = 0; k < n.groups; ++k) {
-      const std::uint32_t z = n.zeros[r * n.groups + k];
+      const auto z = static_cast<std::uint32_t>(n.zeros[r * n.groups + k]);
       if (awq)
         put_awq(zeros.data(), n.rows, k, r, z);
       else
