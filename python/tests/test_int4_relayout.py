@@ -268,3 +268,27 @@ def test_refusals(tmp_path):
     r = minifloat("convert", src, tmp_path / "mx", "--recipe", "mxfp4", "--format", "awq")
     assert r.returncode == 2 and "recipe mxfp4 cannot be written as --format awq" in r.stderr, r.stderr
     assert not (tmp_path / "mx").exists()
+
+
+def test_relaid_out_compressed_tensors_loads_in_transformers(tmp_path):
+    """compressed-tensors' own W4A16_ASYM into GPTQ and back into compressed-tensors (F16 scales now): transformers'
+    compressed-tensors quantizer on CPU (dequantize=True) loads it with no missing or unexpected keys, each Linear
+    the library's value (computed in the F16 scales' dtype, then stored in the model's bf16) of the source's numbers,
+    and runs."""
+    torch = need("torch")
+    transformers = need("transformers")
+    src = tmp_path / "ct"
+    ct_checkpoint(torch, "W4A16_ASYM", src)
+    gptq = converted(tmp_path, src, "gptq", "gptq")
+    back = converted(tmp_path, gptq, "back", "compressed-tensors")
+    want = dequantize(src, tmp_path / "deq-src", "f32")
+    qc = transformers.CompressedTensorsConfig(dequantize=True)
+    model, info = transformers.AutoModelForCausalLM.from_pretrained(back, quantization_config=qc, dtype=torch.bfloat16,
+                                                                    output_loading_info=True)
+    assert not info["missing_keys"] and not info["unexpected_keys"], info
+    linears = [(n, m) for n, m in model.named_modules() if isinstance(m, torch.nn.Linear) and n != "lm_head"]
+    assert len(linears) == 14
+    for name, m in linears:
+        same_bits(torch, m.weight.data, want[name + ".weight"].to(torch.float16).to(torch.bfloat16), name)
+    with torch.no_grad():
+        assert torch.isfinite(model(torch.tensor([[1, 2, 3]])).logits).all()
