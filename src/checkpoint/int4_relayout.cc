@@ -19,14 +19,12 @@
 namespace mf::io::detail {
 namespace {
 
-using IntNumbers = IntegerNumbers;
-
 std::string where(const SafetensorsFile& f, const std::string& tensor) {
   return cat(f.path().string(), ": tensor '", tensor, "'");
 }
 
 // The packed forms only: compressed-tensors' int-quantized I8 codes are not in words.
-IntNumbers read_numbers(const SafetensorsFile& f, const QuantizedPair& p) {
+IntegerNumbers read_numbers(const SafetensorsFile& f, const QuantizedPair& p) {
   if (p.form != PairForm::integer || f.find(p.weight)->dtype != DType::I32) {
     throw std::invalid_argument(cat(where(f, p.weight), " (", p.scheme_name,
                                     ") is not packed in I32 words: only compressed-tensors pack-quantized, AutoAWQ "
@@ -35,7 +33,8 @@ IntNumbers read_numbers(const SafetensorsFile& f, const QuantizedPair& p) {
   return integer_numbers(f, p);
 }
 
-// The b-bit field `v` put at bit `at` of column `col` of a word matrix `width` wide (packed_field's inverse).
+// The b-bit field `v` put at bit `at` of column `col` of a word matrix `width` wide, its bits running down the column
+// (the inverse of dialect_pairs.cc's reader; a row of words: width 1).
 void put_field(std::uint32_t* words, std::uint64_t width, std::uint64_t col, std::uint64_t at, int b, std::uint32_t v) {
   const std::uint64_t shift = at % 32;
   words[(at / 32) * width + col] |= v << shift;
@@ -58,7 +57,7 @@ std::vector<std::byte> bytes_of_words(const std::vector<std::uint32_t>& w) {
 }
 
 // A scale's f32 value as `t` stores it (exact: every value came from `t`, or was checked to fit it).
-std::vector<std::byte> scale_bytes(const IntNumbers& n, DType t, bool transposed) {
+std::vector<std::byte> scale_bytes(const IntegerNumbers& n, DType t, bool transposed) {
   const std::size_t width = t == DType::F32 ? 4 : 2;
   std::vector<std::byte> out(n.scales.size() * width);
   for (std::uint64_t r = 0; r < n.rows; ++r) {
@@ -75,7 +74,8 @@ std::vector<std::byte> scale_bytes(const IntNumbers& n, DType t, bool transposed
 }
 
 // The first scale F16 does not hold exactly (AutoAWQ and AutoGPTQ store F16 scales), refused by name.
-void check_f16_scales(const SafetensorsFile& f, const QuantizedPair& p, const IntNumbers& n, std::string_view target) {
+void check_f16_scales(const SafetensorsFile& f, const QuantizedPair& p, const IntegerNumbers& n,
+                      std::string_view target) {
   if (n.scale_dtype == DType::F16) return;
   for (std::size_t i = 0; i < n.scales.size(); ++i) {
     const float v = n.scales[i];
@@ -94,29 +94,9 @@ void check_f16_scales(const SafetensorsFile& f, const QuantizedPair& p, const In
 
 std::string module_of_output(const QuantizedPair& p) { return p.output.substr(0, p.output.size() - 7); }
 
-[[noreturn]] void cannot_hold(const SafetensorsFile& f, const QuantizedPair& p, std::string_view target,
-                              const std::string& why) {
-  throw std::invalid_argument(cat(where(f, p.weight), " (", p.scheme_name, ") cannot be re-laid out as ", target, ": ",
-                                  why, "; nothing was written"));
-}
-
-}  // namespace
-
-bool int_packing_of(WriteFormat format, IntPacking& to) {
-  if (format == WriteFormat::compressed_tensors)
-    to = IntPacking::compressed_tensors;
-  else if (format == WriteFormat::awq)
-    to = IntPacking::awq;
-  else if (format == WriteFormat::gptq)
-    to = IntPacking::gptq;
-  else
-    return false;
-  return true;
-}
-
 // A symmetric pair's zero points are all 2^(b-1) (GPTQ's sym, AWQ's constant zero): compressed-tensors' symmetric
 // form, with none stored; the source's own choice where it is compressed-tensors.
-IntRelayout describe(const IntNumbers& n, const QuantizedPair& p) {
+IntRelayout describe(const IntegerNumbers& n, const QuantizedPair& p) {
   IntRelayout d;
   d.to = p.packing;
   d.tensor = p.weight;
@@ -131,12 +111,29 @@ IntRelayout describe(const IntNumbers& n, const QuantizedPair& p) {
   return d;
 }
 
+[[noreturn]] void cannot_hold(const SafetensorsFile& f, const QuantizedPair& p, std::string_view target,
+                              const std::string& why) {
+  throw std::invalid_argument(cat(where(f, p.weight), " (", p.scheme_name, ") cannot be re-laid out as ", target, ": ",
+                                  why, "; nothing was written"));
+}
+
+}  // namespace
+
+bool int_packing_of(WriteFormat format, IntPacking& to) {
+  switch (format) {
+    case WriteFormat::compressed_tensors: to = IntPacking::compressed_tensors; return true;
+    case WriteFormat::awq: to = IntPacking::awq; return true;
+    case WriteFormat::gptq: to = IntPacking::gptq; return true;
+    default: return false;
+  }
+}
+
 IntRelayout describe_int_pair(const SafetensorsFile& f, const QuantizedPair& p) {
   return describe(read_numbers(f, p), p);
 }
 
 IntRelayout plan_int_relayout(const SafetensorsFile& f, const QuantizedPair& p, IntPacking to) {
-  const IntNumbers n = read_numbers(f, p);
+  const IntegerNumbers n = read_numbers(f, p);
   IntRelayout plan = describe(n, p);
   plan.to = to;
   const std::string m = module_of_output(p);
@@ -197,7 +194,7 @@ IntRelayout plan_int_relayout(const SafetensorsFile& f, const QuantizedPair& p, 
 
 std::vector<std::vector<std::byte>> int_relayout_tensors(const SafetensorsFile& f, const QuantizedPair& p,
                                                          const IntRelayout& plan) {
-  const IntNumbers n = read_numbers(f, p);
+  const IntegerNumbers n = read_numbers(f, p);
   const int b = n.bits;
   const std::uint64_t ub = static_cast<std::uint64_t>(b);
   const std::uint32_t mask = (1u << b) - 1;
