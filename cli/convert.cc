@@ -156,10 +156,11 @@ void register_convert(CLI::App& app) {
                 "what to write: minifloat (default: W + W_scale_inv, DeepSeek's form), compressed-tensors "
                 "(nvfp4, mxfp4, mxfp8, fp8-block), modelopt (nvfp4, mxfp4, mxfp8; also hf_quant_config.json), "
                 "transformers-fp8 (fp8-block, mxfp8), gpt-oss (mxfp4: the MoE experts as X_blocks + X_scales), "
-                "deepseek (fp8-block: V3; deepseek-v4: V4, FP4 experts as I8), "
-                "gguf (a Llama model as one llama.cpp file: mxfp4, f32, f16, bf16, q8_0), or awq / gptq (AutoAWQ "
-                "GEMM, AutoGPTQ: integer pairs of IN re-laid out with a recipe that keeps them, {\"*\": \"keep\"}; "
-                "compressed-tensors too); a recipe a format cannot express is refused before anything is written");
+                "deepseek (fp8-block: V3; deepseek-v4: V4, FP4 experts as I8) or "
+                "gguf (a Llama model as one llama.cpp file: mxfp4, f32, f16, bf16, q8_0); a recipe a format cannot "
+                "express is refused before anything is written; awq / gptq (AutoAWQ GEMM, AutoGPTQ), and "
+                "compressed-tensors too, re-lay out IN's integer pairs with a recipe that keeps them "
+                "({\"*\": \"keep\"})");
   s->add_option("--shard-index", a->shard_index, "this job's index in a job array (Slurm, Kubernetes indexed jobs)");
   s->add_option("--shard-count", a->shard_count, "jobs in the array; job i converts shards i, i + N, ...");
   s->add_flag("--resume", a->resume, "keep output shards a previous run finished");

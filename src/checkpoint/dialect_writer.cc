@@ -312,6 +312,7 @@ bool deepseek_expresses(const Recipe& r);
 
 // "minifloat, ..." for a recipe: the formats whose forms hold every scheme target.
 std::string formats_that_can(const Recipe& r, const std::set<std::optional<WrittenKind>>& kinds) {
+  if (keeps_only(r)) return "minifloat, compressed-tensors, awq, gptq";  // the stored pairs re-laid out
   std::string can = "minifloat";
   if (kinds.size() == 1 && *kinds.begin()) {
     for (const WriteFormat f : kFormats) {
@@ -320,7 +321,6 @@ std::string formats_that_can(const Recipe& r, const std::set<std::optional<Writt
     return can;
   }
   if (const auto ct = ct_kinds(r); ct && !ct->empty()) can += ", compressed-tensors";  // several schemes, ue8m0 FP8
-  if (keeps_only(r)) can += ", compressed-tensors, awq, gptq";  // the stored pairs re-laid out (int4_relayout.h)
   if (deepseek_expresses(r)) can += ", deepseek";  // V4's FP8 blocks with FP4 experts: one checkpoint, two schemes
   return can;
 }
