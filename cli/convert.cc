@@ -177,7 +177,9 @@ void register_convert(CLI::App& app) {
                 "deepseek (fp8-block: V3; deepseek-v4: V4, FP4 experts as I8; on DeepSeek's bare names the "
                 "release form, X.weight + X.scale, and deepinfer: V4.1) or "
                 "gguf (a Llama model as one llama.cpp file: mxfp4, f32, f16, bf16, q8_0); a recipe a format cannot "
-                "express is refused before anything is written");
+                "express is refused before anything is written; awq / gptq (AutoAWQ GEMM, AutoGPTQ), and "
+                "compressed-tensors too, re-lay out IN's integer pairs with a recipe that keeps them "
+                "({\"*\": \"keep\"})");
   s->add_option("--shard-index", a->shard_index, "this job's index in a job array (Slurm, Kubernetes indexed jobs)");
   s->add_option("--shard-count", a->shard_count, "jobs in the array; job i converts shards i, i + N, ...");
   s->add_flag("--resume", a->resume, "keep output shards a previous run finished");

@@ -124,10 +124,21 @@ bool shard_is_mine(std::size_t shard, std::size_t job_index, std::size_t job_cou
 // ---- convert and dequantize ----
 
 // The checkpoint dialect convert writes (docs/checkpoints.md, "Writing dialects"): minifloat's DeepSeek-like form,
-// compressed-tensors 0.20, NVIDIA ModelOpt's HF export, or transformers' FineGrainedFP8.
-enum class WriteFormat { minifloat, compressed_tensors, modelopt, transformers_fp8, gpt_oss, deepseek, gguf };
+// compressed-tensors 0.20, NVIDIA ModelOpt's HF export, or transformers' FineGrainedFP8; AutoAWQ GEMM and AutoGPTQ
+// (integer pairs re-laid out only).
+enum class WriteFormat {
+  minifloat,
+  compressed_tensors,
+  modelopt,
+  transformers_fp8,
+  gpt_oss,
+  deepseek,
+  gguf,
+  awq,
+  gptq
+};
 // "minifloat", "compressed-tensors", "modelopt", "transformers-fp8", "gpt-oss", "deepseek", "gguf" (one file:
-// convert_to_gguf, gguf.h); throws std::invalid_argument listing them.
+// convert_to_gguf, gguf.h), "awq", "gptq"; throws std::invalid_argument listing them.
 WriteFormat write_format_named(std::string_view name);
 std::string_view to_string(WriteFormat f);
 // Throws std::invalid_argument when `format` cannot express every scheme target of `recipe`, naming the formats

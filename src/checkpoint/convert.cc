@@ -11,6 +11,7 @@
 #include "dialect_pairs.h"
 #include "dialect_writer.h"
 #include "expert_relayout.h"
+#include "int4_relayout.h"
 #include "../io/file.h"
 #include "minifloat/checkpoint_commands.h"
 #include "minifloat/checkpoint_tensors.h"
@@ -121,7 +122,8 @@ void check_global_scales(const fs::path& in, const ConvertOptions& o, const Plan
           p.scheme_name, ") and the recipe's target for '", p.output, "' is ", target, ": --format ", to_string(format),
           " cannot hold it as it is (convert re-lays out MXFP4, including gpt-oss's expert blocks "
           "and per-expert weights, MXFP8, NVFP4 and FP8 blocks with F32 or power-of-two scales, in whole blocks; "
-          "gpt-oss's expert blocks go to MXFP4 only), and never copies it under names the format does not read; "
+          "gpt-oss's expert blocks go to MXFP4 only; integer pairs packed in words go to compressed-tensors, awq and "
+          "gptq), and never copies it under names the format does not read; "
           "give it a scheme target, or bf16 / f32 to dequantize it; nothing was written"));
 }
 
@@ -257,6 +259,30 @@ Step requantized_step(const SafetensorsFile& f, const QuantizedPair& p, const st
   return s;
 }
 
+// An integer pair kept ("keep") in a format that packs integers (compressed-tensors, awq, gptq): re-laid out with
+// its numbers (int4_relayout.h). Into awq or gptq, any other pair is refused: they hold nothing else.
+std::optional<Step> int_pair_step(const SafetensorsFile& f, const QuantizedPair& p, const Recipe& recipe,
+                                  WriteFormat format) {
+  detail::IntPacking to{};
+  if (!detail::int_packing_of(format, to)) return std::nullopt;
+  const std::string target = recipe.target_for(p.output, 2, true);
+  const bool packed_int = p.form == PairForm::integer && f.find(p.weight)->dtype == DType::I32;
+  if (packed_int && target == "keep") {
+    detail::check_module_weight(format, f.path(), p.output);
+    Step s{f.find(p.weight), target, std::nullopt, &p};
+    s.format = format;
+    s.int_relayout = std::make_shared<const detail::IntRelayout>(detail::plan_int_relayout(f, p, to));
+    return s;
+  }
+  if (format == WriteFormat::compressed_tensors) return std::nullopt;
+  if (target == "bf16" || target == "f32") return Step{f.find(p.weight), target, std::nullopt, &p};  // dequantized
+  throw std::invalid_argument(cat(f.path().string(), ": tensor '", p.weight, "' (", to_string(p.form), " pair, ",
+                                  p.scheme_name, ", target ", target, "): --format ", to_string(format),
+                                  " holds integer pairs packed in words (compressed-tensors pack-quantized, AutoAWQ, "
+                                  "AutoGPTQ) kept as they are, and nothing else; give it bf16 / f32 to dequantize it, "
+                                  "or write it as minifloat or compressed-tensors; nothing was written"));
+}
+
 // A pair already in IN, by its target:
 //   - the very scheme it holds ("keep" counts as that): its codes and block scales are the bytes the format writes
 //     (MXFP4 and MXFP8 with one E8M0 scale per 32 elements; NVFP4's e4m3 scales per 16; FP8 blocks with F32 scales
@@ -270,6 +296,7 @@ Step requantized_step(const SafetensorsFile& f, const QuantizedPair& p, const st
 // anything is written.
 std::optional<Step> plan_pair(const SafetensorsFile& f, const QuantizedPair& p, const Recipe& recipe,
                               WriteFormat format, std::optional<detail::WrittenKind> kind) {
+  if (std::optional<Step> s = int_pair_step(f, p, recipe, format)) return s;
   if (p.form == PairForm::blocks) return plan_blocks(f, p, recipe, format, kind);
   const std::string target = recipe.target_for(p.output, 2, true);
   const std::optional<Scheme> held = detail::held_scheme(p);
@@ -303,6 +330,11 @@ std::optional<detail::WrittenKind> written_kind(const Recipe& recipe, WriteForma
   }
   if (format == WriteFormat::deepseek) detail::check_deepseek(recipe);
   if (format == WriteFormat::deepseek || format == WriteFormat::minifloat) return std::nullopt;
+  if (format == WriteFormat::awq || format == WriteFormat::gptq) {
+    detail::check_int_recipe(recipe, format);
+    return std::nullopt;
+  }
+  if (format == WriteFormat::compressed_tensors && detail::keeps_only(recipe)) return std::nullopt;
   return detail::recipe_kind(recipe, format);
 }
 
@@ -388,6 +420,22 @@ void check_gpt_oss_experts(const fs::path& in, const Planner& plan, const Recipe
   }
 }
 
+// AWQ's and GPTQ's config has one width and group size: every integer pair re-laid out there shares them (a job
+// array's job sees only its shards).
+void check_int_configs(const fs::path& in, const ConvertOptions& o, const Planner& plan, WriteFormat format) {
+  const Checkpoint c = open_checkpoint(in);
+  std::vector<detail::IntRelayout> planned;
+  for (std::size_t i = 0; i < c.shards.size(); ++i) {
+    if (!shard_is_mine(i, o.job_index, o.job_count)) continue;
+    const SafetensorsFile f = read_safetensors(c.shard_path(i));
+    std::vector<QuantizedPair> pairs;
+    for (const Step& s : plan(f, pairs)) {
+      if (s.int_relayout) planned.push_back(*s.int_relayout);
+    }
+  }
+  detail::check_one_int_config(format, planned);
+}
+
 }  // namespace
 
 ConvertReport convert_checkpoint(const fs::path& in, const fs::path& out, const Recipe& recipe,
@@ -399,6 +447,7 @@ ConvertReport convert_checkpoint(const fs::path& in, const fs::path& out, const 
   return detail::run_plan(in, out, options, plan, false, &recipe, [&] {
     if (format == WriteFormat::compressed_tensors) check_global_scales(in, options, plan);  // nvfp4 targets only
     if (format == WriteFormat::gpt_oss && options.job_count == 1) check_gpt_oss_experts(in, plan, recipe);
+    if (format == WriteFormat::awq || format == WriteFormat::gptq) check_int_configs(in, options, plan, format);
   });
 }
 

@@ -172,6 +172,8 @@ std::vector<Spec> specs_of(const std::vector<Step>& steps, bool bf16_out, std::v
     const std::vector<std::uint64_t>& shape = s.pair ? s.pair->output_shape : t.shape;
     if (s.move) {
       move_specs(specs, s);
+    } else if (s.int_relayout) {
+      specs.insert(specs.end(), s.int_relayout->specs.begin(), s.int_relayout->specs.end());
     } else if (s.scheme && s.experts) {
       const std::vector<Spec> d = detail::gpt_oss_specs(t.name, t.shape[0], t.shape[1], t.shape[2]);
       specs.insert(specs.end(), d.begin(), d.end());
@@ -290,6 +292,12 @@ std::optional<TensorReport> produce(const SafetensorsFile& f, const Step& s, std
                                     bool bf16_out, int threads, Scratch& scratch) {
   const SafetensorsTensor& t = *s.in;
   if (s.relayout) return produce_relayout(f, s, k, w);
+  if (s.int_relayout) {
+    for (const std::vector<std::byte>& bytes : detail::int_relayout_tensors(f, *s.pair, *s.int_relayout)) {
+      w.write_tensor(k++, bytes);
+    }
+    return TensorReport{s.pair->output, s.pair->scheme_name + " re-laid out", 0, 0, 0};
+  }
   if (s.scheme) return produce_quantized(f, s, k, w, threads, scratch);
   if (s.pair) {
     scratch.y = dequantize_pair(f, *s.pair, threads);

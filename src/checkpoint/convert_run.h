@@ -14,6 +14,7 @@
 
 #include "dialect_writer.h"
 #include "expert_relayout.h"
+#include "int4_relayout.h"
 #include "minifloat/checkpoint_commands.h"
 #include "minifloat/checkpoint_tensors.h"
 
@@ -38,6 +39,7 @@ struct Step {
   ScaleRecode recode = ScaleRecode::none;  // relayout: the block scales rewritten exactly into the target's format
   std::shared_ptr<const detail::ExpertMove> move =
       nullptr;  // relayout of MoE experts to or from gpt-oss's fused blocks
+  std::shared_ptr<const detail::IntRelayout> int_relayout = nullptr;  // `pair`, an integer one, in another packing
 };
 
 using Planner = std::function<std::vector<Step>(const SafetensorsFile&, std::vector<QuantizedPair>&)>;

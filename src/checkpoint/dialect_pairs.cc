@@ -464,75 +464,91 @@ std::uint32_t field_down(const std::byte* words, std::uint64_t width, std::uint6
   return static_cast<std::uint32_t>((two >> (at % 32)) & ((1u << b) - 1));
 }
 
-std::vector<float> dequantize_awq_gptq(const SafetensorsFile& file, const QuantizedPair& p, bool unit) {
-  const SafetensorsTensor& w = *file.find(p.weight);
-  const SafetensorsTensor& z = *file.find(p.zero_point);
-  const auto rows = static_cast<std::uint64_t>(p.shape[0]), cols = static_cast<std::uint64_t>(p.shape[1]);
-  std::vector<float> scales = pair_scale_values(file, p);  // [groups, R]
-  if (unit) std::fill(scales.begin(), scales.end(), 1.0f);
-  const std::byte* q = file.bytes(w).data();
-  const std::byte* zp = file.bytes(z).data();
-  const SafetensorsTensor* g = p.group_index.empty() ? nullptr : file.find(p.group_index);
-  const int b = p.bits;
-  const std::uint32_t mask = (1u << b) - 1;
-  std::vector<float> out(rows * cols);
-  for (std::uint64_t k = 0; k < cols; ++k) {
-    const std::uint64_t grp =
-        g ? static_cast<std::uint64_t>(int_at(*g, file.bytes(*g), k)) : k / static_cast<std::uint64_t>(p.block_cols);
-    for (std::uint64_t n = 0; n < rows; ++n) {
-      std::int64_t code = 0, zero = 0;
-      if (p.packing == QuantizedPair::Packing::awq) {  // qweight [C, R/8], qzeros [G, R/8]: nibbles interleaved
-        const int shift = 4 * kAwqNibble[n % 8];
-        code = (word_at(q, k * (rows / 8) + n / 8) >> shift) & 15;
-        zero = (word_at(zp, grp * (rows / 8) + n / 8) >> shift) & 15;
-      } else {  // qweight [C b / 32, R] packed down the inputs; qzeros [G, R b / 32] along the outputs, zero - 1
-        code = field_down(q, rows, n, k * static_cast<std::uint64_t>(b), b, w.shape[0]);
-        const std::uint64_t zw = z.shape[1];
-        zero = static_cast<std::int64_t>((field_down(zp + 4 * grp * zw, 1, 0, n * b, b, zw) + 1) & mask);
-      }
-      out[n * cols + k] = static_cast<float>(code - zero) * scales[grp * rows + n];
+}  // namespace
+
+// AutoAWQ's words: qweight [C, R/8] and qzeros [G, R/8], output n at nibble kAwqNibble[n % 8] of word [line][n / 8];
+// no zero offset. AutoGPTQ's: qweight [C b / 32, R] packed down the inputs; qzeros [G, R b / 32] along the outputs,
+// stored as zero - 1 (read back masked: a stored 2^b - 1 is 0). compressed-tensors': weight_packed [R, W] along the
+// rows, weight_zero_point [R b / 32, G] down the rows, both as q + 2^(b-1) (so a missing zero point is 2^(b-1));
+// its I8 codes and unpacked zero points are signed.
+IntegerNumbers integer_numbers(const SafetensorsFile& f, const QuantizedPair& p) {
+  const SafetensorsTensor& w = *f.find(p.weight);
+  const SafetensorsTensor& s = *f.find(p.scale);
+  IntegerNumbers n;
+  n.rows = static_cast<std::uint64_t>(p.shape[0]);
+  n.cols = static_cast<std::uint64_t>(p.shape[1]);
+  n.bits = p.bits;
+  n.group = static_cast<std::uint64_t>(p.block_cols);
+  const bool ct = p.packing == QuantizedPair::Packing::compressed_tensors;
+  const bool packed = !ct || w.dtype == DType::I32;
+  n.groups = ct ? s.shape[1] : s.shape[0];
+  n.scale_dtype = s.dtype;
+  const std::vector<float> stored = pair_scale_values(f, p);  // ct [R, G]; AWQ, GPTQ [G, R]
+  n.scales.resize(n.rows * n.groups);
+  for (std::uint64_t r = 0; r < n.rows; ++r) {
+    for (std::uint64_t k = 0; k < n.groups; ++k) {
+      n.scales[r * n.groups + k] = stored[ct ? r * n.groups + k : k * n.rows + r];
     }
   }
-  return out;
+  const SafetensorsTensor* g = p.group_index.empty() ? nullptr : f.find(p.group_index);
+  n.group_of_col.resize(n.cols);
+  for (std::uint64_t c = 0; c < n.cols; ++c) {
+    n.group_of_col[c] = g ? static_cast<std::uint64_t>(int_at(*g, f.bytes(*g), c)) : c / n.group;
+    n.act_order = n.act_order || n.group_of_col[c] != c / n.group;
+  }
+  const int b = n.bits;
+  const auto ub = static_cast<std::uint64_t>(b);
+  const std::uint32_t mask = (1u << b) - 1;
+  const std::byte* q = f.bytes(w).data();
+  const SafetensorsTensor* z = p.zero_point.empty() ? nullptr : f.find(p.zero_point);
+  const std::span<const std::byte> zspan = z ? f.bytes(*z) : std::span<const std::byte>();
+  n.zero_stored = z != nullptr;
+  n.codes.resize(n.rows * n.cols);
+  n.zeros.assign(n.rows * n.groups, packed ? std::int32_t{1} << (b - 1) : 0);
+  for (std::uint64_t r = 0; r < n.rows; ++r) {
+    for (std::uint64_t c = 0; c < n.cols; ++c) {
+      std::int32_t code = 0;
+      if (p.packing == QuantizedPair::Packing::awq) {
+        code = static_cast<std::int32_t>((word_at(q, c * (n.rows / 8) + r / 8) >> (4 * kAwqNibble[r % 8])) & 15);
+      } else if (p.packing == QuantizedPair::Packing::gptq) {
+        code = static_cast<std::int32_t>(field_down(q, n.rows, r, c * ub, b, w.shape[0]));
+      } else if (packed) {
+        code = static_cast<std::int32_t>(field_down(q + 4 * r * w.shape[1], 1, 0, c * ub, b, w.shape[1]));
+      } else {
+        code = static_cast<std::int8_t>(q[r * n.cols + c]);
+      }
+      n.codes[r * n.cols + c] = static_cast<std::int16_t>(code);
+    }
+    if (z == nullptr) continue;
+    const std::byte* zp = zspan.data();
+    for (std::uint64_t k = 0; k < n.groups; ++k) {
+      std::int64_t zero = 0;
+      if (p.packing == QuantizedPair::Packing::awq) {
+        zero = (word_at(zp, k * (n.rows / 8) + r / 8) >> (4 * kAwqNibble[r % 8])) & 15;
+      } else if (p.packing == QuantizedPair::Packing::gptq) {
+        zero = (field_down(zp + 4 * k * z->shape[1], 1, 0, r * ub, b, z->shape[1]) + 1) & mask;
+      } else if (packed) {
+        zero = field_down(zp, n.groups, k, r * ub, b, z->shape[0]);
+      } else {
+        zero = int_at(*z, zspan, r * n.groups + k);
+      }
+      n.zeros[r * n.groups + k] = static_cast<std::int32_t>(zero);
+    }
+  }
+  return n;
 }
+
+namespace {
 
 // (q - zero point) x scale: each difference an integer of at most 9 bits, so the product is exact in f32 for BF16
 // and F16 scales (and rounded once for F32 ones), as compressed-tensors computes it in the scale's dtype.
 std::vector<float> dequantize_integer(const SafetensorsFile& file, const QuantizedPair& p, bool unit) {
-  const SafetensorsTensor& w = *file.find(p.weight);
-  const auto rows = static_cast<std::uint64_t>(p.shape[0]), cols = static_cast<std::uint64_t>(p.shape[1]);
-  std::vector<float> scales = pair_scale_values(file, p);
-  if (unit) std::fill(scales.begin(), scales.end(), 1.0f);
-  const std::uint64_t groups = file.find(p.scale)->shape[1], group = static_cast<std::uint64_t>(p.block_cols);
-  const bool packed = w.dtype == DType::I32;
-  const int b = p.bits;
-  const std::int64_t offset = packed ? std::int64_t{1} << (b - 1) : 0;  // stored as q + 2^(b-1)
-  const std::byte* codes = file.bytes(w).data();
-  const std::uint64_t row_words = packed ? w.shape[1] : 0;
-  const SafetensorsTensor* z = p.zero_point.empty() ? nullptr : file.find(p.zero_point);
-  const std::span<const std::byte> zspan = z ? file.bytes(*z) : std::span<const std::byte>();
-  const std::byte* zbytes = zspan.data();
-  const SafetensorsTensor* g = p.group_index.empty() ? nullptr : file.find(p.group_index);
-  std::vector<std::uint64_t> group_of_col(cols);
-  for (std::uint64_t c = 0; c < cols; ++c) {
-    group_of_col[c] = g ? static_cast<std::uint64_t>(int_at(*g, file.bytes(*g), c)) : c / group;
-  }
-  std::vector<float> out(rows * cols);
-  for (std::uint64_t r = 0; r < rows; ++r) {
-    for (std::uint64_t c = 0; c < cols; ++c) {
-      const std::int64_t q =
-          packed ? static_cast<std::int64_t>(field_down(codes + 4 * r * row_words, 1, 0, c * b, b, row_words)) - offset
-                 : static_cast<std::int8_t>(codes[r * cols + c]);
-      const std::uint64_t k = group_of_col[c];
-      std::int64_t zp = 0;
-      if (z != nullptr) {
-        if (packed) {  // packed down the rows: column k's words hold row r's at bit r x b
-          zp = static_cast<std::int64_t>(field_down(zbytes, groups, k, r * b, b, z->shape[0])) - offset;
-        } else {
-          zp = int_at(*z, zspan, r * groups + k);
-        }
-      }
-      out[r * cols + c] = static_cast<float>(q - zp) * scales[r * groups + k];
+  const IntegerNumbers n = integer_numbers(file, p);
+  std::vector<float> out(n.rows * n.cols);
+  for (std::uint64_t r = 0; r < n.rows; ++r) {
+    for (std::uint64_t c = 0; c < n.cols; ++c) {
+      const std::uint64_t i = r * n.groups + n.group_of_col[c];
+      out[r * n.cols + c] = static_cast<float>(n.codes[r * n.cols + c] - n.zeros[i]) * (unit ? 1.0f : n.scales[i]);
     }
   }
   return out;
@@ -545,8 +561,7 @@ std::vector<float> dequantize_dialect_pair(const SafetensorsFile& file, const Qu
   const SafetensorsTensor* s = file.find(p.scale);
   if (w == nullptr || s == nullptr) throw IoError(IoErrc::invalid_tensor_entry, file.path(), p.weight, "pair is gone");
   if (p.form == PairForm::integer) {
-    return p.packing == QuantizedPair::Packing::compressed_tensors ? dequantize_integer(file, p, unit)
-                                                                   : dequantize_awq_gptq(file, p, unit);
+    return dequantize_integer(file, p, unit);
   }
   const std::byte* codes = file.bytes(*w).data();
   const auto rows = static_cast<std::uint64_t>(p.shape[0]), cols = static_cast<std::uint64_t>(p.shape[1]);

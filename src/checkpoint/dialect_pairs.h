@@ -27,4 +27,21 @@ std::optional<Scheme> held_scheme(const QuantizedPair& pair);
 std::vector<float> dequantize_dialect_pair(const SafetensorsFile& file, const QuantizedPair& pair,
                                            bool unit_scales = false);
 
+// An integer pair's numbers (form integer: compressed-tensors pack-quantized or int-quantized, AutoAWQ GEMM,
+// AutoGPTQ), in the logical [R, C] orientation whatever the packing: value = (code - zero) x scale of (row, group of
+// the column). Codes and zeros are as stored: unsigned b-bit fields in the packed forms (compressed-tensors' packed
+// q + 2^(b-1), whose missing zero point is 2^(b-1); GPTQ's zero read back from zero - 1), signed in the I8 form.
+struct IntegerNumbers {
+  std::uint64_t rows = 0, cols = 0, groups = 0, group = 0;  // group: columns per group
+  int bits = 0;
+  std::vector<std::int16_t> codes;  // [R, C]
+  std::vector<std::int32_t> zeros;  // [R, groups]
+  bool zero_stored = false;         // the pair has a zero point tensor (AWQ and GPTQ always)
+  DType scale_dtype = DType::F32;
+  std::vector<float> scales;                // [R, groups], each its stored value exactly
+  std::vector<std::uint64_t> group_of_col;  // [C]: the group index, or c / group
+  bool act_order = false;                   // some column's group is not c / group
+};
+IntegerNumbers integer_numbers(const SafetensorsFile& file, const QuantizedPair& pair);
+
 }  // namespace mf::io::detail

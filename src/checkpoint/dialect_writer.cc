@@ -16,6 +16,7 @@
 #include <stdexcept>
 
 #include "../io/file.h"
+#include "int4_relayout.h"
 #include "minifloat/codec.h"
 #include "minifloat/scale.h"
 
@@ -28,7 +29,8 @@ using detail::WrittenKind;
 
 constexpr WriteFormat kFormats[] = {
     WriteFormat::minifloat, WriteFormat::compressed_tensors, WriteFormat::modelopt, WriteFormat::transformers_fp8,
-    WriteFormat::gpt_oss,   WriteFormat::deepseek,           WriteFormat::gguf};
+    WriteFormat::gpt_oss,   WriteFormat::deepseek,           WriteFormat::gguf,     WriteFormat::awq,
+    WriteFormat::gptq};
 
 bool element_is(const Scheme& s, const Format& f) { return s.element.format != nullptr && *s.element.format == f; }
 
@@ -64,6 +66,8 @@ bool expresses(WriteFormat f, WrittenKind k) {
     case WriteFormat::gpt_oss: return k == WrittenKind::mxfp4;
     case WriteFormat::deepseek: return k == WrittenKind::fp8_block;  // V4's FP8 + FP4 mix: check_deepseek
     case WriteFormat::gguf: return k == WrittenKind::mxfp4;          // ggml's MXFP4 (GGUF's float types: gguf_recipe)
+    case WriteFormat::awq:
+    case WriteFormat::gptq: return false;  // integer pairs re-laid out only (int4_relayout.h)
   }
   return false;
 }
@@ -144,15 +148,28 @@ Json ct_group(WrittenKind k, const Json& targets) {
 // the others list their modules by name, which compressed-tensors matches first (exact names before regexes before
 // class names); each group names its own format and the top level says "mixed-precision", as
 // QuantizationConfig.from_pretrained writes it for several formats.
+// Integer pairs re-laid out (pack-quantized) are groups of their own, by name, or targeting Linear when alone.
 Json compressed_tensors_config(const std::map<WrittenKind, std::vector<std::string>>& modules,
-                               const std::vector<std::string>& ignore) {
-  WrittenKind most = modules.begin()->first;
-  for (const auto& [k, names] : modules) most = names.size() > modules.at(most).size() ? k : most;
+                               const std::vector<detail::IntGroup>& ints, const std::vector<std::string>& ignore) {
   Json groups = Json::object();
-  for (const auto& [k, names] : modules) {
-    groups[cat("group_", groups.size())] = ct_group(k, k == most ? Json::array({"Linear"}) : Json(names));
+  std::string format = "pack-quantized";
+  if (!modules.empty()) {
+    WrittenKind most = modules.begin()->first;
+    for (const auto& [k, names] : modules) most = names.size() > modules.at(most).size() ? k : most;
+    for (const auto& [k, names] : modules) {
+      groups[cat("group_", groups.size())] = ct_group(k, k == most ? Json::array({"Linear"}) : Json(names));
+    }
+    format = ct_format(most);
   }
-  const std::string format = modules.size() == 1 ? ct_format(most) : "mixed-precision";
+  const bool linear = modules.empty() && ints.size() == 1;
+  for (const detail::IntGroup& g : ints) {
+    groups[cat("group_", groups.size())] = {{"format", "pack-quantized"},
+                                            {"input_activations", nullptr},
+                                            {"output_activations", nullptr},
+                                            {"targets", linear ? Json::array({"Linear"}) : Json(g.modules)},
+                                            {"weights", Json::parse(g.weights_json)}};
+  }
+  if (groups.size() > 1) format = "mixed-precision";
   return {{"config_groups", groups},
           {"format", format},
           {"global_compression_ratio", nullptr},
@@ -173,7 +190,7 @@ std::map<WrittenKind, std::vector<std::string>> ct_modules(const std::vector<std
   for (const std::filesystem::path& p : shards) {
     const SafetensorsFile f = read_safetensors(p);
     for (const SafetensorsTensor& t : f.tensors()) {
-      if (t.name.ends_with(".weight_packed")) {
+      if (t.name.ends_with(".weight_packed") && t.dtype != DType::I32) {  // I32: integers (ct_int_groups)
         const std::string m = t.name.substr(0, t.name.size() - 14);
         out[f.find(m + ".weight_global_scale") ? WrittenKind::nvfp4 : WrittenKind::mxfp4].push_back(m);
       } else if (t.name.ends_with(".weight") && t.dtype == DType::F8_E4M3) {
@@ -258,7 +275,8 @@ WriteFormat write_format_named(std::string_view name) {
   }
   throw std::invalid_argument(
       cat("unknown --format '", name,
-          "' (known: minifloat, compressed-tensors, modelopt, transformers-fp8, gpt-oss, deepseek, gguf)"));
+          "' (known: minifloat, compressed-tensors, modelopt, transformers-fp8, gpt-oss, deepseek, gguf, awq, "
+          "gptq)"));
 }
 
 std::string_view to_string(WriteFormat f) {
@@ -270,6 +288,8 @@ std::string_view to_string(WriteFormat f) {
     case WriteFormat::gpt_oss: return "gpt-oss";
     case WriteFormat::deepseek: return "deepseek";
     case WriteFormat::gguf: return "gguf";
+    case WriteFormat::awq: return "awq";
+    case WriteFormat::gptq: return "gptq";
   }
   return "?";
 }
@@ -277,6 +297,10 @@ std::string_view to_string(WriteFormat f) {
 void check_write_format(const Recipe& recipe, WriteFormat format) {
   if (format == WriteFormat::deepseek) {
     detail::check_deepseek(recipe);
+  } else if (format == WriteFormat::awq || format == WriteFormat::gptq) {
+    detail::check_int_recipe(recipe, format);
+  } else if (format == WriteFormat::compressed_tensors && detail::keeps_only(recipe)) {
+    return;  // the stored pairs re-laid out, nothing quantized (int4_relayout.h)
   } else if (format != WriteFormat::minifloat) {
     detail::recipe_kind(recipe, format);
   }
@@ -288,6 +312,7 @@ bool deepseek_expresses(const Recipe& r);
 
 // "minifloat, ..." for a recipe: the formats whose forms hold every scheme target.
 std::string formats_that_can(const Recipe& r, const std::set<std::optional<WrittenKind>>& kinds) {
+  if (keeps_only(r)) return "minifloat, compressed-tensors, awq, gptq";  // the stored pairs re-laid out
   std::string can = "minifloat";
   if (kinds.size() == 1 && *kinds.begin()) {
     for (const WriteFormat f : kFormats) {
@@ -456,16 +481,22 @@ std::string dialect_config(std::string_view text, const Recipe& recipe, WriteFor
                            const std::vector<std::filesystem::path>& shards) {
   Json config = Json::parse(text);
   if (!config.is_object()) throw std::invalid_argument("config.json is not a JSON object");
+  const std::vector<std::string> ignore = listed(f, unquantized_modules(shards));
+  if (f == WriteFormat::awq || f == WriteFormat::gptq) {
+    config["quantization_config"] = Json::parse(detail::int_quantization_config(f, shards, ignore));
+    return config.dump(2) + "\n";
+  }
+  if (f == WriteFormat::compressed_tensors) {
+    std::map<WrittenKind, std::vector<std::string>> modules = ct_modules(shards);
+    const std::vector<detail::IntGroup> ints = detail::ct_int_groups(shards);
+    // a job array's merge with nothing quantized: the recipe's kind
+    if (modules.empty() && ints.empty()) modules[recipe_kind(recipe, f)] = {};
+    config["quantization_config"] = compressed_tensors_config(modules, ints, ignore);
+    return config.dump(2) + "\n";
+  }
   const WrittenKind k = recipe_kind(recipe, f);
   if (f == WriteFormat::gpt_oss) {
     config["quantization_config"] = gpt_oss_config();
-    return config.dump(2) + "\n";
-  }
-  const std::vector<std::string> ignore = listed(f, unquantized_modules(shards));
-  if (f == WriteFormat::compressed_tensors) {
-    std::map<WrittenKind, std::vector<std::string>> modules = ct_modules(shards);
-    if (modules.empty()) modules[k] = {};  // a job array's merge with nothing quantized: the recipe's kind
-    config["quantization_config"] = compressed_tensors_config(modules, ignore);
   } else {
     config["quantization_config"] =
         f == WriteFormat::modelopt ? modelopt_config(k, ignore) : transformers_fp8_config(k, ignore);
