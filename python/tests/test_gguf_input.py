@@ -198,7 +198,7 @@ def smollm2():
     return Path(spec.submodule_search_locations[0]) / "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
-@pytest.mark.parametrize("recipe", ["f16", "bf16", "q8_0", "mxfp4"])
+@pytest.mark.parametrize("recipe", ["q8_0", "mxfp4"])  # f16 and bf16: on the tiny models above (gguf-py is slow here)
 def test_smollm2_q4_1_requantized(tmp_path, recipe):
     gguf = need("gguf")
     src = smollm2()
