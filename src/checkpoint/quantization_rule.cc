@@ -124,6 +124,16 @@ std::string upper(std::string s) {
 
 }  // namespace
 
+int declared_packed_bits(const std::optional<HfConfig>& config) {
+  int bits = 0;
+  for (const QuantGroup& g : config ? config->groups : std::vector<QuantGroup>{}) {
+    if (g.type != "int" || g.format != "pack-quantized") continue;
+    if (bits != 0 && g.num_bits != bits) return 0;
+    bits = g.num_bits;
+  }
+  return bits;
+}
+
 bool activation_scale(const SafetensorsTensor& t) {
   if (!is_float(t.dtype)) return false;
   for (const char* suffix : {".input_scale", ".output_scale", ".k_scale", ".v_scale", ".q_scale", ".prob_scale",
@@ -215,8 +225,37 @@ Declaration checkpoint_declaration(const Checkpoint& c, ConfigRules rules) {
 }
 
 QuantizationRule::QuantizationRule(Declaration declaration, std::filesystem::path where,
-                                   std::vector<std::string> passthrough)
-    : declaration_(std::move(declaration)), where_(std::move(where)), passthrough_(std::move(passthrough)) {}
+                                   std::vector<std::string> passthrough,
+                                   const std::map<std::string, std::string>* weight_map)
+    : declaration_(std::move(declaration)),
+      where_(std::move(where)),
+      passthrough_(std::move(passthrough)),
+      weight_map_(weight_map) {}
+
+// The names a weight's scale (or a scale's weight) has in the pair forms, where the index puts one in a shard other
+// than `shard`: " (its ... 'X' is in shard S ...)", else "". DeepSeek's releases split a weight and its scale across
+// shards ("The deepseek model often splits a module's weight and weight_scale_inv tensors across different files",
+// vllm-project/compressed-tensors #641, checkpoints-in-the-wild.md 2.4).
+std::string QuantizationRule::partner_elsewhere(const std::string& name, const std::filesystem::path& shard) const {
+  if (weight_map_ == nullptr) return "";
+  std::vector<std::string> partners{name + "_scale_inv", name + "_scale"};
+  const auto stem = [&](std::string_view suffix) { return name.substr(0, name.size() - suffix.size()); };
+  if (name.ends_with(".weight")) partners.push_back(stem(".weight") + ".scale");
+  if (name.ends_with(".weight_packed")) partners.push_back(stem(".weight_packed") + ".weight_scale");
+  if (name.ends_with("_scale_inv")) partners.push_back(stem("_scale_inv"));
+  if (name.ends_with(".scale")) partners.push_back(stem(".scale") + ".weight");
+  if (name.ends_with(".weight_scale")) partners.push_back(stem("_scale") + "_packed");
+  if (name.ends_with("_scale")) partners.push_back(stem("_scale"));
+  for (const std::string& p : partners) {
+    const auto it = weight_map_->find(p);
+    if (it != weight_map_->end() && it->second != shard.filename().string()) {
+      return cat(" (its partner '", p, "' is in shard ", it->second,
+                 ": the index puts a weight and its scale in different shards, and minifloat pairs them only within "
+                 "one shard)");
+    }
+  }
+  return "";
+}
 
 void RuleProblem::raise() const {
   if (tensor.empty()) throw IoError(code, file, detail);
@@ -267,14 +306,14 @@ std::optional<RuleProblem> QuantizationRule::problem(const SafetensorsFile& file
       const std::string declared = declaration_.method.empty()
                                        ? std::string("config.json declares no quantization")
                                        : cat("config.json declares quantization '", declaration_.method, "'");
-      first = RuleProblem{
-          IoErrc::not_dequantizable, file.path(), t.name,
-          cat(dtype_name(t.dtype), " ", shape_of(t), " looks quantized (by its ",
-              quantized_dtype(t.dtype) ? "dtype" : "name", ") but is part of no pair minifloat reads (", declared,
-              "): a quantized tensor or "
-              "quantization parameter is never copied as a weight nor quantized as one, so nothing "
-              "was written. dequantize --passthrough '",
-              t.name, "' copies it unchanged on purpose")};
+      first = RuleProblem{IoErrc::not_dequantizable, file.path(), t.name,
+                          cat(dtype_name(t.dtype), " ", shape_of(t), " looks quantized (by its ",
+                              quantized_dtype(t.dtype) ? "dtype" : "name", ") but is part of no pair minifloat reads",
+                              partner_elsewhere(t.name, file.path()), " (", declared,
+                              "): a quantized tensor or "
+                              "quantization parameter is never copied as a weight nor quantized as one, so nothing "
+                              "was written. dequantize --passthrough '",
+                              t.name, "' copies it unchanged on purpose")};
     }
   }
   return first;
@@ -300,7 +339,8 @@ void QuantizationRule::finish() const {
 }
 
 void check_understood(const Checkpoint& c, const std::vector<std::string>& passthrough) {
-  const QuantizationRule rule(checkpoint_declaration(c), c.index_path.value_or(c.directory), passthrough);
+  const QuantizationRule rule(checkpoint_declaration(c), c.index_path.value_or(c.directory), passthrough,
+                              &c.index.weight_map);
   for (std::size_t i = 0; i < c.shards.size(); ++i) {
     const SafetensorsFile f = read_safetensors(c.shard_path(i));
     rule.shard(f, find_pairs(f));

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <span>
 #include <string>
@@ -40,6 +41,10 @@ struct Declaration {
 };
 Declaration declaration_of(const std::optional<HfConfig>& config);
 
+// The one num_bits of the config's compressed-tensors pack-quantized integer groups, 0 when there are none or they
+// differ: find_pairs' packed_bits for a checkpoint read headers-only.
+int declared_packed_bits(const std::optional<HfConfig>& config);
+
 // Float tensors that hold activation or KV-cache scales (static FP8 input scales, k_scale / v_scale).
 bool activation_scale(const SafetensorsTensor& t);
 
@@ -57,7 +62,10 @@ class QuantizationRule {
  public:
   // `where`: the checkpoint (for messages). `passthrough`: globs the user named to copy unchanged on purpose
   // (dequantize --passthrough): those tensors count as plain.
-  QuantizationRule(Declaration declaration, std::filesystem::path where, std::vector<std::string> passthrough = {});
+  // `weight_map`: the checkpoint's index (kept by pointer), to name a tensor's partner that the index puts in another
+  // shard: pairs are found within one shard, so such a weight and its scale are refused, saying so.
+  QuantizationRule(Declaration declaration, std::filesystem::path where, std::vector<std::string> passthrough = {},
+                   const std::map<std::string, std::string>* weight_map = nullptr);
 
   // The role of each tensor of `file` (in file order), given the pairs find_pairs found in it. Throws IoError
   // (not_dequantizable) at the first tensor not understood, naming the file, the tensor, its dtype and shape and
@@ -80,6 +88,8 @@ class QuantizationRule {
   Declaration declaration_;
   std::filesystem::path where_;
   std::vector<std::string> passthrough_;
+  const std::map<std::string, std::string>* weight_map_ = nullptr;
+  std::string partner_elsewhere(const std::string& name, const std::filesystem::path& shard) const;
 };
 
 // The checkpoint's declaration (its config.json and hf_quant_config.json, read by `rules`); a config that fails its
