@@ -363,3 +363,73 @@ def gpt_oss_config(c):
             "intermediate_size": c["inter"], "vocab_size": c["vocab"], "torch_dtype": "bfloat16",
             "quantization_config": {"quant_method": "mxfp4", "modules_to_not_convert": [
                 "model.layers.*.self_attn", "model.layers.*.mlp.router", "model.embed_tokens", "lm_head"]}}
+
+
+# ---- ModelOpt NVFP4 (section 6): W U8 [R, C/2] + W_scale F8_E4M3 [R, C/16] + W_scale_2 F32 [] (+ input_scale) ----
+
+def nvfp4_parts(name, shape):
+    return [(name + ".weight", "U8", [shape[0], shape[1] // 2]),
+            (name + ".weight_scale", "F8_E4M3", [shape[0], shape[1] // 16]),
+            (name + ".weight_scale_2", "F32", []), (name + ".input_scale", "F32", [])]
+
+
+# nvidia/DeepSeek-R1-0528-FP4: DeepSeek-V3's layout (V3 above, without the MTP layer) with every MLP linear (dense,
+# shared and routed experts) NVFP4, as the catalogue's listing shows for the dense layer's down_proj [7168, 9216] U8
+# with weight_scale [7168, 1152] and gate_proj [18432, 3584] (6.2); attention, router, embeddings and head BF16 (the
+# attention's form is this replica's assumption).
+R1_NVFP4 = dict(V3, mtp=0)
+R1_NVFP4_QUANT = {"quant_method": "modelopt", "quant_algo": "NVFP4", "producer": {"name": "modelopt"},
+                  "config_groups": {"group_0": {"weights": {"dynamic": False, "num_bits": 4, "type": "float",
+                                                            "group_size": 16}, "targets": ["Linear"]}},
+                  "ignore": ["lm_head", "model.embed_tokens", "model.layers.*.self_attn", "model.layers.*.mlp.gate"]}
+
+
+def nvfp4_mlp(tensors):
+    """V3's tensors with every MLP linear's FP8 weight and scale replaced by ModelOpt's NVFP4 parts, the rest of the
+    FP8 (attention) dequantized to BF16."""
+    out = []
+    for name, dtype, shape in tensors:
+        if name.endswith("_scale_inv"):
+            continue
+        if dtype == "F8_E4M3" and ".mlp." in name:
+            out += nvfp4_parts(name[: -len(".weight")], shape)
+        else:
+            out.append((name, "BF16" if dtype == "F8_E4M3" else dtype, shape))
+    return out
+
+
+# ---- AutoAWQ GEMM (section 7.1): M.qweight I32 [C, R/8], M.qzeros I32 [C/G, R/8], M.scales F16 [C/G, R] ----
+
+def awq_tensors(c, group=128):
+    h, hd = c["hidden"], c["head_dim"]
+
+    def awq(name, rows, cols):
+        return [(name + ".qweight", "I32", [cols, rows // 8]), (name + ".qzeros", "I32", [cols // group, rows // 8]),
+                (name + ".scales", "F16", [cols // group, rows])]
+
+    t = [("model.embed_tokens.weight", "F16", [c["vocab"], h])]
+    for n in range(c["layers"]):
+        p = f"model.layers.{n}."
+        a = p + "self_attn."
+        q, kv = c["heads"] * hd, c["kv_heads"] * hd
+        for proj, rows in (("q_proj", q), ("k_proj", kv), ("v_proj", kv)):
+            t += awq(a + proj, rows, h) + [(a + proj + ".bias", "F16", [rows])]
+        t += awq(a + "o_proj", h, q)
+        m = p + "mlp."
+        t += awq(m + "gate_proj", c["inter"], h) + awq(m + "up_proj", c["inter"], h) + awq(m + "down_proj", h, c["inter"])
+        t += [(p + "input_layernorm.weight", "F16", [h]), (p + "post_attention_layernorm.weight", "F16", [h])]
+    return t + [("model.norm.weight", "F16", [h]), ("lm_head.weight", "F16", [c["vocab"], h])]
+
+
+# Qwen/Qwen2.5-72B-Instruct-AWQ (its config.json: hidden 8192, 80 layers, 64 heads and 8 KV heads of 128,
+# intermediate 29568, vocabulary 152064; quantization_config as 7.1 gives AutoAWQ's, group 128).
+QWEN25_72B = dict(hidden=8192, layers=80, heads=64, kv_heads=8, head_dim=128, inter=29568, vocab=152064)
+
+
+def awq_config(c):
+    return {"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "hidden_size": c["hidden"],
+            "num_hidden_layers": c["layers"], "num_attention_heads": c["heads"],
+            "num_key_value_heads": c["kv_heads"], "intermediate_size": c["inter"], "vocab_size": c["vocab"],
+            "torch_dtype": "float16", "tie_word_embeddings": False,
+            "quantization_config": {"bits": 4, "group_size": 128, "modules_to_not_convert": None,
+                                    "quant_method": "awq", "version": "gemm", "zero_point": True}}

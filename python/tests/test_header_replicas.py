@@ -43,8 +43,9 @@ def expected_schemes(tensors):
     by = {n: (d, s) for n, d, s in tensors}
     out = Counter()
     for name, dtype, shape in tensors:
-        if dtype == "F8_E4M3":
-            sname = name + "_scale_inv" if name + "_scale_inv" in by else name[: -len(".weight")] + ".scale"
+        release_scale = name[: -len(".weight")] + ".scale"
+        if dtype == "F8_E4M3" and (name + "_scale_inv" in by or (name.endswith(".weight") and release_scale in by)):
+            sname = name + "_scale_inv" if name + "_scale_inv" in by else release_scale
             sd, ss = by[sname]
             br, bc = (1, 32) if ss[1] * 32 == shape[1] and ss[0] == shape[0] else (
                 math.ceil(shape[0] / ss[0]), math.ceil(shape[1] / ss[1]))
@@ -58,6 +59,10 @@ def expected_schemes(tensors):
             out["e2m1-1x32-ue8m0"] += 1
         elif name.endswith(".weight_packed"):
             out["int4-1x32-bf16"] += 1
+        elif dtype == "U8" and name.endswith(".weight") and by[name + "_scale"][0] == "F8_E4M3":
+            out["nvfp4"] += 1  # ModelOpt's two-level form: minifloat's scheme nvfp4
+        elif name.endswith(".qweight"):
+            out["awq-int4-1x128-f16"] += 1
     return out
 
 
@@ -106,6 +111,13 @@ FAMILIES = {
                             pairs_family("Qwen FP8 release (W + W_scale_inv with BF16 block scales)")),
     "gpt-oss-120b": (lambda: hr.gpt_oss_tensors(hr.GPT_OSS_120B), 15, lambda: hr.gpt_oss_config(hr.GPT_OSS_120B),
                      pairs_family("gpt-oss MXFP4 experts (X_blocks + X_scales)")),
+    # 80 shards: this replica's choice
+    "deepseek-r1-0528-nvfp4": (lambda: hr.nvfp4_mlp(hr.v3_tensors(hr.R1_NVFP4)), 80,
+                               lambda: hr.v3_config(hr.R1_NVFP4, hr.R1_NVFP4_QUANT),
+                               pairs_family("NVIDIA ModelOpt NVFP4")),
+    # 11 shards: this replica's choice
+    "qwen2.5-72b-instruct-awq": (lambda: hr.awq_tensors(hr.QWEN25_72B), 11, lambda: hr.awq_config(hr.QWEN25_72B),
+                                 pairs_family("AutoAWQ (qweight + qzeros + scales)")),
 }
 
 
@@ -194,7 +206,9 @@ def test_published_totals(replicas):
     published totals, each within the tolerance stated:
     - DeepSeek-V4-Pro: 1.6T parameters, about 865 GB in 64 shards (docs/spec.md#v4-memory, decimal GB): within 1%
       (this replica: 868.4 GB, 0.4% over: its 61 layers and 384 experts are assumed, see header_replica.py);
-    - gpt-oss-120b: 116.8B parameters, a 60.8 GiB checkpoint (openai/gpt-oss-120b model card): within 0.1%."""
+    - gpt-oss-120b: 116.8B parameters, a 60.8 GiB checkpoint (openai/gpt-oss-120b model card): within 0.1%;
+    - Qwen2.5-72B: 72.7B parameters (its model card; inspect counts an AWQ weight's R x C): within 0.1%;
+    - DeepSeek-R1-0528 in NVFP4: V3's 671B in the main model (the MTP layer left out), within 0.1%."""
     d, _, total, _ = replicas("deepseek-v4-pro")
     assert abs(total / 865e9 - 1) < 0.01, total
     r = inspected(d)
@@ -203,6 +217,10 @@ def test_published_totals(replicas):
     assert abs(total / (60.8 * 2**30) - 1) < 0.001, total
     r = inspected(d)
     assert abs(r["params"] / 116.8e9 - 1) < 0.001, r["params"]
+    r = inspected(replicas("qwen2.5-72b-instruct-awq")[0])
+    assert abs(r["params"] / 72.7e9 - 1) < 0.001, r["params"]
+    r = inspected(replicas("deepseek-r1-0528-nvfp4")[0])
+    assert abs(r["params"] / 671e9 - 1) < 0.001, r["params"]
 
 
 INSPECTED = {}
