@@ -56,8 +56,13 @@ class SafetensorsFile {
   const std::map<std::string, std::string>& metadata() const { return metadata_; }
   // In data order (ascending offsets; header order among empty tensors at one offset).
   const std::vector<SafetensorsTensor>& tensors() const { return tensors_; }
-  // The tensor named `name`, or nullptr (a binary search over a name index built once at parse time).
+  // The tensor named `name`, or nullptr (a binary search over a name index built once at parse time); past this
+  // file's own tensors, the ones borrowed from other files.
   const SafetensorsTensor* find(std::string_view name) const;
+  // Makes `from`'s tensor named `name` one that find() answers and bytes() reads (from `from`, which is kept),
+  // without listing it in tensors(): a weight's scale that a checkpoint's index puts in another shard, so that the
+  // pair is found and read in the weight's shard (borrow_partners, checkpoint_tensors.h). False if `from` has none.
+  bool borrow(std::shared_ptr<const SafetensorsFile> from, std::string_view name);
   // `tensor` must be one of tensors(). Throws std::logic_error naming the file and tensor when !has_data().
   std::span<const std::byte> bytes(const SafetensorsTensor& tensor) const;
   TensorView view(const SafetensorsTensor& tensor) const;
@@ -77,7 +82,13 @@ class SafetensorsFile {
                                std::shared_ptr<const void> owner, const std::filesystem::path& path);
   std::map<std::string, std::string> metadata_;
   std::vector<SafetensorsTensor> tensors_;
-  std::vector<std::size_t> by_name_;   // positions in tensors_, sorted by name: find() in O(log n)
+  std::vector<std::size_t> by_name_;  // positions in tensors_, sorted by name: find() in O(log n)
+  struct Borrowed {
+    std::shared_ptr<const SafetensorsFile> file;
+    const SafetensorsTensor* tensor;  // one of file->tensors()
+  };
+  std::vector<Borrowed> borrowed_;
+  const Borrowed* borrowed(const SafetensorsTensor& tensor) const;
   std::shared_ptr<const void> owner_;  // the mapping (or copied bytes) that data_ points into
   std::span<const std::byte> data_;    // the whole data section (empty when read headers-only)
   std::uint64_t data_size_ = 0;

@@ -226,36 +226,72 @@ Declaration checkpoint_declaration(const Checkpoint& c, ConfigRules rules) {
 
 QuantizationRule::QuantizationRule(Declaration declaration, std::filesystem::path where,
                                    std::vector<std::string> passthrough,
-                                   const std::map<std::string, std::string>* weight_map)
+                                   const std::map<std::string, std::string>* weight_map, bool across_shards)
     : declaration_(std::move(declaration)),
       where_(std::move(where)),
       passthrough_(std::move(passthrough)),
-      weight_map_(weight_map) {}
+      weight_map_(weight_map),
+      across_shards_(across_shards) {}
 
-// The names a weight's scale (or a scale's weight) has in the pair forms, where the index puts one in a shard other
-// than `shard`: " (its ... 'X' is in shard S ...)", else "". DeepSeek's releases split a weight and its scale across
-// shards ("The deepseek model often splits a module's weight and weight_scale_inv tensors across different files",
-// vllm-project/compressed-tensors #641, checkpoints-in-the-wild.md 2.4).
-std::string QuantizationRule::partner_elsewhere(const std::string& name, const std::filesystem::path& shard) const {
-  if (weight_map_ == nullptr) return "";
-  std::vector<std::string> partners{name + "_scale_inv", name + "_scale"};
+namespace {
+
+// A weight's scales in the pair forms (W_scale_inv; W_scale and W_scale_2; V4's X.scale; P.weight_scale).
+std::vector<std::string> scale_names(const std::string& name) {
+  std::vector<std::string> out{name + "_scale_inv", name + "_scale", name + "_scale_2"};
+  if (name.ends_with(".weight")) out.push_back(name.substr(0, name.size() - 7) + ".scale");
+  if (name.ends_with(".weight_packed")) out.push_back(name.substr(0, name.size() - 7) + "_scale");
+  return out;
+}
+
+// A scale's weight, by the same names.
+std::vector<std::string> weight_names(const std::string& name) {
+  std::vector<std::string> out;
   const auto stem = [&](std::string_view suffix) { return name.substr(0, name.size() - suffix.size()); };
-  if (name.ends_with(".weight")) partners.push_back(stem(".weight") + ".scale");
-  if (name.ends_with(".weight_packed")) partners.push_back(stem(".weight_packed") + ".weight_scale");
-  if (name.ends_with("_scale_inv")) partners.push_back(stem("_scale_inv"));
-  if (name.ends_with(".scale")) partners.push_back(stem(".scale") + ".weight");
-  if (name.ends_with(".weight_scale")) partners.push_back(stem("_scale") + "_packed");
-  if (name.ends_with("_scale")) partners.push_back(stem("_scale"));
-  for (const std::string& p : partners) {
-    const auto it = weight_map_->find(p);
-    if (it != weight_map_->end() && it->second != shard.filename().string()) {
-      return cat(" (its partner '", p, "' is in shard ", it->second,
-                 ": the index puts a weight and its scale in different shards, and minifloat pairs them only within "
-                 "one shard)");
+  if (name.ends_with("_scale_inv")) out.push_back(stem("_scale_inv"));
+  if (name.ends_with("_scale_2")) out.push_back(stem("_scale_2"));
+  if (name.ends_with(".scale")) out.push_back(stem(".scale") + ".weight");
+  if (name.ends_with(".weight_scale")) out.push_back(stem("_scale") + "_packed");
+  if (name.ends_with("_scale")) out.push_back(stem("_scale"));
+  return out;
+}
+
+}  // namespace
+
+std::optional<Partner> partner_in_other_shard(const std::string& name, const std::filesystem::path& shard,
+                                              const std::map<std::string, std::string>& weight_map) {
+  for (const bool weight : {false, true}) {
+    for (const std::string& p : weight ? weight_names(name) : scale_names(name)) {
+      const auto it = weight_map.find(p);
+      if (it != weight_map.end() && it->second != shard.filename().string()) return Partner{p, it->second, weight};
     }
   }
-  return "";
+  return std::nullopt;
 }
+
+void borrow_partners(SafetensorsFile& file, const Checkpoint& c, std::size_t shard) {
+  std::map<std::string, std::shared_ptr<const SafetensorsFile>> others;
+  for (const SafetensorsTensor& t : file.tensors()) {
+    for (const std::string& s : scale_names(t.name)) {
+      const auto it = c.index.weight_map.find(s);
+      if (it == c.index.weight_map.end() || it->second == c.shards[shard]) continue;
+      std::shared_ptr<const SafetensorsFile>& other = others[it->second];
+      if (!other)
+        other = std::make_shared<const SafetensorsFile>(read_shard(c.directory / it->second, !file.has_data()));
+      file.borrow(other, s);  // a name the index lists but the shard lacks: check_checkpoint names it
+    }
+  }
+}
+
+namespace {
+
+std::string partner_text(const std::optional<Partner>& p, bool across_shards) {
+  if (!p) return "";
+  return cat(" (its partner '", p->name, "' is in shard ", p->shard,
+             ": the index puts a weight and its scale in different shards",
+             across_shards ? "" : ", and this command pairs them only within one shard", ")");
+}
+
+}  // namespace
 
 void RuleProblem::raise() const {
   if (tensor.empty()) throw IoError(code, file, detail);
@@ -294,6 +330,12 @@ std::optional<RuleProblem> QuantizationRule::problem(const SafetensorsFile& file
     } else if (quantized_dtype(t.dtype) || quantized_name(t.name) || packed_beside_scale(file, t)) {
       r = TensorRole::not_understood;
     }
+    std::optional<Partner> elsewhere;
+    if (r == TensorRole::not_understood && weight_map_) {
+      elsewhere = partner_in_other_shard(t.name, file.path(), *weight_map_);
+    }
+    // A scale whose weight's shard borrowed it: the pair is found (or its weight refused) there.
+    if (elsewhere && elsewhere->is_weight && across_shards_) r = TensorRole::pair_part;
     roles.push_back(r);
     if (first) continue;
     if (!declaration_.not_read.empty() && (r == TensorRole::pair_part || r == TensorRole::not_understood)) {
@@ -309,7 +351,7 @@ std::optional<RuleProblem> QuantizationRule::problem(const SafetensorsFile& file
       first = RuleProblem{IoErrc::not_dequantizable, file.path(), t.name,
                           cat(dtype_name(t.dtype), " ", shape_of(t), " looks quantized (by its ",
                               quantized_dtype(t.dtype) ? "dtype" : "name", ") but is part of no pair minifloat reads",
-                              partner_elsewhere(t.name, file.path()), " (", declared,
+                              partner_text(elsewhere, across_shards_), " (", declared,
                               "): a quantized tensor or "
                               "quantization parameter is never copied as a weight nor quantized as one, so nothing "
                               "was written. dequantize --passthrough '",

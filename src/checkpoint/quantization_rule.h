@@ -63,9 +63,11 @@ class QuantizationRule {
   // `where`: the checkpoint (for messages). `passthrough`: globs the user named to copy unchanged on purpose
   // (dequantize --passthrough): those tensors count as plain.
   // `weight_map`: the checkpoint's index (kept by pointer), to name a tensor's partner that the index puts in another
-  // shard: pairs are found within one shard, so such a weight and its scale are refused, saying so.
+  // shard. With `across_shards` (inspect and verify, which borrow_partners), a scale whose weight is in another
+  // shard is a pair part (its pair is found in the weight's shard); without it (convert and dequantize, which pair
+  // within a shard), such a weight and its scale are refused, naming the partner and its shard.
   QuantizationRule(Declaration declaration, std::filesystem::path where, std::vector<std::string> passthrough = {},
-                   const std::map<std::string, std::string>* weight_map = nullptr);
+                   const std::map<std::string, std::string>* weight_map = nullptr, bool across_shards = false);
 
   // The role of each tensor of `file` (in file order), given the pairs find_pairs found in it. Throws IoError
   // (not_dequantizable) at the first tensor not understood, naming the file, the tensor, its dtype and shape and
@@ -89,8 +91,23 @@ class QuantizationRule {
   std::filesystem::path where_;
   std::vector<std::string> passthrough_;
   const std::map<std::string, std::string>* weight_map_ = nullptr;
-  std::string partner_elsewhere(const std::string& name, const std::filesystem::path& shard) const;
+  bool across_shards_ = false;
 };
+
+// A tensor's partner in the pair forms (a weight's W_scale_inv, W_scale, W_scale_2, X.scale, P.weight_scale; a
+// scale's weight) that `weight_map` puts in a shard other than `shard`: {partner, its shard, whether the partner is
+// the weight}, or nullopt.
+struct Partner {
+  std::string name, shard;
+  bool is_weight = false;
+};
+std::optional<Partner> partner_in_other_shard(const std::string& name, const std::filesystem::path& shard,
+                                              const std::map<std::string, std::string>& weight_map);
+
+// Borrows into `file` (shard `shard` of `c`, read headers-only or mapped) every scale of its weights that c's index
+// puts in another shard (SafetensorsFile::borrow), each other shard read as `file` was: find_pairs then finds the
+// pair in the weight's shard. DeepSeek's releases split them: vllm-project/compressed-tensors #641.
+void borrow_partners(SafetensorsFile& file, const Checkpoint& c, std::size_t shard);
 
 // The checkpoint's declaration (its config.json and hf_quant_config.json, read by `rules`); a config that fails its
 // rules is a declaration not read, with the rules' message.

@@ -274,10 +274,11 @@ void check_against_config(const HfConfig& config, const Shard& sh, ConfigCheck& 
   }
 }
 
-std::shared_ptr<Shard> open_shard(const std::filesystem::path& path, bool qat, const detail::QuantizationRule& rule,
+std::shared_ptr<Shard> open_shard(const Checkpoint& c, std::size_t s, bool qat, const detail::QuantizationRule& rule,
                                   bool headers_only, int packed_bits) {
   auto sh = std::make_shared<Shard>();
-  sh->file = read_shard(path, headers_only);
+  sh->file = read_shard(c.shard_path(s), headers_only);
+  detail::borrow_partners(sh->file, c, s);  // a scale the index puts in another shard: paired here
   sh->pairs = find_pairs(sh->file, packed_bits);
   rule.shard(sh->file, sh->pairs);  // every tensor understood, and the declaration read
   for (const SafetensorsTensor& t : sh->file.tensors()) {
@@ -348,7 +349,7 @@ VerifyReport verify_checkpoint(const std::filesystem::path& path, const VerifyOp
   if (const auto config = c.config_path()) r.config = read_hf_config(*config, options.rules);
   const bool qat = options.fp4_qat || (r.config && r.config->flags.mxfp4);
   const detail::QuantizationRule rule(detail::declaration_of(r.config), c.index_path.value_or(c.directory), {},
-                                      &c.index.weight_map);
+                                      &c.index.weight_map, true);
   // One job per pair, then one per FP8 routed expert, shard after shard: the pool hands them out in that order and
   // reports the first failure in it, so the tensor named is the one a sequential pass would have named.
   std::shared_ptr<Shard> current;
@@ -358,7 +359,7 @@ VerifyReport verify_checkpoint(const std::filesystem::path& path, const VerifyOp
   detail::run_in_order(detail::worker_count(options.threads), [&]() -> detail::Job {
     while (!current || job == current->jobs()) {
       if (shard == c.shards.size()) return {};
-      current = open_shard(c.shard_path(shard++), qat, rule, options.headers_only, packed_bits);
+      current = open_shard(c, shard++, qat, rule, options.headers_only, packed_bits);
       if (r.config) check_against_config(*r.config, *current, cc);
       r.pairs += current->pairs.size();  // counted as handed out: any failure throws the report away
       r.qat_tensors += current->qat.size();

@@ -241,10 +241,29 @@ SafetensorsFile parse_safetensors(std::span<const std::byte> bytes, const std::f
 const SafetensorsTensor* SafetensorsFile::find(std::string_view name) const {
   const auto it = std::lower_bound(by_name_.begin(), by_name_.end(), name,
                                    [this](std::size_t i, std::string_view n) { return tensors_[i].name < n; });
-  return it != by_name_.end() && tensors_[*it].name == name ? &tensors_[*it] : nullptr;
+  if (it != by_name_.end() && tensors_[*it].name == name) return &tensors_[*it];
+  for (const Borrowed& b : borrowed_) {
+    if (b.tensor->name == name) return b.tensor;
+  }
+  return nullptr;
+}
+
+bool SafetensorsFile::borrow(std::shared_ptr<const SafetensorsFile> from, std::string_view name) {
+  const SafetensorsTensor* t = from->find(name);
+  if (t == nullptr) return false;
+  borrowed_.push_back({std::move(from), t});
+  return true;
+}
+
+const SafetensorsFile::Borrowed* SafetensorsFile::borrowed(const SafetensorsTensor& tensor) const {
+  for (const Borrowed& b : borrowed_) {
+    if (b.tensor == &tensor) return &b;
+  }
+  return nullptr;
 }
 
 std::span<const std::byte> SafetensorsFile::bytes(const SafetensorsTensor& tensor) const {
+  if (const Borrowed* b = borrowed(tensor)) return b->file->bytes(tensor);
   // A headers-only reading promised never to touch tensor data: a caller that asks for it is a bug, named here.
   if (!has_data_) {
     throw std::logic_error(cat(path_.string(), ": tensor '", tensor.name,
@@ -254,6 +273,7 @@ std::span<const std::byte> SafetensorsFile::bytes(const SafetensorsTensor& tenso
 }
 
 void SafetensorsFile::release(const SafetensorsTensor& tensor) const {
+  if (const Borrowed* b = borrowed(tensor)) return b->file->release(tensor);
   if (!mapped_) return;
   // Whole pages inside the tensor only: its neighbours may still be in use.
   const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
