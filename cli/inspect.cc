@@ -14,7 +14,7 @@ namespace {
 
 struct InspectArgs {
   std::string path, rules = "auto";
-  bool stats = false, json = false;
+  bool stats = false, json = false, headers_only = false;
   int threads = 0;
 };
 
@@ -104,6 +104,8 @@ void register_inspect(CLI::App& app) {
       ->required();
   s->add_flag("--stats", a->stats, "per-tensor min, max, mean, rms (quantized pairs dequantized)");
   s->add_flag("--json", a->json, "machine-readable output");
+  s->add_flag("--headers-only", a->headers_only,
+              "read only the index, config.json and each shard's header: no tensor data (not with --stats)");
   s->add_option("--threads", a->threads, "worker threads for --stats (default: all cores)");
   s->add_option("--config-rules", a->rules,
                 "the rules config.json must pass: auto (by its quant_method), deepseek, deepinfer, "
@@ -112,7 +114,10 @@ void register_inspect(CLI::App& app) {
       ->capture_default_str();
   s->callback([a] {
     if (is_gguf(a->path)) return write_stdout(inspect_gguf(a->path, a->json));
-    const io::InspectReport r = io::inspect_checkpoint(a->path, a->stats, io::config_rules_named(a->rules), a->threads);
+    if (a->stats && a->headers_only)
+      throw UsageError("inspect: --stats reads the tensors' values; --headers-only does not");
+    const io::InspectReport r =
+        io::inspect_checkpoint(a->path, a->stats, io::config_rules_named(a->rules), a->threads, a->headers_only);
     write_stdout(a->json ? as_json(r) : as_text(r));
     // Listed, but what the other commands refuse: exit 2 with their message (docs/checkpoints.md, "Never silent").
     if (!r.not_understood.empty()) throw UsageError(r.not_understood);

@@ -12,7 +12,7 @@ namespace mf::cli {
 void register_verify(CLI::App& app) {
   struct Args {
     std::string path, rules = "auto";
-    bool fp4_qat = false;
+    bool fp4_qat = false, headers_only = false;
     int threads = 0;
   };
   auto a = std::make_shared<Args>();
@@ -26,16 +26,21 @@ void register_verify(CLI::App& app) {
       ->capture_default_str();
   s->add_flag("--fp4-qat", a->fp4_qat, "require FP8 routed experts to be FP4 values times powers of two");
   s->add_option("--threads", a->threads, "worker threads over the tensors of all shards (default: all cores)");
+  s->add_flag("--headers-only", a->headers_only,
+              "check names, dtypes and shapes against the index and config.json without reading tensor data "
+              "(no scale, code or FP4-QAT check)");
   s->callback([a] {
     if (is_gguf(a->path)) return write_stdout(verify_gguf(a->path));
     io::VerifyOptions o;
     o.rules = io::config_rules_named(a->rules);
     o.fp4_qat = a->fp4_qat;
     o.threads = a->threads;
+    o.headers_only = a->headers_only;
     try {
       const io::VerifyReport r = io::verify_checkpoint(a->path, o);
-      write_stdout(fmt::format("ok: {} tensors, {} quantized pairs, {} FP4-QAT tensors checked{}\n", r.summary.tensors,
-                               r.pairs, r.qat_tensors,
+      write_stdout(fmt::format("ok: {} tensors, {} quantized pairs, {}{}\n", r.summary.tensors, r.pairs,
+                               r.headers_only ? std::string("headers only (scales, codes and FP4-QAT not read)")
+                                              : fmt::format("{} FP4-QAT tensors checked", r.qat_tensors),
                                r.config
                                    ? fmt::format("; config.json valid under {} rules", io::to_string(r.config->rules))
                                    : std::string("; no config.json")));

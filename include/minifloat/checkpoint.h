@@ -65,8 +65,12 @@ struct CheckpointSummary {
 
 // Maps every shard (each parsed with every safetensors check) and checks the index against them: every tensor it
 // lists is in its shard (index_tensor_missing), every tensor of a shard is listed there (index_tensor_unlisted), and
-// total_size, when given, is the sum of the tensors' bytes (index_total_size).
-CheckpointSummary check_checkpoint(const Checkpoint& checkpoint);
+// total_size, when given, is the sum of the tensors' bytes (index_total_size). `headers_only`: each shard is read with
+// read_safetensors_header (the same checks, no tensor data read).
+CheckpointSummary check_checkpoint(const Checkpoint& checkpoint, bool headers_only = false);
+
+// read_safetensors_header(path) when `headers_only`, else read_safetensors(path).
+SafetensorsFile read_shard(const std::filesystem::path& path, bool headers_only);
 
 // The usual shard name: "model-00002-of-00005.safetensors" for i = 1, n = 5 (one-based in the name).
 std::string shard_file_name(std::size_t i, std::size_t n);

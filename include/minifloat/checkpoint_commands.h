@@ -203,10 +203,15 @@ struct VerifyOptions {
   ConfigRules rules = ConfigRules::detect;
   bool fp4_qat = false;  // check FP8 routed experts for FP4-QAT even when config.json does not ask for FP4 experts
   int threads = 0;       // workers over the pairs and experts of all shards, 0 for one per hardware thread
+  // Read only the shards' headers (read_safetensors_header): the index against the shards, config.json, every pair's
+  // names, dtypes and shapes (and its block grid against the config), the quantization rule and the config against
+  // the pairs; no scale, code or FP4-QAT check (those read the values).
+  bool headers_only = false;
 };
 struct VerifyReport {
   CheckpointSummary summary;
-  std::size_t pairs = 0, qat_tensors = 0;
+  std::size_t pairs = 0, qat_tensors = 0;  // qat_tensors: the ones checked (none headers-only)
+  bool headers_only = false;
   std::optional<HfConfig> config;
 };
 // The index against the shards (check_checkpoint), config.json by its rules, every quantized pair (finite,
@@ -248,6 +253,9 @@ struct InspectReport {
 };
 // With `stats`, the statistics of the tensors are computed by `threads` workers (0: one per hardware thread). A
 // checkpoint the other commands refuse is still listed (roles "not understood: ..."), with not_understood set.
-InspectReport inspect_checkpoint(const std::filesystem::path& path, bool stats, ConfigRules rules, int threads = 0);
+// `headers_only`: each shard read with read_safetensors_header (no tensor data read, so a compressed-tensors pair's
+// columns come from config.json's num_bits: find_pairs); with `stats`, std::invalid_argument.
+InspectReport inspect_checkpoint(const std::filesystem::path& path, bool stats, ConfigRules rules, int threads = 0,
+                                 bool headers_only = false);
 
 }  // namespace mf::io

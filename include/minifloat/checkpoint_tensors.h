@@ -77,8 +77,10 @@ struct QuantizedPair {
 
 // Every pair among `file`'s tensors: a weight W whose W_scale_inv (or W_scale with W_scale_2) exists, or an F8_E4M3 /
 // I8 / U8 X.weight whose X.scale exists (DeepSeek-V4's release names). Throws IoError (size_mismatch) naming the
-// tensor when a pair's shapes or dtypes fit no scheme.
-std::vector<QuantizedPair> find_pairs(const SafetensorsFile& file);
+// tensor when a pair's shapes or dtypes fit no scheme. Reads no tensor data but compressed-tensors' weight_shape (and
+// group index) values; of a file read headers-only (read_safetensors_header) it reads none, and a pack-quantized
+// pair's columns are 32 x words / packed_bits (config.json's num_bits; 0: such a pair is an IoError naming it).
+std::vector<QuantizedPair> find_pairs(const SafetensorsFile& file, int packed_bits = 0);
 
 // The pair's tensors read into a QuantizedTensor (bytes copied; BF16 / F16 scales widened to f32), checked by
 // mf::validate: deepseek, deepseek_v4 and nvfp4 forms only (the others have no QuantizedTensor: two-level

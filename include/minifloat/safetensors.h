@@ -50,13 +50,20 @@ class SafetensorsFile {
   // Bytes before the data section: the 8-byte length and the header.
   std::uint64_t header_size() const { return header_bytes_; }
   // Bytes of the data section (the sum of the tensors' sizes).
-  std::uint64_t data_size() const { return data_.size(); }
+  std::uint64_t data_size() const { return data_size_; }
+  // False for a file read with read_safetensors_header: its tensors are listed, and bytes() / view() throw.
+  bool has_data() const { return has_data_; }
   const std::map<std::string, std::string>& metadata() const { return metadata_; }
   // In data order (ascending offsets; header order among empty tensors at one offset).
   const std::vector<SafetensorsTensor>& tensors() const { return tensors_; }
-  // The tensor named `name`, or nullptr (a binary search over a name index built once at parse time).
+  // The tensor named `name`, or nullptr (a binary search over a name index built once at parse time); past this
+  // file's own tensors, the ones borrowed from other files.
   const SafetensorsTensor* find(std::string_view name) const;
-  // `tensor` must be one of tensors().
+  // Makes `from`'s tensor named `name` one that find() answers and bytes() reads (from `from`, which is kept),
+  // without listing it in tensors(): a weight's scale that a checkpoint's index puts in another shard, so that the
+  // pair is found and read in the weight's shard (borrow_partners, checkpoint_tensors.h). False if `from` has none.
+  bool borrow(std::shared_ptr<const SafetensorsFile> from, std::string_view name);
+  // `tensor` must be one of tensors(). Throws std::logic_error naming the file and tensor when !has_data().
   std::span<const std::byte> bytes(const SafetensorsTensor& tensor) const;
   TensorView view(const SafetensorsTensor& tensor) const;
   // Drops the tensor's pages from this process's resident memory (the next access reads them from the file again);
@@ -68,13 +75,24 @@ class SafetensorsFile {
  private:
   friend SafetensorsFile read_safetensors(const std::filesystem::path& path);
   friend SafetensorsFile parse_safetensors(std::span<const std::byte> bytes, const std::filesystem::path& name);
+  friend SafetensorsFile read_safetensors_header(const std::filesystem::path& path);
   static SafetensorsFile parse(std::span<const std::byte> all, std::shared_ptr<const void> owner,
                                const std::filesystem::path& path);
+  static SafetensorsFile parse(std::span<const std::byte> prefix, std::uint64_t file_size,
+                               std::shared_ptr<const void> owner, const std::filesystem::path& path);
   std::map<std::string, std::string> metadata_;
   std::vector<SafetensorsTensor> tensors_;
-  std::vector<std::size_t> by_name_;   // positions in tensors_, sorted by name: find() in O(log n)
+  std::vector<std::size_t> by_name_;  // positions in tensors_, sorted by name: find() in O(log n)
+  struct Borrowed {
+    std::shared_ptr<const SafetensorsFile> file;
+    const SafetensorsTensor* tensor;  // one of file->tensors()
+  };
+  std::vector<Borrowed> borrowed_;
+  const Borrowed* borrowed(const SafetensorsTensor& tensor) const;
   std::shared_ptr<const void> owner_;  // the mapping (or copied bytes) that data_ points into
-  std::span<const std::byte> data_;    // the whole data section
+  std::span<const std::byte> data_;    // the whole data section (empty when read headers-only)
+  std::uint64_t data_size_ = 0;
+  bool has_data_ = true;
   std::uint64_t header_bytes_ = 0;
   std::filesystem::path path_;
   bool mapped_ = false;
@@ -85,6 +103,11 @@ class SafetensorsFile {
 // invalid_tensor_entry, unknown_dtype, invalid_shape, size_overflow, not_whole_bytes, size_mismatch,
 // offsets_out_of_range, offsets_gap, offsets_overlap, trailing_bytes (and open_failed, read_failed).
 SafetensorsFile read_safetensors(const std::filesystem::path& path);
+// The same checks, reading only the 8-byte length and the header (pread, no mapping): the data section's size is the
+// file's size less those, checked against the offsets as read_safetensors checks it, and never read (a sparse or
+// zero-filled data region reads the same). For `inspect --headers-only` and `verify --headers-only`: tens of thousands
+// of tensors in bounded memory, whatever the shards' size. bytes() and view() of the result throw.
+SafetensorsFile read_safetensors_header(const std::filesystem::path& path);
 // The same checks on bytes in memory (copied; `name` stands for the file in messages): for fuzzing and for callers
 // that already hold a file's bytes.
 SafetensorsFile parse_safetensors(std::span<const std::byte> bytes, const std::filesystem::path& name);

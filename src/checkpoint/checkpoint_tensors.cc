@@ -158,11 +158,11 @@ const SafetensorsTensor* release_scale(const SafetensorsFile& file, const Safete
 // The pair whose codes are `w`, labelled with the first block shape whose grid fits; every block shape that fits
 // goes into `fits` (where there are several, they map every element to the same scale: only the label differs).
 std::optional<QuantizedPair> match(const SafetensorsFile& file, const SafetensorsTensor& w,
-                                   std::vector<std::array<int, 2>>& fits) {
+                                   std::vector<std::array<int, 2>>& fits, int packed_bits) {
   fits.clear();
   const Format* element = element_of(w.dtype);
   if (w.name.ends_with("_blocks") || w.name.ends_with(".weight_packed") || w.name.ends_with(".qweight")) {
-    return detail::match_dialect_pair(file, w);
+    return detail::match_dialect_pair(file, w, packed_bits);
   }
   if (element == nullptr) return std::nullopt;
   const SafetensorsTensor* scale = file.find(w.name + "_scale_inv");
@@ -174,7 +174,7 @@ std::optional<QuantizedPair> match(const SafetensorsFile& file, const Safetensor
     if (scale == nullptr && scale2 == nullptr && (scale = release_scale(file, w)) != nullptr) {
       form = PairForm::deepseek_v4;
     } else if (scale == nullptr || scale2 == nullptr) {
-      return detail::match_dialect_pair(file, w);
+      return detail::match_dialect_pair(file, w, packed_bits);
     } else {
       form = PairForm::nvfp4;
     }
@@ -261,12 +261,12 @@ void relabel_ambiguous(std::vector<QuantizedPair>& pairs, const std::vector<std:
   }
 }
 
-std::vector<QuantizedPair> find_pairs(const SafetensorsFile& file) {
+std::vector<QuantizedPair> find_pairs(const SafetensorsFile& file, int packed_bits) {
   std::vector<QuantizedPair> out;
   std::vector<std::vector<std::array<int, 2>>> fits;
   std::vector<std::array<int, 2>> f;
   for (const SafetensorsTensor& t : file.tensors()) {
-    if (std::optional<QuantizedPair> p = match(file, t, f)) {
+    if (std::optional<QuantizedPair> p = match(file, t, f, packed_bits)) {
       out.push_back(std::move(*p));
       fits.push_back(f);
     }

@@ -193,6 +193,7 @@ std::string checked_group_index(const SafetensorsFile& f, const SafetensorsTenso
                   cat(dtype_name(g.dtype), " ", shape_text(g.shape), " is no group index of ", p.weight,
                       ": one integer per column, [", cols, "] expected"));
   }
+  if (!f.has_data()) return g.name;  // read headers-only: its shape checked, its values not read
   const std::span<const std::byte> b = f.bytes(g);
   for (std::uint64_t c = 0; c < cols; ++c) {
     const std::int64_t v = int_at(g, b, c);
@@ -223,9 +224,26 @@ void integer_parts(const SafetensorsFile& f, const std::string& module, Quantize
     p.group_index = checked_group_index(f, *g, p, cols, groups);
 }
 
+// weight_shape's [R, C]; read headers-only, R from the words and C = 32 x words / packed_bits (config.json's num_bits:
+// exact unless C x bits is not a multiple of 32, when C reads as the words' whole width), or an IoError naming the
+// tensor without packed_bits.
+std::array<std::int64_t, 2> packed_rows_cols(const SafetensorsFile& f, const SafetensorsTensor& w,
+                                             const SafetensorsTensor& shape, int packed_bits) {
+  if (f.has_data()) {
+    const auto rows_cols = f.bytes(shape);
+    return {int_at(shape, rows_cols, 0), int_at(shape, rows_cols, 1)};
+  }
+  if (packed_bits < 2 || packed_bits > 8) {
+    throw IoError(IoErrc::size_mismatch, f.path(), w.name,
+                  "read headers-only, and config.json gives no one num_bits for its packed integers: the columns "
+                  "are in weight_shape's values, which a headers-only reading does not read");
+  }
+  return {static_cast<std::int64_t>(w.shape[0]), static_cast<std::int64_t>(32 * w.shape[1] / packed_bits)};
+}
+
 // compressed-tensors pack-quantized: P.weight_packed I32 [R, ceil(C x b / 32)] + P.weight_scale (float [R, G]) +
 // P.weight_shape [2] (R, C); b read off the widths (2 to 8 bits; exactly one may fit).
-std::optional<QuantizedPair> match_packed_int(const SafetensorsFile& f, const SafetensorsTensor& w) {
+std::optional<QuantizedPair> match_packed_int(const SafetensorsFile& f, const SafetensorsTensor& w, int packed_bits) {
   const std::string base = w.name.substr(0, w.name.size() - 7);  // P.weight
   const std::string module = base.substr(0, base.size() - 7);    // P
   const SafetensorsTensor* s = f.find(base + "_scale");
@@ -238,8 +256,7 @@ std::optional<QuantizedPair> match_packed_int(const SafetensorsFile& f, const Sa
       w.shape.size() != 2 || !float_scale(s->dtype) || s->shape.size() != 2) {
     misfit(f, w, *s, expected);
   }
-  const auto rows_cols = f.bytes(*shape);
-  const std::int64_t r64 = int_at(*shape, rows_cols, 0), c64 = int_at(*shape, rows_cols, 1);
+  const auto [r64, c64] = packed_rows_cols(f, w, *shape, packed_bits);
   // C is at most 32 columns per word (2 bits each would be 16): a larger one is no shape of these words.
   if (r64 < 0 || c64 <= 0 || static_cast<std::uint64_t>(r64) != w.shape[0] || s->shape[0] != w.shape[0] ||
       static_cast<std::uint64_t>(c64) > 16 * w.shape[1]) {
@@ -417,11 +434,12 @@ std::vector<float> transpose_last_two(const std::vector<float>& x, const std::ve
 
 }  // namespace
 
-std::optional<QuantizedPair> match_dialect_pair(const SafetensorsFile& file, const SafetensorsTensor& w) {
+std::optional<QuantizedPair> match_dialect_pair(const SafetensorsFile& file, const SafetensorsTensor& w,
+                                                int packed_bits) {
   if (w.name.ends_with("_blocks")) return match_blocks(file, w);
   if (w.name.ends_with(".qweight")) return match_awq_gptq(file, w);
   if (w.name.ends_with(".weight_packed")) {
-    return w.dtype == DType::I32 ? match_packed_int(file, w) : match_packed(file, w);
+    return w.dtype == DType::I32 ? match_packed_int(file, w, packed_bits) : match_packed(file, w);
   }
   return match_scaled(file, w);
 }

@@ -11,7 +11,9 @@ namespace mf::io::detail {
 
 // The scaled, packed, packed_global or blocks pair whose codes are `w`, or nullopt when `w` is not such a part.
 // Throws IoError naming `w` when the names match but the dtypes or shapes fit no form.
-std::optional<QuantizedPair> match_dialect_pair(const SafetensorsFile& file, const SafetensorsTensor& w);
+// `packed_bits`: find_pairs' (checkpoint_tensors.h), for a file read headers-only.
+std::optional<QuantizedPair> match_dialect_pair(const SafetensorsFile& file, const SafetensorsTensor& w,
+                                                int packed_bits = 0);
 
 // The pair's scales as f32, in the scale tensor's order; and its second-level scale (1 when it has none).
 std::vector<float> pair_scale_values(const SafetensorsFile& file, const QuantizedPair& pair);

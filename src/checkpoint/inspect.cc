@@ -133,7 +133,18 @@ std::string family_text(const FamilyEvidence& e, const std::optional<HfConfig>& 
     return cat("DeepSeek-V3 / R1 / V3.1 FP8 (also Kimi K2-Instruct; W + W_scale_inv F32, 128x128 blocks) x ",
                e.f32_blocks);
   }
-  return "";
+  // The other dialects are named by the config that declares them (its scheme: compressed-tensors' format,
+  // ModelOpt's quant_algo), every pair being in a form that dialect writes.
+  const bool only_other = e.other && e.half_scales == 0 && e.per_tensor == 0 && e.f32_blocks == 0;
+  if (!only_other || !config) return "";
+  switch (config->rules) {
+    case ConfigRules::compressed_tensors: return cat("compressed-tensors ", config->scheme, " x ", e.other);
+    case ConfigRules::modelopt: return cat("NVIDIA ModelOpt ", config->scheme, " x ", e.other);
+    case ConfigRules::gpt_oss: return cat("gpt-oss MXFP4 experts (X_blocks + X_scales) x ", e.other);
+    case ConfigRules::awq: return cat("AutoAWQ (qweight + qzeros + scales) x ", e.other);
+    case ConfigRules::gptq: return cat("AutoGPTQ (qweight + qzeros + scales) x ", e.other);
+    default: return "";
+  }
 }
 
 // What each part of a pair is ("weight of SCHEME (FORM)", "scale of W", ...), each pair counted under its scheme.
@@ -169,11 +180,12 @@ std::string rule_role(detail::TensorRole r) {
 
 std::shared_ptr<Shard> open_shard(InspectReport& r, std::size_t s, bool stats, std::map<std::string, int>& schemes,
                                   std::deque<TensorInfo>& rows, const detail::QuantizationRule& rule,
-                                  FamilyEvidence& family) {
+                                  FamilyEvidence& family, bool headers_only) {
   const Checkpoint& c = r.checkpoint;
   auto sh = std::make_shared<Shard>();
-  sh->f = read_safetensors(c.shard_path(s));
-  sh->pairs = find_pairs(sh->f);
+  sh->f = read_shard(c.shard_path(s), headers_only);
+  detail::borrow_partners(sh->f, c, s);
+  sh->pairs = find_pairs(sh->f, headers_only ? detail::declared_packed_bits(r.config) : 0);
   for (const QuantizedPair& p : sh->pairs) note_family(family, sh->f, p);
   std::vector<detail::TensorRole> rule_roles;
   if (std::optional<detail::RuleProblem> p = rule.problem(sh->f, sh->pairs, rule_roles);
@@ -188,8 +200,14 @@ std::shared_ptr<Shard> open_shard(InspectReport& r, std::size_t s, bool stats, s
     const auto role = roles.find(t.name);
     if (role != roles.end()) info.role = role->second;
     if (role == roles.end()) info.role = rule_role(rule_roles[k]);
+    // A scale whose weight is in another shard: its pair is read there, with the scale borrowed.
+    const std::optional<detail::Partner> away =
+        role == roles.end() && rule_roles[k] == detail::TensorRole::pair_part
+            ? detail::partner_in_other_shard(t.name, c.shards[s], c.index.weight_map)
+            : std::nullopt;
+    if (away) info.role = cat("scale of ", away->name, " (paired in ", away->shard, ")");
     const bool not_understood = rule_roles[k++] == detail::TensorRole::not_understood;
-    const bool overhead = role != roles.end() && !role->second.starts_with("weight");
+    const bool overhead = (role != roles.end() && !role->second.starts_with("weight")) || away;
     info.params = overhead ? 0 : elements(t.shape);
     const auto it = sh->by_weight.find(t.name);
     if (it != sh->by_weight.end())
@@ -215,11 +233,15 @@ void shard_stats(Shard& sh, std::size_t j) {
 
 }  // namespace
 
-InspectReport inspect_checkpoint(const std::filesystem::path& path, bool stats, ConfigRules rules, int threads) {
+InspectReport inspect_checkpoint(const std::filesystem::path& path, bool stats, ConfigRules rules, int threads,
+                                 bool headers_only) {
+  if (stats && headers_only)
+    throw std::invalid_argument("inspect: --stats reads the tensors' values; --headers-only does not");
   InspectReport r{open_checkpoint(path), {}, 0, 0, std::nullopt, "", "", ""};
   const Checkpoint& c = r.checkpoint;
   if (const auto config = c.config_path()) r.config = read_hf_config(*config, rules);
-  const detail::QuantizationRule rule(detail::declaration_of(r.config), c.index_path.value_or(c.directory));
+  const detail::QuantizationRule rule(detail::declaration_of(r.config), c.index_path.value_or(c.directory), {},
+                                      &c.index.weight_map, true);
   std::map<std::string, int> schemes;
   FamilyEvidence family;
   // The table is built shard by shard as the pool asks for work; each --stats job fills its own row.
@@ -229,7 +251,7 @@ InspectReport inspect_checkpoint(const std::filesystem::path& path, bool stats, 
   detail::run_in_order(stats ? detail::worker_count(threads) : 1, [&]() -> detail::Job {
     while (!current || job == current->jobs.size()) {
       if (shard == c.shards.size()) return {};
-      current = open_shard(r, shard++, stats, schemes, rows, rule, family);
+      current = open_shard(r, shard++, stats, schemes, rows, rule, family, headers_only);
       job = 0;
     }
     return [sh = current, j = job++] { shard_stats(*sh, j); };

@@ -124,6 +124,16 @@ std::string upper(std::string s) {
 
 }  // namespace
 
+int declared_packed_bits(const std::optional<HfConfig>& config) {
+  int bits = 0;
+  for (const QuantGroup& g : config ? config->groups : std::vector<QuantGroup>{}) {
+    if (g.type != "int" || g.format != "pack-quantized") continue;
+    if (bits != 0 && g.num_bits != bits) return 0;
+    bits = g.num_bits;
+  }
+  return bits;
+}
+
 bool activation_scale(const SafetensorsTensor& t) {
   if (!is_float(t.dtype)) return false;
   for (const char* suffix : {".input_scale", ".output_scale", ".k_scale", ".v_scale", ".q_scale", ".prob_scale",
@@ -215,8 +225,73 @@ Declaration checkpoint_declaration(const Checkpoint& c, ConfigRules rules) {
 }
 
 QuantizationRule::QuantizationRule(Declaration declaration, std::filesystem::path where,
-                                   std::vector<std::string> passthrough)
-    : declaration_(std::move(declaration)), where_(std::move(where)), passthrough_(std::move(passthrough)) {}
+                                   std::vector<std::string> passthrough,
+                                   const std::map<std::string, std::string>* weight_map, bool across_shards)
+    : declaration_(std::move(declaration)),
+      where_(std::move(where)),
+      passthrough_(std::move(passthrough)),
+      weight_map_(weight_map),
+      across_shards_(across_shards) {}
+
+namespace {
+
+// A weight's scales in the pair forms (W_scale_inv; W_scale and W_scale_2; V4's X.scale; P.weight_scale).
+std::vector<std::string> scale_names(const std::string& name) {
+  std::vector<std::string> out{name + "_scale_inv", name + "_scale", name + "_scale_2"};
+  if (name.ends_with(".weight")) out.push_back(name.substr(0, name.size() - 7) + ".scale");
+  if (name.ends_with(".weight_packed")) out.push_back(name.substr(0, name.size() - 7) + "_scale");
+  return out;
+}
+
+// A scale's weight, by the same names.
+std::vector<std::string> weight_names(const std::string& name) {
+  std::vector<std::string> out;
+  const auto stem = [&](std::string_view suffix) { return name.substr(0, name.size() - suffix.size()); };
+  if (name.ends_with("_scale_inv")) out.push_back(stem("_scale_inv"));
+  if (name.ends_with("_scale_2")) out.push_back(stem("_scale_2"));
+  if (name.ends_with(".scale")) out.push_back(stem(".scale") + ".weight");
+  if (name.ends_with(".weight_scale")) out.push_back(stem("_scale") + "_packed");
+  if (name.ends_with("_scale")) out.push_back(stem("_scale"));
+  return out;
+}
+
+}  // namespace
+
+std::optional<Partner> partner_in_other_shard(const std::string& name, const std::filesystem::path& shard,
+                                              const std::map<std::string, std::string>& weight_map) {
+  for (const bool weight : {false, true}) {
+    for (const std::string& p : weight ? weight_names(name) : scale_names(name)) {
+      const auto it = weight_map.find(p);
+      if (it != weight_map.end() && it->second != shard.filename().string()) return Partner{p, it->second, weight};
+    }
+  }
+  return std::nullopt;
+}
+
+void borrow_partners(SafetensorsFile& file, const Checkpoint& c, std::size_t shard) {
+  std::map<std::string, std::shared_ptr<const SafetensorsFile>> others;
+  for (const SafetensorsTensor& t : file.tensors()) {
+    for (const std::string& s : scale_names(t.name)) {
+      const auto it = c.index.weight_map.find(s);
+      if (it == c.index.weight_map.end() || it->second == c.shards[shard]) continue;
+      std::shared_ptr<const SafetensorsFile>& other = others[it->second];
+      if (!other)
+        other = std::make_shared<const SafetensorsFile>(read_shard(c.directory / it->second, !file.has_data()));
+      file.borrow(other, s);  // a name the index lists but the shard lacks: check_checkpoint names it
+    }
+  }
+}
+
+namespace {
+
+std::string partner_text(const std::optional<Partner>& p, bool across_shards) {
+  if (!p) return "";
+  return cat(" (its partner '", p->name, "' is in shard ", p->shard,
+             ": the index puts a weight and its scale in different shards",
+             across_shards ? "" : ", and this command pairs them only within one shard", ")");
+}
+
+}  // namespace
 
 void RuleProblem::raise() const {
   if (tensor.empty()) throw IoError(code, file, detail);
@@ -255,6 +330,12 @@ std::optional<RuleProblem> QuantizationRule::problem(const SafetensorsFile& file
     } else if (quantized_dtype(t.dtype) || quantized_name(t.name) || packed_beside_scale(file, t)) {
       r = TensorRole::not_understood;
     }
+    std::optional<Partner> elsewhere;
+    if (r == TensorRole::not_understood && weight_map_) {
+      elsewhere = partner_in_other_shard(t.name, file.path(), *weight_map_);
+    }
+    // A scale whose weight's shard borrowed it: the pair is found (or its weight refused) there.
+    if (elsewhere && elsewhere->is_weight && across_shards_) r = TensorRole::pair_part;
     roles.push_back(r);
     if (first) continue;
     if (!declaration_.not_read.empty() && (r == TensorRole::pair_part || r == TensorRole::not_understood)) {
@@ -267,14 +348,14 @@ std::optional<RuleProblem> QuantizationRule::problem(const SafetensorsFile& file
       const std::string declared = declaration_.method.empty()
                                        ? std::string("config.json declares no quantization")
                                        : cat("config.json declares quantization '", declaration_.method, "'");
-      first = RuleProblem{
-          IoErrc::not_dequantizable, file.path(), t.name,
-          cat(dtype_name(t.dtype), " ", shape_of(t), " looks quantized (by its ",
-              quantized_dtype(t.dtype) ? "dtype" : "name", ") but is part of no pair minifloat reads (", declared,
-              "): a quantized tensor or "
-              "quantization parameter is never copied as a weight nor quantized as one, so nothing "
-              "was written. dequantize --passthrough '",
-              t.name, "' copies it unchanged on purpose")};
+      first = RuleProblem{IoErrc::not_dequantizable, file.path(), t.name,
+                          cat(dtype_name(t.dtype), " ", shape_of(t), " looks quantized (by its ",
+                              quantized_dtype(t.dtype) ? "dtype" : "name", ") but is part of no pair minifloat reads",
+                              partner_text(elsewhere, across_shards_), " (", declared,
+                              "): a quantized tensor or "
+                              "quantization parameter is never copied as a weight nor quantized as one, so nothing "
+                              "was written. dequantize --passthrough '",
+                              t.name, "' copies it unchanged on purpose")};
     }
   }
   return first;
@@ -300,7 +381,8 @@ void QuantizationRule::finish() const {
 }
 
 void check_understood(const Checkpoint& c, const std::vector<std::string>& passthrough) {
-  const QuantizationRule rule(checkpoint_declaration(c), c.index_path.value_or(c.directory), passthrough);
+  const QuantizationRule rule(checkpoint_declaration(c), c.index_path.value_or(c.directory), passthrough,
+                              &c.index.weight_map);
   for (std::size_t i = 0; i < c.shards.size(); ++i) {
     const SafetensorsFile f = read_safetensors(c.shard_path(i));
     rule.shard(f, find_pairs(f));

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <span>
 #include <string>
@@ -40,6 +41,10 @@ struct Declaration {
 };
 Declaration declaration_of(const std::optional<HfConfig>& config);
 
+// The one num_bits of the config's compressed-tensors pack-quantized integer groups, 0 when there are none or they
+// differ: find_pairs' packed_bits for a checkpoint read headers-only.
+int declared_packed_bits(const std::optional<HfConfig>& config);
+
 // Float tensors that hold activation or KV-cache scales (static FP8 input scales, k_scale / v_scale).
 bool activation_scale(const SafetensorsTensor& t);
 
@@ -57,7 +62,12 @@ class QuantizationRule {
  public:
   // `where`: the checkpoint (for messages). `passthrough`: globs the user named to copy unchanged on purpose
   // (dequantize --passthrough): those tensors count as plain.
-  QuantizationRule(Declaration declaration, std::filesystem::path where, std::vector<std::string> passthrough = {});
+  // `weight_map`: the checkpoint's index (kept by pointer), to name a tensor's partner that the index puts in another
+  // shard. With `across_shards` (inspect and verify, which borrow_partners), a scale whose weight is in another
+  // shard is a pair part (its pair is found in the weight's shard); without it (convert and dequantize, which pair
+  // within a shard), such a weight and its scale are refused, naming the partner and its shard.
+  QuantizationRule(Declaration declaration, std::filesystem::path where, std::vector<std::string> passthrough = {},
+                   const std::map<std::string, std::string>* weight_map = nullptr, bool across_shards = false);
 
   // The role of each tensor of `file` (in file order), given the pairs find_pairs found in it. Throws IoError
   // (not_dequantizable) at the first tensor not understood, naming the file, the tensor, its dtype and shape and
@@ -80,7 +90,24 @@ class QuantizationRule {
   Declaration declaration_;
   std::filesystem::path where_;
   std::vector<std::string> passthrough_;
+  const std::map<std::string, std::string>* weight_map_ = nullptr;
+  bool across_shards_ = false;
 };
+
+// A tensor's partner in the pair forms (a weight's W_scale_inv, W_scale, W_scale_2, X.scale, P.weight_scale; a
+// scale's weight) that `weight_map` puts in a shard other than `shard`: {partner, its shard, whether the partner is
+// the weight}, or nullopt.
+struct Partner {
+  std::string name, shard;
+  bool is_weight = false;
+};
+std::optional<Partner> partner_in_other_shard(const std::string& name, const std::filesystem::path& shard,
+                                              const std::map<std::string, std::string>& weight_map);
+
+// Borrows into `file` (shard `shard` of `c`, read headers-only or mapped) every scale of its weights that c's index
+// puts in another shard (SafetensorsFile::borrow), each other shard read as `file` was: find_pairs then finds the
+// pair in the weight's shard. DeepSeek's releases split them: vllm-project/compressed-tensors #641.
+void borrow_partners(SafetensorsFile& file, const Checkpoint& c, std::size_t shard);
 
 // The checkpoint's declaration (its config.json and hf_quant_config.json, read by `rules`); a config that fails its
 // rules is a declaration not read, with the rules' message.

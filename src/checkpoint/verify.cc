@@ -201,11 +201,13 @@ std::string sibling_pattern(const std::string& module) {
 
 namespace {
 
-// One shard's jobs: one per pair, then one per FP8 routed expert to check against FP4 QAT.
+// One shard's jobs: one per pair, then one per FP8 routed expert to check against FP4 QAT (none when read
+// headers-only: those read the tensors' values).
 struct Shard {
   SafetensorsFile file;
   std::vector<QuantizedPair> pairs;
   std::vector<const SafetensorsTensor*> qat;
+  std::size_t jobs() const { return file.has_data() ? pairs.size() + qat.size() : 0; }
 };
 
 // The config's other direction: a float 2-D weight that the config does not leave unquantized, in a module whose
@@ -272,10 +274,12 @@ void check_against_config(const HfConfig& config, const Shard& sh, ConfigCheck& 
   }
 }
 
-std::shared_ptr<Shard> open_shard(const std::filesystem::path& path, bool qat, const detail::QuantizationRule& rule) {
+std::shared_ptr<Shard> open_shard(const Checkpoint& c, std::size_t s, bool qat, const detail::QuantizationRule& rule,
+                                  bool headers_only, int packed_bits) {
   auto sh = std::make_shared<Shard>();
-  sh->file = read_safetensors(path);
-  sh->pairs = find_pairs(sh->file);
+  sh->file = read_shard(c.shard_path(s), headers_only);
+  detail::borrow_partners(sh->file, c, s);  // a scale the index puts in another shard: paired here
+  sh->pairs = find_pairs(sh->file, packed_bits);
   rule.shard(sh->file, sh->pairs);  // every tensor understood, and the declaration read
   for (const SafetensorsTensor& t : sh->file.tensors()) {
     if (qat && t.dtype == DType::F8_E4M3 && glob_match("*.experts.*", t.name) && !glob_match("*_scale*", t.name)) {
@@ -340,19 +344,22 @@ void check_config_whole(const VerifyReport& r, const ConfigCheck& cc) {
 VerifyReport verify_checkpoint(const std::filesystem::path& path, const VerifyOptions& options) {
   VerifyReport r;
   const Checkpoint c = open_checkpoint(path);
-  r.summary = check_checkpoint(c);
+  r.summary = check_checkpoint(c, options.headers_only);
+  r.headers_only = options.headers_only;
   if (const auto config = c.config_path()) r.config = read_hf_config(*config, options.rules);
   const bool qat = options.fp4_qat || (r.config && r.config->flags.mxfp4);
-  const detail::QuantizationRule rule(detail::declaration_of(r.config), c.index_path.value_or(c.directory));
+  const detail::QuantizationRule rule(detail::declaration_of(r.config), c.index_path.value_or(c.directory), {},
+                                      &c.index.weight_map, true);
   // One job per pair, then one per FP8 routed expert, shard after shard: the pool hands them out in that order and
   // reports the first failure in it, so the tensor named is the one a sequential pass would have named.
   std::shared_ptr<Shard> current;
   std::size_t shard = 0, job = 0;
   ConfigCheck cc;
+  const int packed_bits = options.headers_only ? detail::declared_packed_bits(r.config) : 0;
   detail::run_in_order(detail::worker_count(options.threads), [&]() -> detail::Job {
-    while (!current || job == current->pairs.size() + current->qat.size()) {
+    while (!current || job == current->jobs()) {
       if (shard == c.shards.size()) return {};
-      current = open_shard(c.shard_path(shard++), qat, rule);
+      current = open_shard(c, shard++, qat, rule, options.headers_only, packed_bits);
       if (r.config) check_against_config(*r.config, *current, cc);
       r.pairs += current->pairs.size();  // counted as handed out: any failure throws the report away
       r.qat_tensors += current->qat.size();

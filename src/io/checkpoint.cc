@@ -61,12 +61,16 @@ Checkpoint open_checkpoint(const fs::path& path) {
   return from_file(path);
 }
 
-CheckpointSummary check_checkpoint(const Checkpoint& c) {
+SafetensorsFile read_shard(const std::filesystem::path& path, bool headers_only) {
+  return headers_only ? read_safetensors_header(path) : read_safetensors(path);
+}
+
+CheckpointSummary check_checkpoint(const Checkpoint& c, bool headers_only) {
   CheckpointSummary s;
   std::set<std::string> seen;
   for (std::size_t i = 0; i < c.shards.size(); ++i) {
     const fs::path path = c.shard_path(i);
-    const SafetensorsFile f = read_safetensors(path);
+    const SafetensorsFile f = read_shard(path, headers_only);
     s.file_bytes += f.header_size() + f.data_size();
     s.tensor_bytes += f.data_size();
     for (const SafetensorsTensor& t : f.tensors()) {

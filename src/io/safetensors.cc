@@ -152,20 +152,22 @@ void check_tiling(std::vector<SafetensorsTensor>& tensors, std::uint64_t data_si
   }
 }
 
-std::uint64_t read_header_length(std::span<const std::byte> all, const std::filesystem::path& file) {
-  if (all.size() < 8) {
-    throw IoError(IoErrc::truncated, file,
-                  cat("file is ", all.size(), " bytes, shorter than the 8-byte header length"));
+// `prefix` holds the file's first bytes (all of them, or at least the length and the header); `file_size` is the
+// whole file's size.
+std::uint64_t read_header_length(std::span<const std::byte> prefix, std::uint64_t file_size,
+                                 const std::filesystem::path& file) {
+  if (file_size < 8) {
+    throw IoError(IoErrc::truncated, file, cat("file is ", file_size, " bytes, shorter than the 8-byte header length"));
   }
   std::uint64_t n = 0;
-  for (std::size_t i = 8; i-- > 0;) n = n << 8 | static_cast<std::uint64_t>(all[i]);
+  for (std::size_t i = 8; i-- > 0;) n = n << 8 | static_cast<std::uint64_t>(prefix[i]);
   if (n > kMaxSafetensorsHeader) {
     throw IoError(IoErrc::header_too_large, file,
                   cat("header length ", n, " is over the limit of ", kMaxSafetensorsHeader));
   }
-  if (n > all.size() - 8) {
+  if (n > file_size - 8) {
     throw IoError(IoErrc::header_past_end, file,
-                  cat("header length ", n, " runs past the end of the ", all.size(), "-byte file"));
+                  cat("header length ", n, " runs past the end of the ", file_size, "-byte file"));
   }
   return n;
 }
@@ -173,14 +175,21 @@ std::uint64_t read_header_length(std::span<const std::byte> all, const std::file
 }  // namespace
 
 // The checks, in order, on the whole file's bytes; `owner` keeps them alive for the views.
+// A file read headers-only passes an empty `all`: then `header` holds the header's bytes and `file_size` the file's
+// size, and the data section is checked against the offsets without being read.
 SafetensorsFile SafetensorsFile::parse(std::span<const std::byte> all, std::shared_ptr<const void> owner,
                                        const std::filesystem::path& path) {
-  const std::uint64_t header_len = read_header_length(all, path);
-  const std::span<const std::byte> header_bytes = all.subspan(8, header_len);
+  return parse(all, all.size(), std::move(owner), path);
+}
+
+SafetensorsFile SafetensorsFile::parse(std::span<const std::byte> prefix, std::uint64_t file_size,
+                                       std::shared_ptr<const void> owner, const std::filesystem::path& path) {
+  const std::uint64_t header_len = read_header_length(prefix, file_size, path);
+  const std::span<const std::byte> header_bytes = prefix.subspan(8, header_len);
   const Header header =
       parse_header(std::string_view(reinterpret_cast<const char*>(header_bytes.data()), header_bytes.size()), path);
   const std::uint64_t data_offset = 8 + header_len;
-  const std::uint64_t data_size = all.size() - data_offset;
+  const std::uint64_t data_size = file_size - data_offset;
 
   SafetensorsFile file;
   for (const std::string& key : header.keys) {
@@ -199,7 +208,9 @@ SafetensorsFile SafetensorsFile::parse(std::span<const std::byte> all, std::shar
   file.header_bytes_ = data_offset;
   file.path_ = path;
   file.owner_ = std::move(owner);
-  file.data_ = all.subspan(data_offset);
+  file.data_size_ = data_size;
+  file.has_data_ = prefix.size() == file_size;
+  if (file.has_data_) file.data_ = prefix.subspan(data_offset);
   return file;
 }
 
@@ -211,6 +222,16 @@ SafetensorsFile read_safetensors(const std::filesystem::path& path) {
   return file;
 }
 
+SafetensorsFile read_safetensors_header(const std::filesystem::path& path) {
+  const detail::InputFile in(path);
+  const std::vector<std::byte> length = in.read(0, std::min<std::uint64_t>(8, in.size()), "header length");
+  // The checks on the length come first (a huge length is refused before anything is allocated for it).
+  const std::uint64_t n = read_header_length(std::span(length.data(), length.size()), in.size(), path);
+  auto prefix = std::make_shared<std::vector<std::byte>>(in.read(0, 8 + n, "header"));
+  const std::span<const std::byte> bytes(*prefix);
+  return SafetensorsFile::parse(bytes, in.size(), nullptr, path);
+}
+
 SafetensorsFile parse_safetensors(std::span<const std::byte> bytes, const std::filesystem::path& name) {
   auto copy = std::make_shared<const std::vector<std::byte>>(bytes.begin(), bytes.end());
   const std::span<const std::byte> all(*copy);
@@ -220,14 +241,39 @@ SafetensorsFile parse_safetensors(std::span<const std::byte> bytes, const std::f
 const SafetensorsTensor* SafetensorsFile::find(std::string_view name) const {
   const auto it = std::lower_bound(by_name_.begin(), by_name_.end(), name,
                                    [this](std::size_t i, std::string_view n) { return tensors_[i].name < n; });
-  return it != by_name_.end() && tensors_[*it].name == name ? &tensors_[*it] : nullptr;
+  if (it != by_name_.end() && tensors_[*it].name == name) return &tensors_[*it];
+  for (const Borrowed& b : borrowed_) {
+    if (b.tensor->name == name) return b.tensor;
+  }
+  return nullptr;
+}
+
+bool SafetensorsFile::borrow(std::shared_ptr<const SafetensorsFile> from, std::string_view name) {
+  const SafetensorsTensor* t = from->find(name);
+  if (t == nullptr) return false;
+  borrowed_.push_back({std::move(from), t});
+  return true;
+}
+
+const SafetensorsFile::Borrowed* SafetensorsFile::borrowed(const SafetensorsTensor& tensor) const {
+  for (const Borrowed& b : borrowed_) {
+    if (b.tensor == &tensor) return &b;
+  }
+  return nullptr;
 }
 
 std::span<const std::byte> SafetensorsFile::bytes(const SafetensorsTensor& tensor) const {
+  if (const Borrowed* b = borrowed(tensor)) return b->file->bytes(tensor);
+  // A headers-only reading promised never to touch tensor data: a caller that asks for it is a bug, named here.
+  if (!has_data_) {
+    throw std::logic_error(cat(path_.string(), ": tensor '", tensor.name,
+                               "': its data was asked for, but the file was read headers-only"));
+  }
   return data_.subspan(tensor.begin, tensor.end - tensor.begin);
 }
 
 void SafetensorsFile::release(const SafetensorsTensor& tensor) const {
+  if (const Borrowed* b = borrowed(tensor)) return b->file->release(tensor);
   if (!mapped_) return;
   // Whole pages inside the tensor only: its neighbours may still be in use.
   const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));

@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <filesystem>
+#include <stdexcept>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -247,6 +249,44 @@ TEST_P(SafetensorsError, IsRejectedWithItsNamedError) {
   write_file(dir / "model.safetensors", bad.bytes);
   expect_io_error([&] { read_safetensors(dir / "model.safetensors"); }, bad.code,
                   str("model.safetensors: ", bad.message));
+  // The headers-only reading runs the same checks (the data section measured by the file's size, not read).
+  expect_io_error([&] { read_safetensors_header(dir / "model.safetensors"); }, bad.code,
+                  str("model.safetensors: ", bad.message));
+}
+
+// A file whose data section is a hole (truncate past the header, as the replicas of python/tests/header_replica.py
+// are): the headers-only reading lists what read_safetensors lists, and refuses, by name, to hand out data.
+TEST(SafetensorsHeadersOnly, ListsTheTensorsAndReadsNoData) {
+  TempDir dir;
+  const std::string header = str("{", entry("b", "BF16", "[2,3]", 8, 20), ",", entry("a", "F32", "[2]", 0, 8), "}");
+  write_file(dir / "m.safetensors", st_bytes(header));
+  std::filesystem::resize_file(dir / "m.safetensors", 8 + header.size() + 20);
+  const SafetensorsFile full = read_safetensors(dir / "m.safetensors");
+  const SafetensorsFile head = read_safetensors_header(dir / "m.safetensors");
+  ASSERT_EQ(head.tensors().size(), 2u);
+  for (std::size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(head.tensors()[i].name, full.tensors()[i].name);
+    EXPECT_EQ(head.tensors()[i].shape, full.tensors()[i].shape);
+    EXPECT_EQ(head.tensors()[i].begin, full.tensors()[i].begin);
+    EXPECT_EQ(head.tensors()[i].end, full.tensors()[i].end);
+  }
+  EXPECT_EQ(head.data_size(), 20u);
+  EXPECT_EQ(head.header_size(), 8 + header.size());
+  EXPECT_TRUE(full.has_data());
+  EXPECT_FALSE(head.has_data());
+  EXPECT_EQ(head.find("b")->dtype, DType::BF16);
+  try {
+    (void)head.bytes(*head.find("b"));
+    ADD_FAILURE() << "bytes() of a headers-only file did not throw";
+  } catch (const std::logic_error& e) {
+    EXPECT_NE(std::string(e.what()).find("tensor 'b': its data was asked for, but the file was read headers-only"),
+              std::string::npos)
+        << e.what();
+  }
+  // One byte short of the offsets: the same error as the mapped reading's.
+  std::filesystem::resize_file(dir / "m.safetensors", 8 + header.size() + 19);
+  expect_io_error([&] { read_safetensors_header(dir / "m.safetensors"); }, IoErrc::offsets_out_of_range,
+                  "tensor 'b': data_offsets [8, 20] run past the 19-byte data section");
 }
 
 INSTANTIATE_TEST_SUITE_P(Read, SafetensorsError, ::testing::ValuesIn(bad_files()),
