@@ -8,7 +8,8 @@ apt_packages=(cmake ninja-build g++ pkg-config libgtest-dev libgmock-dev libbenc
               nlohmann-json3-dev libhwy-dev libomp-dev python3-venv
               clang libclang-rt-14-dev  # clang and libFuzzer: tests/fuzz (scripts/fuzz.sh)
               libopenblas-dev  # OpenBLAS: the GEMM benchmark's yardstick only
-              ccache)  # ./test: the Python package's build of the core hits the Release build's objects
+              ccache  # ./test: the Python package's build of the core hits the Release build's objects
+              time)  # GNU time: the peak memory of inspect/verify on the header-only replicas (test_header_replicas.py)
 missing=()
 for p in "${apt_packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
