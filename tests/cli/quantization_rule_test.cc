@@ -447,7 +447,7 @@ const std::vector<Declaration> kDeclarations{
         "model.layers.1.mlp.up_proj": {"quant_algo": "FP8"}}})",
      true},
     {R"({"quant_method": "modelopt", "quant_algo": "MIXED_PRECISION", "quantized_layers": {
-        "model.layers.0.mlp.up_proj": {"quant_algo": "W4A16_AWQ"}}})",
+        "model.layers.0.mlp.up_proj": {"quant_algo": "W4A8_AWQ"}}})",
      false},
     {R"({"quant_method": "awq", "bits": 4})", true},
     {R"({"quant_method": "awq", "bits": 4, "version": "gemv_fast"})", false},
