@@ -86,7 +86,8 @@ std::vector<std::array<int, 2>> fitting_blocks(PairForm form, const Format& elem
                                                const SafetensorsTensor& scale) {
   std::vector<std::array<int, 2>> fits;
   for (const auto& [br, bc] : kBlocks) {
-    if ((form == PairForm::nvfp4) != (br == 1 && (bc == 16 || bc == 32))) continue;
+    const bool fp4_row = br == 1 && (bc == 16 || bc == 32);
+    if (form == PairForm::nvfp4 ? !fp4_row : br == 1 && bc == 16) continue;
     if (form != PairForm::nvfp4 && element == e2m1 && !(br == 1 && bc == 32)) continue;
     if (ceil_div(shape[0], br) == static_cast<std::int64_t>(scale.shape[0]) &&
         ceil_div(shape[1], bc) == static_cast<std::int64_t>(scale.shape[1])) {

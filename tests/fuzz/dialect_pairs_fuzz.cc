@@ -8,7 +8,7 @@
 #include <cstdlib>
 #include <span>
 
-#include "checkpoint/dialect_pairs.h"
+#include "../../src/checkpoint/dialect_pairs.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const auto bytes = std::as_bytes(std::span(data, size));
