@@ -206,3 +206,68 @@ def test_miniature_is_laid_out_as_modelopt_exports_it(tmp_path, like):
         same_bits(torch, out[mod + ".weight"], want, f"{like} {mod}")
     v = minifloat("verify", d)
     assert v.returncode == 0, v.stderr
+
+
+def mixed_export(torch, out):
+    """ModelOpt's MIXED_PRECISION: its FP8_PER_CHANNEL_PER_TOKEN preset with the MLP's quantizers overridden to INT8
+    weight-only (W8A16), as a quant_cfg list's later entries override earlier ones."""
+    mtq = need("modelopt.torch.quantization")
+    from modelopt.torch.export import export_hf_checkpoint
+    import copy
+    cfg = copy.deepcopy(mtq.FP8_PER_CHANNEL_PER_TOKEN_CFG)
+    cfg["quant_cfg"] += [{"quantizer_name": "*mlp*weight_quantizer", "cfg": {"num_bits": 8, "axis": 0}},
+                         {"quantizer_name": "*mlp*input_quantizer", "enable": False}]
+    model = llama_from(torch, TINY)
+
+    def calibrate(m):
+        with torch.no_grad():
+            for _ in range(2):
+                m(torch.randint(0, TINY["vocab_size"], (2, 16)))
+    model = mtq.quantize(model, cfg, calibrate)
+    export_hf_checkpoint(model, export_dir=out)
+    return json.loads((out / "hf_quant_config.json").read_text())["quantization"]
+
+
+def test_mixed_precision_export_reads_each_layer_by_its_own_algorithm(tmp_path):
+    torch = need("torch")
+    src = tmp_path / "mo"
+    q = mixed_export(torch, src)
+    assert q["quant_algo"] == "MIXED_PRECISION", q
+    layers = q["quantized_layers"]
+    assert {v["quant_algo"] for v in layers.values()} == {"FP8_PER_CHANNEL_PER_TOKEN", "W8A16"}, layers
+    stored = load(src)
+    r = minifloat("dequantize", src, tmp_path / "f32", "--dtype", "f32")
+    assert r.returncode == 0, r.stderr
+    out = load(tmp_path / "f32")
+    assert len(layers) == 14
+    for mod, entry in layers.items():
+        want, _ = reference(torch, entry["quant_algo"], stored, mod)
+        same_bits(torch, out[mod + ".weight"], want, f"{entry['quant_algo']} {mod}")
+    v = minifloat("verify", src)
+    assert v.returncode == 0, v.stderr
+
+
+def test_verify_holds_each_quantized_layer_to_its_algorithm(tmp_path):
+    torch = need("torch")
+    src = tmp_path / "mo"
+    mixed_export(torch, src)
+    path = src / "config.json"
+    original = json.loads(path.read_text())
+
+    def verify_with(edit):
+        c = json.loads(json.dumps(original))
+        edit(c["quantization_config"]["quantized_layers"])
+        path.write_text(json.dumps(c))
+        return minifloat("verify", src)
+    mod = "model.layers.0.mlp.down_proj"
+    v = verify_with(lambda layers: layers[mod].update(quant_algo="W4A16_AWQ"))
+    assert v.returncode != 0, v.stdout
+    assert f"gives module '{mod}' quant_algo 'W4A16_AWQ', but its weight '{mod}.weight' holds int8-channel-f32" \
+        in v.stderr, v.stderr
+    v = verify_with(lambda layers: layers.pop(mod))
+    assert v.returncode != 0, v.stdout
+    assert f"module '{mod}' has a quantized weight and no quantized_layers entry" in v.stderr, v.stderr
+    v = verify_with(lambda layers: layers.update({"model.layers.0.mlp.extra_proj": {"quant_algo": "W8A16"}}))
+    assert v.returncode != 0, v.stdout
+    assert "lists quantized layer 'model.layers.0.mlp.extra_proj' (W8A16), but no quantized weight" in v.stderr, \
+        v.stderr
