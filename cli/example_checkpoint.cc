@@ -29,8 +29,12 @@ void register_example_checkpoint(CLI::App& app) {
                     "a published release's layout in miniature, quantized: deepseek-v4-release (bare names, "
                     "X.scale E8M0, FP4 experts as I8), deepseek-v4.1 (32x32 tiles, config nested under "
                     "text_config), deepseek-v3 (W_scale_inv F32, partial tiles, MTP), qwen-fp8 (W_scale_inv "
-                    "BF16), fp8-per-tensor (transformers' FineGrainedFP8, weight_block_size null)")
-          ->check(CLI::IsMember({"deepseek-v4-release", "deepseek-v4.1", "deepseek-v3", "qwen-fp8", "fp8-per-tensor"}));
+                    "BF16), fp8-per-tensor (transformers' FineGrainedFP8, weight_block_size null), "
+                    "modelopt-fp8-pc-pt, modelopt-w4a16-awq, modelopt-w8a16, modelopt-w8a8-sq, modelopt-w4a8-awq "
+                    "(NVIDIA ModelOpt's exports, with hf_quant_config.json)")
+          ->check(CLI::IsMember({"deepseek-v4-release", "deepseek-v4.1", "deepseek-v3", "qwen-fp8", "fp8-per-tensor",
+                                 "modelopt-fp8-pc-pt", "modelopt-w4a16-awq", "modelopt-w8a16", "modelopt-w8a8-sq",
+                                 "modelopt-w4a8-awq"}));
   auto* arch =
       s->add_option("--arch", a->arch,
                     "v4-like (default: DeepSeek-V4's names, simplified shapes), or deepseek-v4, llama, qwen-moe: "

@@ -21,6 +21,8 @@ declare -A sources=(
   [index_fuzz]="src/io/index.cc src/io/json_checked.cc"
   [hf_config_fuzz]="src/checkpoint/hf_config.cc"
   [gguf_fuzz]="src/io/gguf.cc src/io/gguf_dequantize.cc"
+  [dialect_pairs_fuzz]="src/checkpoint/dialect_pairs.cc src/io/safetensors.cc src/io/json_checked.cc src/formats/text.cc
+                        src/blocks/scheme.cc"
 )
 corpus_of() { case "$1" in safetensors_fuzz) echo safetensors;; index_fuzz) echo index;; *) echo "${1%_fuzz}";; esac; }
 targets=("${!sources[@]}")

@@ -90,8 +90,25 @@ HfConfig write_example_checkpoint(const std::filesystem::path& dir, int shards =
 //   qwen_fp8             Qwen3-MoE FP8: W_scale_inv in BF16 per 128x128
 //   fp8_per_tensor       Llama as transformers' FineGrainedFP8 holds it with weight_block_size null (Mistral's HF FP8):
 //                        one F32 W_scale_inv [] per weight, and an F32 activation_scale []
-enum class ReleaseLike { deepseek_v4_release, deepseek_v4_1, deepseek_v3, qwen_fp8, fp8_per_tensor };
-// "deepseek-v4-release", "deepseek-v4.1", "deepseek-v3", "qwen-fp8", "fp8-per-tensor"; throws std::invalid_argument.
+//   modelopt_*           Llama as NVIDIA ModelOpt's HF export writes it (config.json and hf_quant_config.json):
+//                        fp8_pc_pt (FP8_PER_CHANNEL_PER_TOKEN: W F8_E4M3 + W_scale F32 [R]), w4a16_awq (W U8
+//                        [R/2, C] + W_scale F32 [R, C/128] + pre_quant_scale BF16 [C]), w8a16 (W I8 + W_scale F32
+//                        [R]), w8a8_sq (that + input_scale and pre_quant_scale), w4a8_awq (w4a16_awq's + an F32
+//                        W_scale_2 and input_scale: a form minifloat refuses, by name)
+enum class ReleaseLike {
+  deepseek_v4_release,
+  deepseek_v4_1,
+  deepseek_v3,
+  qwen_fp8,
+  fp8_per_tensor,
+  modelopt_fp8_pc_pt,
+  modelopt_w4a16_awq,
+  modelopt_w8a16,
+  modelopt_w8a8_sq,
+  modelopt_w4a8_awq
+};
+// "deepseek-v4-release", "deepseek-v4.1", "deepseek-v3", "qwen-fp8", "fp8-per-tensor", "modelopt-fp8-pc-pt",
+// "modelopt-w4a16-awq", "modelopt-w8a16", "modelopt-w8a8-sq", "modelopt-w4a8-awq"; throws std::invalid_argument.
 ReleaseLike release_like_named(std::string_view name);
 std::string_view to_string(ReleaseLike like);
 // Writes the miniature of `like` in `dir` (created): config.json, `shards` shards (a weight's scales in its shard)

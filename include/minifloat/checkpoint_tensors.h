@@ -51,7 +51,13 @@ namespace mf::io {
 //                 AWQ's interleaved nibble order, M.qzeros I32 [C/G, R/8] the same way, M.scales F16 [C/G, R]:
 //                 W[n, k] = (q - z) x s, transposed) and AutoGPTQ's (M.qweight I32 [C x b / 32, R] packed along the
 //                 inputs, M.qzeros I32 [C/G, R x b / 32] stored as zero - 1, M.scales F16 [C/G, R], M.g_idx I32 [C]);
-//                 dequantized as M.weight [R, C]
+//                 dequantized as M.weight [R, C]; ModelOpt's INT4 (W4A16_AWQ: W U8 [R/2, C], two output rows per
+//                 byte, the even row in the low nibble, signed two's-complement nibbles; W_scale F32/BF16/F16
+//                 [R, C/G]: W[r, c] = q x s[r, c / G]) and INT8 (W8A16, W8A8_SQ_PER_CHANNEL: W I8 [R, C] with W_scale
+//                 [R], one scale per output row)
+//
+// Any form may carry ModelOpt's M.pre_quant_scale [C] (AWQ and SmoothQuant smoothing, which the engine multiplies
+// into the activations): the plain weight is then W[r, c] x pre_quant_scale[c], each product rounded once to f32.
 enum class PairForm : std::uint8_t { deepseek, nvfp4, scaled, packed, packed_global, blocks, integer, deepseek_v4 };
 std::string_view to_string(PairForm f);
 
@@ -64,7 +70,13 @@ struct QuantizedPair {
                                             // points, group index, weight_shape, ...)
   std::string zero_point, group_index;      // integer form: its zero points and column groups ("" when absent)
   int bits = 0;                             // integer form: bits per code
-  enum class Packing : std::uint8_t { compressed_tensors, awq, gptq } packing = Packing::compressed_tensors;
+  enum class Packing : std::uint8_t {
+    compressed_tensors,
+    awq,
+    gptq,
+    modelopt_int4
+  } packing = Packing::compressed_tensors;
+  std::string pre_quant_scale;              // ModelOpt's smoothing factors over the input columns ("" when absent)
   Scheme scheme;                            // deepseek, deepseek_v4 and nvfp4 forms: element, block and scale
                                             // format (BF16 / F16 scales: f32, the values they widen to exactly; one
                                             // scale for the tensor: a block of the whole [R, C])

@@ -66,12 +66,15 @@ struct PrecisionFlags {
   bool fp8_attn = false, fp8_mlp = false, mxfp8 = false, mxfp4 = false;
 };
 
-// One of compressed-tensors' config_groups, as far as what its weights are stored as.
+// One of compressed-tensors' config_groups, as far as what its weights are stored as (ModelOpt's MIXED_PRECISION:
+// one per quantized layer, its name the module's and its format the layer's quant_algo).
 struct QuantGroup {
-  std::string name;    // the group's key ("group_0")
-  std::string format;  // the group's format, else the config's ("float-quantized", "pack-quantized", ...; "" unset)
-  std::string type;    // weights.type: "float" or "int" ("" when the group quantizes no weights)
-  int num_bits = 0;    // weights.num_bits (0 when unset)
+  std::string name;                  // the group's key ("group_0")
+  std::string format;                // the group's format, else the config's ("float-quantized", ...; "" unset)
+  std::string type;                  // weights.type: "float" or "int" ("" when the group quantizes no weights)
+  int num_bits = 0;                  // weights.num_bits (0 when unset)
+  std::vector<std::string> targets;  // compressed-tensors: module names, "re:" regexes, or class names ("Linear")
+  int group_size = 0;                // weights.group_size / ModelOpt's group_size (0 when unset)
 };
 
 struct HfConfig {

@@ -36,21 +36,22 @@ def assert_clean(out_dir, tensors, dtype_name):
 
 # ---- compressed-tensors ----
 
-def ct_checkpoint(torch, preset, out):
+def ct_checkpoint(torch, preset, out, groups=None, ignore=("lm_head",)):
     """A tiny Llama quantized by compressed-tensors' own presets and qparam math (what llm-compressor's min-max
-    observer computes), compressed by its ModelCompressor and saved."""
+    observer computes), compressed by its ModelCompressor and saved. `groups` (name -> QuantizationScheme) stands
+    for the preset's one group_0 where given (mixed precision); `ignore` is the config's list."""
     ct = need("compressed_tensors")
     from compressed_tensors.quantization import (QuantizationArgs, QuantizationConfig, QuantizationScheme,
                                                  QuantizationStatus, QuantizationStrategy,
                                                  apply_quantization_config, preset_name_to_scheme)
     from compressed_tensors.quantization.utils import calculate_qparams, generate_gparam
     model = tiny_llama(torch)
-    if preset == "FP8_CHANNEL_W_ONLY":
-        scheme = QuantizationScheme(targets=["Linear"], weights=QuantizationArgs(
-            num_bits=8, type="float", strategy="channel", symmetric=True, dynamic=False))
-    else:
-        scheme = preset_name_to_scheme(preset, ["Linear"])
-    apply_quantization_config(model, QuantizationConfig(config_groups={"group_0": scheme}, ignore=["lm_head"]))
+    if groups is None and preset == "FP8_CHANNEL_W_ONLY":
+        groups = {"group_0": QuantizationScheme(targets=["Linear"], weights=QuantizationArgs(
+            num_bits=8, type="float", strategy="channel", symmetric=True, dynamic=False))}
+    elif groups is None:
+        groups = {"group_0": preset_name_to_scheme(preset, ["Linear"])}
+    apply_quantization_config(model, QuantizationConfig(config_groups=groups, ignore=list(ignore)))
     for _, m in model.named_modules():
         s = getattr(m, "quantization_scheme", None)
         if s is None or s.weights is None:

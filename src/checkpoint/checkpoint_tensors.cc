@@ -46,6 +46,7 @@ const Format* scale_of(DType t) {
 }
 
 bool half_scale(DType t) { return t == DType::BF16 || t == DType::F16; }
+bool half_or_f32(DType t) { return half_scale(t) || t == DType::F32; }
 
 std::uint64_t element_count(const std::vector<std::uint64_t>& shape) {
   std::uint64_t n = 1;
@@ -78,19 +79,22 @@ std::string scheme_text(const Format& element, int br, int bc, const Format& sca
   return cat(element.name, "-", br, "x", bc, "-", scale.name, "-", rule);
 }
 
-// The block shapes whose scale grid over `shape` is the scale tensor's: NVFP4 is 1x16 only; FP4 weights in the
-// DeepSeek forms are MXFP4-shaped (1x32 along K, docs/spec.md#v4-geometry; a short row would otherwise also fit 1x128).
+// The block shapes whose scale grid over `shape` is the scale tensor's: the NVFP4 form is 1x16, or 1x32 (ModelOpt's
+// W4A8_NVFP4_FP8, whose group_size is 32) where 1x16 does not fit; FP4 weights in the DeepSeek forms are
+// MXFP4-shaped (1x32 along K, docs/spec.md#v4-geometry; a short row would otherwise also fit 1x128).
 std::vector<std::array<int, 2>> fitting_blocks(PairForm form, const Format& element, std::array<std::int64_t, 2> shape,
                                                const SafetensorsTensor& scale) {
   std::vector<std::array<int, 2>> fits;
   for (const auto& [br, bc] : kBlocks) {
-    if ((form == PairForm::nvfp4) != (br == 1 && bc == 16)) continue;
+    const bool fp4_row = br == 1 && (bc == 16 || bc == 32);
+    if (form == PairForm::nvfp4 ? !fp4_row : br == 1 && bc == 16) continue;
     if (form != PairForm::nvfp4 && element == e2m1 && !(br == 1 && bc == 32)) continue;
     if (ceil_div(shape[0], br) == static_cast<std::int64_t>(scale.shape[0]) &&
         ceil_div(shape[1], bc) == static_cast<std::int64_t>(scale.shape[1])) {
       fits.push_back({br, bc});
     }
   }
+  if (form == PairForm::nvfp4 && fits.size() == 2) fits = {{1, 16}};  // a row of 16 or fewer: NVFP4's own block
   return fits;
 }
 
@@ -113,8 +117,9 @@ QuantizedPair own_form_pair(PairForm form, const SafetensorsFile& file, const Sa
   p.scale = scale.name;
   if (scale2) p.tensor_scale = scale2->name;
   p.shape = std::move(shape);
-  p.scheme = form == PairForm::nvfp4 ? scheme_named("nvfp4")
-                                     : scheme_named(scheme_text(element, br, bc, *scale_of(scale.dtype)));
+  p.scheme = form == PairForm::nvfp4 && bc == 16 ? scheme_named("nvfp4")
+                                                 : scheme_named(scheme_text(element, br, bc, *scale_of(scale.dtype)));
+  if (form == PairForm::nvfp4) p.scheme.tensor_scale = true;  // NVFP4's layout with 32-element blocks
   p.scheme_name = listed_name(p.scheme, scale.dtype);
   p.output = w.name;
   p.output_shape = {static_cast<std::uint64_t>(p.shape[0]), static_cast<std::uint64_t>(p.shape[1])};
@@ -175,6 +180,10 @@ std::optional<QuantizedPair> match(const SafetensorsFile& file, const Safetensor
       form = PairForm::deepseek_v4;
     } else if (scale == nullptr || scale2 == nullptr) {
       return detail::match_dialect_pair(file, w, packed_bits);
+    } else if (w.dtype == DType::U8 && half_or_f32(scale->dtype)) {
+      // ModelOpt's W4A8_AWQ: INT4 codes with float group scales and an FP8 second level, which no form reads; the
+      // quantization rule names it (quantization_rule.cc).
+      return std::nullopt;
     } else {
       form = PairForm::nvfp4;
     }
@@ -261,12 +270,42 @@ void relabel_ambiguous(std::vector<QuantizedPair>& pairs, const std::vector<std:
   }
 }
 
+namespace {
+
+// ModelOpt's AWQ / SmoothQuant smoothing beside a pair's weight: M.pre_quant_scale, one float per input column.
+void attach_pre_quant_scale(const SafetensorsFile& file, QuantizedPair& p) {
+  const std::string& w = p.output;
+  const SafetensorsTensor* s = file.find((w.ends_with(".weight") ? w.substr(0, w.size() - 7) : w) + ".pre_quant_scale");
+  if (s == nullptr || p.form == PairForm::blocks) return;
+  const bool is_float = s->dtype == DType::F32 || s->dtype == DType::BF16 || s->dtype == DType::F16;
+  if (!is_float || p.shape.size() != 2 ||
+      s->shape != std::vector<std::uint64_t>{static_cast<std::uint64_t>(p.shape[1])}) {
+    throw IoError(
+        IoErrc::size_mismatch, file.path(), s->name,
+        cat(dtype_name(s->dtype), " ", shape_text(s->shape), " is no pre_quant_scale of ", p.weight,
+            ": one F32/BF16/F16 value per input column, [", p.shape.size() == 2 ? p.shape[1] : 0, "] expected"));
+  }
+  p.pre_quant_scale = s->name;
+  p.extras.push_back(s->name);
+}
+
+// The weight's values with the smoothing folded in: W[r, c] x pre_quant_scale[c], rounded once to f32.
+void fold_pre_quant_scale(const SafetensorsFile& file, const QuantizedPair& p, std::vector<float>& y) {
+  if (p.pre_quant_scale.empty()) return;
+  const std::vector<float> factor = detail::scale_tensor_values(file, *file.find(p.pre_quant_scale));
+  const auto cols = static_cast<std::size_t>(p.shape[1]);
+  for (std::size_t i = 0; i < y.size(); ++i) y[i] *= factor[i % cols];
+}
+
+}  // namespace
+
 std::vector<QuantizedPair> find_pairs(const SafetensorsFile& file, int packed_bits) {
   std::vector<QuantizedPair> out;
   std::vector<std::vector<std::array<int, 2>>> fits;
   std::vector<std::array<int, 2>> f;
   for (const SafetensorsTensor& t : file.tensors()) {
     if (std::optional<QuantizedPair> p = match(file, t, f, packed_bits)) {
+      attach_pre_quant_scale(file, *p);
       out.push_back(std::move(*p));
       fits.push_back(f);
     }
@@ -297,10 +336,15 @@ bool own_form(PairForm f) { return f == PairForm::deepseek || f == PairForm::dee
 }  // namespace
 
 std::vector<float> dequantize_pair(const SafetensorsFile& file, const QuantizedPair& pair, int threads) {
-  if (!own_form(pair.form)) return detail::dequantize_dialect_pair(file, pair);
-  const QuantizedTensor q = read_pair(file, pair);
-  std::vector<float> y(static_cast<std::size_t>(q.count()));
-  dequantize(q, y.data(), threads);
+  std::vector<float> y;
+  if (!own_form(pair.form)) {
+    y = detail::dequantize_dialect_pair(file, pair);
+  } else {
+    const QuantizedTensor q = read_pair(file, pair);
+    y.resize(static_cast<std::size_t>(q.count()));
+    dequantize(q, y.data(), threads);
+  }
+  fold_pre_quant_scale(file, pair, y);
   return y;
 }
 

@@ -345,14 +345,19 @@ std::optional<QuantizedPair> match_awq_gptq(const SafetensorsFile& f, const Safe
   return p;
 }
 
-// compressed-tensors int-quantized: W I8 [R, C] + W_scale (float [R, G] or [R, 1]), an optional W_zero_point.
+// compressed-tensors int-quantized: W I8 [R, C] + W_scale (float [R, G] or [R, 1]), an optional W_zero_point;
+// ModelOpt's INT8 (W8A16, W8A8_SQ_PER_CHANNEL): W_scale [R], one per output row.
 std::optional<QuantizedPair> match_int8(const SafetensorsFile& f, const SafetensorsTensor& w,
                                         const SafetensorsTensor& s) {
   const std::string module = module_of(w.name);
-  if (w.shape.size() != 2 || !float_scale(s.dtype) || s.shape.size() != 2 || s.shape[0] != w.shape[0]) {
-    misfit(f, w, s, "an I8 weight [R, C] with W_scale BF16/F16/F32 [R, G] (compressed-tensors int-quantized)");
+  if (w.shape.size() != 2 || !float_scale(s.dtype) || s.shape.empty() || s.shape.size() > 2 ||
+      s.shape[0] != w.shape[0]) {
+    misfit(f, w, s,
+           "an I8 weight [R, C] with W_scale BF16/F16/F32 [R, G] (compressed-tensors int-quantized) or [R] "
+           "(ModelOpt INT8)");
   }
-  const std::uint64_t rows = w.shape[0], cols = w.shape[1], groups = s.shape[1], group = group_of(cols, groups);
+  const std::uint64_t rows = w.shape[0], cols = w.shape[1], groups = s.shape.size() == 2 ? s.shape[1] : 1;
+  const std::uint64_t group = group_of(cols, groups);
   if (group == 0) misfit(f, w, s, "a scale grid of [R, G] groups over the columns");
   QuantizedPair p =
       row_pair(PairForm::integer, w.name, s.name, w.name, {rows, cols}, group,
@@ -361,6 +366,24 @@ std::optional<QuantizedPair> match_int8(const SafetensorsFile& f, const Safetens
   integer_parts(f, module, p, rows, cols, groups, false);
   add_extras(f, module, p);
   if (f.find(module + ".weight_g_idx") != nullptr) p.extras.push_back(module + ".weight_g_idx");
+  return p;
+}
+
+// ModelOpt's INT4 (W4A16_AWQ; quant_utils.py pack_int4_in_uint8): W U8 [R/2, C], output rows 2i and 2i+1 in the
+// low and high nibble of byte [i, c], + W_scale float [R, C/G], one scale per G input columns of a row.
+std::optional<QuantizedPair> match_modelopt_int4(const SafetensorsFile& f, const SafetensorsTensor& w,
+                                                 const SafetensorsTensor& s) {
+  const std::string expected =
+      "W U8 [R/2, C] with W_scale BF16/F16/F32 [R, C/G] (ModelOpt INT4, two output rows per byte)";
+  if (w.shape.size() != 2 || s.shape.size() != 2 || s.shape[0] != 2 * w.shape[0]) misfit(f, w, s, expected);
+  const std::uint64_t rows = s.shape[0], cols = w.shape[1], groups = s.shape[1], group = group_of(cols, groups);
+  if (group == 0) misfit(f, w, s, expected);
+  QuantizedPair p =
+      row_pair(PairForm::integer, w.name, s.name, w.name, {rows, cols}, group,
+               cat("int4-", groups == 1 ? std::string("channel") : cat("1x", group), "-", scale_label(s.dtype)));
+  p.bits = 4;
+  p.packing = QuantizedPair::Packing::modelopt_int4;
+  add_extras(f, module_of(w.name), p);
   return p;
 }
 
@@ -376,10 +399,12 @@ std::optional<QuantizedPair> match_packed_weight(const SafetensorsFile& f, const
   return p;
 }
 
-// A scale grid as two dimensions: [Sr, Sc], one value ([], [1], [1, 1]) as [1, 1], and ModelOpt's per-block
-// [Sr, 1, Sc, 1] as [Sr, Sc]; nullopt for any other shape.
+// A scale grid as two dimensions: [Sr, Sc], one value ([], [1], [1, 1]) as [1, 1], ModelOpt's per-channel [R]
+// (FP8_PER_CHANNEL_PER_TOKEN: one scale per output row) as [R, 1], and its per-block [Sr, 1, Sc, 1] as [Sr, Sc];
+// nullopt for any other shape.
 std::optional<std::array<std::uint64_t, 2>> scale_grid(const std::vector<std::uint64_t>& s) {
   if (elements(s) == 1 && s.size() <= 2) return std::array<std::uint64_t, 2>{1, 1};
+  if (s.size() == 1) return std::array<std::uint64_t, 2>{s[0], 1};
   if (s.size() == 2) return std::array<std::uint64_t, 2>{s[0], s[1]};
   if (s.size() == 4 && s[1] == 1 && s[3] == 1) return std::array<std::uint64_t, 2>{s[0], s[2]};
   return std::nullopt;
@@ -400,11 +425,12 @@ std::string scaled_scheme_name(DType element, DType scale, std::array<std::uint6
 std::optional<QuantizedPair> match_scaled(const SafetensorsFile& f, const SafetensorsTensor& w) {
   const SafetensorsTensor* s = f.find(w.name + "_scale");
   if (s == nullptr || f.find(w.name + "_scale_2") != nullptr) return std::nullopt;
-  if (w.dtype == DType::U8) return match_packed_weight(f, w, *s);
+  if (w.dtype == DType::U8)
+    return float_scale(s->dtype) ? match_modelopt_int4(f, w, *s) : match_packed_weight(f, w, *s);
   if (w.dtype == DType::I8) return match_int8(f, w, *s);
   if (w.dtype != DType::F8_E4M3 && w.dtype != DType::F8_E5M2) return std::nullopt;
   const std::string expected =
-      "an F8 weight [R, C] with W_scale F32/BF16/F16/E8M0 of one value, [R, 1], "
+      "an F8 weight [R, C] with W_scale F32/BF16/F16/E8M0 of one value, [R], [R, 1], "
       "[ceil(R/128), ceil(C/128)] or [R, C/32]";
   if (w.shape.size() != 2 || !scale_dtype(s->dtype)) misfit(f, w, *s, expected);
   const std::uint64_t rows = w.shape[0], cols = w.shape[1];
@@ -444,12 +470,16 @@ std::optional<QuantizedPair> match_dialect_pair(const SafetensorsFile& file, con
   return match_scaled(file, w);
 }
 
+std::vector<float> scale_tensor_values(const SafetensorsFile& file, const SafetensorsTensor& t) {
+  std::vector<float> out(elements(t.shape));
+  for (std::size_t i = 0; i < out.size(); ++i) out[i] = scale_at(t.dtype, file.bytes(t).data(), i);
+  return out;
+}
+
 std::vector<float> pair_scale_values(const SafetensorsFile& file, const QuantizedPair& p) {
   const SafetensorsTensor* s = file.find(p.scale);
   if (s == nullptr) throw IoError(IoErrc::invalid_tensor_entry, file.path(), p.weight, "pair is gone");
-  std::vector<float> out(elements(s->shape));
-  for (std::size_t i = 0; i < out.size(); ++i) out[i] = scale_at(s->dtype, file.bytes(*s).data(), i);
-  return out;
+  return scale_tensor_values(file, *s);
 }
 
 float pair_second_scale(const SafetensorsFile& file, const QuantizedPair& p) {
@@ -498,14 +528,16 @@ IntegerNumbers integer_numbers(const SafetensorsFile& f, const QuantizedPair& p)
   n.bits = p.bits;
   n.group = static_cast<std::uint64_t>(p.block_cols);
   const bool ct = p.packing == QuantizedPair::Packing::compressed_tensors;
-  const bool packed = !ct || w.dtype == DType::I32;
-  n.groups = ct ? s.shape[1] : s.shape[0];
+  const bool modelopt = p.packing == QuantizedPair::Packing::modelopt_int4;
+  const bool row_major = ct || modelopt;  // scales [R, G] (ModelOpt's INT8: [R]); AWQ, GPTQ [G, R]
+  const bool packed = !row_major || (ct && w.dtype == DType::I32);
+  n.groups = s.shape.size() < 2 ? 1 : row_major ? s.shape[1] : s.shape[0];
   n.scale_dtype = s.dtype;
-  const std::vector<float> stored = pair_scale_values(f, p);  // ct [R, G]; AWQ, GPTQ [G, R]
+  const std::vector<float> stored = pair_scale_values(f, p);
   n.scales.resize(n.rows * n.groups);
   for (std::uint64_t r = 0; r < n.rows; ++r) {
     for (std::uint64_t k = 0; k < n.groups; ++k) {
-      n.scales[r * n.groups + k] = stored[ct ? r * n.groups + k : k * n.rows + r];
+      n.scales[r * n.groups + k] = stored[row_major ? r * n.groups + k : k * n.rows + r];
     }
   }
   const SafetensorsTensor* g = p.group_index.empty() ? nullptr : f.find(p.group_index);
@@ -530,6 +562,10 @@ IntegerNumbers integer_numbers(const SafetensorsFile& f, const QuantizedPair& p)
         code = static_cast<std::int32_t>((word_at(q, c * (n.rows / 8) + r / 8) >> (4 * kAwqNibble[r % 8])) & 15);
       } else if (p.packing == QuantizedPair::Packing::gptq) {
         code = static_cast<std::int32_t>(field_down(q, n.rows, r, c * ub, b, w.shape[0]));
+      } else if (modelopt) {  // pack_int4_in_uint8: output rows 2i, 2i+1 in the low, high nibble of byte [i, c]
+        const auto byte = static_cast<std::uint32_t>(q[(r / 2) * n.cols + c]);
+        const std::uint32_t nibble = r % 2 == 0 ? byte & 15 : byte >> 4;
+        code = static_cast<std::int32_t>(nibble) - static_cast<std::int32_t>((nibble & 8) << 1);  // signed int4
       } else if (packed) {
         code = static_cast<std::int32_t>(field_down(q + 4 * r * w.shape[1], 1, 0, c * ub, b, w.shape[1]));
       } else {
@@ -612,6 +648,8 @@ std::vector<float> dequantize_dialect_pair(const SafetensorsFile& file, const Qu
 }
 
 std::optional<Scheme> held_scheme(const QuantizedPair& p) {
+  // Smoothing folded in: the values are no longer the codes times their scales.
+  if (!p.pre_quant_scale.empty()) return std::nullopt;
   if (p.form == PairForm::deepseek || p.form == PairForm::nvfp4) return p.scheme;
   if (p.form == PairForm::integer) return std::nullopt;  // float scales per group and zero points: no Scheme of ours
   try {

@@ -15,6 +15,9 @@ namespace mf::io::detail {
 std::optional<QuantizedPair> match_dialect_pair(const SafetensorsFile& file, const SafetensorsTensor& w,
                                                 int packed_bits = 0);
 
+// A tensor of scales (F32, BF16, F16, F8_E4M3, E8M0 as F8_E8M0 or U8) as f32, exactly, in its order.
+std::vector<float> scale_tensor_values(const SafetensorsFile& file, const SafetensorsTensor& t);
+
 // The pair's scales as f32, in the scale tensor's order; and its second-level scale (1 when it has none).
 std::vector<float> pair_scale_values(const SafetensorsFile& file, const QuantizedPair& pair);
 float pair_second_scale(const SafetensorsFile& file, const QuantizedPair& pair);

@@ -218,6 +218,16 @@ void check_transformers_fp8(const Json& q, HfConfig& c) {
   c.quantization = qc;
 }
 
+// group_size: a positive integer, or absent / null (0).
+int group_size_of(const Json& q, const std::string& where, std::string_view dialect) {
+  if (!q.contains("group_size") || q.at("group_size").is_null()) return 0;
+  const Json& v = q.at("group_size");
+  if (!v.is_number_unsigned() || v.get<std::uint64_t>() > (1u << 30)) {
+    bad_type(dialect, cat(where, where.empty() ? "" : ".", "group_size"), "a positive integer", v);
+  }
+  return v.get<int>();
+}
+
 // One of compressed-tensors' config_groups: an object whose targets are names and whose weights are float or int.
 void check_compressed_tensors_group(const Json& g, const std::string& where) {
   constexpr std::string_view d = "compressed-tensors";
@@ -226,8 +236,9 @@ void check_compressed_tensors_group(const Json& g, const std::string& where) {
   if (!g.contains("weights") || g.at("weights").is_null()) return;
   const Json& w = g.at("weights");
   if (!w.is_object()) bad_type(d, where + ".weights", "an object", w);
-  if (w.contains("num_bits") && !w.at("num_bits").is_number_unsigned())
-    bad_type(d, where + ".weights.num_bits", "an integer", w.at("num_bits"));
+  // At most 64: a larger count would not fit the int it is read into.
+  if (w.contains("num_bits") && (!w.at("num_bits").is_number_unsigned() || w.at("num_bits").get<std::uint64_t>() > 64))
+    bad_type(d, where + ".weights.num_bits", "an integer of 0 to 64", w.at("num_bits"));
   const std::string type = string_or(w, d, "type", "int");
   if (type != "float" && type != "int")
     unsupported(where + ".weights.type", w.at("type"), Json::array({"float", "int"}));
@@ -249,11 +260,12 @@ void check_compressed_tensors(const Json& q, HfConfig& c) {
     check_compressed_tensors_group(g, cat("config_groups.", it.key()));
     const std::string f = string_or(g, d, "format", "");
     if (!f.empty() && std::find(formats.begin(), formats.end(), f) == formats.end()) formats.push_back(f);
-    QuantGroup group{it.key(), f.empty() ? top : f, "", 0};
+    QuantGroup group{it.key(), f.empty() ? top : f, "", 0, string_list(g, d, "targets"), 0};
     if (g.contains("weights") && g.at("weights").is_object()) {
       const Json& w = g.at("weights");
       group.type = string_or(w, d, "type", "int");
       group.num_bits = w.contains("num_bits") ? w.at("num_bits").get<int>() : 0;
+      group.group_size = group_size_of(w, cat("config_groups.", it.key(), ".weights"), d);
     }
     c.groups.push_back(std::move(group));
   }
@@ -268,13 +280,20 @@ void check_modelopt(const Json& q, HfConfig& c) {
     throw HfConfigError(HfErrc::missing_key, "Missing modelopt quantization key 'quant_algo'");
   c.scheme = string_or(q, d, "quant_algo", "");
   c.not_converted = string_list(q, d, q.contains("exclude_modules") ? "exclude_modules" : "ignore");
+  group_size_of(q, "", d);
   // MIXED_PRECISION: each quantized layer's own algorithm, one group per layer.
   if (q.contains("quantized_layers") && !q.at("quantized_layers").is_null()) {
     const Json& layers = q.at("quantized_layers");
     if (!layers.is_object()) bad_type(d, "quantized_layers", "an object of module names", layers);
     for (auto it = layers.begin(); it != layers.end(); ++it) {
-      if (!it.value().is_object()) bad_type(d, cat("quantized_layers.", it.key()), "an object", it.value());
-      c.groups.push_back({it.key(), string_or(it.value(), d, "quant_algo", ""), "", 0});
+      const std::string where = cat("quantized_layers.", it.key());
+      if (!it.value().is_object()) bad_type(d, where, "an object", it.value());
+      c.groups.push_back({it.key(),
+                          string_or(it.value(), d, "quant_algo", ""),
+                          "",
+                          0,
+                          {it.key()},
+                          group_size_of(it.value(), where, d)});
     }
   }
 }
@@ -296,11 +315,18 @@ void check_dialect(const Json& q, HfConfig& c) {
       const std::string d = awq ? "AutoAWQ" : "GPTQ";
       const auto integer = [&](const char* key, int fallback) {
         if (!q.contains(key) || q.at(key).is_null()) return fallback;
-        if (!q.at(key).is_number_integer()) bad_type(d, key, "an integer", q.at(key));
+        if (!q.at(key).is_number_integer() || q.at(key).get<std::int64_t>() < -1 ||
+            q.at(key).get<std::int64_t>() > (1 << 30)) {
+          bad_type(d, key, "an integer of -1 to 2^30", q.at(key));
+        }
         return q.at(key).get<int>();
       };
-      QuantGroup g{awq ? "awq" : "gptq", string_or(q, d, awq ? "version" : "checkpoint_format", awq ? "gemm" : "gptq"),
-                   "int", integer("bits", 4)};
+      QuantGroup g{awq ? "awq" : "gptq",
+                   string_or(q, d, awq ? "version" : "checkpoint_format", awq ? "gemm" : "gptq"),
+                   "int",
+                   integer("bits", 4),
+                   {},
+                   0};
       if (!awq && q.contains("is_marlin_format") && q.at("is_marlin_format") == true) g.format = "marlin";
       std::transform(g.format.begin(), g.format.end(), g.format.begin(),
                      [](unsigned char ch) { return std::tolower(ch); });

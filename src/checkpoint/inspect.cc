@@ -158,6 +158,7 @@ std::map<std::string, std::string> pair_roles(Shard& sh, std::map<std::string, i
       const char* what = e.ends_with("zero_point")     ? "zero point of "
                          : e.ends_with("g_idx")        ? "column groups of "
                          : e.ends_with("weight_shape") ? "shape of "
+                         : e == p.pre_quant_scale      ? "smoothing (folded into the weight) of "
                                                        : "activation scale of ";
       roles[e] = cat(what, p.weight);
     }

@@ -122,6 +122,32 @@ std::string upper(std::string s) {
   return s;
 }
 
+// ModelOpt's quant_algo names as its export writes them (modelopt/torch/export/quant_utils.py
+// process_layer_quant_config; FP8_PB_WO comes out lower-case): "" for those whose tensors minifloat reads, else why
+// not. Read: NVFP4 and its variants of the same tensors (W4A16_NVFP4 without input_scale, W4A8_NVFP4_FP8 with
+// weight_scale_2 = amax / 448, NVFP4_AWQ with pre_quant_scale), FP8 per tensor, per channel
+// (FP8_PER_CHANNEL_PER_TOKEN: weight_scale [R]) and per 128x128 block, MXFP8, MXFP4 (and W4A8_MXFP4_FP8, the same
+// weights), INT4 (W4A16_AWQ) and INT8 (W8A16, W8A8_SQ_PER_CHANNEL).
+std::string modelopt_not_read(const std::string& algo) {
+  static constexpr std::array<const char*, 13> kRead{
+      "NVFP4", "W4A16_NVFP4", "W4A8_NVFP4_FP8", "NVFP4_AWQ", "FP8",   "FP8_PER_CHANNEL_PER_TOKEN", "FP8_PB_WO",
+      "MXFP8", "MXFP4",       "W4A8_MXFP4_FP8", "W4A16_AWQ", "W8A16", "W8A8_SQ_PER_CHANNEL"};
+  const std::string a = upper(algo);
+  if (std::find(kRead.begin(), kRead.end(), a) != kRead.end()) return "";
+  if (a == "W4A8_AWQ") {
+    return "is not read by minifloat: its INT4 weight passes through FP8 (a second quantizer whose "
+           "weight_scale_2 is amax / 448) before the matmul, a rounding of q x weight_scale / weight_scale_2 that "
+           "the engine's kernel defines and the checkpoint does not hold";
+  }
+  if (a == "NVFP4_SVD") {
+    return "is not read by minifloat: SVDQuant's weight is the NVFP4 residual plus a low-rank product of two "
+           "more matrices, not a quantized weight alone";
+  }
+  return "is not one minifloat reads (NVFP4, W4A16_NVFP4, W4A8_NVFP4_FP8, NVFP4_AWQ, FP8, "
+         "FP8_PER_CHANNEL_PER_TOKEN, FP8_PB_WO, MXFP8, MXFP4, W4A8_MXFP4_FP8, W4A16_AWQ, W8A16, "
+         "W8A8_SQ_PER_CHANNEL; MIXED_PRECISION of those)";
+}
+
 }  // namespace
 
 int declared_packed_bits(const std::optional<HfConfig>& config) {
@@ -181,28 +207,18 @@ Declaration declaration_of(const std::optional<HfConfig>& config) {
       }
       return d;
     case ConfigRules::modelopt: {
-      const auto read = [](const std::string& algo) {
-        for (const char* r : {"NVFP4", "FP8", "FP8_PB_WO", "MXFP8", "MXFP4"}) {
-          if (upper(algo) == r) return true;
-        }
-        return false;
-      };
       // MIXED_PRECISION: every layer's own algorithm (quantized_layers) must be one minifloat reads.
       if (upper(c.scheme) == "MIXED_PRECISION" && !c.groups.empty()) {
         for (const QuantGroup& g : c.groups) {
-          if (!read(g.format)) {
-            d.not_read = cat("its quantized layer '", g.name, "' has quant_algo '", g.format,
-                             "', not one minifloat "
-                             "reads (NVFP4, FP8, FP8_PB_WO, MXFP8, MXFP4)");
+          if (const std::string why = modelopt_not_read(g.format); !why.empty()) {
+            d.not_read = cat("its quantized layer '", g.name, "' has quant_algo '", g.format, "', which ", why);
             return d;
           }
         }
         return d;
       }
-      if (read(c.scheme)) return d;
-      d.not_read = cat("its quant_algo '", c.scheme,
-                       "' is not one minifloat reads (NVFP4, FP8, FP8_PB_WO, MXFP8, "
-                       "MXFP4; MIXED_PRECISION of those)");
+      if (const std::string why = modelopt_not_read(c.scheme); !why.empty())
+        d.not_read = cat("its quant_algo '", c.scheme, "' ", why);
       return d;
     }
     default: break;

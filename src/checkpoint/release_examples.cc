@@ -25,14 +25,17 @@ using U = std::uint64_t;
 
 // How one tensor of a release is stored.
 enum class Kind {
-  bf16,        // as the bf16 model holds it
-  f32,         // F32 (DeepSeek's hyper-connection mixers, sinks, routing biases)
-  i64,         // an integer table (DeepSeek-V4's hash router)
-  fp8_e8m0,    // F8_E4M3 with one F8_E8M0 scale per Br x Bc block (DeepSeek-V4: 128x128; V4.1: 32x32; engram 1x32)
-  fp8_f32,     // F8_E4M3 with one F32 scale per 128x128 block (DeepSeek-V3)
-  fp8_bf16,    // F8_E4M3 with one BF16 scale per 128x128 block (Qwen)
-  fp8_tensor,  // F8_E4M3 with one F32 scale for the tensor (FineGrainedFP8, weight_block_size null)
-  fp4_i8,      // e2m1 packed two per byte as I8 [R, C/2], one F8_E8M0 scale per 32 along a row (DeepSeek-V4 experts)
+  bf16,          // as the bf16 model holds it
+  f32,           // F32 (DeepSeek's hyper-connection mixers, sinks, routing biases)
+  i64,           // an integer table (DeepSeek-V4's hash router)
+  fp8_e8m0,      // F8_E4M3 with one F8_E8M0 scale per Br x Bc block (DeepSeek-V4: 128x128; V4.1: 32x32; engram 1x32)
+  fp8_f32,       // F8_E4M3 with one F32 scale per 128x128 block (DeepSeek-V3)
+  fp8_bf16,      // F8_E4M3 with one BF16 scale per 128x128 block (Qwen)
+  fp8_tensor,    // F8_E4M3 with one F32 scale for the tensor (FineGrainedFP8, weight_block_size null)
+  fp4_i8,        // e2m1 packed two per byte as I8 [R, C/2], one F8_E8M0 scale per 32 along a row (DeepSeek-V4 experts)
+  fp8_channel,   // F8_E4M3 with one F32 scale per output row, [R] (ModelOpt FP8_PER_CHANNEL_PER_TOKEN)
+  int8_channel,  // I8 with one F32 scale per output row, [R] (ModelOpt W8A16, W8A8_SQ_PER_CHANNEL)
+  int4_rows,     // signed int4, two output rows per byte, U8 [R/2, C], one F32 scale per 128 of a row (W4A16_AWQ)
 };
 
 struct Planned {
@@ -45,13 +48,20 @@ struct Planned {
 enum class Naming {
   release,    // X.weight + X.scale (DeepSeek's V4 / V4.1 releases)
   scale_inv,  // W + W_scale_inv (DeepSeek-V3, Qwen, transformers' FineGrainedFP8)
+  modelopt,   // W + W_scale (NVIDIA ModelOpt's HF export)
 };
 
 struct Release {
   std::string config;
+  std::string hf_quant_config;  // ModelOpt's hf_quant_config.json beside config.json ("" for none)
   std::vector<Planned> tensors;
   Naming naming = Naming::scale_inv;
   bool activation_scales = false;  // W's module gets an F32 [] activation_scale (FineGrainedFP8, activation "static")
+  bool input_scales = false;       // ModelOpt's static activation scale: an F32 [] M.input_scale
+  // ModelOpt's AWQ / SmoothQuant factors, M.pre_quant_scale BF16 [C]: on every linear (SmoothQuant), or (AWQ) only on
+  // o_proj and down_proj, the export having folded the others' into the norm before them (fuse_prequant_layernorm).
+  enum class Smoothing : std::uint8_t { none, every_linear, unfused } smoothing = Smoothing::none;
+  bool second_scale = false;  // W4A8_AWQ's FP8 second level: an F32 [] W_scale_2
 };
 
 bool ends_with_any(const std::string& s, std::initializer_list<const char*> suffixes) {
@@ -311,6 +321,36 @@ Release fp8_per_tensor() {
   return r;
 }
 
+// ---- NVIDIA ModelOpt's other exports (section 6.3) ----
+
+// Llama (the `--arch llama` miniature) as ModelOpt's unified HF export writes `quant_algo` (hf_quant_config.json, and
+// config.json's quantization_config as convert_hf_quant_config_format gives it): every decoder linear quantized,
+// lm_head excluded, embeddings and norms BF16.
+Release modelopt_release(const char* algo, Kind kind, int group_size) {
+  Json config = Json::parse(detail::example_config(ExampleArch::llama, example_size(ExampleArch::llama)));
+  const Json producer = {{"name", "modelopt"}, {"version", "0.47.0"}};
+  const Json excluded = {"lm_head", "model.embed_tokens"};
+  Json q = {{"quant_algo", algo}, {"kv_cache_quant_algo", nullptr}};
+  if (group_size > 0) {  // the AWQ forms (process_layer_quant_config)
+    q["group_size"] = group_size;
+    q["has_zero_point"] = false;
+    q["pre_quant_scale"] = true;
+  }
+  q["exclude_modules"] = excluded;
+  config["quantization_config"] = {
+      {"ignore", excluded}, {"quant_algo", algo}, {"producer", producer}, {"quant_method", "modelopt"}};
+  Release r;
+  r.config = config.dump(2) + "\n";
+  r.hf_quant_config = Json{{"producer", producer}, {"quantization", q}}.dump(4) + "\n";
+  r.naming = Naming::modelopt;
+  for (ShapedName& t : model_tensors(parse_hf_config(config.dump()))) {
+    Planned p{std::move(t)};
+    if (p.t.name.ends_with("_proj.weight")) p.kind = kind;
+    r.tensors.push_back(std::move(p));
+  }
+  return r;
+}
+
 // ---- values ----
 
 std::vector<float> widened(const std::vector<std::byte>& bf16_bytes) {
@@ -364,6 +404,57 @@ void qwen_blocks(const std::vector<float>& x, U rows, U cols, std::vector<std::u
   }
 }
 
+// amax / bound of each run of `group` values of a row of x [rows, cols] (a zero run: 1), in f32 as ModelOpt's
+// get_scaling_factor computes it (amax.float() / maxbound).
+std::vector<float> row_scales(const std::vector<float>& x, U rows, U cols, U group, float bound) {
+  std::vector<float> s(rows * (cols / group));
+  for (U i = 0; i < s.size(); ++i) {
+    float amax = 0;
+    const U r = i / (cols / group), g = i % (cols / group);
+    for (U c = g * group; c < (g + 1) * group; ++c) amax = std::max(amax, std::fabs(x[r * cols + c]));
+    s[i] = amax > 0 ? amax / bound : 1.0f;
+  }
+  return s;
+}
+
+// round(v / s) clamped to [lo, hi], ties to even (torch.round), as ModelOpt's to_quantized_weight.
+std::int32_t int_code(float v, float s, int lo, int hi) {
+  return std::clamp(static_cast<std::int32_t>(std::nearbyint(v / s)), lo, hi);
+}
+
+// ModelOpt's codes of `x` under `kind` (fp8_channel, int8_channel, int4_rows) with their scales.
+void modelopt_codes(Kind kind, const std::vector<float>& x, U rows, U cols, std::vector<Out>& out,
+                    const std::string& w) {
+  if (kind == Kind::int4_rows) {
+    const std::vector<float> s = row_scales(x, rows, cols, 128, 7.0f);  // amax / 7 per 128 (INT4_AWQ block 128)
+    std::vector<std::uint8_t> packed(rows / 2 * cols);
+    for (U r = 0; r < rows; ++r) {
+      for (U c = 0; c < cols; ++c) {
+        const auto q = static_cast<std::uint8_t>(int_code(x[r * cols + c], s[r * (cols / 128) + c / 128], -8, 7) & 15);
+        packed[(r / 2) * cols + c] |= static_cast<std::uint8_t>(r % 2 == 0 ? q : q << 4);  // pack_int4_in_uint8
+      }
+    }
+    out.push_back({w, DType::U8, {rows / 2, cols}, bytes_of(packed)});
+    out.push_back({w + "_scale", DType::F32, {rows, cols / 128}, bytes_of(s)});
+    return;
+  }
+  const bool fp8 = kind == Kind::fp8_channel;
+  const std::vector<float> s = row_scales(x, rows, cols, cols, fp8 ? 448.0f : 127.0f);
+  std::vector<std::uint8_t> codes(rows * cols);
+  for (U i = 0; i < codes.size(); ++i) {
+    codes[i] = fp8 ? e4m3_code(x[i] / s[i / cols]) : static_cast<std::uint8_t>(int_code(x[i], s[i / cols], -128, 127));
+  }
+  out.push_back({w, fp8 ? DType::F8_E4M3 : DType::I8, {rows, cols}, bytes_of(codes)});
+  out.push_back({w + "_scale", DType::F32, {rows}, bytes_of(s)});
+}
+
+// AWQ's smoothing factors of a layer: powers of two in [1/2, 2] (exact to divide by), varying over the columns.
+std::vector<float> smoothing_factors(U cols, std::uint64_t seed) {
+  std::vector<float> f(cols);
+  for (U c = 0; c < cols; ++c) f[c] = std::ldexp(1.0f, static_cast<int>((c * 7 + seed) % 3) - 1);
+  return f;
+}
+
 // The tensors `p` is written as: itself, or its codes and scales (and activation scale) under the release's names.
 std::vector<Out> produce(const Planned& p, std::uint64_t seed, const Release& r, U experts) {
   const ShapedName& t = p.t;
@@ -375,6 +466,24 @@ std::vector<Out> produce(const Planned& p, std::uint64_t seed, const Release& r,
   const U rows = t.shape[0], cols = t.shape[1];
   const std::string module = t.name.substr(0, t.name.size() - 7);  // less ".weight"
   const std::string scale = r.naming == Naming::release ? module + ".scale" : t.name + "_scale_inv";
+  if (r.naming == Naming::modelopt) {
+    std::vector<Out> out;
+    std::vector<float> y = x;
+    const bool smoothed =
+        r.smoothing == Release::Smoothing::every_linear ||
+        (r.smoothing == Release::Smoothing::unfused && ends_with_any(t.name, {".o_proj.weight", ".down_proj.weight"}));
+    if (smoothed) {  // the stored weight is W / pre_quant_scale (exactly: powers of two), the factors BF16
+      const std::vector<float> f = smoothing_factors(cols, seed);
+      for (U i = 0; i < y.size(); ++i) y[i] /= f[i % cols];
+      std::vector<std::uint16_t> fb(cols);
+      for (U c = 0; c < cols; ++c) fb[c] = static_cast<std::uint16_t>(std::bit_cast<std::uint32_t>(f[c]) >> 16);
+      out.push_back({module + ".pre_quant_scale", DType::BF16, {cols}, bytes_of(fb)});
+    }
+    modelopt_codes(p.kind, y, rows, cols, out, t.name);
+    if (r.second_scale) out.push_back({t.name + "_scale_2", DType::F32, {}, bytes_of(std::vector<float>{0.25f})});
+    if (r.input_scales) out.push_back({module + ".input_scale", DType::F32, {}, bytes_of(std::vector<float>{0.0625f})});
+    return out;
+  }
   const std::vector<std::int64_t> shape{static_cast<std::int64_t>(rows), static_cast<std::int64_t>(cols)};
   QuantizeOptions o;
   o.pad = true;
@@ -431,16 +540,40 @@ Release release_of(ReleaseLike like) {
     case ReleaseLike::deepseek_v3: return deepseek_v3();
     case ReleaseLike::qwen_fp8: return qwen_fp8();
     case ReleaseLike::fp8_per_tensor: return fp8_per_tensor();
+    case ReleaseLike::modelopt_fp8_pc_pt: return modelopt_release("FP8_PER_CHANNEL_PER_TOKEN", Kind::fp8_channel, 0);
+    case ReleaseLike::modelopt_w4a16_awq: {
+      Release r = modelopt_release("W4A16_AWQ", Kind::int4_rows, 128);
+      r.smoothing = Release::Smoothing::unfused;
+      return r;
+    }
+    case ReleaseLike::modelopt_w8a16: return modelopt_release("W8A16", Kind::int8_channel, 0);
+    case ReleaseLike::modelopt_w8a8_sq: {
+      Release r = modelopt_release("W8A8_SQ_PER_CHANNEL", Kind::int8_channel, 0);
+      r.smoothing = Release::Smoothing::every_linear;
+      r.input_scales = true;
+      return r;
+    }
+    case ReleaseLike::modelopt_w4a8_awq: {
+      Release r = modelopt_release("W4A8_AWQ", Kind::int4_rows, 128);
+      r.smoothing = Release::Smoothing::unfused;
+      r.input_scales = r.second_scale = true;
+      return r;
+    }
   }
   throw std::invalid_argument("unknown release");
 }
 
-constexpr std::array<std::pair<ReleaseLike, std::string_view>, 5> kNames{{
+constexpr std::array<std::pair<ReleaseLike, std::string_view>, 10> kNames{{
     {ReleaseLike::deepseek_v4_release, "deepseek-v4-release"},
     {ReleaseLike::deepseek_v4_1, "deepseek-v4.1"},
     {ReleaseLike::deepseek_v3, "deepseek-v3"},
     {ReleaseLike::qwen_fp8, "qwen-fp8"},
     {ReleaseLike::fp8_per_tensor, "fp8-per-tensor"},
+    {ReleaseLike::modelopt_fp8_pc_pt, "modelopt-fp8-pc-pt"},
+    {ReleaseLike::modelopt_w4a16_awq, "modelopt-w4a16-awq"},
+    {ReleaseLike::modelopt_w8a16, "modelopt-w8a16"},
+    {ReleaseLike::modelopt_w8a8_sq, "modelopt-w8a8-sq"},
+    {ReleaseLike::modelopt_w4a8_awq, "modelopt-w4a8-awq"},
 }};
 
 }  // namespace
@@ -449,9 +582,9 @@ ReleaseLike release_like_named(std::string_view name) {
   for (const auto& [like, text] : kNames) {
     if (text == name) return like;
   }
-  throw std::invalid_argument(cat("unknown release '", name,
-                                  "' (known: deepseek-v4-release, deepseek-v4.1, "
-                                  "deepseek-v3, qwen-fp8, fp8-per-tensor)"));
+  std::string known;
+  for (const auto& [like, text] : kNames) known += cat(known.empty() ? "" : ", ", text);
+  throw std::invalid_argument(cat("unknown release '", name, "' (known: ", known, ")"));
 }
 
 std::string_view to_string(ReleaseLike like) {
@@ -488,6 +621,10 @@ HfConfig write_release_example(const std::filesystem::path& dir, ReleaseLike lik
   write_index(dir / kIndexFileName, index);
   const std::array<std::span<const std::byte>, 1> pieces{std::as_bytes(std::span(r.config))};
   detail::write_atomically(dir / "config.json", pieces);
+  if (!r.hf_quant_config.empty()) {
+    const std::array<std::span<const std::byte>, 1> mo{std::as_bytes(std::span(r.hf_quant_config))};
+    detail::write_atomically(dir / "hf_quant_config.json", mo);
+  }
   return config;
 }
 

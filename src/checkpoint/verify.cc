@@ -1,10 +1,14 @@
 // verify: the index against its shards, config.json by its rules, every quantized pair's scales and codes, and
 // DeepInfer's FP4-QAT condition (docs/spec.md#fp4-qat) on FP8 routed experts.
+#include <algorithm>
 #include <bit>
+#include <map>
 #include <set>
 #include <cctype>
 #include <cmath>
 #include <memory>
+#include <optional>
+#include <regex>
 
 #include "dialect_pairs.h"
 #include "../io/file.h"
@@ -156,12 +160,27 @@ bool fp4_qat_block(std::span<const std::uint8_t> codes) {
   return false;
 }
 
+// compressed-tensors' "re:" pattern against a module name as Python's re.match does it: from the start, not
+// necessarily to the end. A pattern std::regex (ECMAScript) cannot take is a named error.
+bool regex_matches(const std::string& entry, const std::string& module) {
+  try {
+    const std::regex re(entry.substr(3));
+    return std::regex_search(module, re, std::regex_constants::match_continuous);
+  } catch (const std::regex_error& e) {
+    throw VerifyError(
+        "", cat("config.json pattern '", entry, "' is not a regular expression minifloat can match (", e.what(), ")"));
+  }
+}
+
 // A config's list of modules left unquantized (ignore, modules_to_not_convert, exclude_modules) names `module` as a
 // glob (gpt-oss, ModelOpt), a prefix of dotted components, or a dotted part of it (transformers matches by
-// substring). compressed-tensors' "re:" patterns are regular expressions: not matched here.
+// substring); compressed-tensors' "re:" entries are regular expressions.
 bool not_converted(const std::vector<std::string>& list, const std::string& module) {
   for (const std::string& entry : list) {
-    if (entry.starts_with("re:")) continue;
+    if (entry.starts_with("re:")) {
+      if (regex_matches(entry, module)) return true;
+      continue;
+    }
     if (glob_match(entry, module) || glob_match(entry + ".*", module)) return true;
     const std::string dotted = "." + module + ".";
     if (dotted.find("." + entry + ".") != std::string::npos) return true;
@@ -216,7 +235,103 @@ struct ConfigCheck {
   std::set<std::string> quantized_siblings;
   std::set<std::string> schemes;                                   // every pair's
   std::vector<std::pair<std::string, std::string>> float_weights;  // tensor, module
+  std::set<std::string> quantized_modules;                         // every pair's module
+  std::map<std::string, QuantizedPair> modelopt_pairs;             // by module, under ModelOpt's rules
 };
+
+// A compressed-tensors target (compressed-tensors' match_name): "re:" a regex, else a module's exact name, or a
+// class name ("Linear", "Embedding": no dot, upper-case first), which names alone cannot check: nullopt.
+std::optional<bool> target_matches(const std::string& target, const std::string& module) {
+  if (target.starts_with("re:")) return regex_matches(target, module);
+  if (target.find('.') == std::string::npos && !target.empty() && std::isupper(static_cast<unsigned char>(target[0])))
+    return std::nullopt;
+  return target == module;
+}
+
+// Whether ModelOpt's quant_algo `algo` stores its weights as pair `p` (quant_utils.py to_quantized_weight and
+// unified_export_hf.py: NVFP4's variants share its tensors, MXFP4's theirs).
+bool modelopt_holds(std::string algo, const QuantizedPair& p) {
+  std::transform(algo.begin(), algo.end(), algo.begin(), [](unsigned char c) { return std::toupper(c); });
+  const auto named = [&](const char* prefix) { return p.scheme_name.starts_with(prefix); };
+  if (algo == "NVFP4" || algo == "W4A16_NVFP4" || algo == "W4A8_NVFP4_FP8" || algo == "NVFP4_AWQ")
+    return p.form == PairForm::nvfp4;
+  if (algo == "MXFP4" || algo == "W4A8_MXFP4_FP8") return p.form == PairForm::packed;
+  // FP8 with F32 scales per tensor, row or 128x128 block (a small tensor's one block reads as one scale), MXFP8 with
+  // E8M0 ones (a row of 32 or fewer columns reads as one scale per row).
+  if (algo == "FP8" || algo == "FP8_PER_CHANNEL_PER_TOKEN" || algo == "FP8_PB_WO")
+    return p.form == PairForm::scaled && named("e4m3-") && p.scheme_name.ends_with("-f32");
+  if (algo == "MXFP8") return p.form == PairForm::scaled && p.scheme_name.ends_with("-ue8m0");
+  if (algo == "W4A16_AWQ") return p.packing == QuantizedPair::Packing::modelopt_int4;
+  if (algo == "W8A16" || algo == "W8A8_SQ_PER_CHANNEL") return named("int8-channel-");
+  return false;
+}
+
+// ModelOpt's declaration against the pairs: each pair in the form its module's quant_algo stores (the one
+// quant_algo, or its quantized_layers entry under MIXED_PRECISION, where every pair's module must have one), and
+// every quantized_layers entry with a pair.
+void check_modelopt_layers(const HfConfig& config, const ConfigCheck& cc) {
+  if (config.rules != ConfigRules::modelopt) return;
+  std::map<std::string, std::string> layers;  // module -> quant_algo
+  for (const QuantGroup& g : config.groups) layers[g.name] = g.format;
+  const bool mixed = !layers.empty();
+  for (const auto& [module, pair] : cc.modelopt_pairs) {
+    const auto it = layers.find(module);
+    if (mixed && it == layers.end()) {
+      throw VerifyError(pair.weight, cat("config.json (modelopt rules) is MIXED_PRECISION, but module '", module,
+                                         "' has a quantized weight and no quantized_layers entry"));
+    }
+    const std::string& algo = mixed ? it->second : config.scheme;
+    if (!modelopt_holds(algo, pair)) {
+      throw VerifyError(pair.weight, cat("config.json (modelopt rules) gives module '", module, "' quant_algo '", algo,
+                                         "', but its weight '", pair.weight, "' holds ", pair.scheme_name, " (",
+                                         to_string(pair.form), ")"));
+    }
+  }
+  for (const auto& [module, algo] : layers) {
+    if (!cc.modelopt_pairs.contains(module)) {
+      throw VerifyError("", cat("config.json (modelopt rules) lists quantized layer '", module, "' (", algo,
+                                "), but no quantized weight of that module is in the checkpoint"));
+    }
+  }
+}
+
+// compressed-tensors' config_groups against the quantized modules: a group that quantizes weights must target at
+// least one of them, and each of them must be targeted by a group (where the targets are names or regexes; a class
+// name like "Linear" may target any), and not be ignored (check_config_against_pairs).
+void check_config_groups(const HfConfig& config, const ConfigCheck& cc) {
+  if (config.rules != ConfigRules::compressed_tensors) return;
+  bool every_group_named = true;
+  std::set<std::string> targeted;
+  for (const QuantGroup& g : config.groups) {
+    if (g.type.empty()) continue;  // activations or KV cache only: no weights to find
+    bool any = false, named = true;
+    for (const std::string& m : cc.quantized_modules) {
+      for (const std::string& t : g.targets) {
+        const std::optional<bool> hit = target_matches(t, m);
+        if (!hit) named = false;
+        if (hit.value_or(true)) {
+          any = true;
+          targeted.insert(m);
+        }
+      }
+    }
+    every_group_named = every_group_named && named;
+    if (!any && !cc.quantized_modules.empty()) {
+      std::string list;
+      for (const std::string& t : g.targets) list += cat(list.empty() ? "" : ", ", "'", t, "'");
+      throw VerifyError("", cat("config.json (compressed-tensors rules) config group '", g.name, "' (", g.format,
+                                ") targets [", list, "], which match none of the ", cc.quantized_modules.size(),
+                                " quantized modules (first: '", *cc.quantized_modules.begin(), "')"));
+    }
+  }
+  if (!every_group_named) return;
+  for (const std::string& m : cc.quantized_modules) {
+    if (!targeted.contains(m)) {
+      throw VerifyError("", cat("config.json (compressed-tensors rules) quantizes module '", m,
+                                "', but none of its config groups targets it"));
+    }
+  }
+}
 
 // An FP8 pair against the config's weight_block_size (DeepSeek's, DeepInfer's and transformers' FP8 rules): its scale
 // grid must be that block's, [ceil(R/Br), ceil(C/Bc)], or one scale for the tensor where the config says null. A V4
@@ -264,6 +379,8 @@ void check_against_config(const HfConfig& config, const Shard& sh, ConfigCheck& 
     check_config_against_pairs(config, p.weight, module_of(p));
     check_block_grid(config, sh.file, p);
     cc.quantized_siblings.insert(sibling_pattern(module_of(p)));
+    cc.quantized_modules.insert(module_of(p));
+    if (config.rules == ConfigRules::modelopt) cc.modelopt_pairs.emplace(module_of(p), p);
     cc.schemes.insert(p.scheme_name);
   }
   for (const SafetensorsTensor& t : sh.file.tensors()) {
@@ -318,6 +435,8 @@ void check_config_whole(const VerifyReport& r, const ConfigCheck& cc) {
                             "', and does not leave it unquantized, but its weight '", tensor, "' is not quantized"));
     }
   }
+  if (r.config) check_config_groups(*r.config, cc);
+  if (r.config) check_modelopt_layers(*r.config, cc);
   if (r.config && r.config->rules == ConfigRules::minifloat) {
     // minifloat's own declaration lists the schemes its pairs hold: no more, no fewer.
     const std::set<std::string> declared(r.config->schemes.begin(), r.config->schemes.end());

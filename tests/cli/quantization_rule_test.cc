@@ -112,6 +112,19 @@ void add_modelopt_nvfp4(std::vector<Tensor>& t, const std::string& m) {
   t.push_back(filled(m + ".weight_scale", DType::F8_E4M3, {32, 4}));
   t.push_back(filled(m + ".weight_scale_2", DType::F32, {}));
 }
+// ModelOpt INT4 (W4A16_AWQ): weight U8 [R/2, C], two output rows per byte, weight_scale F32 [R, C/G], and AWQ's
+// pre_quant_scale BF16 [C].
+void add_modelopt_int4(std::vector<Tensor>& t, const std::string& m) {
+  t.push_back(filled(m + ".pre_quant_scale", DType::BF16, {64}));
+  t.push_back(filled(m + ".weight", DType::U8, {16, 64}));
+  t.push_back(filled(m + ".weight_scale", DType::F32, {32, 1}));
+}
+// ModelOpt W4A8_AWQ: the INT4 form with an FP8 second level, weight_scale_2 F32 []: no form minifloat reads.
+void add_modelopt_w4a8(std::vector<Tensor>& t, const std::string& m) {
+  add_modelopt_int4(t, m);
+  t.push_back(filled(m + ".weight_scale_2", DType::F32, {}));
+  t.push_back(filled(m + ".input_scale", DType::F32, {}));
+}
 // compressed-tensors pack-quantized int4: weight_packed I32 [R, C/8], weight_scale BF16 [R, C/G], weight_shape I64.
 void add_ct_int4(std::vector<Tensor>& t, const std::string& m) {
   t.push_back(filled(m + ".weight_packed", DType::I32, {32, 8}));
@@ -418,6 +431,8 @@ const std::vector<Module> kModules{{"plain", true, add_plain},
                                    {"awq", true, add_awq},
                                    {"gptq", true, add_gptq},
                                    {"ct-int4", true, add_ct_int4},
+                                   {"modelopt-int4", true, add_modelopt_int4},
+                                   {"modelopt-w4a8", false, add_modelopt_w4a8},
                                    {"orphan-scale", false, add_orphan_scale},
                                    {"orphan-fp8", false, add_orphan_fp8},
                                    {"bnb", false, add_bnb}};
@@ -442,12 +457,15 @@ const std::vector<Declaration> kDeclarations{
      false},
     {R"({"quant_method": "modelopt", "quant_algo": "NVFP4"})", true},
     {R"({"quant_method": "modelopt", "quant_algo": "INT4_AWQ"})", false},
+    {R"({"quant_method": "modelopt", "quant_algo": "W4A16_AWQ", "group_size": 128})", true},
+    {R"({"quant_method": "modelopt", "quant_algo": "W4A8_AWQ", "group_size": 128})", false},
+    {R"({"quant_method": "modelopt", "quant_algo": "NVFP4_SVD"})", false},
     {R"({"quant_method": "modelopt", "quant_algo": "MIXED_PRECISION", "quantized_layers": {
         "model.layers.0.mlp.up_proj": {"quant_algo": "NVFP4", "group_size": 16},
         "model.layers.1.mlp.up_proj": {"quant_algo": "FP8"}}})",
      true},
     {R"({"quant_method": "modelopt", "quant_algo": "MIXED_PRECISION", "quantized_layers": {
-        "model.layers.0.mlp.up_proj": {"quant_algo": "W4A16_AWQ"}}})",
+        "model.layers.0.mlp.up_proj": {"quant_algo": "W4A8_AWQ"}}})",
      false},
     {R"({"quant_method": "awq", "bits": 4})", true},
     {R"({"quant_method": "awq", "bits": 4, "version": "gemv_fast"})", false},

@@ -260,6 +260,76 @@ TEST(DialectPairs, ModelOptBlockScalesWithFourDimensions) {
   EXPECT_EQ(v[2 * 128], 0.25f);
 }
 
+// ModelOpt's INT4 (W4A16_AWQ; quant_utils.py pack_int4_in_uint8): W U8 [R/2, C], output rows 2i (low nibble) and
+// 2i+1 (high nibble) of column c in byte [i, c], two's-complement int4; W_scale [R, C/G]. Here R = 4, C = 4, G = 2:
+// byte 0x8F = rows 0 and 1 of column 0: low 0xF = -1, high 0x8 = -8; 0x70 = 0 and 7; 0x21 = 1 and 2; 0xE9 = -7 and -2.
+TEST(DialectPairs, ModelOptInt4TwoOutputRowsPerByte) {
+  const SafetensorsFile f =
+      file_of({{"m.weight", DType::U8, {2, 4}, bytes({0x8F, 0x70, 0x21, 0xE9, 0x10, 0x32, 0x54, 0x76})},
+               {"m.weight_scale",
+                DType::F32,
+                {4, 2},
+                [] {
+                  std::vector<std::byte> b;
+                  for (const float x : {0.5f, 2.0f, 1.0f, 0.25f, 3.0f, 1.0f, 1.0f, 1.0f}) {
+                    const std::vector<std::byte> v = f32(x);
+                    b.insert(b.end(), v.begin(), v.end());
+                  }
+                  return b;
+                }()},
+               {"m.pre_quant_scale", DType::BF16, {4}, bf16({1.0f, 2.0f, 0.5f, 1.0f})}});
+  const std::vector<QuantizedPair> pairs = find_pairs(f);
+  ASSERT_EQ(pairs.size(), 1u);
+  EXPECT_EQ(pairs[0].form, PairForm::integer);
+  EXPECT_EQ(pairs[0].scheme_name, "int4-1x2-f32");
+  EXPECT_EQ(pairs[0].pre_quant_scale, "m.pre_quant_scale");
+  // Codes: row 0 = [-1, 0, 1, -7], row 1 = [-8, 7, 2, -2], row 2 = [0, 2, 4, 6], row 3 = [1, 3, 5, 7].
+  // x scales [0.5 0.5 2 2 | 1 1 0.25 0.25 | 3 3 1 1 | 1 1 1 1], x pre_quant_scale [1, 2, 0.5, 1] by column.
+  EXPECT_EQ(dequantize_pair(f, pairs[0]), (std::vector<float>{-0.5f, 0.0f, 1.0f, -14.0f,   //
+                                                              -8.0f, 14.0f, 0.25f, -0.5f,  //
+                                                              0.0f, 12.0f, 2.0f, 6.0f,     //
+                                                              1.0f, 6.0f, 2.5f, 7.0f}));
+}
+
+// ModelOpt's INT8 (W8A16) and FP8_PER_CHANNEL_PER_TOKEN: one F32 scale per output row, [R].
+TEST(DialectPairs, ModelOptInt8AndFp8PerRowScalesOfOneDimension) {
+  std::vector<std::byte> scales = f32(0.5f);
+  const std::vector<std::byte> four = f32(4.0f);
+  scales.insert(scales.end(), four.begin(), four.end());
+  const SafetensorsFile f = file_of({{"a.weight", DType::I8, {2, 2}, bytes({0x7f, 0x81, 0xff, 0x01})},
+                                     {"a.weight_scale", DType::F32, {2}, scales},
+                                     {"b.weight", DType::F8_E4M3, {2, 2}, bytes({0x38, 0xb8, 0x38, 0x38})},
+                                     {"b.weight_scale", DType::F32, {2}, scales}});
+  const std::vector<QuantizedPair> pairs = find_pairs(f);
+  ASSERT_EQ(pairs.size(), 2u);
+  EXPECT_EQ(pairs[0].scheme_name, "int8-channel-f32");
+  EXPECT_EQ(dequantize_pair(f, pairs[0]), (std::vector<float>{63.5f, -63.5f, -4.0f, 4.0f}));
+  EXPECT_EQ(pairs[1].scheme_name, "e4m3-channel-f32");
+  EXPECT_EQ(dequantize_pair(f, pairs[1]), (std::vector<float>{0.5f, -0.5f, 4.0f, 4.0f}));
+}
+
+TEST(DialectPairs, APreQuantScaleOfAnotherShapeIsNamed) {
+  const SafetensorsFile f = file_of({{"m.weight", DType::I8, {2, 2}, bytes({1, 2, 3, 4})},
+                                     {"m.weight_scale",
+                                      DType::F32,
+                                      {2},
+                                      [] {
+                                        std::vector<std::byte> b = f32(1.0f);
+                                        const std::vector<std::byte> c = f32(1.0f);
+                                        b.insert(b.end(), c.begin(), c.end());
+                                        return b;
+                                      }()},
+                                     {"m.pre_quant_scale", DType::BF16, {3}, bf16({1.0f, 1.0f, 1.0f})}});
+  try {
+    find_pairs(f);
+    FAIL() << "a pre_quant_scale [3] of a [2, 2] weight was taken";
+  } catch (const IoError& e) {
+    EXPECT_NE(std::string(e.what()).find("m.pre_quant_scale"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("one F32/BF16/F16 value per input column, [2] expected"), std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(DialectPairs, GptOssBlocksAreTransposedAsTransformersLoadsThem) {
   // 1 expert, 2 rows of 32: row 0 all 0x7 (6) with e = 127 (1); row 1 all 0x9 (-0.5) with e = 128 (2).
   std::vector<std::byte> blocks(32, std::byte{0x99});

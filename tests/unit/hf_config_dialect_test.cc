@@ -117,6 +117,69 @@ TEST(HfConfigDialect, ModelOptFromHfQuantConfigJson) {
   EXPECT_THROW(parse_hf_config("{}", ConfigRules::detect, R"({"producer": {}})"), HfConfigError);
 }
 
+// Unsloth's and NVIDIA's NVFP4 releases: FP8 per channel for attention, NVFP4 for the MLP, regex targets and ignore
+// (checkpoints-in-the-wild.md 5.7).
+TEST(HfConfigDialect, CompressedTensorsMixedPrecisionGroupsKeepTheirTargets) {
+  const HfConfig c = parse_hf_config(
+      R"({"quantization_config": {"quant_method": "compressed-tensors", "format": "mixed-precision",
+          "ignore": ["lm_head", "re:.*layers\\.1\\.mlp\\.down_proj$"], "config_groups": {
+          "group_0": {"format": "float-quantized", "targets": ["re:.*self_attn\\.(q|k|v|o)_proj$"],
+                      "weights": {"num_bits": 8, "type": "float", "strategy": "channel"}},
+          "group_1": {"format": "nvfp4-pack-quantized", "targets": ["re:.*mlp\\.(gate|up|down)_proj$"],
+                      "weights": {"num_bits": 4, "type": "float", "strategy": "tensor_group", "group_size": 16}}}}})");
+  ASSERT_EQ(c.groups.size(), 2u);
+  EXPECT_EQ(c.groups[0].format, "float-quantized");
+  EXPECT_EQ(c.groups[0].targets, std::vector<std::string>{"re:.*self_attn\\.(q|k|v|o)_proj$"});
+  EXPECT_EQ(c.groups[0].group_size, 0);
+  EXPECT_EQ(c.groups[1].format, "nvfp4-pack-quantized");
+  EXPECT_EQ(c.groups[1].num_bits, 4);
+  EXPECT_EQ(c.groups[1].group_size, 16);
+  EXPECT_EQ(c.not_converted, (std::vector<std::string>{"lm_head", "re:.*layers\\.1\\.mlp\\.down_proj$"}));
+  EXPECT_EQ(c.scheme, "mixed-precision, float-quantized, nvfp4-pack-quantized");
+}
+
+TEST(HfConfigDialect, CompressedTensorsNumBitsPastAnIntIsNamed) {
+  std::string text = kCompressedTensors;
+  text.replace(text.find("\"num_bits\": 4"), 13, "\"num_bits\": 4294967300");
+  try {
+    parse_hf_config(text);
+    FAIL() << "accepted";
+  } catch (const HfConfigError& e) {
+    EXPECT_EQ(e.code, HfErrc::bad_type);
+    EXPECT_NE(std::string(e.what()).find("weights.num_bits' is 4294967300, not an integer of 0 to 64"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+// ModelOpt 0.47's MIXED_PRECISION hf_quant_config.json (process_layer_quant_config): one group per quantized layer,
+// its target the layer itself, its format the layer's quant_algo.
+TEST(HfConfigDialect, ModelOptMixedPrecisionLayersAreGroups) {
+  const HfConfig c = parse_hf_config(R"({"torch_dtype": "bfloat16"})", ConfigRules::detect,
+                                     R"({"producer": {"name": "modelopt", "version": "0.47.0"}, "quantization":
+                                         {"quant_algo": "MIXED_PRECISION", "kv_cache_quant_algo": null,
+                                          "quantized_layers": {
+                                            "model.layers.0.mlp.down_proj": {"quant_algo": "W4A16_AWQ",
+                                              "group_size": 128, "has_zero_point": false, "pre_quant_scale": true},
+                                            "model.layers.0.self_attn.q_proj": {"quant_algo":
+                                              "FP8_PER_CHANNEL_PER_TOKEN"}}}})");
+  ASSERT_EQ(c.groups.size(), 2u);
+  EXPECT_EQ(c.groups[0].name, "model.layers.0.mlp.down_proj");
+  EXPECT_EQ(c.groups[0].format, "W4A16_AWQ");
+  EXPECT_EQ(c.groups[0].group_size, 128);
+  EXPECT_EQ(c.groups[0].targets, std::vector<std::string>{"model.layers.0.mlp.down_proj"});
+  EXPECT_EQ(c.groups[1].format, "FP8_PER_CHANNEL_PER_TOKEN");
+  try {
+    parse_hf_config(R"({"quantization_config": {"quant_method": "modelopt", "quant_algo": "W4A16_AWQ",
+                        "group_size": "128"}})");
+    FAIL() << "accepted";
+  } catch (const HfConfigError& e) {
+    EXPECT_EQ(e.code, HfErrc::bad_type);
+    EXPECT_NE(std::string(e.what()).find("'group_size' is '128', not a positive integer"), std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(HfConfigDialect, GptOss) {
   const HfConfig c = parse_hf_config(kGptOss);
   EXPECT_EQ(c.rules, ConfigRules::gpt_oss);
