@@ -21,7 +21,7 @@ import pytest
 
 from checkpoint_util import minifloat
 from conftest import need
-from test_gguf_tokenizer import converter, smollm_tokenizer  # noqa: F401 (a fixture)
+from test_gguf_tokenizer import PIECES, converter, sentencepiece_model, smollm_tokenizer  # noqa: F401 (a fixture)
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 VOCAB = 49152  # SmolLM2's tokenizer: llama.cpp's converter knows its pre-tokenizer
@@ -31,8 +31,12 @@ COMMON = dict(hidden_size=64, intermediate_size=128, num_attention_heads=4, num_
 
 
 def qwen2(t):
+    """With a SentencePiece tokenizer.model, which Qwen2Model.set_vocab reads before tokenizer.json (transformers
+    gives model_type qwen2 its own Qwen2Tokenizer, whose pre-tokenizer over SmolLM2's vocabulary llama.cpp does not
+    know)."""
+    common = {**COMMON, "vocab_size": PIECES}
     return t.Qwen2ForCausalLM(t.Qwen2Config(num_hidden_layers=2, tie_word_embeddings=False, rope_theta=1e6,
-                                            architectures=["Qwen2ForCausalLM"], **COMMON))
+                                            architectures=["Qwen2ForCausalLM"], **common))
 
 
 def qwen3(t):
@@ -86,11 +90,15 @@ def models(tmp_path_factory, smollm_tokenizer):  # noqa: F811
         torch.manual_seed(0)
         model = build(transformers)
         randomize(torch, model)
-        d = root / arch
+        d = out[arch] = root / arch
         model.to(torch.bfloat16).save_pretrained(d)
+        if arch == "qwen2":
+            (d / "tokenizer.model").write_bytes(sentencepiece_model())
+            (d / "tokenizer_config.json").write_text(json.dumps({"bos_token": "<s>", "eos_token": "</s>",
+                                                                 "unk_token": "<unk>", "add_prefix_space": True}))
+            continue
         for f in smollm_tokenizer.iterdir():
             shutil.copy(f, d / f.name)
-        out[arch] = d
     return out
 
 
@@ -115,7 +123,7 @@ def fields(reader):
 
 
 def assert_same_metadata(got, want):
-    derived = {k for k, _, _ in want if k.startswith("general.") and k not in GENERAL_KEPT}
+    derived = {k for k, _, _ in fields(want) if k.startswith("general.") and k not in GENERAL_KEPT}
     assert "general.name" in derived
     have = [x for x in fields(got) if x[0] not in derived]
     ref = [x for x in fields(want) if x[0] not in derived]

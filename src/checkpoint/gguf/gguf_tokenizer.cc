@@ -809,9 +809,10 @@ std::optional<GgufTokenizer> read_tokenizer(const fs::path& dir, const Json& con
   if (f.config && !f.config->is_object()) refuse(dir / "tokenizer_config.json", "not a JSON object");
   GgufTokenizer out;
   const std::uint64_t vocab_size = m.n_vocab;
-  if ((m.arch == GgufArch::qwen2 || m.arch == GgufArch::qwen3) && has_model) {
-    refuse(dir / "tokenizer.model", "llama.cpp's converter reads a Qwen2 or Qwen3 tokenizer.model as SentencePiece; "
-                                    "--format gguf converts their tokenizer.json only (pass --no-tokenizer)");
+  if ((m.arch == GgufArch::qwen2 || m.arch == GgufArch::qwen3) && has_model) {  // Qwen2Model.set_vocab
+    out.file = dir / "tokenizer.model";
+    out.tokens = vocab_sentencepiece(f, vocab_size, out.metadata);
+    return out;
   }
   if (m.arch != GgufArch::llama) {  // TextModel.set_vocab (and Qwen2Model's without tokenizer.model): gpt2
     if (!f.tokenizer) {
