@@ -500,10 +500,10 @@ TEST(ConvertToGguf, Qwen3MoeExpertsAreStacked) {
   // weight came
   std::vector<std::string> names;
   for (const GgufTensor& t : f.tensors()) names.push_back(t.name);
-  EXPECT_EQ(names, (std::vector<std::string>{"token_embd.weight", "blk.0.ffn_down_exps.weight",
-                                             "blk.0.ffn_gate_exps.weight", "blk.0.ffn_up_exps.weight",
-                                             "blk.0.ffn_gate_inp.weight", "blk.0.attn_q_norm.weight",
-                                             "blk.0.attn_q.weight", "output_norm.weight"}));
+  EXPECT_EQ(names,
+            (std::vector<std::string>{"token_embd.weight", "blk.0.ffn_down_exps.weight", "blk.0.ffn_gate_exps.weight",
+                                      "blk.0.ffn_up_exps.weight", "blk.0.ffn_gate_inp.weight",
+                                      "blk.0.attn_q_norm.weight", "blk.0.attn_q.weight", "output_norm.weight"}));
   EXPECT_EQ(f.find_metadata("general.architecture")->as_string(), "qwen3moe");
   EXPECT_EQ(f.find_metadata("qwen3moe.expert_count")->as_uint(), 2u);
   EXPECT_EQ(f.find_metadata("qwen3moe.expert_used_count")->as_uint(), 1u);

@@ -122,8 +122,8 @@ void plan_rope(const SafetensorsFile& f, const std::string& hf, const std::vecto
 // The torch shape of a group split n of `shape` (its rows: every axis but the last), checked.
 std::vector<std::uint64_t> group_dims(const SafetensorsFile& f, const std::string& hf,
                                       const std::vector<std::uint64_t>& shape, const detail::GgufName& n) {
-  const std::uint64_t cols = shape.back(), rows = std::accumulate(shape.begin(), shape.end() - 1, std::uint64_t{1},
-                                                                   std::multiplies<>());
+  const std::uint64_t cols = shape.back(),
+                      rows = std::accumulate(shape.begin(), shape.end() - 1, std::uint64_t{1}, std::multiplies<>());
   if (shape.size() < 2 || rows != std::uint64_t{n.groups} * n.group_rows) {
     throw IoError(IoErrc::gguf_unsupported, f.path(), hf,
                   cat(rows, " rows are not ", n.groups, " groups (heads or experts) of ", n.group_rows,
@@ -210,7 +210,11 @@ void plan_tensor(const SafetensorsFile& f, std::size_t shard, const SafetensorsT
     if (p.split.expert != detail::GgufName::kNoExpert) {
       for (detail::StackedTensor& s : stacker.add(p.spec.name, p.split.expert, {shard, &t}, t.name, f.path())) {
         const std::vector<std::uint64_t>& one = s.experts[0].tensor->shape;
-        Planned q{s.experts[0].shard, s.experts[0].tensor, {s.name, GgufType::F32, {one.rbegin(), one.rend()}}, 0, std::nullopt,
+        Planned q{s.experts[0].shard,
+                  s.experts[0].tensor,
+                  {s.name, GgufType::F32, {one.rbegin(), one.rend()}},
+                  0,
+                  std::nullopt,
                   "F32"};
         q.spec.dims.push_back(s.experts.size());
         q.stack = std::move(s.experts);
@@ -572,9 +576,9 @@ ConvertReport convert_to_gguf(const fs::path& in, const fs::path& out, const Ggu
   const Json config = read_config(c);
   const detail::GgufModel m = detail::gguf_model(config, *c.config_path());
   if (recipe.recipe && m.arch != detail::GgufArch::llama && m.arch != detail::GgufArch::gpt_oss) {
-    detail::gguf_unsupported(*c.config_path(), cat("--recipe ", recipe.name, ": --format gguf writes ",
-                                                   detail::gguf_arch_name(m.arch),
-                                                   " with --recipe f32, f16, bf16 or q8_0 (as llama.cpp's --outtype)"));
+    detail::gguf_unsupported(*c.config_path(),
+                             cat("--recipe ", recipe.name, ": --format gguf writes ", detail::gguf_arch_name(m.arch),
+                                 " with --recipe f32, f16, bf16 or q8_0 (as llama.cpp's --outtype)"));
   }
 
   // Everything planned and checked before the file is created.

@@ -135,8 +135,7 @@ std::string gguf_mapped(const GgufModel& m) {
       "post_attention_layernorm, model.norm and lm_head";
   const std::string layers = cat(", for N below num_hidden_layers ", m.n_layer);
   switch (m.arch) {
-    case GgufArch::llama:
-      return cat("--format gguf maps a Llama's ", common, ", mlp.{gate,up,down}_proj", layers);
+    case GgufArch::llama: return cat("--format gguf maps a Llama's ", common, ", mlp.{gate,up,down}_proj", layers);
     case GgufArch::gpt_oss: break;
     case GgufArch::qwen2:
       return cat("--format gguf maps a Qwen2's ", common, " (with q/k/v biases), mlp.{gate,up,down}_proj", layers);
@@ -147,12 +146,13 @@ std::string gguf_mapped(const GgufModel& m) {
                  ", self_attn.{q,k}_norm, mlp.gate and mlp.experts.E.{gate,up,down}_proj for E below num_experts ",
                  m.n_expert, " (or transformers' fused mlp.experts.{gate_up,down}_proj)", layers);
     case GgufArch::deepseek2:
-      return cat("--format gguf maps a DeepSeek V3's model.embed_tokens, model.layers.N.self_attn.{q_proj, q_a_proj, "
-                 "q_a_layernorm, q_b_proj, kv_a_proj_with_mqa, kv_a_layernorm, kv_b_proj, o_proj}, input_layernorm, "
-                 "post_attention_layernorm, mlp.{gate,up,down}_proj, mlp.gate (and its e_score_correction_bias), "
-                 "mlp.shared_experts.{gate,up,down}_proj and mlp.experts.E.{gate,up,down}_proj for E below "
-                 "n_routed_experts ",
-                 m.n_expert, ", model.norm and lm_head", layers, " (layers past it, MTP, are dropped)");
+      return cat(
+          "--format gguf maps a DeepSeek V3's model.embed_tokens, model.layers.N.self_attn.{q_proj, q_a_proj, "
+          "q_a_layernorm, q_b_proj, kv_a_proj_with_mqa, kv_a_layernorm, kv_b_proj, o_proj}, input_layernorm, "
+          "post_attention_layernorm, mlp.{gate,up,down}_proj, mlp.gate (and its e_score_correction_bias), "
+          "mlp.shared_experts.{gate,up,down}_proj and mlp.experts.E.{gate,up,down}_proj for E below "
+          "n_routed_experts ",
+          m.n_expert, ", model.norm and lm_head", layers, " (layers past it, MTP, are dropped)");
   }
   return cat("--format gguf maps a gpt-oss's ", common,
              ", self_attn.sinks, mlp.router and the MXFP4 "

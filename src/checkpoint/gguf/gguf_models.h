@@ -34,7 +34,7 @@ struct GgufModel {
   // Qwen2, Qwen3, Qwen3-MoE, DeepSeek V3: the ARCH.* keys and general.file_type (its value a placeholder that
   // gguf_metadata fills in) in convert_hf_to_gguf's order (gguf_text_model.cc).
   GgufKeys params;
-  bool drop_lm_head = false;                           // DeepSeek V3 tied: lm_head is not written
+  bool drop_lm_head = false;                              // DeepSeek V3 tied: lm_head is not written
   std::uint32_t kv_b_heads = 0, qk_nope = 0, v_head = 0;  // DeepSeek V3's kv_b_proj split
   std::uint32_t n_ff_exp = 0;                             // Qwen3-MoE: a fused gate_up's rows are 2 x this
 };

@@ -45,8 +45,9 @@ void check_plain_lm(const Json& c, const fs::path& file, GgufArch arch) {
     reranker = reranker || r.find("# qwen3-reranker") != r.npos || r.find("# qwen3-vl-reranker") != r.npos;
   }
   if (reranker) {
-    gguf_unsupported(file, "a Qwen3 reranker (by its name or README): llama.cpp's converter writes its classifier "
-                           "head and pooling, --format gguf does not");
+    gguf_unsupported(file,
+                     "a Qwen3 reranker (by its name or README): llama.cpp's converter writes its classifier "
+                     "head and pooling, --format gguf does not");
   }
 }
 
@@ -108,8 +109,8 @@ std::optional<std::vector<GgufName>> qwen_names(const GgufModel& m, std::string_
       {"self_attn.o_proj", "attn_output"}, {"input_layernorm", "attn_norm"}, {"post_attention_layernorm", "ffn_norm"},
   };
   static constexpr Modules kQkNorm[] = {{"self_attn.q_norm", "attn_q_norm"}, {"self_attn.k_norm", "attn_k_norm"}};
-  static constexpr Modules kDense[] = {{"mlp.gate_proj", "ffn_gate"}, {"mlp.up_proj", "ffn_up"},
-                                       {"mlp.down_proj", "ffn_down"}};
+  static constexpr Modules kDense[] = {
+      {"mlp.gate_proj", "ffn_gate"}, {"mlp.up_proj", "ffn_up"}, {"mlp.down_proj", "ffn_down"}};
   static constexpr Modules kRouter[] = {{"mlp.gate", "ffn_gate_inp"}};
   if (auto x = module_name(n, rest, kAttention)) return x;
   if (m.arch != GgufArch::qwen2) {

@@ -51,8 +51,8 @@ Json rope_parameters(const Json& c, const fs::path& file) {
   }
   if (!rp.is_object()) gguf_unsupported(file, "'rope_parameters' (or 'rope_scaling') is not an object");
   if (rp.contains("full_attention") || rp.contains("sliding_attention")) return rp;
-  const Json* theta = find_param(c, {"global_rope_theta", "rope_global_theta", "rope_theta_global", "rope_theta",
-                                     "rotary_emb_base"});
+  const Json* theta =
+      find_param(c, {"global_rope_theta", "rope_global_theta", "rope_theta_global", "rope_theta", "rotary_emb_base"});
   if (!rp.contains("rope_theta") && theta) rp["rope_theta"] = *theta;
   if (!rp.contains("rope_type") && rp.contains("type") && !rp["type"].is_null()) rp["rope_type"] = rp["type"];
   const Json* orig = find_param(c, {"original_max_position_embeddings"});
@@ -66,7 +66,8 @@ using V = GgufValue;
 
 std::uint32_t u32_of(const Json& v, std::string_view key, const fs::path& file) {
   if (!v.is_number_unsigned() || v.get<std::uint64_t>() > std::numeric_limits<std::uint32_t>::max()) {
-    gguf_unsupported(file, cat("'", key, "' must be a non-negative integer below 2^32 (llama.cpp's metadata holds it)"));
+    gguf_unsupported(file,
+                     cat("'", key, "' must be a non-negative integer below 2^32 (llama.cpp's metadata holds it)"));
   }
   return static_cast<std::uint32_t>(v.get<std::uint64_t>());
 }
@@ -90,8 +91,7 @@ void rope_scaling(const Json& rp, const fs::path& file, const std::string& a, Gg
   if (t == "default") return;
   const auto factor = rp.find("factor");
   if ((t != "linear" && t != "yarn") || factor == rp.end() || factor->is_null()) {
-    gguf_unsupported(file, cat("rope type \"", t,
-                               "\"", (t == "linear" || t == "yarn") ? " without a factor" : "",
+    gguf_unsupported(file, cat("rope type \"", t, "\"", (t == "linear" || t == "yarn") ? " without a factor" : "",
                                ": --format gguf writes the default, linear and yarn rotary embeddings of this "
                                "architecture only"));
   }
@@ -128,13 +128,13 @@ GgufKeys text_model_params(const Json& c, const fs::path& file, GgufArch arch, c
   const std::string a(gguf_arch_name(arch));
   GgufKeys out;
   set_key(out, a + ".block_count", V::of_u32(count_field(c, "num_hidden_layers", file)));
-  maybe_u32(c, file, out, a + ".context_length",
-            {"max_position_embeddings", "n_ctx", "n_positions", "max_length", "max_sequence_length",
-             "model_max_length"});
+  maybe_u32(
+      c, file, out, a + ".context_length",
+      {"max_position_embeddings", "n_ctx", "n_positions", "max_length", "max_sequence_length", "model_max_length"});
   maybe_u32(c, file, out, a + ".embedding_length", {"hidden_size", "n_embd", "dim"});
-  maybe_u32(c, file, out, a + ".feed_forward_length",
-            {"prefix_dense_intermediate_size", "dense_intermediate_size", "intermediate_size", "n_inner",
-             "hidden_dim"});
+  maybe_u32(
+      c, file, out, a + ".feed_forward_length",
+      {"prefix_dense_intermediate_size", "dense_intermediate_size", "intermediate_size", "n_inner", "hidden_dim"});
   maybe_u32(c, file, out, a + ".attention.head_count", {"num_attention_heads", "n_head", "n_heads"});
   if (o.n_head_kv) {
     set_key(out, a + ".attention.head_count_kv", V::of_u32(*o.n_head_kv));
@@ -146,8 +146,8 @@ GgufKeys text_model_params(const Json& c, const fs::path& file, GgufArch arch, c
   }
   const Json rp = rope_parameters(c, file);
   if (rp.contains("full_attention") || rp.contains("sliding_attention") || rp.contains("mrope_section") ||
-      find_param(c, {"local_rope_theta", "rope_local_theta", "rope_theta_local", "swa_rope_theta",
-                     "rope_local_base_freq"})) {
+      find_param(
+          c, {"local_rope_theta", "rope_local_theta", "rope_theta_local", "swa_rope_theta", "rope_local_base_freq"})) {
     gguf_unsupported(file, "per-attention-type or multimodal rotary parameters: not written by --format gguf");
   }
   rope_scaling(rp, file, a, out);

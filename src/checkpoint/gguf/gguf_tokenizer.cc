@@ -816,8 +816,8 @@ std::optional<GgufTokenizer> read_tokenizer(const fs::path& dir, const Json& con
   }
   if (m.arch != GgufArch::llama) {  // TextModel.set_vocab (and Qwen2Model's without tokenizer.model): gpt2
     if (!f.tokenizer) {
-      refuse(dir / "tokenizer.model", cat(gguf_arch_name(m.arch),
-                                          "'s tokenizer is read from tokenizer.json, which is missing"));
+      refuse(dir / "tokenizer.model",
+             cat(gguf_arch_name(m.arch), "'s tokenizer is read from tokenizer.json, which is missing"));
     }
     out.file = dir / "tokenizer.json";
     out.tokens = vocab_gpt2(f, vocab_size, out.metadata);
