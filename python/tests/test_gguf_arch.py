@@ -172,6 +172,40 @@ def test_moe_experts_are_stacked(models):
     assert np.array_equal(np.asarray(got["blk.1.ffn_up_exps.weight"].data), want)
 
 
+def test_sharded_and_fused_experts_as_llama_cpp_converts_them(models, tmp_path):
+    """The Qwen3-MoE in shards small enough that a layer's experts straddle them, and with transformers' fused
+    experts (mlp.experts.gate_up_proj [E, 2I, H] = gate then up, mlp.experts.down_proj [E, H, I], which
+    Qwen2MoeModel splits at the half): both as llama.cpp's converter writes them, and the same tensors as the
+    per-expert single file."""
+    from safetensors.torch import load_file, save_file
+    torch, transformers = need("torch"), need("transformers")
+    src = models["qwen3moe"]
+    sharded = tmp_path / "sharded"
+    model = transformers.AutoModelForCausalLM.from_pretrained(str(src), dtype=torch.bfloat16)
+    model.save_pretrained(sharded, max_shard_size="40KB")
+    shards = sorted(sharded.glob("model-*.safetensors"))
+    assert len(shards) > 3
+    for f in src.iterdir():
+        if f.name.startswith(("tokenizer", "chat_template")):
+            shutil.copy(f, sharded / f.name)
+    fused = tmp_path / "fused"
+    shutil.copytree(src, fused)
+    tensors = load_file(str(src / "model.safetensors"))
+    for layer in range(2):
+        p = f"model.layers.{layer}.mlp.experts."
+        stack = {w: torch.stack([tensors.pop(f"{p}{e}.{w}.weight") for e in range(4)]) for w in
+                 ("gate_proj", "up_proj", "down_proj")}
+        tensors[p + "gate_up_proj"] = torch.cat([stack["gate_proj"], stack["up_proj"]], dim=1).contiguous()
+        tensors[p + "down_proj"] = stack["down_proj"]
+    save_file(tensors, str(fused / "model.safetensors"), metadata={"format": "pt"})
+    direct = mine(src, src.parent / "qwen3moe-q8_0.minifloat.gguf", "q8_0")
+    for d in (sharded, fused):
+        got = mine(d, tmp_path / f"{d.name}.minifloat.gguf", "q8_0")
+        assert_same_tensors(got, llama_cpp(d, tmp_path / f"{d.name}.llama.cpp.gguf", "q8_0"))
+        assert {t.name: np.asarray(t.data).tobytes() for t in got.tensors} == \
+               {t.name: np.asarray(t.data).tobytes() for t in direct.tensors}, d.name
+
+
 def test_deepseek_mtp_layers_are_dropped(models, tmp_path):
     """A DeepSeek V3 checkpoint's multi-token-prediction layer (model.layers.N past num_hidden_layers) is not written,
     as llama.cpp's converter drops it."""

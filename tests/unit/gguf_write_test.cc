@@ -560,6 +560,11 @@ TEST(ConvertToGguf, DeepseekKvBIsSplitPerHead) {
   EXPECT_EQ(f.find_metadata("deepseek2.leading_dense_block_count")->as_uint(), 1u);
   EXPECT_EQ(f.find_metadata("deepseek2.rope.dimension_count")->as_uint(), 8u);
   EXPECT_EQ(f.find_metadata("deepseek2.attention.q_lora_rank"), nullptr);
+  // q8_0: k_b's rows (qk_nope 16) are not whole 32-blocks, so it falls back to F16 as the converter does; v_b's are
+  convert_to_gguf(dir / "in", dir / "q8.gguf", gguf_recipe("q8_0"), {}, GgufTokenizerMode::none);
+  const GgufFile q = read_gguf(dir / "q8.gguf");
+  EXPECT_EQ(q.find("blk.0.attn_k_b.weight")->type, static_cast<std::uint32_t>(GgufType::F16));
+  EXPECT_EQ(q.find("blk.0.attn_v_b.weight")->type, static_cast<std::uint32_t>(GgufType::Q8_0));
 }
 
 TEST(ConvertToGguf, QwenAndDeepseekRefusals) {
