@@ -1,5 +1,6 @@
-// convert --format gguf: a Hugging Face Llama or gpt-oss checkpoint as one GGUF file, with the tensor names, row order
-// and metadata of llama.cpp's convert_hf_to_gguf (gguf_models.h; docs/checkpoints.md, "Writing dialects").
+// convert --format gguf: a Hugging Face Llama, gpt-oss, Qwen or DeepSeek V3 checkpoint as one GGUF file, with the
+// tensor names, row order and metadata of llama.cpp's convert_hf_to_gguf (gguf_models.h; docs/checkpoints.md,
+// "Writing dialects").
 #include <algorithm>
 #include <functional>
 #include <map>
