@@ -66,8 +66,23 @@ def deepseek_v3(t):
     return t.DeepseekV3ForCausalLM(cfg)
 
 
-MODELS = {"qwen2": qwen2, "qwen3": qwen3, "qwen3moe": qwen3moe, "deepseek2": deepseek_v3}
-ARCH = {"qwen2": "QWEN2", "qwen3": "QWEN3", "qwen3moe": "QWEN3MOE", "deepseek2": "DEEPSEEK2"}
+def deepseek_v3_lite(t):
+    """The other MLA form (no q LoRA: q_proj, as DeepSeek-V2-Lite), every layer MoE, softmax routing without groups,
+    qk_nope_head_dim 16 (k_b's rows are not whole Q8_0 blocks: F16), tied embeddings with an lm_head in the file
+    anyway (added by the fixture: the converter drops it)."""
+    common = {**COMMON, "num_key_value_heads": 4}
+    cfg = t.DeepseekV3Config(num_hidden_layers=2, first_k_dense_replace=0, n_routed_experts=4, num_experts_per_tok=2,
+                             n_shared_experts=2, moe_intermediate_size=32, n_group=1, topk_group=1,
+                             norm_topk_prob=False, q_lora_rank=None, kv_lora_rank=64, qk_nope_head_dim=16,
+                             qk_rope_head_dim=16, v_head_dim=32, tie_word_embeddings=True, scoring_func="softmax",
+                             architectures=["DeepseekV3ForCausalLM"], **common)
+    return t.DeepseekV3ForCausalLM(cfg)
+
+
+MODELS = {"qwen2": qwen2, "qwen3": qwen3, "qwen3moe": qwen3moe, "deepseek2": deepseek_v3,
+          "deepseek2-lite": deepseek_v3_lite}
+ARCH = {"qwen2": "QWEN2", "qwen3": "QWEN3", "qwen3moe": "QWEN3MOE", "deepseek2": "DEEPSEEK2",
+        "deepseek2-lite": "DEEPSEEK2"}
 
 
 def randomize(torch, model):
@@ -99,6 +114,12 @@ def models(tmp_path_factory, smollm_tokenizer):  # noqa: F811
             continue
         for f in smollm_tokenizer.iterdir():
             shutil.copy(f, d / f.name)
+        if arch == "deepseek2-lite":
+            from safetensors.torch import load_file, save_file
+            tensors = load_file(str(d / "model.safetensors"))
+            assert "lm_head.weight" not in tensors
+            tensors["lm_head.weight"] = tensors["model.embed_tokens.weight"].clone()
+            save_file(tensors, str(d / "model.safetensors"), metadata={"format": "pt"})
     return out
 
 
@@ -150,7 +171,7 @@ def test_written_as_llama_cpp_converts_it(models, arch, recipe):
     src = models[arch]
     want = llama_cpp(src, src.parent / f"{arch}-{recipe}.llama.cpp.gguf", recipe)
     got = mine(src, src.parent / f"{arch}-{recipe}.minifloat.gguf", recipe)
-    assert got.fields["general.architecture"].contents() == arch
+    assert got.fields["general.architecture"].contents() == gguf.MODEL_ARCH_NAMES[getattr(gguf.MODEL_ARCH, ARCH[arch])]
     assert_same_metadata(got, want)
     assert_same_tensors(got, want)
     model_arch = getattr(gguf.MODEL_ARCH, ARCH[arch])
