@@ -85,7 +85,7 @@ void run_convert_gguf(const ConvertArgs& a) {
   o.progress = [&bar](std::uint64_t done, std::uint64_t total) { bar.update(done, total); };
   const io::ConvertReport r = io::convert_to_gguf(
       a.in, a.out, recipe, o, a.no_tokenizer ? io::GgufTokenizerMode::none : io::GgufTokenizerMode::required);
-  const io::GgufFile written = io::read_gguf(a.out);  // the architecture it was written as (llama, gpt-oss)
+  const io::GgufFile written = io::read_gguf(a.out);  // the architecture it was written as (llama, gpt-oss, qwen2, ...)
   const io::GgufValue* arch = written.find_metadata("general.architecture");
   if (a.no_tokenizer) {
     std::fprintf(stderr,

@@ -307,8 +307,8 @@ TEST(ConvertToGguf, AnMxfp4PairIsReLaidOutIntoGgmlBlocks) {
   const ConvertReport r =
       convert_to_gguf(dir / "in", dir / "out.gguf", gguf_recipe("mxfp4"), {}, GgufTokenizerMode::none);
   ASSERT_EQ(r.tensors.size(), 2u);
-  EXPECT_EQ(r.tensors[0].name, q);
-  EXPECT_EQ(r.tensors[0].target, "mxfp4 re-laid out");
+  EXPECT_EQ(r.tensors[1].name, q);  // by name, as llama.cpp's converter reads a shard: k_proj first
+  EXPECT_EQ(r.tensors[1].target, "mxfp4 re-laid out");
   EXPECT_EQ(r.tensors[1].max_abs, 0.0);
   const GgufFile f = read_gguf(dir / "out.gguf");
   for (const auto& [name, rows, heads, in] :
@@ -344,10 +344,10 @@ TEST(ConvertToGguf, RefusesWhatItCannotWrite) {
     return what.find(part) != std::string::npos ? ::testing::AssertionSuccess() : ::testing::AssertionFailure() << what;
   };
   EXPECT_TRUE(
-      has(convert_error(replaced(replaced(cfg, "LlamaForCausalLM", "Qwen2ForCausalLM"), "\"llama\"", "\"qwen2\""),
+      has(convert_error(replaced(replaced(cfg, "LlamaForCausalLM", "MistralForCausalLM"), "\"llama\"", "\"mistral\""),
                         llama_tensors()),
-          "architecture \"Qwen2ForCausalLM\": --format gguf writes Llama (architectures "
-          "LlamaForCausalLM or model_type llama) and gpt-oss"));
+          "architecture \"MistralForCausalLM\": --format gguf writes Llama (architectures "
+          "LlamaForCausalLM or model_type llama), gpt-oss"));
   EXPECT_TRUE(has(convert_error(replaced(cfg, "\"vocab_size\": 32", "\"vocab_size\": -1"), llama_tensors()),
                   "'vocab_size' must be a positive integer"));
   EXPECT_TRUE(has(convert_error(replaced(cfg, "\"rms_norm_eps\": 1e-5, ", ""), llama_tensors()),
@@ -460,6 +460,137 @@ TEST(ConvertToGguf, GptOssRefusals) {
   auto unnamed = gpt_oss_tensors();
   unnamed.push_back({"model.layers.0.mlp.gate_proj.weight", {32, 64}});
   EXPECT_TRUE(has(convert_error(cfg, unnamed), "no llama.cpp name for it (--format gguf maps a gpt-oss's"));
+}
+
+// Qwen3-MoE: each expert's weights stacked per layer into ffn_{gate,up,down}_exps ([E, rows, cols], GGUF dims
+// innermost first), the router and the q/k norms F32, and the qwen3moe.* keys of config.json (python/tests/
+// test_gguf_arch.py compares whole files with llama.cpp's converter).
+const char* kQwen3MoeConfig = R"({"architectures": ["Qwen3MoeForCausalLM"], "model_type": "qwen3_moe",
+  "hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 1, "num_attention_heads": 2,
+  "num_key_value_heads": 1, "head_dim": 32, "max_position_embeddings": 128, "vocab_size": 32, "rms_norm_eps": 1e-6,
+  "rope_theta": 1000000.0, "num_experts": 2, "num_experts_per_tok": 1, "moe_intermediate_size": 32})";
+
+std::vector<std::pair<std::string, Dims>> qwen3moe_tensors() {
+  const std::string p = "model.layers.0.";
+  std::vector<std::pair<std::string, Dims>> t{{"model.embed_tokens.weight", {32, 64}},
+                                              {"model.norm.weight", {64}},
+                                              {p + "self_attn.q_proj.weight", {64, 64}},
+                                              {p + "self_attn.q_norm.weight", {32}},
+                                              {p + "mlp.gate.weight", {2, 64}}};
+  for (const char* e : {"0", "1"}) {
+    t.push_back({str(p, "mlp.experts.", e, ".gate_proj.weight"), {32, 64}});
+    t.push_back({str(p, "mlp.experts.", e, ".up_proj.weight"), {32, 64}});
+    t.push_back({str(p, "mlp.experts.", e, ".down_proj.weight"), {64, 32}});
+  }
+  return t;
+}
+
+TEST(ConvertToGguf, Qwen3MoeExpertsAreStacked) {
+  TempDir dir;
+  tiny_llama(dir / "in", kQwen3MoeConfig, qwen3moe_tensors());
+  convert_to_gguf(dir / "in", dir / "out.gguf", gguf_recipe("q8_0"), {}, GgufTokenizerMode::none);
+  const GgufFile f = read_gguf(dir / "out.gguf");
+  const auto type = [&f](const char* name) { return f.find(name) ? static_cast<int>(f.find(name)->type) : -1; };
+  EXPECT_EQ(f.find("blk.0.ffn_gate_exps.weight")->dims, (Dims{64, 32, 2}));
+  EXPECT_EQ(f.find("blk.0.ffn_down_exps.weight")->dims, (Dims{32, 64, 2}));
+  EXPECT_EQ(type("blk.0.ffn_up_exps.weight"), static_cast<int>(GgufType::Q8_0));
+  EXPECT_EQ(type("blk.0.ffn_gate_inp.weight"), static_cast<int>(GgufType::F32));
+  EXPECT_EQ(type("blk.0.attn_q_norm.weight"), static_cast<int>(GgufType::F32));
+  // the converter's order: by Hugging Face name, a layer's stacked experts down, gate, up where its last expert
+  // weight came
+  std::vector<std::string> names;
+  for (const GgufTensor& t : f.tensors()) names.push_back(t.name);
+  EXPECT_EQ(names,
+            (std::vector<std::string>{"token_embd.weight", "blk.0.ffn_down_exps.weight", "blk.0.ffn_gate_exps.weight",
+                                      "blk.0.ffn_up_exps.weight", "blk.0.ffn_gate_inp.weight",
+                                      "blk.0.attn_q_norm.weight", "blk.0.attn_q.weight", "output_norm.weight"}));
+  EXPECT_EQ(f.find_metadata("general.architecture")->as_string(), "qwen3moe");
+  EXPECT_EQ(f.find_metadata("qwen3moe.expert_count")->as_uint(), 2u);
+  EXPECT_EQ(f.find_metadata("qwen3moe.expert_used_count")->as_uint(), 1u);
+  EXPECT_EQ(f.find_metadata("qwen3moe.expert_feed_forward_length")->as_uint(), 32u);
+  EXPECT_EQ(f.find_metadata("qwen3moe.attention.key_length")->as_uint(), 32u);
+  EXPECT_EQ(f.find_metadata("qwen3moe.rope.freq_base")->as_float(), 1e6);
+  EXPECT_EQ(f.find_metadata("qwen3moe.rope.dimension_count"), nullptr);  // the converter writes none for Qwen
+}
+
+// DeepSeek V3's MLA: kv_b_proj [heads x (qk_nope + v), kv_lora] split per head into k_b (transposed: [heads,
+// kv_lora, qk_nope]) and v_b ([heads, v, kv_lora]); one key/value head in the metadata; the MTP layer (past
+// num_hidden_layers) dropped.
+const char* kDeepseekConfig = R"({"architectures": ["DeepseekV3ForCausalLM"], "model_type": "deepseek_v3",
+  "hidden_size": 64, "intermediate_size": 96, "moe_intermediate_size": 32, "num_hidden_layers": 1,
+  "num_attention_heads": 2, "num_key_value_heads": 2, "max_position_embeddings": 128, "vocab_size": 32,
+  "rms_norm_eps": 1e-6, "rope_theta": 10000.0, "q_lora_rank": null, "kv_lora_rank": 32, "qk_nope_head_dim": 16,
+  "qk_rope_head_dim": 8, "v_head_dim": 24, "first_k_dense_replace": 1, "n_shared_experts": 1})";
+
+TEST(ConvertToGguf, DeepseekKvBIsSplitPerHead) {
+  TempDir dir;
+  const std::string p = "model.layers.0.";
+  fs::create_directories(dir / "in");
+  write_file(dir / "in" / "config.json", kDeepseekConfig);
+  const std::vector<SafetensorsWriter::Spec> specs{{"model.embed_tokens.weight", DType::F32, {32, 64}},
+                                                   {"model.norm.weight", DType::F32, {64}},
+                                                   {p + "self_attn.kv_b_proj.weight", DType::F32, {2 * (16 + 24), 32}},
+                                                   {"model.layers.1.eh_proj.weight", DType::F32, {64, 128}}};
+  SafetensorsWriter w(dir / "in" / "model.safetensors", specs);
+  for (std::size_t k = 0; k < specs.size(); ++k) {
+    std::vector<float> x(specs[k].shape[0] * (specs[k].shape.size() > 1 ? specs[k].shape[1] : 1));
+    for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i);  // each element its own index
+    w.write_tensor(k, std::as_bytes(std::span(x)));
+  }
+  w.commit();
+  convert_to_gguf(dir / "in", dir / "out.gguf", gguf_recipe("f32"), {}, GgufTokenizerMode::none);
+  const GgufFile f = read_gguf(dir / "out.gguf");
+  ASSERT_EQ(f.tensors().size(), 4u);  // eh_proj of the MTP layer 1 is not written
+  EXPECT_EQ(f.find("blk.0.attn_k_b.weight")->dims, (Dims{16, 32, 2}));
+  EXPECT_EQ(f.find("blk.0.attn_v_b.weight")->dims, (Dims{32, 24, 2}));
+  // k_b[h, c, r] is kv_b's row h * 40 + r, column c; v_b[h, r, c] its row h * 40 + 16 + r (40 = qk_nope + v)
+  const std::vector<float> k = dequantize_gguf(f, *f.find("blk.0.attn_k_b.weight"));
+  const std::vector<float> v = dequantize_gguf(f, *f.find("blk.0.attn_v_b.weight"));
+  for (const auto& [h, c, r] : {std::tuple{0, 0, 0}, {1, 5, 3}, {1, 31, 15}}) {
+    EXPECT_EQ(k[(h * 32 + c) * 16 + r], static_cast<float>((h * 40 + r) * 32 + c)) << h << c << r;
+  }
+  for (const auto& [h, r, c] : {std::tuple{0, 0, 0}, {1, 7, 9}, {1, 23, 31}}) {
+    EXPECT_EQ(v[(h * 24 + r) * 32 + c], static_cast<float>((h * 40 + 16 + r) * 32 + c)) << h << r << c;
+  }
+  EXPECT_EQ(f.find_metadata("deepseek2.attention.head_count_kv")->as_uint(), 1u);
+  EXPECT_EQ(f.find_metadata("deepseek2.attention.key_length")->as_uint(), 32u + 8u);
+  EXPECT_EQ(f.find_metadata("deepseek2.attention.value_length")->as_uint(), 32u);
+  EXPECT_EQ(f.find_metadata("deepseek2.attention.key_length_mla")->as_uint(), 16u + 8u);
+  EXPECT_EQ(f.find_metadata("deepseek2.attention.value_length_mla")->as_uint(), 24u);
+  EXPECT_EQ(f.find_metadata("deepseek2.leading_dense_block_count")->as_uint(), 1u);
+  EXPECT_EQ(f.find_metadata("deepseek2.rope.dimension_count")->as_uint(), 8u);
+  EXPECT_EQ(f.find_metadata("deepseek2.attention.q_lora_rank"), nullptr);
+  // q8_0: k_b's rows (qk_nope 16) are not whole 32-blocks, so it falls back to F16 as the converter does; v_b's are
+  convert_to_gguf(dir / "in", dir / "q8.gguf", gguf_recipe("q8_0"), {}, GgufTokenizerMode::none);
+  const GgufFile q = read_gguf(dir / "q8.gguf");
+  EXPECT_EQ(q.find("blk.0.attn_k_b.weight")->type, static_cast<std::uint32_t>(GgufType::F16));
+  EXPECT_EQ(q.find("blk.0.attn_v_b.weight")->type, static_cast<std::uint32_t>(GgufType::Q8_0));
+}
+
+TEST(ConvertToGguf, QwenAndDeepseekRefusals) {
+  const auto has = [](const std::string& what, std::string_view part) {
+    return what.find(part) != std::string::npos ? ::testing::AssertionSuccess() : ::testing::AssertionFailure() << what;
+  };
+  const std::string cfg = kQwen3MoeConfig;
+  auto missing = qwen3moe_tensors();
+  missing.pop_back();  // expert 1's down_proj
+  EXPECT_TRUE(has(convert_error(cfg, missing), "expert 1's weight of blk.0.ffn_down_exps.weight is missing"));
+  EXPECT_TRUE(has(convert_error(cfg, qwen3moe_tensors(), "mxfp4"), "--recipe mxfp4: --format gguf writes qwen3moe"));
+  EXPECT_TRUE(has(convert_error(replaced(cfg, "\"rope_theta\": 1000000.0",
+                                         R"("rope_scaling": {"rope_type": "longrope", "factor": 4.0})"),
+                                qwen3moe_tensors()),
+                  "rope type \"longrope\""));
+  auto dense = qwen3moe_tensors();
+  dense.push_back({"model.layers.0.mlp.up_proj.weight", {96, 64}});  // qwen3moe has no dense FFN in llama.cpp
+  EXPECT_TRUE(has(convert_error(cfg, dense), "no llama.cpp name for it (--format gguf maps a Qwen3-MoE's"));
+  auto extra = qwen3moe_tensors();
+  extra.push_back({"model.layers.0.mlp.experts.2.up_proj.weight", {32, 64}});  // expert 2 of 2
+  EXPECT_TRUE(has(convert_error(cfg, extra), "no llama.cpp name for it"));
+  EXPECT_TRUE(has(convert_error(replaced(kDeepseekConfig, "\"v_head_dim\": 24", "\"v_head_dim\": 20"),
+                                {{"model.embed_tokens.weight", {32, 64}},
+                                 {"model.norm.weight", {64}},
+                                 {"model.layers.0.self_attn.kv_b_proj.weight", {80, 32}}}),
+                  "80 rows are not 2 groups (heads or experts) of 36"));
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
-// convert --format gguf: a Hugging Face Llama or gpt-oss checkpoint as one GGUF file, with the tensor names, row order
-// and metadata of llama.cpp's convert_hf_to_gguf (gguf_models.h; docs/checkpoints.md, "Writing dialects").
+// convert --format gguf: a Hugging Face Llama, gpt-oss, Qwen or DeepSeek V3 checkpoint as one GGUF file, with the
+// tensor names, row order and metadata of llama.cpp's convert_hf_to_gguf (gguf_models.h; docs/checkpoints.md,
+// "Writing dialects").
 #include <algorithm>
 #include <cstring>
 #include <functional>
@@ -16,6 +17,7 @@
 #include "../../io/file.h"
 #include "gguf_models.h"
 #include "gguf_sources.h"
+#include "gguf_stack.h"
 #include "gguf_tokenizer.h"
 #include "../../io/json_checked.h"
 #include "minifloat/checkpoint_tensors.h"
@@ -59,6 +61,10 @@ struct Planned {
   const QuantizedPair* source = nullptr;     // any other quantized pair, in one pass (gguf_sources.h)
   detail::SourceWay way = detail::SourceWay::dequantize;
   std::optional<float> constant = std::nullopt;  // NVFP4's X.scale / X.input_scale: one f32 value
+  std::vector<detail::StackSource> stack{};      // each expert's weight, stacked into one 3-D tensor
+  detail::GgufName split{};                      // its groups: a slice of each group of rows (gguf_models.h)
+  bool keep_input = false;                       // the next planned tensor reads the same input
+  std::string reported{};                        // the report's name for a stacked tensor
 };
 
 // The rows of x ([rows, cols]) in llama.cpp's order for Q and K (convert_hf_to_gguf's LlamaModel.permute): within
@@ -108,6 +114,20 @@ void plan_rope(const SafetensorsFile& f, const std::string& hf, const std::vecto
   }
 }
 
+// The torch shape of a group split n of `shape` (its rows: every axis but the last), checked.
+std::vector<std::uint64_t> group_dims(const SafetensorsFile& f, const std::string& hf,
+                                      const std::vector<std::uint64_t>& shape, const detail::GgufName& n) {
+  const std::uint64_t cols = shape.back(),
+                      rows = std::accumulate(shape.begin(), shape.end() - 1, std::uint64_t{1}, std::multiplies<>());
+  if (shape.size() < 2 || rows != std::uint64_t{n.groups} * n.group_rows) {
+    throw IoError(IoErrc::gguf_unsupported, f.path(), hf,
+                  cat(rows, " rows are not ", n.groups, " groups (heads or experts) of ", n.group_rows,
+                      " (config.json): it cannot be split as llama.cpp splits it"));
+  }
+  return n.transpose ? std::vector<std::uint64_t>{n.groups, cols, n.count}
+                     : std::vector<std::uint64_t>{n.groups, n.count, cols};
+}
+
 // The output tensors named for the Hugging Face tensor `hf` of `shape` (stored in `t`), F32 for now, with their rows
 // (a split's share, Q and K's rotary order); none for one llama.cpp drops.
 std::vector<Planned> place(const SafetensorsFile& f, std::size_t shard, const SafetensorsTensor& t,
@@ -124,6 +144,7 @@ std::vector<Planned> place(const SafetensorsFile& f, std::size_t shard, const Sa
   for (const detail::GgufName& n : *names) {
     const std::size_t axis = shape.size() == 3 ? 1 : shape.size() - 1;  // where gpt-oss interleaves gate and up
     std::vector<std::uint64_t> dims = shape;
+    if (n.groups != 0) dims = group_dims(f, hf, shape, n);
     if (dims[axis] % n.stride != 0) {
       throw IoError(IoErrc::gguf_unsupported, f.path(), hf, cat(dims[axis], " rows do not split into gate and up"));
     }
@@ -133,6 +154,8 @@ std::vector<Planned> place(const SafetensorsFile& f, std::size_t shard, const Sa
     p.offset = n.offset;
     p.inner = std::accumulate(shape.begin() + static_cast<std::ptrdiff_t>(axis) + 1, shape.end(), std::uint64_t{1},
                               std::multiplies<>());
+    p.split = n;
+    p.keep_input = &n != &names->back();
     plan_rope(f, hf, shape, m, p);
     out.push_back(std::move(p));
   }
@@ -164,7 +187,7 @@ void plan_type(const std::string& name, std::uint64_t cols, GgufType keep, const
 
 // The output tensors for `t` (none for one llama.cpp drops), appended to `plan`.
 void plan_tensor(const SafetensorsFile& f, std::size_t shard, const SafetensorsTensor& t, const detail::GgufModel& m,
-                 const GgufRecipe& r, std::vector<Planned>& plan) {
+                 const GgufRecipe& r, detail::ExpertStacker& stacker, std::vector<Planned>& plan) {
   std::vector<Planned> placed = place(f, shard, t, t.name, t.shape, m);
   if (!placed.empty() && !detail::is_float(t.dtype)) {
     throw IoError(IoErrc::gguf_unsupported, f.path(), t.name,
@@ -172,16 +195,34 @@ void plan_tensor(const SafetensorsFile& f, std::size_t shard, const SafetensorsT
                       " is not F32, F16 or BF16 and part of no MXFP4 pair: convert takes "
                       "unquantized checkpoints, or MXFP4 ones with --recipe mxfp4 (minifloat dequantize first)"));
   }
-  if (!placed.empty() && t.shape.size() == 3) {
+  if (!placed.empty() && t.shape.size() == 3 && m.arch == detail::GgufArch::gpt_oss) {
     throw IoError(IoErrc::gguf_unsupported, f.path(), t.name,
                   cat(dtype_name(t.dtype),
                       " experts, not MXFP4 blocks: --format gguf writes gpt-oss's experts as "
                       "MXFP4 only (minifloat convert --format gpt-oss --recipe mxfp4 first)"));
   }
   for (Planned& p : placed) {
+    if (p.split.expert != detail::GgufName::kNoExpert) {
+      for (detail::StackedTensor& s : stacker.add(p.spec.name, p.split.expert, {shard, &t}, t.name, f.path())) {
+        const std::vector<std::uint64_t>& one = s.experts[0].tensor->shape;
+        Planned q{s.experts[0].shard,
+                  s.experts[0].tensor,
+                  {s.name, GgufType::F32, {one.rbegin(), one.rend()}},
+                  0,
+                  std::nullopt,
+                  "F32"};
+        q.spec.dims.push_back(s.experts.size());
+        q.stack = std::move(s.experts);
+        q.reported = std::move(s.reported);
+        plan_type(q.in->name, q.spec.dims[0], gguf_type_of(q.in->dtype), r, q);
+        plan.push_back(std::move(q));
+      }
+      continue;
+    }
     // Norms, biases, 1-D tensors and the MoE router: F32, as llama.cpp keeps them.
-    if (t.shape.size() == 2 && !detail::gguf_keeps_f32(m, p.spec.name))
-      plan_type(t.name, t.shape[1], gguf_type_of(t.dtype), r, p);
+    if (p.spec.dims.size() >= 2 && !detail::gguf_keeps_f32(m, p.spec.name)) {
+      plan_type(t.name, p.spec.dims[0], gguf_type_of(t.dtype), r, p);
+    }
     plan.push_back(std::move(p));
   }
 }
@@ -225,6 +266,13 @@ void plan_nvfp4_scales(const SafetensorsFile& f, const Planned& weight, std::vec
 void plan_source(const SafetensorsFile& f, std::size_t shard, const QuantizedPair& pair, const detail::GgufModel& m,
                  const GgufRecipe& r, int threads, std::vector<Planned>& plan) {
   for (Planned& p : place(f, shard, *f.find(pair.weight), pair.output, pair.output_shape, m)) {
+    if (p.split.expert != detail::GgufName::kNoExpert || p.split.groups != 0) {
+      throw IoError(IoErrc::gguf_unsupported, f.path(), pair.weight,
+                    cat("already quantized (", pair.scheme_name, ") and llama.cpp stacks or splits '", pair.output,
+                        "' (", p.spec.name,
+                        "): --format gguf takes quantized experts and split tensors unquantized "
+                        "only (minifloat dequantize first)"));
+    }
     p.source = &pair;
     if (detail::gguf_keeps_f32(m, p.spec.name)) {
       p.target = "F32";
@@ -303,7 +351,8 @@ void take_rows(std::vector<T>& x, std::uint64_t inner, std::uint32_t stride, std
 
 // The name a report row gives p: the Hugging Face tensor's, and for a split which of it.
 std::string reported(const std::string& hf, const Planned& p) {
-  return p.stride == 1 ? hf : cat(hf, " -> ", p.spec.name);
+  if (!p.reported.empty()) return p.reported;
+  return p.stride == 1 && p.split.groups == 0 ? hf : cat(hf, " -> ", p.spec.name);
 }
 
 // Packed codes and their scales ([R, C/2] and [R, C/32] of the source `hf`), the planned split's rows taken, as ggml
@@ -376,10 +425,31 @@ TensorReport held(const SafetensorsFile& f, const Planned& p, int threads, std::
   return {reported(q.output, p), p.target, 0, 0, 0};
 }
 
+// The F32 values of a planned tensor that minifloat reads whole: its input, or its experts' stacked, with its groups'
+// slices taken.
+void gather(const std::vector<SafetensorsFile>& files, const Planned& p, std::vector<float>& x) {
+  const SafetensorsTensor& t = *p.in;
+  if (p.stack.empty()) {
+    detail::widen(files[p.shard], t, x);
+  } else {
+    std::vector<float> one;
+    x.clear();
+    for (const detail::StackSource& s : p.stack) {
+      detail::widen(files[s.shard], *s.tensor, one);
+      x.insert(x.end(), one.begin(), one.end());
+    }
+  }
+  if (p.split.groups != 0) {
+    detail::take_group_rows(x, p.split.groups, p.split.group_rows, t.shape.back(), p.split.first, p.split.count,
+                            p.split.transpose);
+  }
+}
+
 // Tensor p's bytes as planned, and its error row for a lossy type (every dequantized pair: its error against the
 // exact values).
-std::optional<TensorReport> encode(const SafetensorsFile& f, const Planned& p, int threads, std::vector<float>& x,
-                                   std::vector<std::byte>& bytes) {
+std::optional<TensorReport> encode(const std::vector<SafetensorsFile>& files, const Planned& p, int threads,
+                                   std::vector<float>& x, std::vector<std::byte>& bytes) {
+  const SafetensorsFile& f = files[p.shard];
   if (p.constant) {
     bytes.resize(sizeof(float));
     std::memcpy(bytes.data(), &*p.constant, sizeof(float));
@@ -394,7 +464,7 @@ std::optional<TensorReport> encode(const SafetensorsFile& f, const Planned& p, i
   if (p.source) {
     x = dequantize_pair(f, *p.source, threads);  // exact: each value rounded to f32 once, as the converter does
   } else {
-    detail::widen(f, t, x);
+    gather(files, p, x);
   }
   const std::uint64_t rows = shape[0], cols = shape.size() == 2 ? shape[1] : 1;
   if (p.rope_heads != 0) permute_rope_rows(x, rows, cols, p.rope_heads);
@@ -473,7 +543,7 @@ GgufInput open_inputs(const Checkpoint& c, const fs::path& out, const detail::Gg
 
 // Shard i's output tensors, appended to `plan`: a pair's scales and the like go with its codes.
 void plan_shard(const GgufInput& in, std::size_t i, const detail::GgufModel& m, const GgufRecipe& recipe, int threads,
-                std::vector<Planned>& plan) {
+                detail::ExpertStacker& stacker, std::vector<Planned>& plan) {
   std::set<std::string> parts;
   std::map<std::string, const QuantizedPair*> by_weight;
   for (const QuantizedPair& q : in.pairs[i]) {
@@ -484,13 +554,17 @@ void plan_shard(const GgufInput& in, std::size_t i, const detail::GgufModel& m, 
   for (const detail::ExpertMove& move : in.gathers[i]) {
     for (const QuantizedPair* q : move.sources) parts.insert(q->weight);
   }
-  for (const SafetensorsTensor& t : in.files[i].tensors()) {
-    if (parts.contains(t.name)) continue;
-    const auto pair = by_weight.find(t.name);
+  // By name, as convert_hf_to_gguf reads a shard (gguf-py's SafetensorsLocal sorts them).
+  std::vector<const SafetensorsTensor*> by_name;
+  for (const SafetensorsTensor& t : in.files[i].tensors()) by_name.push_back(&t);
+  std::sort(by_name.begin(), by_name.end(), [](const auto* a, const auto* b) { return a->name < b->name; });
+  for (const SafetensorsTensor* t : by_name) {
+    if (parts.contains(t->name)) continue;
+    const auto pair = by_weight.find(t->name);
     if (pair != by_weight.end()) {
       plan_pair(in.files[i], i, *pair->second, m, recipe, threads, plan);
     } else {
-      plan_tensor(in.files[i], i, t, m, recipe, plan);
+      plan_tensor(in.files[i], i, *t, m, recipe, stacker, plan);
     }
   }
   for (const detail::ExpertMove& move : in.gathers[i]) plan_gather(in.files[i], i, move, m, plan);
@@ -534,15 +608,21 @@ void check_needed(const Checkpoint& c, const std::vector<Planned>& plan) {
 }
 
 // The input tensors of p released (their pages may go); their bytes.
-std::uint64_t release_inputs(const SafetensorsFile& f, const Planned& p) {
+std::uint64_t release_inputs(const std::vector<SafetensorsFile>& files, const Planned& p) {
+  const SafetensorsFile& f = files[p.shard];
+  std::uint64_t bytes = 0;
+  for (const detail::StackSource& s : p.stack) {
+    files[s.shard].release(*s.tensor);
+    bytes += s.tensor->end - s.tensor->begin;
+  }
   std::vector<const SafetensorsTensor*> inputs{p.in};
+  if (!p.stack.empty()) inputs.clear();
   if (p.pair) inputs.push_back(f.find(p.pair->scale));
   if (p.source) inputs.push_back(f.find(p.source->scale));
   if (p.move) {
     inputs.clear();
     for (const QuantizedPair* q : p.move->sources) inputs.insert(inputs.end(), {f.find(q->weight), f.find(q->scale)});
   }
-  std::uint64_t bytes = 0;
   for (const SafetensorsTensor* t : inputs) {
     f.release(*t);
     bytes += t->end - t->begin;
@@ -573,12 +653,13 @@ void write_planned(GgufInput& in, const std::vector<Planned>& plan, const Conver
   const std::uint64_t total = report.input_bytes;
   for (std::size_t k = 0; k < plan.size(); ++k) {
     const Planned& p = plan[k];
-    SafetensorsFile& f = in.files[p.shard];
-    if (std::optional<TensorReport> row = encode(f, p, threads, x, bytes)) report.tensors.push_back(std::move(*row));
+    if (std::optional<TensorReport> row = encode(in.files, p, threads, x, bytes)) {
+      report.tensors.push_back(std::move(*row));
+    }
     writer.write_tensor(k, bytes);
     // The gate of a split (up reads the same tensors next), or a constant (it reads none).
-    if (p.offset + 1 < p.stride || p.constant) continue;
-    done += release_inputs(f, p);
+    if (p.keep_input || p.constant) continue;
+    done += release_inputs(in.files, p);
     if (options.progress) options.progress(std::min(done, total), total);
   }
 }
@@ -600,13 +681,20 @@ ConvertReport convert_to_gguf(const fs::path& in, const fs::path& out, const Ggu
   const Checkpoint c = open_checkpoint(in);
   const Json config = read_config(c);
   const detail::GgufModel m = detail::gguf_model(config, *c.config_path());
+  if (recipe.recipe && m.arch != detail::GgufArch::llama && m.arch != detail::GgufArch::gpt_oss) {
+    detail::gguf_unsupported(*c.config_path(),
+                             cat("--recipe ", recipe.name, ": --format gguf writes ", detail::gguf_arch_name(m.arch),
+                                 " with --recipe f32, f16, bf16 or q8_0 (as llama.cpp's --outtype)"));
+  }
 
   // Everything planned and checked before the file is created.
   ConvertReport report;
   GgufInput input = open_inputs(c, out, m, report);
   std::vector<Planned> plan;
   const int threads = detail::worker_count(options.threads);
-  for (std::size_t i = 0; i < input.files.size(); ++i) plan_shard(input, i, m, recipe, threads, plan);
+  detail::ExpertStacker stacker(m.n_expert);
+  for (std::size_t i = 0; i < input.files.size(); ++i) plan_shard(input, i, m, recipe, threads, stacker, plan);
+  stacker.check_complete(c.index_path.value_or(c.directory));
   check_needed(c, plan);
   std::vector<std::pair<std::string, GgufValue>> tok = tokenizer_metadata(c, config, m, plan, tokenizer);
   std::vector<GgufTensorSpec> specs;

@@ -106,25 +106,53 @@ void read_common(const Json& c, const fs::path& file, GgufModel& m) {
 GgufModel gguf_model(const Json& c, const fs::path& file) {
   if (names_architecture(c, "llama", "LlamaForCausalLM")) return llama_model(c, file);
   if (names_architecture(c, "gpt_oss", "GptOssForCausalLM")) return gpt_oss_model(c, file);
+  if (names_architecture(c, "qwen2", "Qwen2ForCausalLM")) return qwen_model(c, file, GgufArch::qwen2);
+  if (names_architecture(c, "qwen3", "Qwen3ForCausalLM")) return qwen_model(c, file, GgufArch::qwen3);
+  if (names_architecture(c, "qwen3_moe", "Qwen3MoeForCausalLM")) return qwen_model(c, file, GgufArch::qwen3moe);
+  if (names_architecture(c, "deepseek_v3", "DeepseekV3ForCausalLM")) return deepseek2_model(c, file);
   std::string named = c.contains("model_type") ? c["model_type"].dump() : "none";
   if (const auto a = c.find("architectures"); a != c.end() && a->is_array() && !a->empty()) named = (*a)[0].dump();
   gguf_unsupported(file, cat("architecture ", named,
-                             ": --format gguf writes Llama (architectures LlamaForCausalLM "
-                             "or model_type llama) and gpt-oss (GptOssForCausalLM) checkpoints; other models: "
+                             ": --format gguf writes Llama (architectures LlamaForCausalLM or model_type llama), "
+                             "gpt-oss (GptOssForCausalLM), Qwen2 (Qwen2ForCausalLM), Qwen3 (Qwen3ForCausalLM), "
+                             "Qwen3-MoE (Qwen3MoeForCausalLM) and DeepSeek V3 / R1 / Kimi K2 "
+                             "(DeepseekV3ForCausalLM) checkpoints; other models: "
                              "--format minifloat, compressed-tensors, modelopt or transformers-fp8"));
 }
 
 std::optional<std::vector<GgufName>> gguf_names(const GgufModel& m, std::string_view hf) {
-  return m.arch == GgufArch::llama ? llama_names(hf, m.n_layer) : gpt_oss_names(hf, m.n_layer);
+  switch (m.arch) {
+    case GgufArch::llama: return llama_names(hf, m.n_layer);
+    case GgufArch::gpt_oss: return gpt_oss_names(hf, m.n_layer);
+    case GgufArch::deepseek2: return deepseek2_names(m, hf);
+    default: return qwen_names(m, hf);
+  }
 }
 
 std::string gguf_mapped(const GgufModel& m) {
   const std::string common =
       "model.embed_tokens, model.layers.N.self_attn.{q,k,v,o}_proj, input_layernorm, "
       "post_attention_layernorm, model.norm and lm_head";
-  if (m.arch == GgufArch::llama) {
-    return cat("--format gguf maps a Llama's ", common, ", mlp.{gate,up,down}_proj, for N below num_hidden_layers ",
-               m.n_layer);
+  const std::string layers = cat(", for N below num_hidden_layers ", m.n_layer);
+  switch (m.arch) {
+    case GgufArch::llama: return cat("--format gguf maps a Llama's ", common, ", mlp.{gate,up,down}_proj", layers);
+    case GgufArch::gpt_oss: break;
+    case GgufArch::qwen2:
+      return cat("--format gguf maps a Qwen2's ", common, " (with q/k/v biases), mlp.{gate,up,down}_proj", layers);
+    case GgufArch::qwen3:
+      return cat("--format gguf maps a Qwen3's ", common, ", self_attn.{q,k}_norm, mlp.{gate,up,down}_proj", layers);
+    case GgufArch::qwen3moe:
+      return cat("--format gguf maps a Qwen3-MoE's ", common,
+                 ", self_attn.{q,k}_norm, mlp.gate and mlp.experts.E.{gate,up,down}_proj for E below num_experts ",
+                 m.n_expert, " (or transformers' fused mlp.experts.{gate_up,down}_proj)", layers);
+    case GgufArch::deepseek2:
+      return cat(
+          "--format gguf maps a DeepSeek V3's model.embed_tokens, model.layers.N.self_attn.{q_proj, q_a_proj, "
+          "q_a_layernorm, q_b_proj, kv_a_proj_with_mqa, kv_a_layernorm, kv_b_proj, o_proj}, input_layernorm, "
+          "post_attention_layernorm, mlp.{gate,up,down}_proj, mlp.gate (and its e_score_correction_bias), "
+          "mlp.shared_experts.{gate,up,down}_proj and mlp.experts.E.{gate,up,down}_proj for E below "
+          "n_routed_experts ",
+          m.n_expert, ", model.norm and lm_head", layers, " (layers past it, MTP, are dropped)");
   }
   return cat("--format gguf maps a gpt-oss's ", common,
              ", self_attn.sinks, mlp.router and the MXFP4 "
@@ -133,18 +161,25 @@ std::string gguf_mapped(const GgufModel& m) {
 }
 
 bool gguf_keeps_f32(const GgufModel& m, std::string_view name) {
-  // convert_hf_to_gguf: every tensor not named *.weight, and the MoE router (FFN_GATE_INP), stay F32.
-  return m.arch == GgufArch::gpt_oss && (!name.ends_with(".weight") || name.find(".ffn_gate_inp.") != name.npos);
+  // convert_hf_to_gguf: every tensor not named *.weight, every *_norm.weight, and the MoE router (FFN_GATE_INP) stay
+  // F32 (Llama has none of them 2-D).
+  if (m.arch == GgufArch::llama) return false;
+  return !name.ends_with(".weight") || name.ends_with("_norm.weight") || name.find(".ffn_gate_inp.") != name.npos;
+}
+
+GgufKeys general_metadata(std::string_view arch, const std::string& model_name) {
+  using V = GgufValue;
+  return {{"general.architecture", V::of_string(std::string(arch))},
+          {"general.type", V::of_string("model")},
+          {"general.name", V::of_string(model_name)}};
 }
 
 std::vector<std::pair<std::string, GgufValue>> common_metadata(const GgufModel& m, std::string_view arch,
                                                                const std::string& model_name) {
   using V = GgufValue;
   const std::string a(arch);
-  std::vector<std::pair<std::string, GgufValue>> out{
-      {"general.architecture", V::of_string(a)},
-      {"general.type", V::of_string("model")},
-      {"general.name", V::of_string(model_name)},
+  std::vector<std::pair<std::string, GgufValue>> out = general_metadata(arch, model_name);
+  const std::vector<std::pair<std::string, GgufValue>> keys{
       {a + ".block_count", V::of_u32(m.n_layer)},
       {a + ".context_length", V::of_u32(m.n_ctx)},
       {a + ".embedding_length", V::of_u32(m.n_embd)},
@@ -154,6 +189,7 @@ std::vector<std::pair<std::string, GgufValue>> common_metadata(const GgufModel& 
       {a + ".rope.freq_base", V::of_f32(m.rope_theta)},
       {a + ".attention.layer_norm_rms_epsilon", V::of_f32(m.rms_eps)},
   };
+  out.insert(out.end(), keys.begin(), keys.end());
   if (m.explicit_head_dim) {
     out.emplace_back(a + ".attention.key_length", V::of_u32(m.head_dim));
     out.emplace_back(a + ".attention.value_length", V::of_u32(m.head_dim));
@@ -165,6 +201,13 @@ std::vector<std::pair<std::string, GgufValue>> gguf_metadata(const GgufModel& m,
                                                              const std::string& model_name) {
   if (m.arch == GgufArch::gpt_oss) return gpt_oss_metadata(m, file_type, model_name);
   using V = GgufValue;
+  if (m.arch != GgufArch::llama) {
+    GgufKeys out = general_metadata(gguf_arch_name(m.arch), model_name);
+    out.insert(out.end(), m.params.begin(), m.params.end());
+    set_key(out, std::string(kFileTypeKey), V::of_u32(file_type));
+    out.emplace_back("general.quantization_version", V::of_u32(2));  // GGML_QNT_VERSION
+    return out;
+  }
   std::vector<std::pair<std::string, GgufValue>> out = common_metadata(m, "llama", model_name);
   out.emplace_back("general.file_type", V::of_u32(file_type));
   out.emplace_back("llama.vocab_size", V::of_u32(m.n_vocab));

@@ -809,9 +809,16 @@ std::optional<GgufTokenizer> read_tokenizer(const fs::path& dir, const Json& con
   if (f.config && !f.config->is_object()) refuse(dir / "tokenizer_config.json", "not a JSON object");
   GgufTokenizer out;
   const std::uint64_t vocab_size = m.n_vocab;
-  if (m.arch == GgufArch::gpt_oss) {
-    if (!f.tokenizer)
-      refuse(dir / "tokenizer.model", "gpt-oss's tokenizer is read from tokenizer.json, which is missing");
+  if ((m.arch == GgufArch::qwen2 || m.arch == GgufArch::qwen3) && has_model) {  // Qwen2Model.set_vocab
+    out.file = dir / "tokenizer.model";
+    out.tokens = vocab_sentencepiece(f, vocab_size, out.metadata);
+    return out;
+  }
+  if (m.arch != GgufArch::llama) {  // TextModel.set_vocab (and Qwen2Model's without tokenizer.model): gpt2
+    if (!f.tokenizer) {
+      refuse(dir / "tokenizer.model",
+             cat(gguf_arch_name(m.arch), "'s tokenizer is read from tokenizer.json, which is missing"));
+    }
     out.file = dir / "tokenizer.json";
     out.tokens = vocab_gpt2(f, vocab_size, out.metadata);
     return out;
