@@ -52,6 +52,11 @@ struct Problem {
   const std::uint8_t* weight_scale_codes = nullptr;
   std::array<float, 256> weight_scale_table{};
   bool weight_scales_inside = false;  // powers of two, multiplied into w (exact); else applied per group
+  // nvfp4 weights: the f32 second-level (tensor) scale. The E4M3 block scales go into w (element x scale: 2 x 4
+  // significant bits, exact), this one into each group's factor beside the activation's; 1 for every other weight.
+  float weight_tensor_scale = 1.0f;
+  // Only the scalar definition computes it (nvfp4 weights, weight-only forms): no fast path takes these yet.
+  bool reference_only = false;
   // e4m3 weights: weight_scales * 2^120 per scale block, the one factor that turns a code's bits moved into f32 place
   // ((code << 20), an f32 2^-120 times the value) into value * scale; empty when some scale exceeds 2^7.
   std::vector<float> e4m3_factor;
@@ -92,6 +97,10 @@ struct Problem {
 Problem fp8_problem(const char* op, const QuantizedTensor& a, const QuantizedTensor& w, GemmOut out,
                     const GemmOptions& o);
 Problem fp4_problem(const QuantizedTensor& a, const QuantizedTensor& w, GemmOut out, const GemmOptions& o);
+// The weight-only form: a [m, w.cols()] as f32 values (a32) or bf16 bits (a16), not quantized; w any weight that
+// fp8_problem or fp4_problem takes.
+Problem weight_only_problem(const std::uint16_t* a16, const float* a32, std::int64_t m, const QuantizedTensor& w,
+                            GemmOut out, const GemmOptions& o);
 Problem plain_problem(const std::uint16_t* a16, const float* a32, const std::uint16_t* w16, const float* w32,
                       std::int64_t m, std::int64_t n, std::int64_t k, GemmOut out, const GemmOptions& o);
 
