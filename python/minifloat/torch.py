@@ -1,7 +1,8 @@
 """minifloat inside torch models (inference only): `quantize_model` swaps each nn.Linear a recipe gives a scheme for a
 `Linear` that holds minifloat's quantized weight and computes with minifloat.linear (act_quant of the activation to
-e4m3 1x128, then fp8_gemm or fp4_gemm, f32 accumulation); `fake_quantize_model` only rounds the weights in place
-(dequantize(quantize(w))), the cheaper proxy that also covers schemes without a GEMM (nvfp4). docs/models.md."""
+e4m3 1x128, then fp8_gemm or fp4_gemm (mxfp4 and nvfp4 weights), f32 accumulation); `fake_quantize_model` only
+rounds the weights in place (dequantize(quantize(w))), the cheaper proxy that also covers schemes without a GEMM
+(mxfp6, ...). docs/models.md."""
 from __future__ import annotations
 
 import math
@@ -28,7 +29,7 @@ class ShapeError(ValueError):
 
 
 class NoGemmError(ValueError):
-    """A scheme linear() has no GEMM for (nvfp4, mxfp6, ...): fake_quantize_model covers it."""
+    """A scheme linear() has no GEMM for (mxfp6, mxfp8-e5m2, ...): fake_quantize_model covers it."""
 
 
 def recipe_targets(recipe: str, names: list) -> tuple:
@@ -43,7 +44,7 @@ def recipe_targets(recipe: str, names: list) -> tuple:
 
 def _has_gemm(scheme: str, profile: str) -> bool:
     """Whether linear() has a GEMM for the scheme: e4m3 weights with 1x128 / 128x128 / 32x32 blocks or f32 scales
-    (fp8_gemm), e2m1 1x32 with ue8m0 scales (fp4_gemm). Tried on a zero weight: the core is the judge."""
+    (fp8_gemm), e2m1 1x32 with ue8m0 scales or nvfp4 (fp4_gemm). Tried on a zero weight: the core is the judge."""
     try:
         w = quantize(np.zeros((32, _ACT_BLOCK), np.float32), scheme, profile=profile, pad=True)
         _core.linear_quantized(np.zeros((1, _ACT_BLOCK), np.float32), w._q, np.empty((1, 32), np.float32), False, 1)
@@ -108,7 +109,7 @@ class Linear(torch.nn.Module):
         self.weight_q = _quantize_weight(w, scheme, profile, pad, name)
         if not _has_gemm(self.weight_q.scheme, self.weight_q.profile):
             raise NoGemmError(f"{name}: minifloat has no GEMM for {scheme} weights (fp8_gemm takes e4m3 with 1x128, "
-                             "128x128, 32x32 blocks or f32 scales; fp4_gemm mxfp4): use fake_quantize_model")
+                             "128x128, 32x32 blocks or f32 scales; fp4_gemm mxfp4 and nvfp4): use fake_quantize_model")
         self.scheme = scheme
         self._w = self.weight_q._q  # the core's tensor, looked up once
         if bias is not None:

@@ -137,16 +137,18 @@ void bind_gemm(nb::module_& m) {
 
   m.def(
       "linear_quantized",
-      [](const Array& x, const QuantizedTensor& w, Array out, bool accumulate, int threads) {
+      [](const Array& x, const QuantizedTensor& w, Array out, bool accumulate, int threads, bool weight_only) {
         const float* p = data_as<float>(x, "x");
         const std::vector<std::int64_t> shape = dims_of(x);
         Weight weight;
         weight.quantized = &w;
+        weight.weight_only = weight_only;
         const GemmOut o = gemm_out(out, leading(shape) * w.rows());
         nb::gil_scoped_release release;
         linear(p, shape, weight, o, gemm_options(accumulate, threads));
       },
-      nb::arg("x"), nb::arg("w"), nb::arg("out"), nb::arg("accumulate"), nb::arg("threads"));
+      nb::arg("x"), nb::arg("w"), nb::arg("out"), nb::arg("accumulate"), nb::arg("threads"),
+      nb::arg("weight_only") = false);
 
   // linear_quantized for minifloat.torch.Linear's forward, on raw addresses (linear_raw above).
   m.def("linear_quantized_raw", &linear_raw, nb::arg("x"), nb::arg("rows"), nb::arg("k"), nb::arg("x_bf16"),
