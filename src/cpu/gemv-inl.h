@@ -59,9 +59,9 @@ HWY_INLINE std::int64_t GemvRowsBelow(const Problem& p) { return kL == 8 ? 12 : 
 HWY_INLINE bool GemvFits(const Problem& p) {
   switch (p.kind) {
     case WeightKind::e4m3: return !p.e4m3_factor.empty() && std::has_single_bit(static_cast<unsigned>(p.bc));
-    case WeightKind::e2m1:
-      return (MF_GEMV_E2M1_STRIDED || MF_GEMV_E2M1_TABLE8 || MF_GEMV_E2M1_LANES) && p.weight_scale_codes != nullptr &&
-             p.group == kActBlock && p.k % kActBlock == 0;
+    case WeightKind::e2m1:  // mxfp4's 1x32 blocks: the loops take one scale table per 32 weights (not nvfp4's 1x16)
+      return p.bc == 32 && (MF_GEMV_E2M1_STRIDED || MF_GEMV_E2M1_TABLE8 || MF_GEMV_E2M1_LANES) &&
+             p.weight_scale_codes != nullptr && p.group == kActBlock && p.k % kActBlock == 0;
     case WeightKind::bf16: return p.k % kLanes == 0;
     case WeightKind::f32: return false;
   }

@@ -112,7 +112,6 @@ void load_weight(Problem& p, const QuantizedTensor& w, bool scales_as_codes) {
     // power of two; the tensor scale goes outside, per group (docs/gemm.md).
     p.weight_scales_inside = true;
     p.weight_tensor_scale = w.tensor_scale;
-    p.reference_only = true;
   }
   p.group = p.weight_scales_inside ? kActBlock : std::min(kActBlock, p.bc);
   if (scales_as_codes) {

@@ -55,7 +55,7 @@ struct Problem {
   // nvfp4 weights: the f32 second-level (tensor) scale. The E4M3 block scales go into w (element x scale: 2 x 4
   // significant bits, exact), this one into each group's factor beside the activation's; 1 for every other weight.
   float weight_tensor_scale = 1.0f;
-  // Only the scalar definition computes it (nvfp4 weights, weight-only forms): no fast path takes these yet.
+  // Only the scalar definition computes it (the weight-only forms): no fast path takes them yet.
   bool reference_only = false;
   // e4m3 weights: weight_scales * 2^120 per scale block, the one factor that turns a code's bits moved into f32 place
   // ((code << 20), an f32 2^-120 times the value) into value * scale; empty when some scale exceeds 2^7.

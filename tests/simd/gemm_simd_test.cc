@@ -91,6 +91,11 @@ void spoil(mf::QuantizedTensor& q, std::mt19937& rng, bool extreme) {
       for (const std::uint8_t c : {0xFE, 0xF0}) q.scales[s(rng)] = c;
     }
   }
+  if (*q.scheme.scale_format == mf::ue4m3) {  // nvfp4: block scales 0, NaN, the least subnormal, the largest (448)
+    std::uniform_int_distribution<std::size_t> s(0, q.scales.size() - 1);
+    for (const std::uint8_t c : {0x00, 0x7F, 0x01, 0x7E}) q.scales[s(rng)] = c;
+    if (extreme) q.tensor_scale = 0x1p120f;  // s x acc can overflow
+  }
 }
 
 mf::QuantizedTensor weight(const std::string& scheme, std::int64_t n, std::int64_t k, Kind kind, std::mt19937& rng) {
@@ -214,7 +219,7 @@ std::string dims_text(const Dims& d) {
 
 void check_quantized(const std::string& scheme, mf::ActScale act_scale, Kind kind, std::uint32_t seed) {
   std::mt19937 rng(seed);
-  const bool fp4 = scheme == "mxfp4";
+  const bool fp4 = scheme == "mxfp4" || scheme == "nvfp4";
   for (const Dims& d : kShapes) {
     if (kind == Kind::weight_codes && d.m != 1) continue;  // other shapes: covered by adversarial
     const std::vector<float> x = values(d.m * d.k, kind, rng);
@@ -295,6 +300,14 @@ TEST(GemmSimdTargets, Fp4Weights) {
   each_target([] {
     for (const Kind k : {Kind::normal, Kind::outliers, Kind::adversarial, Kind::extreme, Kind::weight_codes}) {
       check_quantized("mxfp4", mf::ActScale::ue8m0, k, 6);
+    }
+  });
+}
+// nvfp4: no GEMV (its 1x16 blocks), so M = 1 to 15 run the register tiles; E4M3 scales inside w, t per group.
+TEST(GemmSimdTargets, Nvfp4Weights) {
+  each_target([] {
+    for (const Kind k : {Kind::normal, Kind::outliers, Kind::adversarial, Kind::extreme, Kind::weight_codes}) {
+      check_quantized("nvfp4", mf::ActScale::ue8m0, k, 7);
     }
   });
 }
