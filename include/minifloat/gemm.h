@@ -68,7 +68,7 @@ void fp8_gemm(const QuantizedTensor& a, const QuantizedTensor& w, GemmOut out, c
 void fp4_gemm(const QuantizedTensor& a, const QuantizedTensor& w, GemmOut out, const GemmOptions& options = {});
 // The weight-only form (W4A16, W8A16): a [M, K] f32 values or bf16 bits, not quantized, times any weight that
 // fp8_gemm or fp4_gemm takes (fp8, mxfp4, nvfp4), in the same order with no activation scale; K need not be a
-// multiple of 128 (the last group may be shorter). The scalar definition computes it (no fast path yet).
+// multiple of 128 (the last group may be shorter; such K take the scalar definition, the others the fast path).
 void weight_only_gemm(const float* a, std::int64_t m, const QuantizedTensor& w, GemmOut out,
                       const GemmOptions& options = {});
 void weight_only_gemm(const std::uint16_t* a_bf16, std::int64_t m, const QuantizedTensor& w, GemmOut out,

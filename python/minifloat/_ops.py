@@ -109,7 +109,7 @@ def linear(x, w, out=None, accumulate: bool = False, dtype=None, threads=None, w
     """y = x w^T for x [..., K] (float32; bfloat16 / float16 are widened exactly) and a weight w [N, K]:
     a QuantizedTensor (e4m3 -> act_quant(x) and fp8_gemm, with f32 activation scales when w's scales are f32;
     e2m1, mxfp4 or nvfp4 -> act_quant(x) and fp4_gemm; weight_only=True: x as it is, not quantized, times the
-    quantized weight, as W4A16 / W8A16 checkpoints run; the scalar definition on one thread, no fast path yet), or
+    quantized weight, as W4A16 / W8A16 checkpoints run; K not a multiple of 128 takes the scalar definition), or
     a plain array: bfloat16 (ml_dtypes or torch; x is rounded to bfloat16, nearest even) or float32. out,
     accumulate, dtype as in fp8_gemm; a torch x without out= gives a torch tensor."""
     xa, _, from_torch = _input(x, "x", widen=True)

@@ -1,5 +1,7 @@
 // The GEMM's public entry points (gemm.h): each call's operands checked into one Problem (src/ref/gemm_problem.h),
 // then computed by the kernels (src/cpu/gemm.cc).
+#include <utility>
+
 #include "../cpu/gemm_dispatch.h"
 #include "../ref/gemm_problem.h"
 #include "minifloat/gemm.h"
@@ -7,10 +9,11 @@
 namespace mf {
 namespace {
 
-// The kernels, or the scalar definition for what no fast path takes yet (Problem::reference_only).
-void run(const gemm::Problem& p) {
+// The kernels, or the scalar definition for what no fast path takes (Problem::reference_only). Moved, not copied:
+// a copy of its vectors would allocate in every call of a decode loop (tests/unit/linear_allocation_test.cc).
+void run(gemm::Problem p) {
   if (p.reference_only) return gemm::reference(p);
-  gemm::compute(p);
+  gemm::compute(std::move(p));
 }
 
 }  // namespace

@@ -236,7 +236,9 @@ Problem weight_only_problem(const std::uint16_t* a16, const float* a32, std::int
   Problem p;
   load_weight(p, w, fp4);
   p.kind = fp4 ? WeightKind::e2m1 : WeightKind::e4m3;
-  p.reference_only = true;
+  // The kernels decode whole vectors of 16 weights per row and read the activations in groups of 128, as the
+  // quantized GEMMs' K (a multiple of 128) lets them; other K take the scalar definition.
+  p.reference_only = p.k % kActBlock != 0;
   p.m = m;
   load_plain_activation(p, a16, a32);
   set_output(p, out, o);
@@ -335,6 +337,7 @@ void Problem::activation_values(std::int64_t row, std::int64_t k0, std::int64_t 
 
 bool Problem::products_exact() const {
   if (kind != WeightKind::e4m3 && kind != WeightKind::e2m1) return false;
+  if (a_codes == nullptr) return false;  // the weight-only form: f32 activations' products round
   if (!weight_scales_inside) return true;
   // |a| <= 448 and |element| <= 448: below 2^128 while the scale is at most 2^100 (NaN scales give NaN either way).
   if (weight_scales.empty() && weight_scale_codes) {

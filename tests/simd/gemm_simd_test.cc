@@ -312,6 +312,36 @@ TEST(GemmSimdTargets, Nvfp4Weights) {
   });
 }
 
+// The weight-only form: f32 and bf16 activations as they are, fp8, mxfp4 and nvfp4 weights with edge codes and scales
+// (adversarial) or outliers, at every shape of the suite (K a multiple of 128: the fast path).
+TEST(GemmSimdTargets, WeightOnly) {
+  each_target([] {
+    std::mt19937 rng(8);
+    for (const std::string scheme : {"mxfp4", "nvfp4", "fp8-128x128", "fp8-32x32", "e4m3-128x128-f32"}) {
+      for (const Dims& d : kShapes) {
+        const Kind kind = d.m % 2 ? Kind::adversarial : Kind::outliers;
+        const std::vector<float> x = values(d.m * d.k, kind, rng);
+        std::vector<std::uint16_t> x16(x.size());
+        for (std::size_t i = 0; i < x.size(); ++i) x16[i] = static_cast<std::uint16_t>(mf::encode(mf::bf16, x[i]));
+        const mf::QuantizedTensor w = weight(scheme, d.n, d.k, kind, rng);
+        const std::string what = "weight-only " + scheme + " " + dims_text(d);
+        expect_fast_matches_ref(
+            [&](bool fast, mf::GemmOut out, const mf::GemmOptions& o) {
+              fast ? mf::weight_only_gemm(x.data(), d.m, w, out, o)
+                   : mf::ref::weight_only_gemm(x.data(), d.m, w, out, o);
+            },
+            d.m, d.n, what + " f32", what + " f32");
+        expect_fast_matches_ref(
+            [&](bool fast, mf::GemmOut out, const mf::GemmOptions& o) {
+              fast ? mf::weight_only_gemm(x16.data(), d.m, w, out, o)
+                   : mf::ref::weight_only_gemm(x16.data(), d.m, w, out, o);
+            },
+            d.m, d.n, what + " bf16", what + " bf16");
+      }
+    }
+  });
+}
+
 // M = 1 and 3 with the activation's last columns zero (a Linear whose in_features, 40 or 576 or 500, is zero-padded to
 // whole activation blocks; or an all-zero row; at M = 3 the middle row is not padded): the e4m3 GEMV stops its fmas
 // at each row's last nonzero activation, which must change no bit. The zeros are +0 and -0 codes, and NaN weight codes
