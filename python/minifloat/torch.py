@@ -84,11 +84,12 @@ class Linear(torch.nn.Module):
     shape and reuses (no allocation per call, for decode loops): it is then valid only until the module's next call
     with an input of that shape, so a model that calls one Linear twice and keeps both results must not use it.
     pad: K not a multiple of 128 is zero-padded (weight once, activation per call by the core, in a buffer it keeps),
-    which gives the same blocks as partial edge blocks would."""
+    which gives the same blocks as partial edge blocks would. weight_only=True: x is not quantized (W4A16 / W8A16,
+    minifloat.linear(..., weight_only=True)); float32 and bfloat16 inputs are taken as they are."""
 
     def __init__(self, weight, bias=None, scheme: str = "fp8-128x128", *, profile: str | None = None,
                  pad: bool = False, out_dtype=torch.float32, threads: int | None = None, name: str = "linear",
-                 reuse_output: bool = False):
+                 reuse_output: bool = False, weight_only: bool = False):
         super().__init__()
         w = weight.detach().to(torch.float32).contiguous().numpy() if isinstance(weight, torch.Tensor) \
             else np.ascontiguousarray(weight, dtype=np.float32)
@@ -98,6 +99,7 @@ class Linear(torch.nn.Module):
             raise TypeError(f"{name}: out_dtype must be torch.float32 or torch.bfloat16, not {out_dtype}")
         self.out_features, self.in_features = (int(d) for d in w.shape)
         self.name, self.out_dtype, self.reuse_output = name, out_dtype, bool(reuse_output)
+        self.weight_only = bool(weight_only)
         self.threads = 0 if threads is None else int(threads)
         k = self.in_features
         if k % _ACT_BLOCK and not pad:
@@ -187,7 +189,8 @@ class Linear(torch.nn.Module):
         if bias_raw is not None:
             raw[...] = bias_raw  # the GEMM adds the product to it: bias added after, in one rounding
         _core.linear_quantized_raw(x.data_ptr(), rows, self.in_features, bf16, self._w, out_ptr,
-                                   self.out_dtype is torch.bfloat16, bias_raw is not None, self.threads)
+                                   self.out_dtype is torch.bfloat16, bias_raw is not None, self.threads,
+                                   self.weight_only)
         return out
 
 

@@ -142,6 +142,22 @@ def test_linear_pads_k_in_the_core(scheme):
                         assert torch.isnan(y[..., 2]).all() and (kp == k or torch.isnan(y[..., min(3, n - 1)]).all())
 
 
+@pytest.mark.parametrize("scheme", ["nvfp4", "mxfp4", "fp8-128x128"])
+def test_linear_weight_only(scheme):
+    """weight_only=True: the bits of minifloat.linear(x, W, weight_only=True) on x zero-padded by hand, f32 and bf16
+    inputs; not those of the act_quant path."""
+    g = torch.Generator().manual_seed(5)
+    w, x = torch.randn(48, 200, generator=g), torch.randn(3, 200, generator=g)
+    lin = Linear(w, None, scheme, pad=True, weight_only=True)
+    for xin in (x, x.to(torch.bfloat16)):
+        with torch.inference_mode():
+            y = lin(xin)
+        xa = np.pad(xin.float().numpy(), [(0, 0), (0, lin.k_padded - 200)])
+        want = np.asarray(minifloat.linear(xa, lin.weight_q, weight_only=True))
+        assert_same(bits_of(y), want.view(np.int32), what=f"{scheme} weight-only {xin.dtype}")
+        assert not np.array_equal(want, np.asarray(minifloat.linear(xa, lin.weight_q)))
+
+
 def test_linear_errors(tmp_path):
     w = torch.randn(64, 128)
     lin = Linear(w, None, "mxfp4")
