@@ -194,7 +194,7 @@ bool available(Way w) { return mf::bench::have_blas() || (w != Way::blas_f32 && 
 // Gemm, GemmStreamed, Linear and GemmIndependent at the two large shapes.
 void register_large_shapes(int threads) {
   const std::pair<std::int64_t, std::int64_t> shapes[] = {{4096, 4096}, {7168, 2048}};
-  // nvfp4: the 4 x 4 and column-lane tiles at every M (no GEMV for its 1x16 blocks yet); Gemm only.
+  // nvfp4: mxfp4's kernels with a scale table per 16 weights in the GEMV.
   const Way all[] = {Way::mf_bf16, Way::mf_fp8, Way::mf_mxfp4, Way::mf_nvfp4, Way::blas_f32, Way::deq_fp8_blas};
   const Way direct[] = {Way::mf_bf16, Way::mf_fp8, Way::mf_mxfp4, Way::blas_f32};
   for (const auto& [n, k] : shapes) {

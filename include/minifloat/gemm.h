@@ -64,7 +64,7 @@ void fp8_gemm(const QuantizedTensor& a, const QuantizedTensor& w, GemmOut out, c
 // a: act_quant output [M, K]. w: e2m1 weight [N, K], packed: mxfp4-shaped (1x32 blocks, ue8m0 scales, any rule) or
 // nvfp4 (1x16 blocks, E4M3 scales, f32 tensor scale; finite and non-zero). nvfp4 weights are read as element x
 // block scale (exact) and their tensor scale joins the activation's in each group's factor (docs/gemm.md); the fast
-// path runs them in its register tiles (no GEMV yet).
+// path runs them as mxfp4's, with a scale table per 16 weights in the GEMV.
 void fp4_gemm(const QuantizedTensor& a, const QuantizedTensor& w, GemmOut out, const GemmOptions& options = {});
 // The weight-only form (W4A16, W8A16): a [M, K] f32 values or bf16 bits, not quantized, times any weight that
 // fp8_gemm or fp4_gemm takes (fp8, mxfp4, nvfp4), in the same order with no activation scale; K need not be a

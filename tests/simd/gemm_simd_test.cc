@@ -303,7 +303,8 @@ TEST(GemmSimdTargets, Fp4Weights) {
     }
   });
 }
-// nvfp4: no GEMV (its 1x16 blocks), so M = 1 to 15 run the register tiles; E4M3 scales inside w, t per group.
+// nvfp4: the e2m1 GEMV with a table per 16 weights, and the tiles; E4M3 scales inside w, t per group (spoil: block
+// scales 0, NaN, subnormal and 448; t = 2^120 in the extreme kind).
 TEST(GemmSimdTargets, Nvfp4Weights) {
   each_target([] {
     for (const Kind k : {Kind::normal, Kind::outliers, Kind::adversarial, Kind::extreme, Kind::weight_codes}) {
