@@ -1,5 +1,5 @@
-// GEMM throughput: minifloat's bf16, fp8 (fp8-128x128 weights, act_quant activations) and mxfp4 GEMMs beside OpenBLAS
-// sgemm (sgemv at M = 1) on the dequantized f32 weights and beside dequantize-then-sgemm, at N = K = 4096 and
+// GEMM throughput: minifloat's bf16, fp8 (fp8-128x128 weights, act_quant activations), mxfp4 and nvfp4 GEMMs beside
+// OpenBLAS sgemm (sgemv at M = 1) on the dequantized f32 weights and beside dequantize-then-sgemm, at N = K = 4096 and
 // N x K = 7168 x 2048 for M in {1, 2, 4, 8, 16, 32, 128, 512, 2048}; plus this machine's FMA peak and memory read
 // bandwidth, measured in the same run. Counters: GFLOP/s (2 M N K per call) and weight GB/s (weight bytes read per
 // call). GemmStreamed/...: M = 1 to 16 again, each call on another copy of the weight, so that the weights come from
@@ -194,7 +194,8 @@ bool available(Way w) { return mf::bench::have_blas() || (w != Way::blas_f32 && 
 // Gemm, GemmStreamed, Linear and GemmIndependent at the two large shapes.
 void register_large_shapes(int threads) {
   const std::pair<std::int64_t, std::int64_t> shapes[] = {{4096, 4096}, {7168, 2048}};
-  const Way all[] = {Way::mf_bf16, Way::mf_fp8, Way::mf_mxfp4, Way::blas_f32, Way::deq_fp8_blas};
+  // nvfp4: mxfp4's kernels with a scale table per 16 weights in the GEMV.
+  const Way all[] = {Way::mf_bf16, Way::mf_fp8, Way::mf_mxfp4, Way::mf_nvfp4, Way::blas_f32, Way::deq_fp8_blas};
   const Way direct[] = {Way::mf_bf16, Way::mf_fp8, Way::mf_mxfp4, Way::blas_f32};
   for (const auto& [n, k] : shapes) {
     for (const std::int64_t m : {1, 2, 4, 8, 16, 32, 128, 512, 2048}) {
@@ -249,7 +250,7 @@ void register_large_shapes(int threads) {
 void register_decode_cases(int threads) {
   const std::pair<std::int64_t, std::int64_t> small[] = {{640, 640}, {1536, 640}, {640, 1536}};
   for (const auto& [n, k] : small) {
-    for (const Way w : {Way::mf_bf16, Way::mf_fp8, Way::mf_mxfp4, Way::blas_f32}) {
+    for (const Way w : {Way::mf_bf16, Way::mf_fp8, Way::mf_mxfp4, Way::mf_nvfp4, Way::blas_f32}) {
       if (!available(w)) continue;
       benchmark::RegisterBenchmark(case_name("GemvSmall", w, n, k, 1).c_str(), BM_Gemm, w, n, k, 1)
           ->Arg(1)

@@ -61,8 +61,18 @@ void act_quant(const float* x, std::span<const std::int64_t> shape, ActScale sca
 // a: act_quant output [M, K]. w: e4m3 weight [N, K] in 1 x B or B_r x B_c blocks with ue8m0 or f32 scales
 // (fp8-128x128, fp8-32x32, fp8-1x128; B_c a multiple of 16 that divides 128 or is a multiple of it).
 void fp8_gemm(const QuantizedTensor& a, const QuantizedTensor& w, GemmOut out, const GemmOptions& options = {});
-// a: act_quant output [M, K]. w: mxfp4-shaped weight [N, K]: e2m1 packed, 1x32 blocks, ue8m0 scales (any rule).
+// a: act_quant output [M, K]. w: e2m1 weight [N, K], packed: mxfp4-shaped (1x32 blocks, ue8m0 scales, any rule) or
+// nvfp4 (1x16 blocks, E4M3 scales, f32 tensor scale; finite and non-zero). nvfp4 weights are read as element x
+// block scale (exact) and their tensor scale joins the activation's in each group's factor (docs/gemm.md); the fast
+// path runs them as mxfp4's, with a scale table per 16 weights in the GEMV.
 void fp4_gemm(const QuantizedTensor& a, const QuantizedTensor& w, GemmOut out, const GemmOptions& options = {});
+// The weight-only form (W4A16, W8A16): a [M, K] f32 values or bf16 bits, not quantized, times any weight that
+// fp8_gemm or fp4_gemm takes (fp8, mxfp4, nvfp4), in the same order with no activation scale; K need not be a
+// multiple of 128 (the last group may be shorter; such K take the scalar definition, the others the fast path).
+void weight_only_gemm(const float* a, std::int64_t m, const QuantizedTensor& w, GemmOut out,
+                      const GemmOptions& options = {});
+void weight_only_gemm(const std::uint16_t* a_bf16, std::int64_t m, const QuantizedTensor& w, GemmOut out,
+                      const GemmOptions& options = {});
 // Plain GEMMs: a [M, K] and w [N, K] as bf16 bits or f32 values.
 void bf16_gemm(const std::uint16_t* a, const std::uint16_t* w, std::int64_t m, std::int64_t n, std::int64_t k,
                GemmOut out, const GemmOptions& options = {});
@@ -75,12 +85,14 @@ struct Weight {
   const std::uint16_t* bf16 = nullptr;  // plain weights: set one pointer, n and k
   const float* f32 = nullptr;
   std::int64_t n = 0, k = 0;
+  bool weight_only = false;  // quantized: x as it is (f32) into weight_only_gemm, no act_quant
   std::int64_t rows() const { return quantized ? quantized->rows() : n; }
   std::int64_t cols() const { return quantized ? quantized->cols() : k; }
 };
 
 // y = x W^T for x [..., K] (f32): quantized weights take act_quant(x) (ue8m0, or f32 when W's scales are f32) and
-// the matching GEMM; bf16 weights take x rounded to bf16 (RNE); f32 weights take x as it is.
+// the matching GEMM (nvfp4 as mxfp4: fp4_gemm), or with weight_only x as it is and weight_only_gemm; bf16 weights take
+// x rounded to bf16 (RNE); f32 weights take x as it is.
 void linear(const float* x, std::span<const std::int64_t> x_shape, const Weight& w, GemmOut out,
             const GemmOptions& options = {});
 // The same, returning y [..., N] in f32.
@@ -90,6 +102,10 @@ namespace ref {
 // The scalar definitions (the order above) that the fast path is tested against.
 void fp8_gemm(const QuantizedTensor& a, const QuantizedTensor& w, GemmOut out, const GemmOptions& options = {});
 void fp4_gemm(const QuantizedTensor& a, const QuantizedTensor& w, GemmOut out, const GemmOptions& options = {});
+void weight_only_gemm(const float* a, std::int64_t m, const QuantizedTensor& w, GemmOut out,
+                      const GemmOptions& options = {});
+void weight_only_gemm(const std::uint16_t* a_bf16, std::int64_t m, const QuantizedTensor& w, GemmOut out,
+                      const GemmOptions& options = {});
 void bf16_gemm(const std::uint16_t* a, const std::uint16_t* w, std::int64_t m, std::int64_t n, std::int64_t k,
                GemmOut out, const GemmOptions& options = {});
 void f32_gemm(const float* a, const float* w, std::int64_t m, std::int64_t n, std::int64_t k, GemmOut out,

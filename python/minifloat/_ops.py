@@ -99,22 +99,25 @@ def fp8_gemm(a: QuantizedTensor, w: QuantizedTensor, out=None, accumulate: bool 
 
 
 def fp4_gemm(a: QuantizedTensor, w: QuantizedTensor, out=None, accumulate: bool = False, dtype=None, threads=None):
-    """C = a w^T for a = act_quant(x) [..., K] and w an mxfp4 weight [N, K] (e2m1 packed, 1x32 blocks, ue8m0 scales,
-    any rule). out, accumulate, dtype as in fp8_gemm."""
-    return _gemm(_core.fp4_gemm, a, w, "an mxfp4 weight from quantize()", out, accumulate, dtype, threads)
+    """C = a w^T for a = act_quant(x) [..., K] and w an e2m1 weight [N, K]: mxfp4 (1x32 blocks, ue8m0 scales, any
+    rule) or nvfp4 (1x16 blocks, E4M3 scales, a finite non-zero tensor scale; docs/gemm.md). out, accumulate,
+    dtype as in fp8_gemm."""
+    return _gemm(_core.fp4_gemm, a, w, "an mxfp4 or nvfp4 weight from quantize()", out, accumulate, dtype, threads)
 
 
-def linear(x, w, out=None, accumulate: bool = False, dtype=None, threads=None):
+def linear(x, w, out=None, accumulate: bool = False, dtype=None, threads=None, weight_only: bool = False):
     """y = x w^T for x [..., K] (float32; bfloat16 / float16 are widened exactly) and a weight w [N, K]:
     a QuantizedTensor (e4m3 -> act_quant(x) and fp8_gemm, with f32 activation scales when w's scales are f32;
-    e2m1 -> act_quant(x) and fp4_gemm), or a plain array: bfloat16 (ml_dtypes or torch; x is rounded to bfloat16,
-    nearest even) or float32. out, accumulate, dtype as in fp8_gemm; a torch x without out= gives a torch tensor."""
+    e2m1, mxfp4 or nvfp4 -> act_quant(x) and fp4_gemm; weight_only=True: x as it is, not quantized, times the
+    quantized weight, as W4A16 / W8A16 checkpoints run; K not a multiple of 128 takes the scalar definition), or
+    a plain array: bfloat16 (ml_dtypes or torch; x is rounded to bfloat16, nearest even) or float32. out,
+    accumulate, dtype as in fp8_gemm; a torch x without out= gives a torch tensor."""
     xa, _, from_torch = _input(x, "x", widen=True)
     shape_lead = tuple(xa.shape[:-1])
     if isinstance(w, QuantizedTensor):
         shape = shape_lead + (math.prod(w.shape[:-1]),)
         raw, result = _output(out, dtype, shape, accumulate)
-        _core.linear_quantized(xa, w._q, raw, bool(accumulate), _int_or_none(threads, "threads"))
+        _core.linear_quantized(xa, w._q, raw, bool(accumulate), _int_or_none(threads, "threads"), bool(weight_only))
     else:
         wa, kind, _ = as_array(w, "w")
         if kind not in ("f32", "bf16"):

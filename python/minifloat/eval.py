@@ -204,7 +204,7 @@ def evaluate(path, recipes, mode="linear", pad=False, tokens=None, sentences=Non
                 try:
                     quantize_model(q, recipe, pad=pad, threads=threads)
                 except NoGemmError:
-                    used = "fake"  # no GEMM for this scheme (nvfp4): weights only, said in the report
+                    used = "fake"  # no GEMM for this scheme (mxfp6, ...): weights only, said in the report
                     fake_quantize_model(q, recipe, pad=True)
             else:
                 fake_quantize_model(q, recipe, pad=True)

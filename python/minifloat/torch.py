@@ -1,7 +1,8 @@
 """minifloat inside torch models (inference only): `quantize_model` swaps each nn.Linear a recipe gives a scheme for a
 `Linear` that holds minifloat's quantized weight and computes with minifloat.linear (act_quant of the activation to
-e4m3 1x128, then fp8_gemm or fp4_gemm, f32 accumulation); `fake_quantize_model` only rounds the weights in place
-(dequantize(quantize(w))), the cheaper proxy that also covers schemes without a GEMM (nvfp4). docs/models.md."""
+e4m3 1x128, then fp8_gemm or fp4_gemm (mxfp4 and nvfp4 weights), f32 accumulation); `fake_quantize_model` only
+rounds the weights in place (dequantize(quantize(w))), the cheaper proxy that also covers schemes without a GEMM
+(mxfp6, ...). docs/models.md."""
 from __future__ import annotations
 
 import math
@@ -28,7 +29,7 @@ class ShapeError(ValueError):
 
 
 class NoGemmError(ValueError):
-    """A scheme linear() has no GEMM for (nvfp4, mxfp6, ...): fake_quantize_model covers it."""
+    """A scheme linear() has no GEMM for (mxfp6, mxfp8-e5m2, ...): fake_quantize_model covers it."""
 
 
 def recipe_targets(recipe: str, names: list) -> tuple:
@@ -43,7 +44,7 @@ def recipe_targets(recipe: str, names: list) -> tuple:
 
 def _has_gemm(scheme: str, profile: str) -> bool:
     """Whether linear() has a GEMM for the scheme: e4m3 weights with 1x128 / 128x128 / 32x32 blocks or f32 scales
-    (fp8_gemm), e2m1 1x32 with ue8m0 scales (fp4_gemm). Tried on a zero weight: the core is the judge."""
+    (fp8_gemm), e2m1 1x32 with ue8m0 scales or nvfp4 (fp4_gemm). Tried on a zero weight: the core is the judge."""
     try:
         w = quantize(np.zeros((32, _ACT_BLOCK), np.float32), scheme, profile=profile, pad=True)
         _core.linear_quantized(np.zeros((1, _ACT_BLOCK), np.float32), w._q, np.empty((1, 32), np.float32), False, 1)
@@ -83,11 +84,12 @@ class Linear(torch.nn.Module):
     shape and reuses (no allocation per call, for decode loops): it is then valid only until the module's next call
     with an input of that shape, so a model that calls one Linear twice and keeps both results must not use it.
     pad: K not a multiple of 128 is zero-padded (weight once, activation per call by the core, in a buffer it keeps),
-    which gives the same blocks as partial edge blocks would."""
+    which gives the same blocks as partial edge blocks would. weight_only=True: x is not quantized (W4A16 / W8A16,
+    minifloat.linear(..., weight_only=True)); float32 and bfloat16 inputs are taken as they are."""
 
     def __init__(self, weight, bias=None, scheme: str = "fp8-128x128", *, profile: str | None = None,
                  pad: bool = False, out_dtype=torch.float32, threads: int | None = None, name: str = "linear",
-                 reuse_output: bool = False):
+                 reuse_output: bool = False, weight_only: bool = False):
         super().__init__()
         w = weight.detach().to(torch.float32).contiguous().numpy() if isinstance(weight, torch.Tensor) \
             else np.ascontiguousarray(weight, dtype=np.float32)
@@ -97,6 +99,7 @@ class Linear(torch.nn.Module):
             raise TypeError(f"{name}: out_dtype must be torch.float32 or torch.bfloat16, not {out_dtype}")
         self.out_features, self.in_features = (int(d) for d in w.shape)
         self.name, self.out_dtype, self.reuse_output = name, out_dtype, bool(reuse_output)
+        self.weight_only = bool(weight_only)
         self.threads = 0 if threads is None else int(threads)
         k = self.in_features
         if k % _ACT_BLOCK and not pad:
@@ -108,7 +111,7 @@ class Linear(torch.nn.Module):
         self.weight_q = _quantize_weight(w, scheme, profile, pad, name)
         if not _has_gemm(self.weight_q.scheme, self.weight_q.profile):
             raise NoGemmError(f"{name}: minifloat has no GEMM for {scheme} weights (fp8_gemm takes e4m3 with 1x128, "
-                             "128x128, 32x32 blocks or f32 scales; fp4_gemm mxfp4): use fake_quantize_model")
+                             "128x128, 32x32 blocks or f32 scales; fp4_gemm mxfp4 and nvfp4): use fake_quantize_model")
         self.scheme = scheme
         self._w = self.weight_q._q  # the core's tensor, looked up once
         if bias is not None:
@@ -186,7 +189,8 @@ class Linear(torch.nn.Module):
         if bias_raw is not None:
             raw[...] = bias_raw  # the GEMM adds the product to it: bias added after, in one rounding
         _core.linear_quantized_raw(x.data_ptr(), rows, self.in_features, bf16, self._w, out_ptr,
-                                   self.out_dtype is torch.bfloat16, bias_raw is not None, self.threads)
+                                   self.out_dtype is torch.bfloat16, bias_raw is not None, self.threads,
+                                   self.weight_only)
         return out
 
 

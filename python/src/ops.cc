@@ -88,7 +88,7 @@ const float* widened_rows(std::uintptr_t x, std::int64_t rows, std::int64_t k, b
 // zeros (in_features zero-padded to whole 1x128 blocks); widening and padding go into a buffer of this thread.
 // out [rows, N]: float32, or bfloat16 bits.
 void linear_raw(std::uintptr_t x, std::int64_t rows, std::int64_t k, bool x_bf16, const QuantizedTensor& w,
-                std::uintptr_t out, bool out_bf16, bool accumulate, int threads) {
+                std::uintptr_t out, bool out_bf16, bool accumulate, int threads, bool weight_only) {
   const std::int64_t kw = w.cols();
   if (rows < 0 || k < 1 || k > kw || kw - k >= 128) {
     throw std::invalid_argument("x: [" + std::to_string(rows) + ", " + std::to_string(k) + "] does not fit weight K " +
@@ -96,6 +96,7 @@ void linear_raw(std::uintptr_t x, std::int64_t rows, std::int64_t k, bool x_bf16
   }
   Weight weight;
   weight.quantized = &w;
+  weight.weight_only = weight_only;
   const GemmOut o = out_bf16 ? GemmOut{nullptr, reinterpret_cast<std::uint16_t*>(out)}
                              : GemmOut{reinterpret_cast<float*>(out), nullptr};
   nb::gil_scoped_release release;
@@ -137,20 +138,23 @@ void bind_gemm(nb::module_& m) {
 
   m.def(
       "linear_quantized",
-      [](const Array& x, const QuantizedTensor& w, Array out, bool accumulate, int threads) {
+      [](const Array& x, const QuantizedTensor& w, Array out, bool accumulate, int threads, bool weight_only) {
         const float* p = data_as<float>(x, "x");
         const std::vector<std::int64_t> shape = dims_of(x);
         Weight weight;
         weight.quantized = &w;
+        weight.weight_only = weight_only;
         const GemmOut o = gemm_out(out, leading(shape) * w.rows());
         nb::gil_scoped_release release;
         linear(p, shape, weight, o, gemm_options(accumulate, threads));
       },
-      nb::arg("x"), nb::arg("w"), nb::arg("out"), nb::arg("accumulate"), nb::arg("threads"));
+      nb::arg("x"), nb::arg("w"), nb::arg("out"), nb::arg("accumulate"), nb::arg("threads"),
+      nb::arg("weight_only") = false);
 
   // linear_quantized for minifloat.torch.Linear's forward, on raw addresses (linear_raw above).
   m.def("linear_quantized_raw", &linear_raw, nb::arg("x"), nb::arg("rows"), nb::arg("k"), nb::arg("x_bf16"),
-        nb::arg("w"), nb::arg("out"), nb::arg("out_bf16"), nb::arg("accumulate"), nb::arg("threads"));
+        nb::arg("w"), nb::arg("out"), nb::arg("out_bf16"), nb::arg("accumulate"), nb::arg("threads"),
+        nb::arg("weight_only") = false);
 
   // w [N, K] as float32 values or uint16 bfloat16 bits.
   m.def(

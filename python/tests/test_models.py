@@ -109,7 +109,7 @@ def test_linear_pads_k():
     assert_same(bits_of(y), np.asarray(expected(x, w.numpy(), bias, "fp8-128x128", torch.float32, 640)).view(np.int32))
 
 
-@pytest.mark.parametrize("scheme", ["fp8-128x128", "e4m3-128x128-f32", "fp8-1x128", "mxfp4"])
+@pytest.mark.parametrize("scheme", ["fp8-128x128", "e4m3-128x128-f32", "fp8-1x128", "mxfp4", "nvfp4"])
 def test_linear_pads_k_in_the_core(scheme):
     """K zero-padded per call by the core (f32 and bf16 inputs, no copy in Python) gives the bits of minifloat.linear
     on the activation padded by hand, with the same quantized weight: random weights, outliers, e4m3 subnormal codes
@@ -122,7 +122,8 @@ def test_linear_pads_k_in_the_core(scheme):
         for out_dtype in (torch.float32, torch.bfloat16):
             lin = Linear(w, None, scheme, pad=True, out_dtype=out_dtype)
             kp = lin.k_padded
-            if scheme != "mxfp4":  # NaN codes (e4m3 0x7F, 0xFF): in K, and past it where x is zero (0 x NaN = NaN)
+            # e4m3 weights' NaN codes (0x7F, 0xFF): in K, and past it where x is zero (0 x NaN = NaN)
+            if scheme not in ("mxfp4", "nvfp4"):
                 codes = lin.weight_q.codes.reshape(n, kp)
                 codes[2, k // 3] = 0x7F
                 if kp > k:
@@ -137,8 +138,24 @@ def test_linear_pads_k_in_the_core(scheme):
                     want = minifloat.linear(xa, lin.weight_q, dtype=out_dt)
                     what = f"{scheme} [{n}, {k}] x {rows} {xin.dtype} -> {out_dtype}"
                     assert_same(bits_of(y), np.asarray(want).view(bits_of(y).dtype), what=what)
-                    if scheme != "mxfp4":
+                    if scheme not in ("mxfp4", "nvfp4"):
                         assert torch.isnan(y[..., 2]).all() and (kp == k or torch.isnan(y[..., min(3, n - 1)]).all())
+
+
+@pytest.mark.parametrize("scheme", ["nvfp4", "mxfp4", "fp8-128x128"])
+def test_linear_weight_only(scheme):
+    """weight_only=True: the bits of minifloat.linear(x, W, weight_only=True) on x zero-padded by hand, f32 and bf16
+    inputs; not those of the act_quant path."""
+    g = torch.Generator().manual_seed(5)
+    w, x = torch.randn(48, 200, generator=g), torch.randn(3, 200, generator=g)
+    lin = Linear(w, None, scheme, pad=True, weight_only=True)
+    for xin in (x, x.to(torch.bfloat16)):
+        with torch.inference_mode():
+            y = lin(xin)
+        xa = np.pad(xin.float().numpy(), [(0, 0), (0, lin.k_padded - 200)])
+        want = np.asarray(minifloat.linear(xa, lin.weight_q, weight_only=True))
+        assert_same(bits_of(y), want.view(np.int32), what=f"{scheme} weight-only {xin.dtype}")
+        assert not np.array_equal(want, np.asarray(minifloat.linear(xa, lin.weight_q)))
 
 
 def test_linear_errors(tmp_path):
@@ -149,8 +166,8 @@ def test_linear_errors(tmp_path):
         lin(x)
     with pytest.raises(ValueError, match=r"input \[\.\.\., 96\] does not fit in_features 128"):
         lin(torch.randn(2, 96))
-    with pytest.raises(NoGemmError, match="no GEMM for nvfp4"):
-        Linear(w, None, "nvfp4")
+    with pytest.raises(NoGemmError, match="no GEMM for mxfp6-e3m2"):
+        Linear(w, None, "mxfp6-e3m2")
     model = torch.nn.Sequential(torch.nn.Linear(128, 64), torch.nn.ReLU(), torch.nn.Linear(64, 100))
     recipe = tmp_path / "r.json"
     recipe.write_text(json.dumps({"*.experts.*": "mxfp4"}))
@@ -201,7 +218,7 @@ def minilm_linear(minilm, minilm_model):
 
 def test_minilm_ordering_and_fp8_bound(minilm_linear):
     s = scores(minilm_linear)
-    assert s["nvfp4"]["mode"] == "fake" and s["mxfp4"]["mode"] == "linear"  # no nvfp4 GEMM: weights only
+    assert s["nvfp4"]["mode"] == "linear" and s["mxfp4"]["mode"] == "linear"  # fp4_gemm takes both
     cos = {r: s[r]["cosine_mean"] for r in s}
     assert cos["fp8-block"] > cos["nvfp4"] > cos["mxfp4"], cos
     assert cos["mxfp8"] > cos["nvfp4"], cos

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import minifloat
-from conftest import assert_same
+from conftest import assert_same, need
 from test_deepseek import act_quant as deepseek_act_quant
 from test_deepseek import activations
 
@@ -173,6 +173,52 @@ def test_linear_within_the_f32_bound_of_an_f64_matmul(scheme):
                 what="linear = the documented order")
     yb = minifloat.linear(x, qw, dtype="bfloat16").astype(np.float64)
     assert (np.abs(yb - exact) <= bound + 2.0**-8 * np.abs(y)).all()
+
+
+def nvfp4_weight_operand(q):
+    """(w [N, K] f32, t): nvfp4 as the GEMM reads it (docs/gemm.md): e2m1 element x E4M3 block scale (ml_dtypes'
+    values; exact in f32), and the f32 tensor scale that joins each group's factor."""
+    n, k = q.shape
+    s = q.scales.view(ml_dtypes.float8_e4m3fn).astype(np.float32)
+    return (e2m1_values(q.codes, (n, k)) * expand(s, q.block, (n, k))).astype(np.float32), np.float32(q.tensor_scale)
+
+
+def test_nvfp4_fp4_gemm_and_linear_bit_exact_against_the_documented_order():
+    """nvfp4 weights in fp4_gemm and linear: act_quant's activations, w = element x S inside, s = sa x t per group."""
+    x, w = _operands(16)
+    qw = minifloat.quantize(w, "nvfp4")
+    a, sa = _activation(x, "ue8m0")
+    wv, t = nvfp4_weight_operand(qw)
+    expected = gemm_order(a, sa, wv, np.full((1, 4), t, np.float32), (256, ACT_BLOCK))
+    assert_same(minifloat.fp4_gemm(minifloat.act_quant(x), qw).view(np.uint32), expected.view(np.uint32),
+                what="fp4_gemm nvfp4")
+    assert_same(minifloat.linear(x, qw).view(np.uint32), expected.view(np.uint32), what="linear nvfp4")
+
+
+@pytest.mark.parametrize("scheme", ["nvfp4", "mxfp4", "fp8-128x128", "e4m3-128x128-f32"])
+def test_weight_only_linear(scheme):
+    """linear(..., weight_only=True): x not quantized. bf16 x: every product exact, so bit for bit the documented
+    order with sa = 1; f32 x: within the bound of a torch f64 matmul on the dequantized weights (products round)."""
+    torch = need("torch")
+    x, w = _operands(17)
+    qw = minifloat.quantize(w, scheme)
+    if scheme == "nvfp4":
+        wv, t = nvfp4_weight_operand(qw)
+        sb, block, w64 = np.full((1, 4), t, np.float32), (256, ACT_BLOCK), wv.astype(np.float64) * np.float64(t)
+    else:
+        wv, sb, block = weight_operand(qw)
+        w64 = wv.astype(np.float64) * (1 if sb is None else expand(sb, block, wv.shape))
+    xb = x.astype(ml_dtypes.bfloat16)
+    expected = gemm_order(xb.astype(np.float32), np.ones((6, 4), np.float32), wv, sb, block)
+    assert_same(minifloat.linear(xb, qw, weight_only=True).view(np.uint32), expected.view(np.uint32),
+                what=f"weight-only {scheme}, bf16 x")
+    # the dequantized weights (minifloat's own: fl(element x fl(S x t)) for nvfp4, two roundings) agree with w64
+    assert (np.abs(qw.dequantize().astype(np.float64) - w64) <= 2 * U * np.abs(w64)).all()
+    exact = (torch.from_numpy(x.astype(np.float64)) @ torch.from_numpy(w64).T).numpy()
+    group = ACT_BLOCK if sb is None or scheme == "nvfp4" else min(ACT_BLOCK, block[1])
+    bound = f32_bound(x.astype(np.float64), w64, 512, group, products_rounded=True)
+    err = np.abs(minifloat.linear(x, qw, weight_only=True) - exact)
+    assert (err <= bound).all(), f"worst error {err.max()} against bound {bound.flat[err.argmax()]}"
 
 
 def test_linear_with_plain_weights():

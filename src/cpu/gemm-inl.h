@@ -72,23 +72,24 @@ HWY_INLINE void DecodeE4m3Row(const Problem& p, std::int64_t row, std::int64_t k
 
 HWY_INLINE void DecodeE2m1Row(const Problem& p, std::int64_t row, std::int64_t k0, std::int64_t len, float* dst) {
   const std::uint8_t* codes = p.codes + row * (p.k / 2);
+  // One scale per 1x32 (mxfp4) or 1x16 (nvfp4) block: each decoded vector of 16 (8 on AVX2) lies in one.
   const float* scales = p.weight_scales.data() + row * p.weight_scale_cols;
 #if MF_GEMM_WIDE
   const DF df;
   for (std::int64_t i = 0; i < len; i += 16) {
     const std::int64_t k = k0 + i;
-    hn::StoreU(hn::Mul(codec::DecodeE2m1x16(codes + k / 2), hn::Set(df, scales[k / 32])), df, dst + i);
+    hn::StoreU(hn::Mul(codec::DecodeE2m1x16(codes + k / 2), hn::Set(df, scales[k / p.bc])), df, dst + i);
   }
 #elif HWY_TARGET != HWY_SCALAR
   const DF df;
   for (std::int64_t i = 0; i < len; i += static_cast<std::int64_t>(kL)) {
     const std::int64_t k = k0 + i;
-    hn::StoreU(hn::Mul(codec::DecodeE2m1Lanes(df, codes + k / 2), hn::Set(df, scales[k / 32])), df, dst + i);
+    hn::StoreU(hn::Mul(codec::DecodeE2m1Lanes(df, codes + k / 2), hn::Set(df, scales[k / p.bc])), df, dst + i);
   }
 #else
   for (std::int64_t i = 0; i < len; ++i) {
     const std::int64_t k = k0 + i;
-    dst[i] = codec::kE2m1Values[(codes[k / 2] >> (4 * (k % 2))) & 0xF] * scales[k / 32];
+    dst[i] = codec::kE2m1Values[(codes[k / 2] >> (4 * (k % 2))) & 0xF] * scales[k / p.bc];
   }
 #endif
 }

@@ -59,9 +59,9 @@ HWY_INLINE std::int64_t GemvRowsBelow(const Problem& p) { return kL == 8 ? 12 : 
 HWY_INLINE bool GemvFits(const Problem& p) {
   switch (p.kind) {
     case WeightKind::e4m3: return !p.e4m3_factor.empty() && std::has_single_bit(static_cast<unsigned>(p.bc));
-    case WeightKind::e2m1:
-      return (MF_GEMV_E2M1_STRIDED || MF_GEMV_E2M1_TABLE8 || MF_GEMV_E2M1_LANES) && p.weight_scale_codes != nullptr &&
-             p.group == kActBlock && p.k % kActBlock == 0;
+    case WeightKind::e2m1:  // mxfp4's 1x32 blocks, or nvfp4's 1x16 (a table per 16 weights)
+      return (p.bc == 32 || p.bc == 16) && (MF_GEMV_E2M1_STRIDED || MF_GEMV_E2M1_TABLE8 || MF_GEMV_E2M1_LANES) &&
+             p.weight_scale_codes != nullptr && p.group == kActBlock && p.k % kActBlock == 0;
     case WeightKind::bf16: return p.k % kLanes == 0;
     case WeightKind::f32: return false;
   }
@@ -176,7 +176,11 @@ HWY_INLINE void BatchBlockSums(const Problem& p, const GemvInputs* in, std::int6
     BlockRows<WeightKind::e2m1>(p, n0, in[0].e2m1_tables, rows);
     const float* a[kBatch];
     for (int b = 0; b < kBatch; ++b) a[b] = in[b].block.a;  // 16-lane targets: in the strided lane order
-    BlockSumsE2m1<kBatch>(rows, a, p.k, ScaleShift<WeightKind::e2m1>(p), in[0].e2m1_tables, in[0].block.sums);
+    if (p.bc == 16) {                                       // nvfp4
+      BlockSumsE2m1<kBatch, true>(rows, a, p.k, ScaleShift<WeightKind::e2m1>(p), in[0].e2m1_tables, in[0].block.sums);
+    } else {
+      BlockSumsE2m1<kBatch, false>(rows, a, p.k, ScaleShift<WeightKind::e2m1>(p), in[0].e2m1_tables, in[0].block.sums);
+    }
     return;
   }
 #if MF_GEMV_E4M3_TABLES

@@ -226,7 +226,7 @@ void GemvBlock(const Problem& p, std::int64_t row, const float* HWY_RESTRICT a, 
       const float act = act_scales ? act_scales[g * p.group / kActBlock] : 1.0f;
       const float weight = weight_scales   ? weight_scales[g * p.group / p.bc]
                            : codes_outside ? p.weight_group_scale(n0, g)
-                                           : 1.0f;
+                                           : p.weight_tensor_scale;  // 1, or nvfp4's tensor scale
       std::fill(s, s + kLanes, act * weight);
     } else {
       FillScales<1, kLanes>(p, row, n0, g, s);

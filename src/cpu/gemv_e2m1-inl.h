@@ -1,4 +1,4 @@
-// The e2m1 (mxfp4) GEMV: its weights decoded in registers (LoadE2m1), its block loops (BlockSumsE2m1: 16 lanes
+// The e2m1 (mxfp4, nvfp4) GEMV: its weights decoded in registers (LoadE2m1), its block loops (BlockSumsE2m1: 16 lanes
 // in the strided lane order, or AVX2's), and what they read: the activations in that order (StridedActivations)
 // and each scale code's table of values (E2m1Tables). Which loop a target runs, and why: gemv_loops-inl.h.
 //
@@ -47,9 +47,10 @@ HWY_INLINE VF LoadE2m1(const WeightRow& r, std::int64_t k, int shift) {
 // The sums of every group of a 16-row block of e2m1 weights on AVX2, for kBatch activation rows at once: 32 weights
 // per row and step, which share one scale (fp4_problem takes 1x32 blocks only) and so one table (E2m1Tables; one
 // look-up where two per 16 weights was 5-10% slower in L2 on the AVX2 target: codec::DecodeE2m1x8Table), each
-// decoded vector meeting every row of the batch, and the tree (ReduceAvx2) once per group per row.
+// decoded vector meeting every row of the batch, and the tree (ReduceAvx2) once per group per row. kBlock16
+// (nvfp4's 1x16 blocks): a table for each half of the 32.
 // sums[16 (b x groups + g) + bitrev4(i)]: group g of weight row i for activation row b.
-template <int kBatch>
+template <int kBatch, bool kBlock16>
 HWY_NOINLINE void BlockSumsE2m1(const WeightRow (&rows)[kLanes], const float* const* HWY_RESTRICT a, std::int64_t k,
                                 int shift, const float* HWY_RESTRICT e2m1_tables, float* HWY_RESTRICT sums) {
   (void)e2m1_tables;  // in each row (BlockRows)
@@ -72,11 +73,12 @@ HWY_NOINLINE void BlockSumsE2m1(const WeightRow (&rows)[kLanes], const float* co
         for (int j = 0; j < kRows; ++j) {
           const WeightRow& r = rows[pass + j];
           const float* table = r.e2m1_tables + kE2m1TableSize * r.scale_codes[kk >> shift];
+          const float* table1 = kBlock16 ? r.e2m1_tables + kE2m1TableSize * r.scale_codes[(kk + 16) >> shift] : table;
           const std::uint8_t* codes = r.codes + kk / 2;
           if (kk == k0) PrefetchRowAhead(r.codes, kk / 2, kPrefetchAhead8, r.bytes);
 #pragma GCC unroll 4
           for (int q = 0; q < 4; ++q) {
-            const VF w = codec::DecodeE2m1x8Table(codes + 4 * q, table);
+            const VF w = codec::DecodeE2m1x8Table(codes + 4 * q, q < 2 ? table : table1);
             if constexpr (kBatch == 1) {
               s[j][0][q % 2] = hn::MulAdd(av[q], w, s[j][0][q % 2]);
             } else {
@@ -105,8 +107,9 @@ HWY_NOINLINE void BlockSumsE2m1(const WeightRow (&rows)[kLanes], const float* co
 // sequences, summed by the tree in that order (ReduceTileStrided). A group is 128 weights (K is a multiple of the
 // activation block) and goes weight row by row: each row's pointers are read once per group rather than once per 32
 // weights (16 rows' pointers do not fit in the integer registers). One row's group sum lands in
-// sums[16 (b x groups + g) + StridedTreeLane(i)].
-template <int kBatch>
+// sums[16 (b x groups + g) + StridedTreeLane(i)]. kBlock16 (nvfp4's 1x16 blocks): w0 and w1 each from their own
+// block's table (the decode's unused halves are dead code).
+template <int kBatch, bool kBlock16>
 HWY_NOINLINE void BlockSumsE2m1(const WeightRow (&rows)[kLanes], const float* const* HWY_RESTRICT a, std::int64_t k,
                                 int shift, const float* HWY_RESTRICT e2m1_tables, float* HWY_RESTRICT sums) {
   const DF df;
@@ -128,7 +131,14 @@ HWY_NOINLINE void BlockSumsE2m1(const WeightRow (&rows)[kLanes], const float* co
       for (int step = 0; step < 4; ++step) {
         VF w0, w1;
         const float* table = e2m1_tables + kE2m1TableSize * scale_codes[(k0 + 32 * step) >> shift];
-        codec::DecodeE2m1x32Strided(codes + 16 * step, table, w0, w1);
+        if constexpr (kBlock16) {
+          VF unused;
+          const float* table1 = e2m1_tables + kE2m1TableSize * scale_codes[(k0 + 32 * step + 16) >> shift];
+          codec::DecodeE2m1x32Strided(codes + 16 * step, table, w0, unused);
+          codec::DecodeE2m1x32Strided(codes + 16 * step, table1, unused, w1);
+        } else {
+          codec::DecodeE2m1x32Strided(codes + 16 * step, table, w0, w1);
+        }
         if constexpr (kBatch == 1) {
           sum[0] = hn::MulAdd(av[2 * step + 1], w1, hn::MulAdd(av[2 * step], w0, sum[0]));
         } else {

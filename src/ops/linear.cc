@@ -30,6 +30,7 @@ void linear(const float* x, std::span<const std::int64_t> x_shape, const Weight&
   check_plain(w, k);
   // The quantized or rounded activations live in this thread's buffers, so that a decode loop calling linear() per
   // layer and token allocates nothing once they have grown to its largest shape.
+  if (w.quantized && w.weight_only) return weight_only_gemm(x, m, *w.quantized, out, o);
   if (w.quantized) {
     thread_local QuantizedTensor a;
     const QuantizedTensor& q = *w.quantized;

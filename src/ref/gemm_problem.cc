@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <bit>
+#include <cmath>
 #include <cstring>
 #include <span>
 
@@ -67,10 +68,58 @@ void check_scales(const char* op, const char* which, const QuantizedTensor& q, c
   }
 }
 
+void set_output(Problem& p, GemmOut out, const GemmOptions& o) {
+  p.out = out;
+  p.accumulate = o.accumulate;
+  p.threads = o.threads;
+}
+
+// Activations that are not quantized, a [p.m][p.k]: bf16 bits widened (exact), or f32 values as they are.
+void load_plain_activation(Problem& p, const std::uint16_t* a16, const float* a32) {
+  p.a.resize(static_cast<std::size_t>(p.m * p.k));
+  for (std::size_t i = 0; i < p.a.size(); ++i) {
+    p.a[i] = a16 ? std::bit_cast<float>(static_cast<std::uint32_t>(a16[i]) << 16) : a32[i];
+  }
+}
+
 // The activation codes (decoded where a kernel reads them: Problem::activation_values) and the activation scales.
 void load_activation(Problem& p, const QuantizedTensor& a) {
   p.a_codes = a.codes.data();
   detail::load_divisors(a, p.act_scales);
+}
+
+// nvfp4's second-level scale multiplies every group's factor: zero would zero the layer and NaN or Inf make every
+// output NaN or Inf, so they are refused rather than computed.
+void check_tensor_scale(const char* op, const QuantizedTensor& w, const std::string& as, const std::string& ws) {
+  if (w.scheme.tensor_scale && !(std::isfinite(w.tensor_scale) && w.tensor_scale != 0.0f)) {
+    fail(op, "activation", as, ws,
+         "the weight's " + w.scheme.name + " tensor scale (scale_2) is " + std::to_string(w.tensor_scale) +
+             ": it must be finite and non-zero");
+  }
+}
+
+// The weight's side of p: its codes, scale blocks and scales, and the group they allow.
+void load_weight(Problem& p, const QuantizedTensor& w, bool scales_as_codes) {
+  p.n = w.rows();
+  p.k = w.cols();
+  p.codes = w.codes.data();
+  p.br = w.scheme.block_rows;
+  p.bc = w.scheme.block_cols;
+  p.weight_scale_cols = (p.k + p.bc - 1) / p.bc;
+  p.weight_scales_inside = *w.scheme.scale_format == ue8m0;
+  if (w.scheme.tensor_scale) {
+    // nvfp4: element x E4M3 block scale is exact (2 x 4 significant bits), so the block scale goes inside w like a
+    // power of two; the tensor scale goes outside, per group (docs/gemm.md).
+    p.weight_scales_inside = true;
+    p.weight_tensor_scale = w.tensor_scale;
+  }
+  p.group = p.weight_scales_inside ? kActBlock : std::min(kActBlock, p.bc);
+  if (scales_as_codes) {
+    p.weight_scale_codes = w.scales.data();
+    detail::divisor_table(w.scheme, 1.0f, p.weight_scale_table);  // the block scales alone (nvfp4: no tensor scale)
+  } else {
+    detail::load_divisors(w, p.weight_scales);
+  }
 }
 
 Problem quantized_problem(const char* op, const QuantizedTensor& a, const QuantizedTensor& w, GemmOut out,
@@ -81,25 +130,11 @@ Problem quantized_problem(const char* op, const QuantizedTensor& a, const Quanti
   check_out(op, out, as, ws);
   check_scales(op, "activation", a, as, ws);
   check_scales(op, "weight", w, as, ws);
+  check_tensor_scale(op, w, as, ws);
   Problem p;
+  load_weight(p, w, scales_as_codes);
   p.m = a.rows();
-  p.n = w.rows();
-  p.k = a.cols();
-  p.codes = w.codes.data();
-  p.br = w.scheme.block_rows;
-  p.bc = w.scheme.block_cols;
-  p.weight_scale_cols = (p.k + p.bc - 1) / p.bc;
-  p.weight_scales_inside = *w.scheme.scale_format == ue8m0;
-  p.group = p.weight_scales_inside ? kActBlock : std::min(kActBlock, p.bc);
-  if (scales_as_codes) {
-    p.weight_scale_codes = w.scales.data();
-    detail::divisor_table(w.scheme, w.tensor_scale, p.weight_scale_table);
-  } else {
-    detail::load_divisors(w, p.weight_scales);
-  }
-  p.out = out;
-  p.accumulate = o.accumulate;
-  p.threads = o.threads;
+  set_output(p, out, o);
   load_activation(p, a);
   return p;
 }
@@ -155,19 +190,58 @@ Problem fp8_problem(const char* op, const QuantizedTensor& a, const QuantizedTen
   return p;
 }
 
+namespace {
+
+// fp4_gemm's weights: 2-D e2m1, packed two per byte, mxfp4-shaped (1x32, ue8m0, any rule) or nvfp4 (1x16, E4M3
+// scales, an f32 tensor scale).
+void check_fp4_weight(const char* op, const QuantizedTensor& w, const std::string& as, const std::string& ws) {
+  const Scheme& s = w.scheme;
+  const bool mxfp4 = s.block_cols == 32 && *s.scale_format == ue8m0 && !s.tensor_scale;
+  const bool nvfp4 = s.block_cols == 16 && *s.scale_format == ue4m3 && s.tensor_scale;
+  if (s.element.format == &e2m1 && s.block_rows == 1 && (mxfp4 || nvfp4) && w.layout == Layout::packed &&
+      w.shape.size() == 2) {
+    return;
+  }
+  fail(op, "activation", as, ws,
+       "the weight must be a 2-D e2m1 tensor, packed two per byte, in 1x32 blocks with ue8m0 scales (mxfp4) or in "
+       "1x16 blocks with E4M3 scales and an f32 tensor scale (nvfp4), not " +
+           s.name + " in layout " + std::string(to_string(w.layout)));
+}
+
+}  // namespace
+
 Problem fp4_problem(const QuantizedTensor& a, const QuantizedTensor& w, GemmOut out, const GemmOptions& o) {
   const char* op = "fp4_gemm";
   const std::string as = dims(a.shape), ws = dims(w.shape);
-  const Scheme& s = w.scheme;
-  if (s.element.format != &e2m1 || s.block_rows != 1 || s.block_cols != 32 || !(*s.scale_format == ue8m0) ||
-      s.tensor_scale || w.layout != Layout::packed || w.shape.size() != 2) {
-    fail(op, "activation", as, ws,
-         "the weight must be a 2-D e2m1 tensor, packed two per byte, in 1x32 blocks with "
-         "ue8m0 scales (mxfp4), not " +
-             s.name + " in layout " + std::string(to_string(w.layout)));
-  }
+  check_fp4_weight(op, w, as, ws);
   Problem p = quantized_problem(op, a, w, out, o, as, ws, true);
   p.kind = WeightKind::e2m1;
+  return p;
+}
+
+Problem weight_only_problem(const std::uint16_t* a16, const float* a32, std::int64_t m, const QuantizedTensor& w,
+                            GemmOut out, const GemmOptions& o) {
+  const char* op = "weight_only_gemm";
+  const std::string as = matrix_text(m, w.cols()), ws = dims(w.shape);
+  if (m < 0) fail(op, "activation", as, ws, "negative dimension");
+  const bool fp4 = w.scheme.element.format == &e2m1;
+  if (fp4) {
+    check_fp4_weight(op, w, as, ws);
+  } else {
+    check_fp8_weight(op, w, as, ws);
+  }
+  check_out(op, out, as, ws);
+  check_scales(op, "weight", w, as, ws);
+  check_tensor_scale(op, w, as, ws);
+  Problem p;
+  load_weight(p, w, fp4);
+  p.kind = fp4 ? WeightKind::e2m1 : WeightKind::e4m3;
+  // The kernels decode whole vectors of 16 weights per row and read the activations in groups of 128, as the
+  // quantized GEMMs' K (a multiple of 128) lets them; other K take the scalar definition.
+  p.reference_only = p.k % kActBlock != 0;
+  p.m = m;
+  load_plain_activation(p, a16, a32);
+  set_output(p, out, o);
   return p;
 }
 
@@ -185,13 +259,8 @@ Problem plain_problem(const std::uint16_t* a16, const float* a32, const std::uin
   p.kind = w16 ? WeightKind::bf16 : WeightKind::f32;
   p.w_bf16 = w16;
   p.w_f32 = w32;
-  p.a.resize(static_cast<std::size_t>(m * k));
-  for (std::size_t i = 0; i < p.a.size(); ++i) {
-    p.a[i] = a16 ? std::bit_cast<float>(static_cast<std::uint32_t>(a16[i]) << 16) : a32[i];
-  }
-  p.out = out;
-  p.accumulate = o.accumulate;
-  p.threads = o.threads;
+  load_plain_activation(p, a16, a32);
+  set_output(p, out, o);
   return p;
 }
 
@@ -268,6 +337,7 @@ void Problem::activation_values(std::int64_t row, std::int64_t k0, std::int64_t 
 
 bool Problem::products_exact() const {
   if (kind != WeightKind::e4m3 && kind != WeightKind::e2m1) return false;
+  if (a_codes == nullptr) return false;  // the weight-only form: f32 activations' products round
   if (!weight_scales_inside) return true;
   // |a| <= 448 and |element| <= 448: below 2^128 while the scale is at most 2^100 (NaN scales give NaN either way).
   if (weight_scales.empty() && weight_scale_codes) {
@@ -290,7 +360,8 @@ float Problem::weight_scale(std::int64_t row_block, std::int64_t col_block) cons
 }
 
 float Problem::weight_group_scale(std::int64_t col, std::int64_t g) const {
-  if ((weight_scales.empty() && !weight_scale_codes) || weight_scales_inside) return 1.0f;
+  if (weight_scales_inside) return weight_tensor_scale;  // 1 but for nvfp4
+  if (weight_scales.empty() && !weight_scale_codes) return 1.0f;
   return weight_scale(col / br, g * group / bc);
 }
 

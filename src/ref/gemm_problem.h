@@ -52,6 +52,11 @@ struct Problem {
   const std::uint8_t* weight_scale_codes = nullptr;
   std::array<float, 256> weight_scale_table{};
   bool weight_scales_inside = false;  // powers of two, multiplied into w (exact); else applied per group
+  // nvfp4 weights: the f32 second-level (tensor) scale. The E4M3 block scales go into w (element x scale: 2 x 4
+  // significant bits, exact), this one into each group's factor beside the activation's; 1 for every other weight.
+  float weight_tensor_scale = 1.0f;
+  // Only the scalar definition computes it: the weight-only form where K is not a multiple of 128.
+  bool reference_only = false;
   // e4m3 weights: weight_scales * 2^120 per scale block, the one factor that turns a code's bits moved into f32 place
   // ((code << 20), an f32 2^-120 times the value) into value * scale; empty when some scale exceeds 2^7.
   std::vector<float> e4m3_factor;
@@ -64,7 +69,8 @@ struct Problem {
   bool accumulate = false;
   int threads = 0;
 
-  // Every product a * w is exact in f32, so an fma and a multiply-then-add agree: e4m3 activations times e4m3 or
+  // Every product a * w is exact in f32, so an fma and a multiply-then-add agree: act_quant's e4m3 activations
+  // (not the weight-only form's f32 or bf16 ones, taken as inexact) times e4m3 or
   // e2m1 weights whose scales (when inside w) are at most 2^100, so that no product overflows. A scan of the
   // weight scales (one code per 32 values for mxfp4), so only targets without an fma ask.
   bool products_exact() const;
@@ -92,6 +98,10 @@ struct Problem {
 Problem fp8_problem(const char* op, const QuantizedTensor& a, const QuantizedTensor& w, GemmOut out,
                     const GemmOptions& o);
 Problem fp4_problem(const QuantizedTensor& a, const QuantizedTensor& w, GemmOut out, const GemmOptions& o);
+// The weight-only form: a [m, w.cols()] as f32 values (a32) or bf16 bits (a16), not quantized; w any weight that
+// fp8_problem or fp4_problem takes.
+Problem weight_only_problem(const std::uint16_t* a16, const float* a32, std::int64_t m, const QuantizedTensor& w,
+                            GemmOut out, const GemmOptions& o);
 Problem plain_problem(const std::uint16_t* a16, const float* a32, const std::uint16_t* w16, const float* w32,
                       std::int64_t m, std::int64_t n, std::int64_t k, GemmOut out, const GemmOptions& o);
 

@@ -48,6 +48,13 @@ void fp8_gemm(const QuantizedTensor& a, const QuantizedTensor& w, GemmOut out, c
 void fp4_gemm(const QuantizedTensor& a, const QuantizedTensor& w, GemmOut out, const GemmOptions& o) {
   gemm::reference(gemm::fp4_problem(a, w, out, o));
 }
+void weight_only_gemm(const float* a, std::int64_t m, const QuantizedTensor& w, GemmOut out, const GemmOptions& o) {
+  gemm::reference(gemm::weight_only_problem(nullptr, a, m, w, out, o));
+}
+void weight_only_gemm(const std::uint16_t* a_bf16, std::int64_t m, const QuantizedTensor& w, GemmOut out,
+                      const GemmOptions& o) {
+  gemm::reference(gemm::weight_only_problem(a_bf16, nullptr, m, w, out, o));
+}
 void bf16_gemm(const std::uint16_t* a, const std::uint16_t* w, std::int64_t m, std::int64_t n, std::int64_t k,
                GemmOut out, const GemmOptions& o) {
   gemm::reference(gemm::plain_problem(a, nullptr, w, nullptr, m, n, k, out, o));

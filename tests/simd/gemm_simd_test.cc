@@ -91,6 +91,11 @@ void spoil(mf::QuantizedTensor& q, std::mt19937& rng, bool extreme) {
       for (const std::uint8_t c : {0xFE, 0xF0}) q.scales[s(rng)] = c;
     }
   }
+  if (*q.scheme.scale_format == mf::ue4m3) {  // nvfp4: block scales 0, NaN, the least subnormal, the largest (448)
+    std::uniform_int_distribution<std::size_t> s(0, q.scales.size() - 1);
+    for (const std::uint8_t c : {0x00, 0x7F, 0x01, 0x7E}) q.scales[s(rng)] = c;
+    if (extreme) q.tensor_scale = 0x1p120f;  // s x acc can overflow
+  }
 }
 
 mf::QuantizedTensor weight(const std::string& scheme, std::int64_t n, std::int64_t k, Kind kind, std::mt19937& rng) {
@@ -214,7 +219,7 @@ std::string dims_text(const Dims& d) {
 
 void check_quantized(const std::string& scheme, mf::ActScale act_scale, Kind kind, std::uint32_t seed) {
   std::mt19937 rng(seed);
-  const bool fp4 = scheme == "mxfp4";
+  const bool fp4 = scheme == "mxfp4" || scheme == "nvfp4";
   for (const Dims& d : kShapes) {
     if (kind == Kind::weight_codes && d.m != 1) continue;  // other shapes: covered by adversarial
     const std::vector<float> x = values(d.m * d.k, kind, rng);
@@ -295,6 +300,45 @@ TEST(GemmSimdTargets, Fp4Weights) {
   each_target([] {
     for (const Kind k : {Kind::normal, Kind::outliers, Kind::adversarial, Kind::extreme, Kind::weight_codes}) {
       check_quantized("mxfp4", mf::ActScale::ue8m0, k, 6);
+    }
+  });
+}
+// nvfp4: the e2m1 GEMV with a table per 16 weights, and the tiles; E4M3 scales inside w, t per group (spoil: block
+// scales 0, NaN, subnormal and 448; t = 2^120 in the extreme kind).
+TEST(GemmSimdTargets, Nvfp4Weights) {
+  each_target([] {
+    for (const Kind k : {Kind::normal, Kind::outliers, Kind::adversarial, Kind::extreme, Kind::weight_codes}) {
+      check_quantized("nvfp4", mf::ActScale::ue8m0, k, 7);
+    }
+  });
+}
+
+// The weight-only form: f32 and bf16 activations as they are, fp8, mxfp4 and nvfp4 weights with edge codes and scales
+// (adversarial) or outliers, at every shape of the suite (K a multiple of 128: the fast path).
+TEST(GemmSimdTargets, WeightOnly) {
+  each_target([] {
+    std::mt19937 rng(8);
+    for (const std::string scheme : {"mxfp4", "nvfp4", "fp8-128x128", "fp8-32x32", "e4m3-128x128-f32"}) {
+      for (const Dims& d : kShapes) {
+        const Kind kind = d.m % 2 ? Kind::adversarial : Kind::outliers;
+        const std::vector<float> x = values(d.m * d.k, kind, rng);
+        std::vector<std::uint16_t> x16(x.size());
+        for (std::size_t i = 0; i < x.size(); ++i) x16[i] = static_cast<std::uint16_t>(mf::encode(mf::bf16, x[i]));
+        const mf::QuantizedTensor w = weight(scheme, d.n, d.k, kind, rng);
+        const std::string what = "weight-only " + scheme + " " + dims_text(d);
+        expect_fast_matches_ref(
+            [&](bool fast, mf::GemmOut out, const mf::GemmOptions& o) {
+              fast ? mf::weight_only_gemm(x.data(), d.m, w, out, o)
+                   : mf::ref::weight_only_gemm(x.data(), d.m, w, out, o);
+            },
+            d.m, d.n, what + " f32", what + " f32");
+        expect_fast_matches_ref(
+            [&](bool fast, mf::GemmOut out, const mf::GemmOptions& o) {
+              fast ? mf::weight_only_gemm(x16.data(), d.m, w, out, o)
+                   : mf::ref::weight_only_gemm(x16.data(), d.m, w, out, o);
+            },
+            d.m, d.n, what + " bf16", what + " bf16");
+      }
     }
   });
 }

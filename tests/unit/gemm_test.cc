@@ -229,8 +229,8 @@ TEST(Gemm, MisfitsNameBothShapes) {
   // The wrong GEMM for the weight, and a weight scheme the fp8 GEMM cannot take.
   m = message_of([&] { mf::fp8_gemm(a, w2, out); });
   EXPECT_NE(m.find("mxfp4"), std::string::npos) << m;
-  const mf::QuantizedTensor nv = mf::quantize(wv.data(), Shape{64, 256}, mf::scheme_named("nvfp4"));
-  EXPECT_NE(message_of([&] { mf::fp4_gemm(a, nv, out); }).find("nvfp4"), std::string::npos);
+  const mf::QuantizedTensor m6 = mf::quantize(wv.data(), Shape{64, 256}, mf::scheme_named("mxfp6-e3m2"));
+  EXPECT_NE(message_of([&] { mf::fp4_gemm(a, m6, out); }).find("mxfp6-e3m2"), std::string::npos);
   // The activation must be act_quant's.
   const mf::QuantizedTensor a32 = mf::quantize(x.data(), Shape{2, 256}, mf::scheme_named("mxfp8"));
   EXPECT_NE(message_of([&] { mf::fp4_gemm(a32, w2, out); }).find("1x128"), std::string::npos);
