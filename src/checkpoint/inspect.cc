@@ -186,10 +186,12 @@ std::shared_ptr<Shard> open_shard(InspectReport& r, std::size_t s, bool stats, s
   auto sh = std::make_shared<Shard>();
   sh->f = read_shard(c.shard_path(s), headers_only);
   detail::borrow_partners(sh->f, c, s);
-  sh->pairs = find_pairs(sh->f, headers_only ? detail::declared_packed_bits(r.config) : 0);
+  const int packed_bits = headers_only ? detail::declared_packed_bits(r.config) : 0;
+  sh->pairs = find_pairs(sh->f, packed_bits);
   for (const QuantizedPair& p : sh->pairs) note_family(family, sh->f, p);
+  const detail::Lent lent = detail::lent_parts(sh->f, c, s, packed_bits);
   std::vector<detail::TensorRole> rule_roles;
-  if (std::optional<detail::RuleProblem> p = rule.problem(sh->f, sh->pairs, rule_roles);
+  if (std::optional<detail::RuleProblem> p = rule.problem(sh->f, sh->pairs, rule_roles, &lent);
       p && r.not_understood.empty()) {
     r.not_understood = p->text();
   }
@@ -202,11 +204,10 @@ std::shared_ptr<Shard> open_shard(InspectReport& r, std::size_t s, bool stats, s
     if (role != roles.end()) info.role = role->second;
     if (role == roles.end()) info.role = rule_role(rule_roles[k]);
     // A scale whose weight is in another shard: its pair is read there, with the scale borrowed.
-    const std::optional<detail::Partner> away =
-        role == roles.end() && rule_roles[k] == detail::TensorRole::pair_part
-            ? detail::partner_in_other_shard(t.name, c.shards[s], c.index.weight_map)
-            : std::nullopt;
-    if (away) info.role = cat("scale of ", away->name, " (paired in ", away->shard, ")");
+    const auto lent_to = role == roles.end() ? lent.find(t.name) : lent.end();
+    const bool away = lent_to != lent.end();
+    if (away)
+      info.role = cat("scale of ", lent_to->second, " (paired in ", c.index.weight_map.at(lent_to->second), ")");
     const bool not_understood = rule_roles[k++] == detail::TensorRole::not_understood;
     const bool overhead = (role != roles.end() && !role->second.starts_with("weight")) || away;
     info.params = overhead ? 0 : elements(t.shape);
@@ -242,7 +243,7 @@ InspectReport inspect_checkpoint(const std::filesystem::path& path, bool stats, 
   const Checkpoint& c = r.checkpoint;
   if (const auto config = c.config_path()) r.config = read_hf_config(*config, rules);
   const detail::QuantizationRule rule(detail::declaration_of(r.config), c.index_path.value_or(c.directory), {},
-                                      &c.index.weight_map, true);
+                                      &c.index.weight_map);
   std::map<std::string, int> schemes;
   FamilyEvidence family;
   // The table is built shard by shard as the pool asks for work; each --stats job fills its own row.

@@ -242,12 +242,11 @@ Declaration checkpoint_declaration(const Checkpoint& c, ConfigRules rules) {
 
 QuantizationRule::QuantizationRule(Declaration declaration, std::filesystem::path where,
                                    std::vector<std::string> passthrough,
-                                   const std::map<std::string, std::string>* weight_map, bool across_shards)
+                                   const std::map<std::string, std::string>* weight_map)
     : declaration_(std::move(declaration)),
       where_(std::move(where)),
       passthrough_(std::move(passthrough)),
-      weight_map_(weight_map),
-      across_shards_(across_shards) {}
+      weight_map_(weight_map) {}
 
 namespace {
 
@@ -284,27 +283,70 @@ std::optional<Partner> partner_in_other_shard(const std::string& name, const std
   return std::nullopt;
 }
 
-void borrow_partners(SafetensorsFile& file, const Checkpoint& c, std::size_t shard) {
-  std::map<std::string, std::shared_ptr<const SafetensorsFile>> others;
-  for (const SafetensorsTensor& t : file.tensors()) {
-    for (const std::string& s : scale_names(t.name)) {
-      const auto it = c.index.weight_map.find(s);
-      if (it == c.index.weight_map.end() || it->second == c.shards[shard]) continue;
-      std::shared_ptr<const SafetensorsFile>& other = others[it->second];
-      if (!other)
-        other = std::make_shared<const SafetensorsFile>(read_shard(c.directory / it->second, !file.has_data()));
-      file.borrow(other, s);  // a name the index lists but the shard lacks: check_checkpoint names it
+namespace {
+
+// Calls f(name, its shard) for each tensor that c's index puts in a shard other than `shard` and in the module of a
+// tensor of `file` (its name less the last part): where a pair's parts are (W_scale_inv, X.scale,
+// weight_global_scale, input_scale, qzeros, g_idx, pre_quant_scale, _scales). A range of the sorted index per module,
+// not a pass over the index per shard (163 shards of 208,215 tensors).
+template <class F>
+void for_each_sibling_elsewhere(const SafetensorsFile& file, const Checkpoint& c, std::size_t shard, F&& f) {
+  std::set<std::string> modules;
+  for (const SafetensorsTensor& t : file.tensors()) modules.insert(module_part(t.name));
+  modules.erase("");
+  for (const std::string& m : modules) {
+    const std::string prefix = m + ".";
+    for (auto it = c.index.weight_map.lower_bound(prefix);
+         it != c.index.weight_map.end() && it->first.starts_with(prefix); ++it) {
+      if (it->second != c.shards[shard] && it->first.find('.', prefix.size()) == std::string::npos) {
+        f(it->first, it->second);
+      }
     }
   }
 }
 
+}  // namespace
+
+void borrow_partners(SafetensorsFile& file, const Checkpoint& c, std::size_t shard) {
+  std::map<std::string, std::shared_ptr<const SafetensorsFile>> others;
+  std::vector<std::pair<std::string, std::string>> siblings;
+  for_each_sibling_elsewhere(
+      file, c, shard, [&](const std::string& name, const std::string& where) { siblings.emplace_back(name, where); });
+  for (const auto& [name, where] : siblings) {
+    std::shared_ptr<const SafetensorsFile>& other = others[where];
+    if (!other) other = std::make_shared<const SafetensorsFile>(read_shard(c.directory / where, !file.has_data()));
+    file.borrow(other, name);  // a name the index lists but the shard lacks: check_checkpoint names it
+  }
+}
+
+Lent lent_parts(const SafetensorsFile& file, const Checkpoint& c, std::size_t shard, int packed_bits) {
+  std::set<std::string> others;
+  for_each_sibling_elsewhere(file, c, shard,
+                             [&](const std::string&, const std::string& where) { others.insert(where); });
+  Lent lent;
+  for (std::size_t j = 0; j < c.shards.size(); ++j) {
+    if (!others.contains(c.shards[j])) continue;
+    SafetensorsFile f = read_shard(c.shard_path(j), !file.has_data());
+    borrow_partners(f, c, j);
+    for (const QuantizedPair& p : find_pairs(f, packed_bits)) {
+      std::vector<std::string> parts = p.extras;
+      parts.push_back(p.scale);
+      if (!p.tensor_scale.empty()) parts.push_back(p.tensor_scale);
+      for (const std::string& part : parts) {
+        const auto it = c.index.weight_map.find(part);
+        if (it != c.index.weight_map.end() && it->second == c.shards[shard]) lent[part] = p.weight;
+      }
+    }
+  }
+  return lent;
+}
+
 namespace {
 
-std::string partner_text(const std::optional<Partner>& p, bool across_shards) {
+std::string partner_text(const std::optional<Partner>& p) {
   if (!p) return "";
   return cat(" (its partner '", p->name, "' is in shard ", p->shard,
-             ": the index puts a weight and its scale in different shards",
-             across_shards ? "" : ", and this command pairs them only within one shard", ")");
+             ": the index puts a weight and its scale in different shards, and they do not pair there)");
 }
 
 }  // namespace
@@ -324,8 +366,11 @@ std::string RuleProblem::text() const {
 
 std::optional<RuleProblem> QuantizationRule::problem(const SafetensorsFile& file,
                                                      const std::vector<QuantizedPair>& pairs,
-                                                     std::vector<TensorRole>& roles) const {
+                                                     std::vector<TensorRole>& roles, const Lent* lent) const {
   std::set<std::string> parts;
+  if (lent) {
+    for (const auto& [part, weight] : *lent) parts.insert(part);
+  }
   for (const QuantizedPair& p : pairs) {
     parts.insert({p.weight, p.scale});
     if (!p.tensor_scale.empty()) parts.insert(p.tensor_scale);
@@ -350,8 +395,6 @@ std::optional<RuleProblem> QuantizationRule::problem(const SafetensorsFile& file
     if (r == TensorRole::not_understood && weight_map_) {
       elsewhere = partner_in_other_shard(t.name, file.path(), *weight_map_);
     }
-    // A scale whose weight's shard borrowed it: the pair is found (or its weight refused) there.
-    if (elsewhere && elsewhere->is_weight && across_shards_) r = TensorRole::pair_part;
     roles.push_back(r);
     if (first) continue;
     if (!declaration_.not_read.empty() && (r == TensorRole::pair_part || r == TensorRole::not_understood)) {
@@ -367,7 +410,7 @@ std::optional<RuleProblem> QuantizationRule::problem(const SafetensorsFile& file
       first = RuleProblem{IoErrc::not_dequantizable, file.path(), t.name,
                           cat(dtype_name(t.dtype), " ", shape_of(t), " looks quantized (by its ",
                               quantized_dtype(t.dtype) ? "dtype" : "name", ") but is part of no pair minifloat reads",
-                              partner_text(elsewhere, across_shards_), " (", declared,
+                              partner_text(elsewhere), " (", declared,
                               "): a quantized tensor or "
                               "quantization parameter is never copied as a weight nor quantized as one, so nothing "
                               "was written. dequantize --passthrough '",
@@ -377,10 +420,10 @@ std::optional<RuleProblem> QuantizationRule::problem(const SafetensorsFile& file
   return first;
 }
 
-std::vector<TensorRole> QuantizationRule::shard(const SafetensorsFile& file,
-                                                const std::vector<QuantizedPair>& pairs) const {
+std::vector<TensorRole> QuantizationRule::shard(const SafetensorsFile& file, const std::vector<QuantizedPair>& pairs,
+                                                const Lent* lent) const {
   std::vector<TensorRole> roles;
-  if (const std::optional<RuleProblem> p = problem(file, pairs, roles)) p->raise();
+  if (const std::optional<RuleProblem> p = problem(file, pairs, roles, lent)) p->raise();
   return roles;
 }
 
@@ -400,8 +443,10 @@ void check_understood(const Checkpoint& c, const std::vector<std::string>& passt
   const QuantizationRule rule(checkpoint_declaration(c), c.index_path.value_or(c.directory), passthrough,
                               &c.index.weight_map);
   for (std::size_t i = 0; i < c.shards.size(); ++i) {
-    const SafetensorsFile f = read_safetensors(c.shard_path(i));
-    rule.shard(f, find_pairs(f));
+    SafetensorsFile f = read_safetensors(c.shard_path(i));
+    borrow_partners(f, c, i);
+    const Lent lent = lent_parts(f, c, i);
+    rule.shard(f, find_pairs(f), &lent);
   }
   rule.finish();
 }

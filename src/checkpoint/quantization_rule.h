@@ -58,22 +58,26 @@ struct RuleProblem {
   std::string text() const;  // what raise() throws, as what() gives it
 };
 
+// Tensors of one shard that are parts of pairs read in another shard, each with its pair's weight (lent_parts).
+using Lent = std::map<std::string, std::string>;
+
 class QuantizationRule {
  public:
   // `where`: the checkpoint (for messages). `passthrough`: globs the user named to copy unchanged on purpose
   // (dequantize --passthrough): those tensors count as plain.
   // `weight_map`: the checkpoint's index (kept by pointer), to name a tensor's partner that the index puts in another
-  // shard. With `across_shards` (inspect and verify, which borrow_partners), a scale whose weight is in another
-  // shard is a pair part (its pair is found in the weight's shard); without it (convert and dequantize, which pair
-  // within a shard), such a weight and its scale are refused, naming the partner and its shard.
+  // shard when they do not pair. A scale whose weight is in another shard is a pair part when shard() or problem()
+  // is given it among the parts that pairs of other shards read (lent_parts); every command passes them.
   QuantizationRule(Declaration declaration, std::filesystem::path where, std::vector<std::string> passthrough = {},
-                   const std::map<std::string, std::string>* weight_map = nullptr, bool across_shards = false);
+                   const std::map<std::string, std::string>* weight_map = nullptr);
 
   // The role of each tensor of `file` (in file order), given the pairs find_pairs found in it. Throws IoError
   // (not_dequantizable) at the first tensor not understood, naming the file, the tensor, its dtype and shape and
   // the declaration; and (quantization_not_read) at the first quantized tensor of a declaration minifloat does
   // not read.
-  std::vector<TensorRole> shard(const SafetensorsFile& file, const std::vector<QuantizedPair>& pairs) const;
+  // `lent`: tensors of `file` that are parts of pairs read in another shard (lent_parts).
+  std::vector<TensorRole> shard(const SafetensorsFile& file, const std::vector<QuantizedPair>& pairs,
+                                const Lent* lent = nullptr) const;
 
   // After every shard: a declaration minifloat does not read is refused even where no tensor looked quantized.
   void finish() const;
@@ -81,7 +85,7 @@ class QuantizationRule {
   // What shard() and finish() would throw, for a caller that reports instead of refusing (inspect); nullopt when
   // understood. `roles` gets every tensor's role, past the first problem too.
   std::optional<RuleProblem> problem(const SafetensorsFile& file, const std::vector<QuantizedPair>& pairs,
-                                     std::vector<TensorRole>& roles) const;
+                                     std::vector<TensorRole>& roles, const Lent* lent = nullptr) const;
   std::optional<RuleProblem> finish_problem() const;
 
   const Declaration& declaration() const { return declaration_; }
@@ -91,7 +95,6 @@ class QuantizationRule {
   std::filesystem::path where_;
   std::vector<std::string> passthrough_;
   const std::map<std::string, std::string>* weight_map_ = nullptr;
-  bool across_shards_ = false;
 };
 
 // A tensor's partner in the pair forms (a weight's W_scale_inv, W_scale, W_scale_2, X.scale, P.weight_scale; a
@@ -104,17 +107,24 @@ struct Partner {
 std::optional<Partner> partner_in_other_shard(const std::string& name, const std::filesystem::path& shard,
                                               const std::map<std::string, std::string>& weight_map);
 
-// Borrows into `file` (shard `shard` of `c`, read headers-only or mapped) every scale of its weights that c's index
-// puts in another shard (SafetensorsFile::borrow), each other shard read as `file` was: find_pairs then finds the
-// pair in the weight's shard. DeepSeek's releases split them: vllm-project/compressed-tensors #641.
+// Borrows into `file` (shard `shard` of `c`, read headers-only or mapped) every tensor of its tensors' modules that
+// c's index puts in another shard (SafetensorsFile::borrow), each other shard read as `file` was: find_pairs then
+// finds a pair in its weight's shard, with its scale, second-level scale and extras wherever they are. DeepSeek's
+// releases split them: vllm-project/compressed-tensors #641.
 void borrow_partners(SafetensorsFile& file, const Checkpoint& c, std::size_t shard);
+
+// The tensors of `file` (shard `shard` of `c`) that are parts (scale, second-level scale, extras) of a pair whose
+// weight is in another shard: that shard's find_pairs reads them (borrow_partners), and they are written there, with
+// the weight, never here as tensors of their own; each with its pair's weight. Empty for a checkpoint with no index.
+// The other shards are read as `file` was (headers only or mapped; find_pairs' `packed_bits` for the former).
+Lent lent_parts(const SafetensorsFile& file, const Checkpoint& c, std::size_t shard, int packed_bits = 0);
 
 // The checkpoint's declaration (its config.json and hf_quant_config.json, read by `rules`); a config that fails its
 // rules is a declaration not read, with the rules' message.
 Declaration checkpoint_declaration(const Checkpoint& c, ConfigRules rules = ConfigRules::detect);
 
-// The rule over every shard of `c` (headers only), then finish(): what convert and dequantize run before they plan
-// anything.
+// The rule over every shard of `c` (each with its pairs' parts in other shards borrowed, and the parts it lends
+// counted as pair parts), then finish(): what convert and dequantize run before they plan anything.
 void check_understood(const Checkpoint& c, const std::vector<std::string>& passthrough = {});
 
 }  // namespace mf::io::detail

@@ -397,7 +397,8 @@ std::shared_ptr<Shard> open_shard(const Checkpoint& c, std::size_t s, bool qat, 
   sh->file = read_shard(c.shard_path(s), headers_only);
   detail::borrow_partners(sh->file, c, s);  // a scale the index puts in another shard: paired here
   sh->pairs = find_pairs(sh->file, packed_bits);
-  rule.shard(sh->file, sh->pairs);  // every tensor understood, and the declaration read
+  const detail::Lent lent = detail::lent_parts(sh->file, c, s, packed_bits);  // read in their weight's shard
+  rule.shard(sh->file, sh->pairs, &lent);  // every tensor understood, and the declaration read
   for (const SafetensorsTensor& t : sh->file.tensors()) {
     if (qat && t.dtype == DType::F8_E4M3 && glob_match("*.experts.*", t.name) && !glob_match("*_scale*", t.name)) {
       sh->qat.push_back(&t);
@@ -468,7 +469,7 @@ VerifyReport verify_checkpoint(const std::filesystem::path& path, const VerifyOp
   if (const auto config = c.config_path()) r.config = read_hf_config(*config, options.rules);
   const bool qat = options.fp4_qat || (r.config && r.config->flags.mxfp4);
   const detail::QuantizationRule rule(detail::declaration_of(r.config), c.index_path.value_or(c.directory), {},
-                                      &c.index.weight_map, true);
+                                      &c.index.weight_map);
   // One job per pair, then one per FP8 routed expert, shard after shard: the pool hands them out in that order and
   // reports the first failure in it, so the tensor named is the one a sequential pass would have named.
   std::shared_ptr<Shard> current;
