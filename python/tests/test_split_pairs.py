@@ -1,10 +1,12 @@
 """A weight and its scale in different shards: "The deepseek model often splits a module's weight and
 weight_scale_inv tensors across different files" (vllm-project/compressed-tensors #641; checkpoints-in-the-wild.md
-2.4). inspect and verify borrow the scale from the shard the index names and read the pair in the weight's shard;
-convert and dequantize, which pair within a shard, refuse such a checkpoint, naming the weight, its scale and the
-shard the index puts it in, and write nothing. Checked on a small real-data checkpoint (the `--like deepseek-v3`
-miniature, one scale's bytes moved to the other shard); the pair's values against numpy and ml_dtypes applying
-DeepSeek-V3's formula (checkpoints-in-the-wild.md 2.3: each e4m3 code times its 128x128 tile's F32 scale).
+2.4). Every command borrows a pair's scale (and second-level scale and extras) from the shard the index names and
+reads the pair in the weight's shard; convert and dequantize write the pair's output there, and the scale's own shard
+never writes it as a tensor of its own. Checked on small real-data checkpoints (the `--like deepseek-v3` miniature,
+and a compressed-tensors NVFP4 Llama quantized by compressed-tensors itself) with scales moved to the other shard:
+inspect's values against numpy and ml_dtypes applying DeepSeek-V3's formula (checkpoints-in-the-wild.md 2.3: each
+e4m3 code times its 128x128 tile's F32 scale); dequantize and convert against the same commands on the unsplit
+checkpoint, whose outputs the other tests check against the libraries.
 """
 import json
 
@@ -82,12 +84,166 @@ def test_inspect_and_verify_read_the_split_pair(split_pair):
                                                         rel=1e-6)
 
 
-def test_convert_and_dequantize_name_the_split_pair(split_pair, tmp_path):
-    d, weight, scale, other = split_pair
-    said = f"its partner '{scale}' is in shard {other}"
-    for args in (["dequantize", d, tmp_path / "deq"], ["convert", d, tmp_path / "conv", "--recipe", "mxfp4"]):
-        r = minifloat(*args)
-        assert r.returncode == 2, (args, r.stdout[-500:], r.stderr)
-        assert weight in r.stderr and said in r.stderr and "pairs them only within one shard" in r.stderr, \
-            (args, r.stderr)
-    assert not (tmp_path / "deq").exists() and not (tmp_path / "conv").exists()
+def move_to_other_shard(d, names):
+    """Moves tensors `names` of two-shard checkpoint `d` each to the shard the index does not put it in."""
+    idx_path = d / "model.safetensors.index.json"
+    idx = json.loads(idx_path.read_text())
+    shards = sorted(set(idx["weight_map"].values()))
+    assert len(shards) == 2 and names
+    files = {s: read_raw(d / s) for s in shards}
+    for n in names:
+        was = idx["weight_map"][n]
+        to = shards[1 - shards.index(was)]
+        files[to][0][n] = files[was][0].pop(n)
+        idx["weight_map"][n] = to
+    for s, (tensors, meta) in files.items():
+        write_raw(d / s, tensors, meta)
+    idx_path.write_text(json.dumps(idx))
+
+
+def written(d):
+    """{name: (shard, dtype, shape, bytes)} over every .safetensors file of output `d`, each name in one file only,
+    and the index (if any) naming the file that holds it."""
+    out = {}
+    for f in sorted(d.glob("*.safetensors")):
+        for n, (dtype, shape, b) in read_raw(f)[0].items():
+            assert n not in out, f"{n} written in {out[n][0]} and {f.name}"
+            out[n] = (f.name, dtype, shape, b)
+    idx = d / "model.safetensors.index.json"
+    if idx.exists():
+        assert json.loads(idx.read_text())["weight_map"] == {n: v[0] for n, v in out.items()}
+    return out
+
+
+def same_files(a, b):
+    """Every file of output directory `a` byte for byte in `b`, and no other."""
+    names = sorted(p.name for p in a.iterdir())
+    assert names == sorted(p.name for p in b.iterdir())
+    for n in names:
+        assert (a / n).read_bytes() == (b / n).read_bytes(), n
+
+
+def run(*args):
+    r = minifloat(*args)
+    assert r.returncode == 0, (args, r.stderr)
+    return r
+
+
+@pytest.fixture(scope="module")
+def v3_pair(tmp_path_factory):
+    """The `--like deepseek-v3` miniature in two shards, and a copy with every weight_scale_inv in the other one."""
+    import shutil
+    root = tmp_path_factory.mktemp("v3")
+    run("make-example-checkpoint", root / "whole", "--like", "deepseek-v3", "--shards", "2")
+    shutil.copytree(root / "whole", root / "split")
+    idx = json.loads((root / "whole" / "model.safetensors.index.json").read_text())
+    scales = [n for n in idx["weight_map"] if n.endswith("_scale_inv")]
+    assert len(scales) > 20 and len({idx["weight_map"][n] for n in scales}) == 2  # scales moved both ways
+    move_to_other_shard(root / "split", scales)
+    return root / "whole", root / "split", scales
+
+
+@pytest.fixture(scope="module")
+def nvfp4_pair(tmp_path_factory):
+    """A compressed-tensors NVFP4 tiny Llama (compressed-tensors' own quantization, test_dialects.ct_checkpoint) in
+    two shards (layer 0 and the rest), and a copy with every weight_global_scale and input_global_scale in the other
+    shard, and one weight_scale too."""
+    import shutil
+    from conftest import need
+    from test_dialects import ct_checkpoint
+    torch = need("torch")
+    root = tmp_path_factory.mktemp("nvfp4")
+    one = root / "one"
+    ct_checkpoint(torch, "NVFP4", one)
+    tensors, meta = read_raw(one / "model.safetensors")
+    whole = root / "whole"
+    whole.mkdir()
+    shards = ["model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"]
+    parts = [{k: v for k, v in tensors.items() if (".layers.0." in k) == first} for first in (True, False)]
+    for s, part in zip(shards, parts):
+        write_raw(whole / s, part, meta)
+    weight_map = {k: shards[i] for i, part in enumerate(parts) for k in part}
+    (whole / "model.safetensors.index.json").write_text(json.dumps({"metadata": {}, "weight_map": weight_map}))
+    shutil.copy(one / "config.json", whole / "config.json")
+    shutil.copytree(whole, root / "split")
+    moved = [k for k in weight_map if k.endswith((".weight_global_scale", ".input_global_scale"))]
+    moved.append("model.layers.1.mlp.down_proj.weight_scale")
+    assert len(moved) == 29
+    move_to_other_shard(root / "split", moved)
+    return whole, root / "split", moved
+
+
+def test_every_command_reads_the_moved_scales(v3_pair, nvfp4_pair):
+    for whole, split, moved in (v3_pair, nvfp4_pair):
+        idx = json.loads((split / "model.safetensors.index.json").read_text())["weight_map"]
+        assert any(idx[n] != json.loads((whole / "model.safetensors.index.json").read_text())["weight_map"][n]
+                   for n in moved)
+        run("verify", split)
+        run("verify", split, "--headers-only")
+        r = run("inspect", split, "--json")
+        rows = {t["name"]: t for t in json.loads(r.stdout)["tensors"]}
+        assert all("paired in" in rows[n]["role"] for n in moved), [rows[n]["role"] for n in moved]
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "f32"])
+def test_dequantize_split_equals_unsplit(v3_pair, nvfp4_pair, tmp_path, dtype):
+    for k, (whole, split, moved) in enumerate((v3_pair, nvfp4_pair)):
+        a, b = tmp_path / f"whole{k}", tmp_path / f"split{k}"
+        run("dequantize", whole, a, "--dtype", dtype)
+        run("dequantize", split, b, "--dtype", dtype)
+        out = written(b)
+        # No scale written as a plain tensor in the shard that holds it: the weights are plain, nothing else.
+        assert not [n for n in out if "scale" in n], [n for n in out if "scale" in n]
+        same_files(a, b)
+        run("verify", b)
+
+
+V3_CONVERTS = [("fp8-block", "minifloat"), ("mxfp4", "minifloat"), ("fp8-block", "deepseek"), ("nvfp4", "modelopt"),
+               ("mxfp8", "compressed-tensors")]
+NVFP4_CONVERTS = [("nvfp4", "compressed-tensors"), ("mxfp4", "compressed-tensors"), ("mxfp4", "minifloat"),
+                  ("fp8-block", "minifloat"), ("mxfp8", "modelopt")]
+
+
+@pytest.mark.parametrize("which,recipe,fmt", [("v3", *c) for c in V3_CONVERTS] +
+                         [("nvfp4", *c) for c in NVFP4_CONVERTS])
+def test_convert_split_equals_unsplit(v3_pair, nvfp4_pair, tmp_path, which, recipe, fmt):
+    whole, split, moved = v3_pair if which == "v3" else nvfp4_pair
+    a, b = tmp_path / "whole", tmp_path / "split"
+    run("convert", whole, a, "--recipe", recipe, "--format", fmt)
+    run("convert", split, b, "--recipe", recipe, "--format", fmt)
+    want, got = written(a), written(b)
+    assert sorted(got) == sorted(want)
+    for n in want:  # tensor for tensor, each in the shard of the unsplit output (with its weight)
+        assert got[n] == want[n], n
+    assert (a / "config.json").read_text() == (b / "config.json").read_text()
+    run("verify", b)
+
+
+@pytest.mark.parametrize("fmt", ["minifloat", "modelopt"])
+def test_a_moved_global_scale_is_checked_as_in_place(nvfp4_pair, tmp_path, fmt):
+    """compressed-tensors' global scales of these weights have no exact reciprocal (what generate_gparam gives):
+    re-laying them out into a format that multiplies is refused, split or not, with the same message."""
+    whole, split, _ = nvfp4_pair
+    said = []
+    for src in (whole, split):
+        r = minifloat("convert", src, tmp_path / src.name, "--recipe", "nvfp4", "--format", fmt)
+        assert r.returncode == 2 and "weight_global_scale" in r.stderr, r.stderr
+        assert not (tmp_path / src.name).exists()
+        said.append(r.stderr.replace(str(src), "IN"))
+    assert said[0] == said[1]
+
+
+@pytest.mark.parametrize("which,recipe,fmt", [("v3", None, None), ("v3", "fp8-block", "minifloat"),
+                                              ("v3", "mxfp4", "minifloat"), ("nvfp4", None, None),
+                                              ("nvfp4", "nvfp4", "compressed-tensors")])
+def test_two_jobs_write_what_one_does(v3_pair, nvfp4_pair, tmp_path, which, recipe, fmt):
+    _, split, _ = v3_pair if which == "v3" else nvfp4_pair
+    cmd = ["dequantize"] if recipe is None else ["convert"]
+    extra = [] if recipe is None else ["--recipe", recipe, "--format", fmt]
+    one, two = tmp_path / "one", tmp_path / "two"
+    run(*cmd, split, one, *extra)
+    for i in (0, 1):
+        run(*cmd, split, two, *extra, "--shard-index", str(i), "--shard-count", "2")
+    run(*cmd, "--merge", split, two, *extra)
+    same_files(one, two)
+    run("verify", two)

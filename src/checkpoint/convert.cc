@@ -1,6 +1,7 @@
 // convert: a recipe (and --format) turned into a plan for each shard: which tensors are quantized into which scheme
 // and written under which dialect's names, which quantized pairs of IN are re-laid out losslessly (or refused), and
 // which are kept; convert_run.cc carries the plan out.
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -91,9 +92,9 @@ void check_global_scales(const fs::path& in, const ConvertOptions& o, const Plan
   std::vector<float> x;
   for (std::size_t i = 0; i < c.shards.size(); ++i) {
     if (!shard_is_mine(i, o.job_index, o.job_count)) continue;
-    const SafetensorsFile f = read_safetensors(c.shard_path(i));
+    const SafetensorsFile f = detail::open_input_shard(c, i);
     std::vector<QuantizedPair> pairs;
-    for (const Step& s : plan(f, pairs)) {
+    for (const Step& s : detail::plan_shard(c, i, f, plan, pairs)) {
       if (!s.scheme || !s.scheme->tensor_scale || s.relayout) continue;  // a re-laid-out pair was checked when planned
       if (s.pair) {
         x = dequantize_pair(f, *s.pair);  // requantized: its exact values
@@ -338,6 +339,12 @@ std::optional<detail::WrittenKind> written_kind(const Recipe& recipe, WriteForma
   return detail::recipe_kind(recipe, format);
 }
 
+// Whether `t` is one of f's own tensors, not one borrowed from another shard (borrow_partners).
+bool own(const SafetensorsFile& f, const SafetensorsTensor& t) {
+  const std::vector<SafetensorsTensor>& all = f.tensors();
+  return !std::less<>()(&t, all.data()) && std::less<>()(&t, all.data() + all.size());
+}
+
 // One shard's plan under a recipe and format.
 class RecipePlan {
  public:
@@ -356,6 +363,10 @@ class RecipePlan {
       } else {
         steps.push_back(tensor_step(f, t, planned.parts.contains(t.name)));
       }
+      // A kept pair's parts that the index puts in another shard: written here, with their weight.
+      if (const auto it = planned.borrowed.find(t.name); it != planned.borrowed.end()) {
+        for (const SafetensorsTensor* part : it->second) steps.push_back(tensor_step(f, *part, true));
+      }
     }
     if (release_) detail::mark_release_steps(f, steps);
     return steps;
@@ -366,6 +377,7 @@ class RecipePlan {
     std::set<std::string> parts;         // scales of pairs kept as they are: data of their weight, never weights
     std::set<std::string> moved;         // written by the step of another tensor
     std::map<std::string, Step> relaid;  // by the (first) pair's weight
+    std::map<std::string, std::vector<const SafetensorsTensor*>> borrowed;  // kept pairs' parts, by weight
   };
 
   void plan_pairs(const SafetensorsFile& f, const std::vector<QuantizedPair>& pairs, Pairs& out) const {
@@ -382,6 +394,13 @@ class RecipePlan {
       }
       out.parts.insert({p.scale, p.tensor_scale});
       out.parts.insert(p.extras.begin(), p.extras.end());
+      std::vector<std::string> names = p.extras;
+      names.insert(names.begin(), {p.scale, p.tensor_scale});
+      for (const std::string& n : names) {
+        if (const SafetensorsTensor* t = n.empty() ? nullptr : f.find(n); t != nullptr && !own(f, *t)) {
+          out.borrowed[p.weight].push_back(t);
+        }
+      }
     }
   }
 
@@ -408,9 +427,9 @@ void check_gpt_oss_experts(const fs::path& in, const Planner& plan, const Recipe
   const Checkpoint c = open_checkpoint(in);
   std::size_t experts = 0;
   for (std::size_t i = 0; i < c.shards.size(); ++i) {
-    const SafetensorsFile f = read_safetensors(c.shard_path(i));
+    const SafetensorsFile f = detail::open_input_shard(c, i);
     std::vector<QuantizedPair> pairs;
-    for (const Step& s : plan(f, pairs)) experts += s.experts || s.move ? 1 : 0;
+    for (const Step& s : detail::plan_shard(c, i, f, plan, pairs)) experts += s.experts || s.move ? 1 : 0;
   }
   if (experts == 0) {
     throw IoError(IoErrc::unmatched_pattern, c.index_path.value_or(c.directory),
@@ -427,9 +446,9 @@ void check_int_configs(const fs::path& in, const ConvertOptions& o, const Planne
   std::vector<detail::IntRelayout> planned;
   for (std::size_t i = 0; i < c.shards.size(); ++i) {
     if (!shard_is_mine(i, o.job_index, o.job_count)) continue;
-    const SafetensorsFile f = read_safetensors(c.shard_path(i));
+    const SafetensorsFile f = detail::open_input_shard(c, i);
     std::vector<QuantizedPair> pairs;
-    for (const Step& s : plan(f, pairs)) {
+    for (const Step& s : detail::plan_shard(c, i, f, plan, pairs)) {
       if (s.int_relayout) planned.push_back(*s.int_relayout);
     }
   }

@@ -95,6 +95,20 @@ std::vector<std::byte> e8m0_as_f32(std::span<const std::byte> in, std::size_t& n
   return out;
 }
 
+SafetensorsFile open_input_shard(const Checkpoint& c, std::size_t i) {
+  SafetensorsFile f = read_safetensors(c.shard_path(i));
+  borrow_partners(f, c, i);
+  return f;
+}
+
+std::vector<Step> plan_shard(const Checkpoint& c, std::size_t i, const SafetensorsFile& f, const Planner& plan,
+                             std::vector<QuantizedPair>& pairs) {
+  std::vector<Step> steps = plan(f, pairs);
+  const Lent lent = lent_parts(f, c, i);
+  std::erase_if(steps, [&](const Step& s) { return s.pair == nullptr && lent.contains(s.in->name); });
+  return steps;
+}
+
 namespace {
 
 std::vector<std::byte> narrow(const std::vector<float>& x, bool to_bf16_out) {
@@ -370,8 +384,8 @@ class Run {
   std::shared_ptr<ShardWork> open(std::size_t i) {
     auto w = std::make_shared<ShardWork>();
     w->index = i;
-    w->f = read_safetensors(c_.shard_path(i));
-    w->steps = plan_(w->f, w->pairs);
+    w->f = open_input_shard(c_, i);
+    w->steps = plan_shard(c_, i, w->f, plan_, w->pairs);
     const std::vector<Spec> specs = specs_of(w->steps, bf16_out_, w->first_spec);
     const fs::path target = output_path(out_, c_, c_.shards[i]);
     const std::uint64_t shard_bytes = w->f.header_size() + w->f.data_size();
@@ -470,10 +484,11 @@ struct PlanCheck {
   bool quantized = false;
 };
 
-void check_shard(const SafetensorsFile& f, const ConvertOptions& o, const Planner& plan, const Recipe* recipe,
+void check_shard(const Checkpoint& c, std::size_t i, const ConvertOptions& o, const Planner& plan, const Recipe* recipe,
                  PlanCheck& seen) {
+  const SafetensorsFile f = open_input_shard(c, i);
   std::vector<QuantizedPair> pairs;
-  for (const Step& s : plan(f, pairs)) seen.quantized = seen.quantized || s.scheme.has_value();
+  for (const Step& s : plan_shard(c, i, f, plan, pairs)) seen.quantized = seen.quantized || s.scheme.has_value();
   seen.quantized = seen.quantized || !pairs.empty();
   for (const SafetensorsTensor& t : f.tensors()) {
     for (std::size_t k = 0; k < seen.passthrough.size(); ++k) {
@@ -513,8 +528,7 @@ void check_plans(const Checkpoint& c, const ConvertOptions& o, const Planner& pl
   PlanCheck seen{std::vector<bool>(o.passthrough.size(), false),
                  std::vector<bool>(recipe ? recipe->rules.size() : 0, false)};
   for (std::size_t i = 0; i < c.shards.size(); ++i) {
-    if (shard_is_mine(i, o.job_index, o.job_count))
-      check_shard(read_safetensors(c.shard_path(i)), o, plan, recipe, seen);
+    if (shard_is_mine(i, o.job_index, o.job_count)) check_shard(c, i, o, plan, recipe, seen);
   }
   if (o.job_count != 1) return;  // a job sees only its shards
   const fs::path where = c.index_path.value_or(c.directory);

@@ -44,6 +44,16 @@ struct Step {
 
 using Planner = std::function<std::vector<Step>(const SafetensorsFile&, std::vector<QuantizedPair>&)>;
 
+// Shard `i` of `c`, mapped, with the parts of its pairs that the index puts in other shards borrowed
+// (borrow_partners): a weight and its scale in different shards are planned, read and written in the weight's shard.
+SafetensorsFile open_input_shard(const Checkpoint& c, std::size_t i);
+
+// `plan`'s steps for shard `i` (`f`, from open_input_shard), less the tensors it lends to pairs of other shards
+// (lent_parts): those are written with their weight, and copying or casting them here would write a scale as if it
+// were a plain tensor.
+std::vector<Step> plan_shard(const Checkpoint& c, std::size_t i, const SafetensorsFile& f, const Planner& plan,
+                             std::vector<QuantizedPair>& pairs);
+
 // Applies the quantization rule to every shard (quantization_rule.h: a declaration or tensor minifloat does not read
 // is refused), runs the command's own `checks`, plans every shard of this job (refusing before anything is written:
 // see run_plan in convert_run.cc), writes them, and (one job) merges the index and config.json. `recipe`: convert's,
