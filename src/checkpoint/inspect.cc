@@ -187,6 +187,7 @@ std::shared_ptr<Shard> open_shard(InspectReport& r, std::size_t s, bool stats, s
   sh->f = read_shard(c.shard_path(s), headers_only);
   detail::borrow_partners(sh->f, c, s);
   sh->pairs = find_pairs(sh->f, headers_only ? detail::declared_packed_bits(r.config) : 0);
+  detail::read_as_declared(sh->pairs, rule.declaration());
   for (const QuantizedPair& p : sh->pairs) note_family(family, sh->f, p);
   std::vector<detail::TensorRole> rule_roles;
   if (std::optional<detail::RuleProblem> p = rule.problem(sh->f, sh->pairs, rule_roles);
