@@ -104,6 +104,13 @@ def test_gptq(tmp_path, like):
         got = gptq_values(torch, stored[name + ".qweight"], stored[name + ".qzeros"], stored[name + ".scales"],
                           stored[name + ".g_idx"], 4, q["checkpoint_format"])
         same_bits(torch, deq[name + ".weight"], got, name + " (llama.cpp's dequant_gptq)")
+    # convert --format gguf reads the zero points as the config declares them too (gguf-py reads the file back)
+    gguf = need("gguf")
+    r = minifloat("convert", src, tmp_path / "m.gguf", "--format", "gguf", "--recipe", "f32", "--no-tokenizer")
+    assert r.returncode == 0, r.stderr
+    tensors = {t.name: t for t in gguf.GGUFReader(str(tmp_path / "m.gguf")).tensors}
+    got = np.array(tensors["blk.0.ffn_down.weight"].data).reshape(128, 256)
+    assert np.array_equal(got, deq[m + ".weight"].numpy()), "blk.0.ffn_down.weight"
 
 
 def group_for(qc, module):
