@@ -31,10 +31,15 @@ void register_example_checkpoint(CLI::App& app) {
                     "text_config), deepseek-v3 (W_scale_inv F32, partial tiles, MTP), qwen-fp8 (W_scale_inv "
                     "BF16), fp8-per-tensor (transformers' FineGrainedFP8, weight_block_size null), "
                     "modelopt-fp8-pc-pt, modelopt-w4a16-awq, modelopt-w8a16, modelopt-w8a8-sq, modelopt-w4a8-awq "
-                    "(NVIDIA ModelOpt's exports, with hf_quant_config.json)")
-          ->check(CLI::IsMember({"deepseek-v4-release", "deepseek-v4.1", "deepseek-v3", "qwen-fp8", "fp8-per-tensor",
-                                 "modelopt-fp8-pc-pt", "modelopt-w4a16-awq", "modelopt-w8a16", "modelopt-w8a8-sq",
-                                 "modelopt-w4a8-awq"}));
+                    "(NVIDIA ModelOpt's exports, with hf_quant_config.json), autoawq (GEMM W4 g128), gptq (AutoGPTQ "
+                    "v1, desc_act), gptq-v2 (GPTQModel's gptq_v2), compressed-tensors-w4a16, "
+                    "compressed-tensors-w4a16-asym (pack-quantized), kimi-k2-thinking (INT4 routed experts, group "
+                    "32), compressed-tensors-mixed-nvfp4 (FP8 per-channel attention, NVFP4 MLP)")
+          ->check(
+              CLI::IsMember({"deepseek-v4-release", "deepseek-v4.1", "deepseek-v3", "qwen-fp8", "fp8-per-tensor",
+                             "modelopt-fp8-pc-pt", "modelopt-w4a16-awq", "modelopt-w8a16", "modelopt-w8a8-sq",
+                             "modelopt-w4a8-awq", "autoawq", "gptq", "gptq-v2", "compressed-tensors-w4a16",
+                             "compressed-tensors-w4a16-asym", "kimi-k2-thinking", "compressed-tensors-mixed-nvfp4"}));
   auto* arch =
       s->add_option("--arch", a->arch,
                     "v4-like (default: DeepSeek-V4's names, simplified shapes), or deepseek-v4, llama, qwen-moe: "

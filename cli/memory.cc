@@ -19,7 +19,7 @@ void register_memory(CLI::App& app) {
   s->add_option("--config", a->config, "config.json of the model")->required();
   s->add_option("--recipe", a->recipe, "recipe name or .json file")->capture_default_str();
   s->callback([a] {
-    const io::HfConfig config = io::read_hf_config(a->config, io::ConfigRules::deepseek);
+    const io::HfConfig config = io::read_hf_config(a->config, io::ConfigRules::detect);
     const io::Recipe recipe = io::load_recipe(a->recipe);
     io::MemoryReport r;
     try {

@@ -95,6 +95,12 @@ HfConfig write_example_checkpoint(const std::filesystem::path& dir, int shards =
 //                        [R/2, C] + W_scale F32 [R, C/128] + pre_quant_scale BF16 [C]), w8a16 (W I8 + W_scale F32
 //                        [R]), w8a8_sq (that + input_scale and pre_quant_scale), w4a8_awq (w4a16_awq's + an F32
 //                        W_scale_2 and input_scale: a form minifloat refuses, by name)
+//   autoawq              Llama as AutoAWQ writes GEMM W4 g128 (qweight / qzeros / scales F16, F16 model)
+//   gptq, gptq_v2        Llama as AutoGPTQ writes 4-bit g128 with desc_act (v1: zeros stored - 1) and as GPTQModel
+//                        writes checkpoint_format gptq_v2 (asymmetric, zeros as they are)
+//   compressed_tensors_w4a16[_asym]  Llama as llm-compressor's W4A16 (W4A16_ASYM: packed zero points) writes it
+//   kimi_k2_thinking     DeepSeek-V3 architecture, routed experts INT4 pack-quantized group 32, BF16 scales
+//   compressed_tensors_mixed_nvfp4   Llama, FP8 per-channel attention + NVFP4 MLP (mixed-precision)
 enum class ReleaseLike {
   deepseek_v4_release,
   deepseek_v4_1,
@@ -105,10 +111,19 @@ enum class ReleaseLike {
   modelopt_w4a16_awq,
   modelopt_w8a16,
   modelopt_w8a8_sq,
-  modelopt_w4a8_awq
+  modelopt_w4a8_awq,
+  autoawq,
+  gptq,
+  gptq_v2,
+  compressed_tensors_w4a16,
+  compressed_tensors_w4a16_asym,
+  kimi_k2_thinking,
+  compressed_tensors_mixed_nvfp4
 };
 // "deepseek-v4-release", "deepseek-v4.1", "deepseek-v3", "qwen-fp8", "fp8-per-tensor", "modelopt-fp8-pc-pt",
-// "modelopt-w4a16-awq", "modelopt-w8a16", "modelopt-w8a8-sq", "modelopt-w4a8-awq"; throws std::invalid_argument.
+// "modelopt-w4a16-awq", "modelopt-w8a16", "modelopt-w8a8-sq", "modelopt-w4a8-awq", "autoawq", "gptq", "gptq-v2",
+// "compressed-tensors-w4a16", "compressed-tensors-w4a16-asym", "kimi-k2-thinking", "compressed-tensors-mixed-nvfp4";
+// throws std::invalid_argument.
 ReleaseLike release_like_named(std::string_view name);
 std::string_view to_string(ReleaseLike like);
 // Writes the miniature of `like` in `dir` (created): config.json, `shards` shards (a weight's scales in its shard)

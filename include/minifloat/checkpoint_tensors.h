@@ -76,6 +76,9 @@ struct QuantizedPair {
     gptq,
     modelopt_int4
   } packing = Packing::compressed_tensors;
+  bool gptq_v2 = false;                     // gptq packing: zero points stored as they are (AutoGPTQ's
+                                            // checkpoint_format gptq_v2; v1 stores zero - 1); the file alone cannot
+                                            // tell, the config's declaration sets it (read_as_declared)
   std::string pre_quant_scale;              // ModelOpt's smoothing factors over the input columns ("" when absent)
   Scheme scheme;                            // deepseek, deepseek_v4 and nvfp4 forms: element, block and scale
                                             // format (BF16 / F16 scales: f32, the values they widen to exactly; one

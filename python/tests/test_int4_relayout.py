@@ -60,12 +60,14 @@ def awq_values(torch, qweight, qzeros, scales):
     return torch.from_numpy(((q - z[g]).astype(np.float32) * s[g]).T.copy())
 
 
-def gptq_values(torch, qweight, qzeros, scales, g_idx, bits):
-    """llama.cpp's dequant_gptq (conversion/base.py; checkpoint_format gptq: zeros + 1), in numpy: W [R, C] f32."""
+def gptq_values(torch, qweight, qzeros, scales, g_idx, bits, checkpoint_format="gptq"):
+    """llama.cpp's dequant_gptq (conversion/base.py; zeros + 1 for checkpoint_format gptq only, not gptq_v2), in
+    numpy: W [R, C] f32."""
     maxq = 2 ** bits - 1
     wf = np.arange(0, 32, bits, dtype=np.uint32)
     zw = qzeros.numpy().view(np.uint32)
-    zeros = ((zw[:, :, None] >> wf[None, None, :]) & maxq).reshape(scales.shape).astype(np.int32) + 1
+    zeros = ((zw[:, :, None] >> wf[None, None, :]) & maxq).reshape(scales.shape).astype(np.int32)
+    zeros += 1 if checkpoint_format == "gptq" else 0
     qw = qweight.numpy().view(np.uint32)
     weight = ((qw[:, None, :] >> wf[None, :, None]) & maxq).reshape(-1, qw.shape[1]).astype(np.int32)
     g = g_idx.numpy()
@@ -112,10 +114,10 @@ def check_awq(torch, path, want):
 
 
 def check_gptq(torch, path, want):
-    stored, bits = load(path), config_of(path)["bits"]
+    stored, config = load(path), config_of(path)
     for m in modules_of(path, ".qweight"):
         got = gptq_values(torch, stored[m + ".qweight"], stored[m + ".qzeros"], stored[m + ".scales"],
-                          stored[m + ".g_idx"], bits)
+                          stored[m + ".g_idx"], config["bits"], config.get("checkpoint_format", "gptq"))
         same_bits(torch, got, want[m + ".weight"], m + " (llama.cpp's dequant_gptq)")
 
 

@@ -13,6 +13,7 @@
 #include "dialect_writer.h"
 #include "expert_relayout.h"
 #include "int4_relayout.h"
+#include "quantization_rule.h"
 #include "../io/file.h"
 #include "minifloat/checkpoint_commands.h"
 #include "minifloat/checkpoint_tensors.h"
@@ -348,11 +349,13 @@ bool own(const SafetensorsFile& f, const SafetensorsTensor& t) {
 // One shard's plan under a recipe and format.
 class RecipePlan {
  public:
-  RecipePlan(const Recipe& recipe, WriteFormat format, std::optional<detail::WrittenKind> kind, bool release)
-      : recipe_(recipe), format_(format), kind_(kind), release_(release) {}
+  RecipePlan(const Recipe& recipe, WriteFormat format, std::optional<detail::WrittenKind> kind, bool release,
+             detail::Declaration declared)
+      : recipe_(recipe), format_(format), kind_(kind), release_(release), declared_(std::move(declared)) {}
 
   std::vector<Step> operator()(const SafetensorsFile& f, std::vector<QuantizedPair>& pairs) const {
     pairs = find_pairs(f);
+    detail::read_as_declared(pairs, declared_);
     Pairs planned;
     plan_pairs(f, pairs, planned);
     std::vector<Step> steps;
@@ -419,7 +422,8 @@ class RecipePlan {
   const Recipe& recipe_;
   const WriteFormat format_;
   const std::optional<detail::WrittenKind> kind_;
-  const bool release_;  // --format deepseek on DeepSeek's bare names: the release form
+  const bool release_;            // --format deepseek on DeepSeek's bare names: the release form
+  detail::Declaration declared_;  // what the files cannot tell (GPTQ v2's zero points)
 };
 
 // --format gpt-oss: a checkpoint labelled mxfp4 with no expert quantized would load as garbage: refused.
@@ -462,7 +466,7 @@ ConvertReport convert_checkpoint(const fs::path& in, const fs::path& out, const 
   const WriteFormat format = options.format;
   const std::optional<detail::WrittenKind> kind = written_kind(recipe, format);  // refused before anything
   const bool release = format == WriteFormat::deepseek && detail::deepseek_release_form(open_checkpoint(in), recipe);
-  const Planner plan = RecipePlan(recipe, format, kind, release);
+  const Planner plan = RecipePlan(recipe, format, kind, release, detail::checkpoint_declaration(open_checkpoint(in)));
   return detail::run_plan(in, out, options, plan, false, &recipe, [&] {
     if (format == WriteFormat::compressed_tensors) check_global_scales(in, options, plan);  // nvfp4 targets only
     if (format == WriteFormat::gpt_oss && options.job_count == 1) check_gpt_oss_experts(in, plan, recipe);

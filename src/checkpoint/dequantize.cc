@@ -31,8 +31,10 @@ bool passed_through(const std::vector<std::string>& patterns, const std::string&
 
 ConvertReport dequantize_checkpoint(const fs::path& in, const fs::path& out, bool bf16_out,
                                     const ConvertOptions& options) {
-  const Planner plan = [&options, bf16_out](const SafetensorsFile& f, std::vector<QuantizedPair>& pairs) {
+  const detail::Declaration declared = detail::checkpoint_declaration(open_checkpoint(in));
+  const Planner plan = [&options, bf16_out, declared](const SafetensorsFile& f, std::vector<QuantizedPair>& pairs) {
     pairs = find_pairs(f);
+    detail::read_as_declared(pairs, declared);
     std::set<std::string> parts;
     std::map<std::string, const QuantizedPair*> by_weight;
     for (const QuantizedPair& p : pairs) {

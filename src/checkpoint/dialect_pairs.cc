@@ -516,9 +516,9 @@ std::uint32_t field_down(const std::byte* words, std::uint64_t width, std::uint6
 
 // AutoAWQ's words: qweight [C, R/8] and qzeros [G, R/8], output n at nibble kAwqNibble[n % 8] of word [line][n / 8];
 // no zero offset. AutoGPTQ's: qweight [C b / 32, R] packed down the inputs; qzeros [G, R b / 32] along the outputs,
-// stored as zero - 1 (read back masked: a stored 2^b - 1 is 0). compressed-tensors': weight_packed [R, W] along the
-// rows, weight_zero_point [R b / 32, G] down the rows, both as q + 2^(b-1) (so a missing zero point is 2^(b-1));
-// its I8 codes and unpacked zero points are signed.
+// stored as zero - 1 (v1: read back masked, a stored 2^b - 1 is 0) or as they are (gptq_v2). compressed-tensors':
+// weight_packed [R, W] along the rows, weight_zero_point [R b / 32, G] down the rows, both as q + 2^(b-1) (so a missing
+// zero point is 2^(b-1)); its I8 codes and unpacked zero points are signed.
 IntegerNumbers integer_numbers(const SafetensorsFile& f, const QuantizedPair& p) {
   const SafetensorsTensor& w = *f.find(p.weight);
   const SafetensorsTensor& s = *f.find(p.scale);
@@ -580,7 +580,8 @@ IntegerNumbers integer_numbers(const SafetensorsFile& f, const QuantizedPair& p)
       if (p.packing == QuantizedPair::Packing::awq) {
         zero = (word_at(zp, k * (n.rows / 8) + r / 8) >> (4 * kAwqNibble[r % 8])) & 15;
       } else if (p.packing == QuantizedPair::Packing::gptq) {
-        zero = (field_down(zp + 4 * k * z->shape[1], 1, 0, r * ub, b, z->shape[1]) + 1) & mask;
+        const std::uint32_t stored = field_down(zp + 4 * k * z->shape[1], 1, 0, r * ub, b, z->shape[1]);
+        zero = p.gptq_v2 ? stored : (stored + 1) & mask;
       } else if (packed) {
         zero = field_down(zp, n.groups, k, r * ub, b, z->shape[0]);
       } else {

@@ -35,7 +35,8 @@ std::vector<float> dequantize_dialect_pair(const SafetensorsFile& file, const Qu
 // An integer pair's numbers (form integer: compressed-tensors pack-quantized or int-quantized, AutoAWQ GEMM,
 // AutoGPTQ), in the logical [R, C] orientation whatever the packing: value = (code - zero) x scale of (row, group of
 // the column). Codes and zeros are as stored: unsigned b-bit fields in the packed forms (compressed-tensors' packed
-// q + 2^(b-1), whose missing zero point is 2^(b-1); GPTQ's zero read back from zero - 1), signed in the I8 form.
+// q + 2^(b-1), whose missing zero point is 2^(b-1); GPTQ v1's zero read back from zero - 1, v2's as stored), signed in
+// the I8 form.
 struct IntegerNumbers {
   std::uint64_t rows = 0, cols = 0, groups = 0, group = 0;  // group: columns per group
   int bits = 0;

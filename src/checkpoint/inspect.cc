@@ -188,6 +188,7 @@ std::shared_ptr<Shard> open_shard(InspectReport& r, std::size_t s, bool stats, s
   detail::borrow_partners(sh->f, c, s);
   const int packed_bits = headers_only ? detail::declared_packed_bits(r.config) : 0;
   sh->pairs = find_pairs(sh->f, packed_bits);
+  detail::read_as_declared(sh->pairs, rule.declaration());
   for (const QuantizedPair& p : sh->pairs) note_family(family, sh->f, p);
   const detail::Lent lent = detail::lent_parts(sh->f, c, s, packed_bits);
   std::vector<detail::TensorRole> rule_roles;

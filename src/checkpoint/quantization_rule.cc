@@ -182,16 +182,19 @@ Declaration declaration_of(const std::optional<HfConfig>& config) {
     case ConfigRules::minifloat: return d;
     case ConfigRules::awq:
     case ConfigRules::gptq: {
-      // AutoAWQ's GEMM layout with 4-bit codes; AutoGPTQ's own layout (checkpoint_format gptq: zeros stored - 1) of
-      // 2 to 8 bits. Other versions (AWQ's gemv, gemv_fast, marlin; GPTQ's marlin, gptq_v2) pack otherwise.
+      // AutoAWQ's GEMM layout with 4-bit codes; AutoGPTQ's own layouts of 2 to 8 bits (checkpoint_format gptq: zeros
+      // stored - 1; gptq_v2: as they are, the same words otherwise). Other versions (AWQ's gemv, gemv_fast, marlin;
+      // GPTQ's marlin) pack otherwise.
       const QuantGroup& g = c.groups.front();
       const bool awq = c.rules == ConfigRules::awq;
-      if (awq ? g.format == "gemm" && g.num_bits == 4 : g.format == "gptq" && g.num_bits >= 2 && g.num_bits <= 8) {
+      d.gptq_v2 = !awq && g.format == "gptq_v2";
+      if (awq ? g.format == "gemm" && g.num_bits == 4
+              : (g.format == "gptq" || g.format == "gptq_v2") && g.num_bits >= 2 && g.num_bits <= 8) {
         return d;
       }
       d.not_read = cat("its ", awq ? "version" : "checkpoint_format", " '", g.format, "' with ", g.num_bits,
                        "-bit codes is not a layout minifloat reads (",
-                       awq ? "AutoAWQ's gemm, 4 bits" : "AutoGPTQ's gptq, 2 to 8 bits", ")");
+                       awq ? "AutoAWQ's gemm, 4 bits" : "AutoGPTQ's gptq or gptq_v2, 2 to 8 bits", ")");
       return d;
     }
     case ConfigRules::compressed_tensors:
@@ -227,6 +230,10 @@ Declaration declaration_of(const std::optional<HfConfig>& config) {
   if (c.quant_method == "fbgemm_fp8") return d;
   d.not_read = "minifloat does not read this quantization method yet";
   return d;
+}
+
+void read_as_declared(std::vector<QuantizedPair>& pairs, const Declaration& declaration) {
+  for (QuantizedPair& p : pairs) p.gptq_v2 = declaration.gptq_v2 && p.packing == QuantizedPair::Packing::gptq;
 }
 
 Declaration checkpoint_declaration(const Checkpoint& c, ConfigRules rules) {

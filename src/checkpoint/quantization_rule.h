@@ -38,8 +38,13 @@ enum class TensorRole : std::uint8_t {
 struct Declaration {
   std::string method;
   std::string not_read;
+  bool gptq_v2 = false;  // AutoGPTQ's checkpoint_format gptq_v2: zero points stored as they are
 };
 Declaration declaration_of(const std::optional<HfConfig>& config);
+
+// What the pairs' files cannot tell, from the declaration: GPTQ pairs of a gptq_v2 checkpoint read their zero points
+// as stored. Every command that reads a pair's numbers calls it after find_pairs.
+void read_as_declared(std::vector<QuantizedPair>& pairs, const Declaration& declaration);
 
 // The one num_bits of the config's compressed-tensors pack-quantized integer groups, 0 when there are none or they
 // differ: find_pairs' packed_bits for a checkpoint read headers-only.

@@ -8,10 +8,12 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <nlohmann/json.hpp>
 
 #include "../io/file.h"
 #include "example_values.h"
+#include "release_examples.h"
 #include "minifloat/checkpoint_commands.h"
 #include "minifloat/codec.h"
 #include "minifloat/quantize.h"
@@ -205,10 +207,12 @@ Release deepseek_v4_1() {
 
 // ---- DeepSeek-V3 / R1 / Kimi K2-Instruct (section 2) ----
 
+}  // namespace
+
 // A small DeepseekV3ForCausalLM whose linears do not all divide into 128x128 tiles, as V3's kv_a_proj_with_mqa
 // ([kv_lora_rank + qk_rope_head_dim, hidden] = [576, 7168]) does not: here [160, 128] (scale [2, 1]), q_b_proj
 // [192, 96], the experts' [96, 128] and [128, 96].
-Json v3_config() {
+nlohmann::ordered_json detail::v3_config() {
   Json j;
   j["architectures"] = {"DeepseekV3ForCausalLM"};
   j["model_type"] = "deepseek_v3";
@@ -245,12 +249,14 @@ Json v3_config() {
   return j;
 }
 
+namespace {
+
 // Every linear FP8 with F32 128x128 scales; embeddings, lm_head, norms and the router BF16; the routing bias F32.
 // The MTP layer model.layers.L (L = num_hidden_layers) holds a decoder block, enorm, hnorm, eh_proj (FP8 here: whether
 // the release quantizes it is not settled in the sources), shared_head.norm and its own copies of embed_tokens and
 // shared_head.head (README_WEIGHTS.md).
 Release deepseek_v3() {
-  Json config = v3_config();
+  Json config = detail::v3_config();
   Release r;
   r.config = config.dump(2) + "\n";
   const int layers = config["num_hidden_layers"];
@@ -363,22 +369,11 @@ std::vector<float> widened(const std::vector<std::byte>& bf16_bytes) {
   return x;
 }
 
-template <class T>
-std::vector<std::byte> bytes_of(const std::vector<T>& v) {
-  std::vector<std::byte> b(v.size() * sizeof(T));
-  std::memcpy(b.data(), v.data(), b.size());
-  return b;
-}
+using detail::bytes_of;
 
 std::uint8_t e4m3_code(float v) { return static_cast<std::uint8_t>(encode(e4m3, v, {.overflow = Overflow::saturate})); }
 
-// One tensor written: its name, dtype, shape and bytes.
-struct Out {
-  std::string name;
-  DType dtype;
-  std::vector<U> shape;
-  std::vector<std::byte> data;
-};
+using Out = detail::ReleaseTensor;
 
 // Codes and BF16 scales per 128x128 block by the formula Qwen's releases imply: s = amax / 448 rounded to bf16,
 // each code e4m3(x / s), saturated (a scale rounded down must not overflow), a zero block scaled by 1.
@@ -559,11 +554,12 @@ Release release_of(ReleaseLike like) {
       r.input_scales = r.second_scale = true;
       return r;
     }
+    default: break;  // the word families: release_examples_int.cc
   }
   throw std::invalid_argument("unknown release");
 }
 
-constexpr std::array<std::pair<ReleaseLike, std::string_view>, 10> kNames{{
+constexpr std::array<std::pair<ReleaseLike, std::string_view>, 17> kNames{{
     {ReleaseLike::deepseek_v4_release, "deepseek-v4-release"},
     {ReleaseLike::deepseek_v4_1, "deepseek-v4.1"},
     {ReleaseLike::deepseek_v3, "deepseek-v3"},
@@ -574,6 +570,13 @@ constexpr std::array<std::pair<ReleaseLike, std::string_view>, 10> kNames{{
     {ReleaseLike::modelopt_w8a16, "modelopt-w8a16"},
     {ReleaseLike::modelopt_w8a8_sq, "modelopt-w8a8-sq"},
     {ReleaseLike::modelopt_w4a8_awq, "modelopt-w4a8-awq"},
+    {ReleaseLike::autoawq, "autoawq"},
+    {ReleaseLike::gptq, "gptq"},
+    {ReleaseLike::gptq_v2, "gptq-v2"},
+    {ReleaseLike::compressed_tensors_w4a16, "compressed-tensors-w4a16"},
+    {ReleaseLike::compressed_tensors_w4a16_asym, "compressed-tensors-w4a16-asym"},
+    {ReleaseLike::kimi_k2_thinking, "kimi-k2-thinking"},
+    {ReleaseLike::compressed_tensors_mixed_nvfp4, "compressed-tensors-mixed-nvfp4"},
 }};
 
 }  // namespace
@@ -594,20 +597,38 @@ std::string_view to_string(ReleaseLike like) {
   return "?";
 }
 
+std::vector<float> detail::release_values(const ShapedName& t, std::uint64_t seed) {
+  return widened(detail::bf16_values(t, seed, false));
+}
+
+namespace {
+
+// The files of a release made in this file (Release's tensors quantized by produce()).
+detail::ReleaseFiles files_of(ReleaseLike like) {
+  if (std::optional<detail::ReleaseFiles> f = detail::word_release(like)) return std::move(*f);
+  auto r = std::make_shared<const Release>(release_of(like));
+  const U experts = parse_hf_config(r->config).number_or("n_routed_experts", 4);
+  detail::ReleaseFiles f{
+      r->config, {}, r->tensors.size(), [r, experts](std::size_t i) { return produce(r->tensors[i], i, *r, experts); }};
+  if (!r->hf_quant_config.empty()) f.side_files.emplace_back("hf_quant_config.json", r->hf_quant_config);
+  return f;
+}
+
+}  // namespace
+
 HfConfig write_release_example(const std::filesystem::path& dir, ReleaseLike like, int shards) {
   std::filesystem::create_directories(dir);
-  const Release r = release_of(like);
+  const detail::ReleaseFiles r = files_of(like);
   const HfConfig config = parse_hf_config(r.config);
-  const U experts = config.number_or("n_routed_experts", 4);
   const auto n = static_cast<std::size_t>(shards < 1 ? 1 : shards);
   CheckpointIndex index;
   index.total_size = 0;
   // Contiguous runs of tensors per shard, about equal in count; a quantized weight's scales go with it.
   for (std::size_t s = 0; s < n; ++s) {
-    const std::size_t begin = r.tensors.size() * s / n, end = r.tensors.size() * (s + 1) / n;
+    const std::size_t begin = r.count * s / n, end = r.count * (s + 1) / n;
     std::vector<Out> outs;
     for (std::size_t i = begin; i < end; ++i) {
-      for (Out& o : produce(r.tensors[i], i, r, experts)) outs.push_back(std::move(o));
+      for (Out& o : r.produce(i)) outs.push_back(std::move(o));
     }
     std::vector<TensorView> views;
     const std::string shard = shard_file_name(s, n);
@@ -621,9 +642,9 @@ HfConfig write_release_example(const std::filesystem::path& dir, ReleaseLike lik
   write_index(dir / kIndexFileName, index);
   const std::array<std::span<const std::byte>, 1> pieces{std::as_bytes(std::span(r.config))};
   detail::write_atomically(dir / "config.json", pieces);
-  if (!r.hf_quant_config.empty()) {
-    const std::array<std::span<const std::byte>, 1> mo{std::as_bytes(std::span(r.hf_quant_config))};
-    detail::write_atomically(dir / "hf_quant_config.json", mo);
+  for (const auto& [name, text] : r.side_files) {
+    const std::array<std::span<const std::byte>, 1> side{std::as_bytes(std::span(text))};
+    detail::write_atomically(dir / name, side);
   }
   return config;
 }

@@ -397,6 +397,7 @@ std::shared_ptr<Shard> open_shard(const Checkpoint& c, std::size_t s, bool qat, 
   sh->file = read_shard(c.shard_path(s), headers_only);
   detail::borrow_partners(sh->file, c, s);  // a scale the index puts in another shard: paired here
   sh->pairs = find_pairs(sh->file, packed_bits);
+  detail::read_as_declared(sh->pairs, rule.declaration());
   const detail::Lent lent = detail::lent_parts(sh->file, c, s, packed_bits);  // read in their weight's shard
   rule.shard(sh->file, sh->pairs, &lent);  // every tensor understood, and the declaration read
   for (const SafetensorsTensor& t : sh->file.tensors()) {

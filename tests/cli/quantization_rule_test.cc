@@ -148,6 +148,9 @@ constexpr const char* kBnbConfig =
 constexpr const char* kAwqGemvConfig =
     R"({"model_type": "llama", "torch_dtype": "float16", "quantization_config": {"quant_method": "awq", "bits": 4,
         "group_size": 64, "zero_point": true, "version": "gemv"}})";
+constexpr const char* kGptqMarlinConfig =
+    R"({"model_type": "llama", "torch_dtype": "float16", "quantization_config": {"quant_method": "gptq", "bits": 4,
+        "group_size": 64, "desc_act": true, "sym": true, "checkpoint_format": "marlin"}})";
 constexpr const char* kGptqV2Config =
     R"({"model_type": "llama", "torch_dtype": "float16", "quantization_config": {"quant_method": "gptq", "bits": 4,
         "group_size": 64, "desc_act": true, "sym": true, "checkpoint_format": "gptq_v2"}})";
@@ -221,18 +224,20 @@ TEST(QuantizationRule, AwqAndGptqLayoutsNotReadAreRefusedNamingThem) {
   }
   {
     TempDir dir;
-    write_checkpoint(dir / "in", model_with(add_gptq), kGptqV2Config);
+    write_checkpoint(dir / "in", model_with(add_gptq), kGptqMarlinConfig);
     expect_refused_everywhere(dir, dir / "in",
-                              {"config.json declares quantization 'gptq'", "its checkpoint_format 'gptq_v2'",
+                              {"config.json declares quantization 'gptq'", "its checkpoint_format 'marlin'",
                                "'model.layers.0.mlp.down_proj.g_idx' (I32 [64])"});
   }
 }
 
-// AutoAWQ's GEMM layout and AutoGPTQ's are read (checked value for value in tests/unit/dialect_pairs_test.cc and
-// python/tests/test_dialects.py): every command runs, dequantize writes plain weights only.
+// AutoAWQ's GEMM layout and AutoGPTQ's (v1 and gptq_v2) are read (checked value for value in
+// tests/unit/dialect_pairs_test.cc, python/tests/test_dialects.py and test_gptq_v2.py): every command runs, dequantize
+// writes plain weights only.
 TEST(QuantizationRule, AwqAndGptqAreReadByEveryCommand) {
   using Add = void (*)(std::vector<Tensor>&, const std::string&);
-  for (const auto& [add, config] : {std::pair<Add, const char*>{add_awq, kAwqConfig}, {add_gptq, kGptqConfig}}) {
+  for (const auto& [add, config] :
+       {std::pair<Add, const char*>{add_awq, kAwqConfig}, {add_gptq, kGptqConfig}, {add_gptq, kGptqV2Config}}) {
     TempDir dir;
     write_checkpoint(dir / "in", model_with(add), config);
     for (const char* c : {"inspect", "verify"}) {
@@ -470,7 +475,8 @@ const std::vector<Declaration> kDeclarations{
     {R"({"quant_method": "awq", "bits": 4})", true},
     {R"({"quant_method": "awq", "bits": 4, "version": "gemv_fast"})", false},
     {R"({"quant_method": "gptq", "bits": 4})", true},
-    {R"({"quant_method": "gptq", "bits": 4, "checkpoint_format": "gptq_v2"})", false},
+    {R"({"quant_method": "gptq", "bits": 4, "checkpoint_format": "gptq_v2"})", true},
+    {R"({"quant_method": "gptq", "bits": 4, "checkpoint_format": "marlin"})", false},
     {R"({"quant_method": "bitsandbytes", "load_in_4bit": true})", false},
     {R"({"quant_method": "minifloat", "schemes": ["nvfp4"]})", true}};
 

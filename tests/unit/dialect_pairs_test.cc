@@ -172,7 +172,7 @@ TEST(DialectPairs, CompressedTensorsInt8PerChannel) {
 // bit 4 (n % 8) of word [g][n / 8], stored as zero - 1; scales F16 [G, R]; g_idx I32 [C] the group of each input;
 // W[n][k] = (q - (stored zero + 1)) x scale[g_idx[k]][n]. Here R = 8, C = 16, q = (k + n) % 16, every stored zero 7
 // (zero 8), scales f16 0.5 (group 0) and 2 (group 1), g_idx mirrored (inputs 0-7 in group 1).
-TEST(DialectPairs, AutoGptqPackedAlongTheInputsWithZerosMinusOne) {
+SafetensorsFile gptq_file(std::uint32_t zero_word) {
   std::vector<std::uint32_t> q(2 * 8, 0);
   for (std::uint32_t k = 0; k < 16; ++k) {
     for (std::uint32_t n = 0; n < 8; ++n) q[(k / 8) * 8 + n] |= ((k + n) % 16) << (4 * (k % 8));
@@ -191,10 +191,14 @@ TEST(DialectPairs, AutoGptqPackedAlongTheInputsWithZerosMinusOne) {
     const std::uint32_t g = k < 8 ? 1 : 0;
     for (int b = 0; b < 4; ++b) gi.push_back(static_cast<std::byte>((g >> (8 * b)) & 0xff));
   }
-  const SafetensorsFile f = file_of({{"m.g_idx", DType::I32, {16}, gi},
-                                     {"m.qweight", DType::I32, {2, 8}, qw},
-                                     {"m.qzeros", DType::I32, {2, 1}, words({0x77777777u, 0x77777777u})},
-                                     {"m.scales", DType::F16, {2, 8}, sc}});
+  return file_of({{"m.g_idx", DType::I32, {16}, gi},
+                  {"m.qweight", DType::I32, {2, 8}, qw},
+                  {"m.qzeros", DType::I32, {2, 1}, words({zero_word, zero_word})},
+                  {"m.scales", DType::F16, {2, 8}, sc}});
+}
+
+TEST(DialectPairs, AutoGptqPackedAlongTheInputsWithZerosMinusOne) {
+  const SafetensorsFile f = gptq_file(0x77777777u);
   const std::vector<QuantizedPair> pairs = find_pairs(f);
   ASSERT_EQ(pairs.size(), 1u);
   const QuantizedPair& p = pairs[0];
@@ -207,6 +211,24 @@ TEST(DialectPairs, AutoGptqPackedAlongTheInputsWithZerosMinusOne) {
   for (int n = 0; n < 8; ++n) {
     for (int k = 0; k < 16; ++k) {
       EXPECT_EQ(v[n * 16 + k], static_cast<float>((k + n) % 16 - 8) * (k < 8 ? 2.0f : 0.5f)) << n << ", " << k;
+    }
+  }
+}
+
+// checkpoint_format gptq_v2 (AutoGPTQ's v2; llama.cpp's dequant_gptq adds 1 only for "gptq"): the same words, the zero
+// points as stored. The words 0xf0f0f0f0 hold zero 0 for even outputs and 15 for odd ones (v1 would read 1 and 16,
+// wrapped to 0); the config's declaration sets gptq_v2 (read_as_declared), here set by hand.
+TEST(DialectPairs, AutoGptqV2ZerosAsStored) {
+  const SafetensorsFile f = gptq_file(0xf0f0f0f0u);
+  std::vector<QuantizedPair> pairs = find_pairs(f);
+  ASSERT_EQ(pairs.size(), 1u);
+  EXPECT_FALSE(pairs[0].gptq_v2);  // the file alone reads as v1
+  pairs[0].gptq_v2 = true;
+  const std::vector<float> v = dequantize_pair(f, pairs[0]);
+  for (int n = 0; n < 8; ++n) {
+    for (int k = 0; k < 16; ++k) {
+      const int zero = n % 2 == 0 ? 0 : 15;
+      EXPECT_EQ(v[n * 16 + k], static_cast<float>((k + n) % 16 - zero) * (k < 8 ? 2.0f : 0.5f)) << n << ", " << k;
     }
   }
 }

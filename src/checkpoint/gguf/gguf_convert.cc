@@ -26,6 +26,7 @@
 #include "minifloat/pack.h"
 #include "minifloat/quantize.h"
 #include "../parallel.h"
+#include "../quantization_rule.h"
 #include "../tensor_values.h"
 
 namespace mf::io {
@@ -528,7 +529,11 @@ GgufInput open_inputs(const Checkpoint& c, const fs::path& out, const detail::Gg
     report.input_bytes += in.files.back().header_size() + in.files.back().data_size();
   }
   in.pairs.resize(in.files.size());
-  for (std::size_t i = 0; i < in.files.size(); ++i) in.pairs[i] = find_pairs(in.files[i]);
+  const detail::Declaration declared = detail::checkpoint_declaration(c);
+  for (std::size_t i = 0; i < in.files.size(); ++i) {
+    in.pairs[i] = find_pairs(in.files[i]);
+    detail::read_as_declared(in.pairs[i], declared);
+  }
   in.gathers.resize(in.files.size());
   if (m.arch != detail::GgufArch::gpt_oss) return in;
   for (std::size_t i = 0; i < in.files.size(); ++i) {
