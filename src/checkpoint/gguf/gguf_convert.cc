@@ -420,6 +420,20 @@ TensorReport regather(const SafetensorsFile& f, const Planned& p, std::vector<st
   return to_blocks(f, p, codes, scales, p.move->reported, bytes);
 }
 
+// The integer pair q's values (rows permuted for Q and K: rope_heads) as `type`'s blocks that hold them exactly, as
+// planned; std::invalid_argument when they no longer do.
+std::vector<std::byte> exact_integer_blocks(const SafetensorsFile& f, const QuantizedPair& q, GgufType type,
+                                            std::uint32_t rope_heads, int threads) {
+  std::vector<float> u = detail::dequantize_dialect_pair(f, q, true), x = dequantize_pair(f, q, threads);
+  if (rope_heads != 0) {
+    permute_rope_rows(u, q.output_shape[0], q.output_shape[1], rope_heads);
+    permute_rope_rows(x, q.output_shape[0], q.output_shape[1], rope_heads);
+  }
+  std::optional<std::vector<std::byte>> b = detail::integer_blocks(type, u, x);
+  if (!b) throw std::invalid_argument("its values no longer fit the type planned (the file changed?)");
+  return std::move(*b);
+}
+
 // A source pair moved into the GGML type that holds it (gguf_sources.h), rows permuted for Q and K: NVFP4 codes
 // and scale bytes unchanged, or integer codes as Q4_0 / Q4_1 / Q8_0 blocks of the same values.
 TensorReport held(const SafetensorsFile& f, const Planned& p, int threads, std::vector<std::byte>& bytes) {
@@ -438,14 +452,7 @@ TensorReport held(const SafetensorsFile& f, const Planned& p, int threads, std::
       }
       bytes = detail::nvfp4_blocks(codes, scales, cols);
     } else {
-      std::vector<float> u = detail::dequantize_dialect_pair(f, q, true), x = dequantize_pair(f, q, threads);
-      if (p.rope_heads != 0) {
-        permute_rope_rows(u, rows, cols, p.rope_heads);
-        permute_rope_rows(x, rows, cols, p.rope_heads);
-      }
-      std::optional<std::vector<std::byte>> b = detail::integer_blocks(p.spec.type, u, x);
-      if (!b) throw std::invalid_argument("its values no longer fit the type planned (the file changed?)");
-      bytes = std::move(*b);
+      bytes = exact_integer_blocks(f, q, p.spec.type, p.rope_heads, threads);
     }
   } catch (const std::invalid_argument& e) {
     throw IoError(IoErrc::gguf_unsupported, f.path(), q.weight, cat("as ", p.target, ": ", e.what()));
@@ -468,11 +475,7 @@ std::optional<TensorReport> encode_stacked(const Planned& p, int threads, std::v
     std::vector<std::byte> one;
     try {
       if (p.way == detail::SourceWay::integer) {
-        const std::vector<float> u = detail::dequantize_dialect_pair(f, *s.pair, true);
-        x = dequantize_pair(f, *s.pair, threads);
-        std::optional<std::vector<std::byte>> b = detail::integer_blocks(p.spec.type, u, x);
-        if (!b) throw std::invalid_argument("its values no longer fit the type planned (the file changed?)");
-        one = std::move(*b);
+        one = exact_integer_blocks(f, *s.pair, p.spec.type, 0, threads);
       } else {
         if (quantized) {
           x = dequantize_pair(f, *s.pair, threads);  // exact: each value rounded to f32 once, as the converter does
