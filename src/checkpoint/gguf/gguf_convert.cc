@@ -2,6 +2,7 @@
 // tensor names, row order and metadata of llama.cpp's convert_hf_to_gguf (gguf_models.h; docs/checkpoints.md,
 // "Writing dialects").
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <functional>
 #include <map>
@@ -62,7 +63,7 @@ struct Planned {
   const QuantizedPair* source = nullptr;     // any other quantized pair, in one pass (gguf_sources.h)
   detail::SourceWay way = detail::SourceWay::dequantize;
   std::optional<float> constant = std::nullopt;  // NVFP4's X.scale / X.input_scale: one f32 value
-  std::vector<detail::StackSource> stack{};      // each expert's weight, stacked into one 3-D tensor
+  std::vector<detail::StackSource> stack{};      // each expert's weight (or pair), stacked into one 3-D tensor
   detail::GgufName split{};                      // its groups: a slice of each group of rows (gguf_models.h)
   bool keep_input = false;                       // the next planned tensor reads the same input
   std::string reported{};                        // the report's name for a stacked tensor
@@ -186,9 +187,37 @@ void plan_type(const std::string& name, std::uint64_t cols, GgufType keep, const
   p.target = gguf_type_name(static_cast<std::uint32_t>(type));
 }
 
+// A layer's stacked experts (ExpertStacker), appended to `plan`: unquantized weights in the recipe's type, quantized
+// pairs as gguf_source_plan decides for all of them at once (each expert dequantized exactly, then the stacked tensor
+// encoded in one type).
+void plan_stacked(detail::StackedTensor s, const GgufRecipe& r, int threads, std::vector<Planned>& plan) {
+  const detail::StackSource& e = s.experts[0];
+  const std::vector<std::uint64_t>& one = e.shape();
+  Planned q{e.shard, e.tensor, {s.name, GgufType::F32, {one.rbegin(), one.rend()}}, 0, std::nullopt, "F32"};
+  q.spec.dims.push_back(s.experts.size());
+  if (e.pair && !r.type) {
+    throw IoError(IoErrc::gguf_unsupported, e.file->path(), e.pair->weight,
+                  cat("already quantized (", e.pair->scheme_name, ") expert of ", s.name,
+                      ": --format gguf stacks quantized experts with --recipe f32, f16, bf16 or q8_0"));
+  }
+  if (e.pair) {
+    std::vector<detail::PairIn> in;
+    for (const detail::StackSource& x : s.experts) in.push_back({x.file, x.pair});
+    const detail::SourcePlan sp = detail::gguf_source_plan(in, one[1], detail::SourceUse::stacked, r, threads);
+    q.way = sp.way;
+    q.spec.type = sp.type;
+    q.target = sp.target;
+  } else {
+    plan_type(q.in->name, q.spec.dims[0], gguf_type_of(q.in->dtype), r, q);
+  }
+  q.stack = std::move(s.experts);
+  q.reported = std::move(s.reported);
+  plan.push_back(std::move(q));
+}
+
 // The output tensors for `t` (none for one llama.cpp drops), appended to `plan`.
 void plan_tensor(const SafetensorsFile& f, std::size_t shard, const SafetensorsTensor& t, const detail::GgufModel& m,
-                 const GgufRecipe& r, detail::ExpertStacker& stacker, std::vector<Planned>& plan) {
+                 const GgufRecipe& r, int threads, detail::ExpertStacker& stacker, std::vector<Planned>& plan) {
   std::vector<Planned> placed = place(f, shard, t, t.name, t.shape, m);
   if (!placed.empty() && !detail::is_float(t.dtype)) {
     throw IoError(IoErrc::gguf_unsupported, f.path(), t.name,
@@ -204,19 +233,9 @@ void plan_tensor(const SafetensorsFile& f, std::size_t shard, const SafetensorsT
   }
   for (Planned& p : placed) {
     if (p.split.expert != detail::GgufName::kNoExpert) {
-      for (detail::StackedTensor& s : stacker.add(p.spec.name, p.split.expert, {shard, &t}, t.name, f.path())) {
-        const std::vector<std::uint64_t>& one = s.experts[0].tensor->shape;
-        Planned q{s.experts[0].shard,
-                  s.experts[0].tensor,
-                  {s.name, GgufType::F32, {one.rbegin(), one.rend()}},
-                  0,
-                  std::nullopt,
-                  "F32"};
-        q.spec.dims.push_back(s.experts.size());
-        q.stack = std::move(s.experts);
-        q.reported = std::move(s.reported);
-        plan_type(q.in->name, q.spec.dims[0], gguf_type_of(q.in->dtype), r, q);
-        plan.push_back(std::move(q));
+      for (detail::StackedTensor& s :
+           stacker.add(p.spec.name, p.split.expert, {shard, &t, nullptr, &f}, t.name, f.path())) {
+        plan_stacked(std::move(s), r, threads, plan);
       }
       continue;
     }
@@ -263,22 +282,31 @@ void plan_nvfp4_scales(const SafetensorsFile& f, const Planned& weight, std::vec
 
 // A quantized pair in one pass (gguf_sources.h), appended to `plan`: with a type recipe, dequantized exactly and
 // encoded once as the type (Q8_0 for --fp8-as-q8's FP8), or (--keep-quantized) moved into the GGML type that holds
-// it exactly; with an MXFP4 recipe, dequantized exactly and then quantized to its target.
+// it exactly; with an MXFP4 recipe, dequantized exactly and then quantized to its target. An expert's weight goes
+// to the stacker (plan_stacked); a split (DeepSeek's kv_b_proj) is dequantized, sliced, then encoded.
 void plan_source(const SafetensorsFile& f, std::size_t shard, const QuantizedPair& pair, const detail::GgufModel& m,
-                 const GgufRecipe& r, int threads, std::vector<Planned>& plan) {
+                 const GgufRecipe& r, int threads, detail::ExpertStacker& stacker, std::vector<Planned>& plan) {
   for (Planned& p : place(f, shard, *f.find(pair.weight), pair.output, pair.output_shape, m)) {
-    if (p.split.expert != detail::GgufName::kNoExpert || p.split.groups != 0) {
+    if (p.split.expert != detail::GgufName::kNoExpert) {
+      const detail::StackSource one{shard, f.find(pair.weight), &pair, &f};
+      for (detail::StackedTensor& s : stacker.add(p.spec.name, p.split.expert, one, pair.weight, f.path())) {
+        plan_stacked(std::move(s), r, threads, plan);
+      }
+      continue;
+    }
+    const bool moved = p.split.groups != 0 || p.stride != 1;
+    if (moved && !r.type) {
       throw IoError(IoErrc::gguf_unsupported, f.path(), pair.weight,
-                    cat("already quantized (", pair.scheme_name, ") and llama.cpp stacks or splits '", pair.output,
-                        "' (", p.spec.name,
-                        "): --format gguf takes quantized experts and split tensors unquantized "
-                        "only (minifloat dequantize first)"));
+                    cat("already quantized (", pair.scheme_name, ") and llama.cpp splits '", pair.output, "' (",
+                        p.spec.name, "): --format gguf splits quantized tensors with --recipe f32, f16, bf16 or q8_0"));
     }
     p.source = &pair;
     if (detail::gguf_keeps_f32(m, p.spec.name)) {
       p.target = "F32";
     } else if (r.type) {
-      const detail::SourcePlan s = detail::gguf_source_plan(f, pair, r, threads);
+      const detail::PairIn in{&f, &pair};
+      const detail::SourcePlan s = detail::gguf_source_plan(
+          {&in, 1}, p.spec.dims[0], moved ? detail::SourceUse::moved : detail::SourceUse::whole, r, threads);
       p.way = s.way;
       p.spec.type = s.type;
       p.target = s.target;
@@ -295,13 +323,13 @@ void plan_source(const SafetensorsFile& f, std::size_t shard, const QuantizedPai
 // any MXFP4 pair; any dialect; gpt-oss expert blocks whatever the recipe) is re-laid out into ggml's blocks with its
 // codes and scales unchanged; any other 2-D pair goes in one pass (plan_source).
 void plan_pair(const SafetensorsFile& f, std::size_t shard, const QuantizedPair& pair, const detail::GgufModel& m,
-               const GgufRecipe& r, int threads, std::vector<Planned>& plan) {
+               const GgufRecipe& r, int threads, detail::ExpertStacker& stacker, std::vector<Planned>& plan) {
   const bool blocks = gpt_oss_blocks(pair, m);
   const std::string target = blocks ? "mxfp4" : r.recipe ? r.recipe->target_for(pair.output, 2, true) : r.name;
   const bool wanted = r.recipe ? detail::is_mxfp4(target_scheme(*r.recipe, target)) : r.keep_quantized;
   const bool fits = blocks || (wanted && detail::is_mxfp4(detail::held_scheme(pair)) && pair.form != PairForm::blocks &&
                                pair.extras.empty() && pair.output_shape.size() == 2 && pair.output_shape[1] % 32 == 0);
-  if (!fits && pair.output_shape.size() == 2) return plan_source(f, shard, pair, m, r, threads, plan);
+  if (!fits && pair.output_shape.size() == 2) return plan_source(f, shard, pair, m, r, threads, stacker, plan);
   if (!fits) {
     throw IoError(IoErrc::gguf_unsupported, f.path(), pair.weight,
                   cat("already quantized (", to_string(pair.form), " pair, ", pair.scheme_name,
@@ -393,6 +421,20 @@ TensorReport regather(const SafetensorsFile& f, const Planned& p, std::vector<st
   return to_blocks(f, p, codes, scales, p.move->reported, bytes);
 }
 
+// The integer pair q's values (rows permuted for Q and K: rope_heads) as `type`'s blocks that hold them exactly, as
+// planned; std::invalid_argument when they no longer do.
+std::vector<std::byte> exact_integer_blocks(const SafetensorsFile& f, const QuantizedPair& q, GgufType type,
+                                            std::uint32_t rope_heads, int threads) {
+  std::vector<float> u = detail::dequantize_dialect_pair(f, q, true), x = dequantize_pair(f, q, threads);
+  if (rope_heads != 0) {
+    permute_rope_rows(u, q.output_shape[0], q.output_shape[1], rope_heads);
+    permute_rope_rows(x, q.output_shape[0], q.output_shape[1], rope_heads);
+  }
+  std::optional<std::vector<std::byte>> b = detail::integer_blocks(type, u, x);
+  if (!b) throw std::invalid_argument("its values no longer fit the type planned (the file changed?)");
+  return std::move(*b);
+}
+
 // A source pair moved into the GGML type that holds it (gguf_sources.h), rows permuted for Q and K: NVFP4 codes
 // and scale bytes unchanged, or integer codes as Q4_0 / Q4_1 / Q8_0 blocks of the same values.
 TensorReport held(const SafetensorsFile& f, const Planned& p, int threads, std::vector<std::byte>& bytes) {
@@ -411,14 +453,7 @@ TensorReport held(const SafetensorsFile& f, const Planned& p, int threads, std::
       }
       bytes = detail::nvfp4_blocks(codes, scales, cols);
     } else {
-      std::vector<float> u = detail::dequantize_dialect_pair(f, q, true), x = dequantize_pair(f, q, threads);
-      if (p.rope_heads != 0) {
-        permute_rope_rows(u, rows, cols, p.rope_heads);
-        permute_rope_rows(x, rows, cols, p.rope_heads);
-      }
-      std::optional<std::vector<std::byte>> b = detail::integer_blocks(p.spec.type, u, x);
-      if (!b) throw std::invalid_argument("its values no longer fit the type planned (the file changed?)");
-      bytes = std::move(*b);
+      bytes = exact_integer_blocks(f, q, p.spec.type, p.rope_heads, threads);
     }
   } catch (const std::invalid_argument& e) {
     throw IoError(IoErrc::gguf_unsupported, f.path(), q.weight, cat("as ", p.target, ": ", e.what()));
@@ -426,24 +461,45 @@ TensorReport held(const SafetensorsFile& f, const Planned& p, int threads, std::
   return {reported(q.output, p), p.target, 0, 0, 0};
 }
 
-// The F32 values of a planned tensor that minifloat reads whole: its input, or its experts' stacked, with its groups'
-// slices taken.
-void gather(const std::vector<SafetensorsFile>& files, const Planned& p, std::vector<float>& x) {
-  const SafetensorsTensor& t = *p.in;
-  if (p.stack.empty()) {
-    detail::widen(files[p.shard], t, x);
-  } else {
-    std::vector<float> one;
-    x.clear();
-    for (const detail::StackSource& s : p.stack) {
-      detail::widen(files[s.shard], *s.tensor, one);
-      x.insert(x.end(), one.begin(), one.end());
+// A stacked tensor's bytes, expert after expert: every GGML type written here lays its blocks along rows, so the
+// experts' encodings one after the other are the stacked tensor's. It holds one expert's f32 values at a time, and
+// the stacked tensor's bytes. Its error row for a lossy type (every quantized expert: against its exact values).
+std::optional<TensorReport> encode_stacked(const Planned& p, int threads, std::vector<float>& x,
+                                           std::vector<std::byte>& bytes) {
+  const bool quantized = p.stack[0].pair != nullptr;
+  const bool lossy = quantized || p.spec.type == GgufType::Q8_0 ||
+                     (p.spec.type != GgufType::F32 && p.spec.type != gguf_type_of(p.in->dtype));
+  double se = 0, sx = 0, max_abs = 0, n = 0;
+  bytes.clear();
+  for (const detail::StackSource& s : p.stack) {
+    const SafetensorsFile& f = *s.file;
+    std::vector<std::byte> one;
+    try {
+      if (p.way == detail::SourceWay::integer) {
+        one = exact_integer_blocks(f, *s.pair, p.spec.type, 0, threads);
+      } else {
+        if (quantized) {
+          x = dequantize_pair(f, *s.pair, threads);  // exact: each value rounded to f32 once, as the converter does
+        } else {
+          detail::widen(f, *s.tensor, x);
+        }
+        one = gguf_encode(p.spec.type, x);
+      }
+    } catch (const std::invalid_argument& e) {
+      throw IoError(IoErrc::gguf_unsupported, f.path(), s.tensor->name, cat("as ", p.target, ": ", e.what()));
     }
+    if (lossy && p.way == detail::SourceWay::dequantize) {
+      const TensorReport r = detail::error_of(p.reported, p.target, x, gguf_decode(p.spec.type, one));
+      se += r.rmse * r.rmse * static_cast<double>(x.size());
+      for (float v : x) sx += static_cast<double>(v) * v;
+      max_abs = std::max(max_abs, r.max_abs);
+      n += static_cast<double>(x.size());
+    }
+    bytes.insert(bytes.end(), one.begin(), one.end());
   }
-  if (p.split.groups != 0) {
-    detail::take_group_rows(x, p.split.groups, p.split.group_rows, t.shape.back(), p.split.first, p.split.count,
-                            p.split.transpose);
-  }
+  if (p.way == detail::SourceWay::integer) return TensorReport{p.reported, p.target, 0, 0, 0};
+  if (!lossy) return std::nullopt;
+  return TensorReport{p.reported, p.target, std::sqrt(se / n), max_abs, sx > 0 ? std::sqrt(se / sx) : 0.0};
 }
 
 // Tensor p's bytes as planned, and its error row for a lossy type (every dequantized pair: its error against the
@@ -458,6 +514,7 @@ std::optional<TensorReport> encode(const std::vector<SafetensorsFile>& files, co
   }
   if (p.pair) return relayout(f, p, bytes);
   if (p.move) return regather(f, p, bytes);
+  if (!p.stack.empty()) return encode_stacked(p, threads, x, bytes);
   if (p.source && p.way != detail::SourceWay::dequantize) return held(f, p, threads, bytes);
   const SafetensorsTensor& t = *p.in;
   const std::string& name = p.source ? p.source->output : t.name;
@@ -465,7 +522,11 @@ std::optional<TensorReport> encode(const std::vector<SafetensorsFile>& files, co
   if (p.source) {
     x = dequantize_pair(f, *p.source, threads);  // exact: each value rounded to f32 once, as the converter does
   } else {
-    gather(files, p, x);
+    detail::widen(f, t, x);
+  }
+  if (p.split.groups != 0) {  // its groups' slices (k_b, v_b)
+    detail::take_group_rows(x, p.split.groups, p.split.group_rows, shape.back(), p.split.first, p.split.count,
+                            p.split.transpose);
   }
   const std::uint64_t rows = shape[0], cols = shape.size() == 2 ? shape[1] : 1;
   if (p.rope_heads != 0) permute_rope_rows(x, rows, cols, p.rope_heads);
@@ -567,9 +628,9 @@ void plan_shard(const GgufInput& in, std::size_t i, const detail::GgufModel& m, 
     if (parts.contains(t->name)) continue;
     const auto pair = by_weight.find(t->name);
     if (pair != by_weight.end()) {
-      plan_pair(in.files[i], i, *pair->second, m, recipe, threads, plan);
+      plan_pair(in.files[i], i, *pair->second, m, recipe, threads, stacker, plan);
     } else {
-      plan_tensor(in.files[i], i, *t, m, recipe, stacker, plan);
+      plan_tensor(in.files[i], i, *t, m, recipe, threads, stacker, plan);
     }
   }
   for (const detail::ExpertMove& move : in.gathers[i]) plan_gather(in.files[i], i, move, m, plan);
@@ -617,8 +678,11 @@ std::uint64_t release_inputs(const std::vector<SafetensorsFile>& files, const Pl
   const SafetensorsFile& f = files[p.shard];
   std::uint64_t bytes = 0;
   for (const detail::StackSource& s : p.stack) {
-    files[s.shard].release(*s.tensor);
-    bytes += s.tensor->end - s.tensor->begin;
+    for (const SafetensorsTensor* t : {s.tensor, s.pair ? files[s.shard].find(s.pair->scale) : nullptr}) {
+      if (t == nullptr) continue;
+      files[s.shard].release(*t);
+      bytes += t->end - t->begin;
+    }
   }
   std::vector<const SafetensorsTensor*> inputs{p.in};
   if (!p.stack.empty()) inputs.clear();

@@ -248,28 +248,33 @@ std::optional<std::vector<std::byte>> integer_blocks(GgufType type, std::span<co
   return out;
 }
 
-SourcePlan gguf_source_plan(const SafetensorsFile& f, const QuantizedPair& p, const GgufRecipe& r, int threads) {
-  const std::uint64_t cols = p.output_shape[1];
-  const GgufType asked = *r.type;
-  if (r.keep_quantized && is_nvfp4_pair(p)) {
+SourcePlan gguf_source_plan(std::span<const PairIn> in, std::uint64_t cols, SourceUse use, const GgufRecipe& r,
+                            int threads) {
+  const QuantizedPair& first = *in[0].pair;
+  // One NVFP4 tensor has one per-tensor scale (X.scale): experts, each with its own, are dequantized instead.
+  if (r.keep_quantized && use == SourceUse::whole && is_nvfp4_pair(first)) {
     if (cols % 64 != 0) {
-      throw IoError(IoErrc::gguf_unsupported, f.path(), p.weight,
+      throw IoError(IoErrc::gguf_unsupported, in[0].file->path(), first.weight,
                     cat("NVFP4 rows of ", cols,
                         " values: ggml's block_nvfp4 holds whole 64-value blocks (llama.cpp's converter drops the "
                         "rest of each row); convert without --keep-quantized"));
     }
     return {SourceWay::nvfp4, GgufType::NVFP4, "NVFP4 re-laid out"};
   }
-  if (r.keep_quantized && p.form == PairForm::integer && cols % 32 == 0) {
-    const std::vector<float> u = dequantize_dialect_pair(f, p, true), x = dequantize_pair(f, p, threads);
+  const auto all = [&in](auto test) { return std::all_of(in.begin(), in.end(), test); };
+  if (r.keep_quantized && use != SourceUse::moved && cols % 32 == 0 &&
+      all([](const PairIn& p) { return p.pair->form == PairForm::integer; })) {
     for (GgufType t : {GgufType::Q4_0, GgufType::Q4_1, GgufType::Q8_0}) {
-      if (integer_blocks(t, u, x))
-        return {SourceWay::integer, t, cat(gguf_type_name(static_cast<std::uint32_t>(t)), " exact")};
+      const bool fits = all([&](const PairIn& p) {
+        const std::vector<float> u = dequantize_dialect_pair(*p.file, *p.pair, true);
+        return integer_blocks(t, u, dequantize_pair(*p.file, *p.pair, threads)).has_value();
+      });
+      if (fits) return {SourceWay::integer, t, cat(gguf_type_name(static_cast<std::uint32_t>(t)), " exact")};
     }
   }
-  GgufType type = asked;
+  GgufType type = *r.type;
   std::string why;
-  if (r.fp8_as_q8 && is_fp8_pair(f, p)) {
+  if (r.fp8_as_q8 && all([](const PairIn& p) { return is_fp8_pair(*p.file, *p.pair); })) {
     type = GgufType::Q8_0;
     why = " (fp8-as-q8)";
   }

@@ -26,10 +26,24 @@ struct SourcePlan {
   std::string target;  // for the report: e.g. "Q8_0 (fp8-as-q8)", "NVFP4 re-laid out", "Q4_0 exact"
 };
 
-// What the 2-D pair p becomes under the type recipe r (r.type set): an NVFP4 row must be whole 64-value blocks
-// (IoError gguf_unsupported naming the tensor otherwise; nvfp4_scales checks the rest, planned with it); integer
-// codes take the first of Q4_0, Q4_1, Q8_0 whose blocks hold every value exactly (the values read here, once).
-SourcePlan gguf_source_plan(const SafetensorsFile& f, const QuantizedPair& p, const GgufRecipe& r, int threads);
+// One quantized pair and the file it is in.
+struct PairIn {
+  const SafetensorsFile* file = nullptr;
+  const QuantizedPair* pair = nullptr;
+};
+
+// How a GGUF tensor holds its pairs' values: as one pair's (whole), each expert's one after another (stacked), or
+// rows of a pair's sliced or transposed (moved: DeepSeek's k_b / v_b, only ever dequantized).
+enum class SourceUse { whole, stacked, moved };
+
+// What one GGUF tensor made of the 2-D pairs `in` (one pair; or each expert of a stacked tensor, in order) becomes
+// under the type recipe r (r.type set); cols: the tensor's row length (ggml's ne[0]). --keep-quantized: a whole
+// NVFP4 pair is re-laid out (its row must be whole 64-value blocks: IoError gguf_unsupported naming the tensor
+// otherwise; nvfp4_scales checks the rest, planned with it), integer codes take the first of Q4_0, Q4_1, Q8_0 whose
+// blocks hold every value of every pair exactly (the values read here, once per type tried). --fp8-as-q8: Q8_0 when
+// every pair is FP8. Q8_0 for a row not whole 32-value blocks: F16, as llama.cpp's converter falls back.
+SourcePlan gguf_source_plan(std::span<const PairIn> in, std::uint64_t cols, SourceUse use, const GgufRecipe& r,
+                            int threads);
 
 // True for an FP8 pair (F8_E4M3 or F8_E5M2 codes): what --fp8-as-q8 writes as Q8_0.
 bool is_fp8_pair(const SafetensorsFile& f, const QuantizedPair& p);

@@ -28,10 +28,15 @@ std::vector<StackedTensor> ExpertStacker::add(const std::string& name, std::uint
     throw IoError(IoErrc::gguf_unsupported, file, hf, cat("a second copy of expert ", expert, " of ", name));
   }
   for (const StackSource& other : slots) {
-    if (other.tensor && (other.tensor->shape != source.tensor->shape || other.tensor->dtype != source.tensor->dtype)) {
+    if (!other.tensor) continue;
+    const bool pairs =
+        (other.pair != nullptr) == (source.pair != nullptr) &&
+        (!other.pair || (other.pair->form == source.pair->form && other.pair->scheme_name == source.pair->scheme_name));
+    if (!pairs || other.shape() != source.shape() || other.tensor->shape != source.tensor->shape ||
+        other.tensor->dtype != source.tensor->dtype) {
       throw IoError(IoErrc::gguf_unsupported, file, hf,
-                    cat("its shape or dtype differs from ", other.tensor->name, "'s: the experts of ", name,
-                        " stack into one 3-D tensor"));
+                    cat("its shape, dtype or quantization differs from ", other.tensor->name, "'s: the experts of ",
+                        name, " stack into one 3-D tensor"));
     }
   }
   slots[expert] = source;

@@ -9,14 +9,19 @@
 #include <string>
 #include <vector>
 
+#include "minifloat/checkpoint_tensors.h"
 #include "minifloat/safetensors.h"
 
 namespace mf::io::detail {
 
-// One expert's weight: the shard it is in, and the tensor.
+// One expert's weight: the shard it is in, and the tensor (a quantized pair's codes, `pair`, in `file`).
 struct StackSource {
   std::size_t shard = 0;
   const SafetensorsTensor* tensor = nullptr;
+  const QuantizedPair* pair = nullptr;
+  const SafetensorsFile* file = nullptr;
+  // The expert's [rows, cols]: the pair's dequantized shape, or the tensor's.
+  const std::vector<std::uint64_t>& shape() const { return pair ? pair->output_shape : tensor->shape; }
 };
 
 // A 3-D tensor of every expert's weight ([n_expert, rows, cols]) and the name that reports it.
@@ -32,7 +37,8 @@ class ExpertStacker {
  public:
   explicit ExpertStacker(std::uint32_t n_expert) : n_expert_(n_expert) {}
   // Expert `expert` of the stacked `name` (blk.N.ffn_{gate,up,down}_exps.weight) is `source`, named `hf` in `file`.
-  // Throws IoError gguf_unsupported for a second copy of it, or a shape or dtype other than the first expert's.
+  // Throws IoError gguf_unsupported for a second copy of it, or a shape, dtype or scheme other than the first
+  // expert's (all quantized pairs of one scheme, or none).
   std::vector<StackedTensor> add(const std::string& name, std::uint32_t expert, StackSource source,
                                  const std::string& hf, const std::filesystem::path& file);
   // Throws IoError gguf_unsupported naming an expert weight that never came (`where`: the checkpoint).
