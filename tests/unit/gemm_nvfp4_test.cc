@@ -19,19 +19,13 @@
 #include "minifloat/codec.h"
 #include "minifloat/gemm.h"
 #include "minifloat/quantize.h"
+#include "gemm_test_util.h"
 
 namespace {
 
 using Shape = std::vector<std::int64_t>;
-
-std::vector<float> random_values(std::int64_t n, std::uint32_t seed, bool outliers) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  std::uniform_real_distribution<float> unit(0.0f, 1.0f);
-  std::vector<float> x(static_cast<std::size_t>(n));
-  for (float& v : x) v = normal(rng) * (outliers && unit(rng) < 0.01f ? 500.0f : 1.0f);
-  return x;
-}
+using mf::test::message_of;
+using mf::test::random_values;
 
 // An nvfp4 weight [n, k] with the given codes (one e2m1 code per element), E4M3 block scale codes (one per 16) and
 // tensor scale: quantize() makes the tensor's frame, the bytes are then set by hand.
@@ -209,15 +203,6 @@ TEST(GemmNvfp4, LinearTakesNvfp4InBothForms) {
 }
 
 // ---- bad input ----
-
-std::string message_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const mf::GemmError& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
 
 TEST(GemmNvfp4, BadTensorScaleOrScaleGridIsANamedError) {
   const std::vector<float> x = random_values(2 * 256, 91, false), wv = random_values(48 * 256, 92, false);

@@ -18,19 +18,13 @@
 #include "minifloat/codec.h"
 #include "minifloat/gemm.h"
 #include "minifloat/quantize.h"
+#include "gemm_test_util.h"
 
 namespace {
 
 using Shape = std::vector<std::int64_t>;
-
-std::vector<float> random_values(std::int64_t n, std::uint32_t seed, bool outliers = false) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  std::uniform_real_distribution<float> unit(0.0f, 1.0f);
-  std::vector<float> x(static_cast<std::size_t>(n));
-  for (float& v : x) v = normal(rng) * (outliers && unit(rng) < 0.01f ? 500.0f : 1.0f);
-  return x;
-}
+using mf::test::message_of;
+using mf::test::random_values;
 
 std::vector<double> dequantized(const mf::QuantizedTensor& q) {
   std::vector<float> f(static_cast<std::size_t>(q.count()));
@@ -198,15 +192,6 @@ TEST(Gemm, LinearDispatchesOnTheWeightAndAccumulates) {
 }
 
 // ---- shapes that do not fit ----
-
-std::string message_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const mf::GemmError& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
 
 TEST(Gemm, MisfitsNameBothShapes) {
   const std::vector<float> x = random_values(2 * 256, 51), wv = random_values(64 * 384, 52);
