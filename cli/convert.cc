@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <fmt/format.h>
 #include <memory>
+#include <nlohmann/json.hpp>
 
 #include "checkpoint_cli.h"
 #include "common.h"
@@ -55,6 +56,7 @@ struct ConvertArgs {
   std::string in, out, recipe, format = "minifloat";
   std::size_t shard_index = 0, shard_count = 1;
   bool resume = false, merge = false, no_tokenizer = false, fp8_as_q8 = false, keep_quantized = false;
+  bool lossless = false, allow_inexact = false, json = false;
   int threads = 0;
 };
 
@@ -66,6 +68,43 @@ std::string error_table(const io::ConvertReport& r) {
                        100 * e.rel_rmse);
   }
   return out;
+}
+
+// convert --lossless: each cast tensor's blocks carried exactly and not (with --allow-inexact), and its errors.
+std::string cast_table(const io::ConvertReport& r) {
+  std::string out;
+  for (const io::TensorReport& e : r.tensors) {
+    if (e.blocks == 0) continue;
+    if (out.empty()) {
+      out = fmt::format("{:<56} {:>10} {:>10} {:>10} {:>11} {:>11}\n", "lossless cast", "blocks", "exact", "inexact",
+                        "max |err|", "max rel");
+    }
+    out += fmt::format("{:<56} {:>10} {:>10} {:>10} {:>11.4g} {:>11.4g}\n", e.name, e.blocks,
+                       e.blocks - e.inexact_blocks, e.inexact_blocks, e.max_abs, e.max_rel);
+  }
+  return out;
+}
+
+std::string report_json(const io::ConvertReport& r) {
+  nlohmann::ordered_json j;
+  nlohmann::ordered_json tensors = nlohmann::ordered_json::array();
+  for (const io::TensorReport& e : r.tensors) {
+    nlohmann::ordered_json t{
+        {"name", e.name}, {"target", e.target}, {"rmse", e.rmse}, {"max_abs", e.max_abs}, {"rel_rmse", e.rel_rmse}};
+    if (e.blocks > 0) {
+      t["blocks"] = e.blocks;
+      t["exact_blocks"] = e.blocks - e.inexact_blocks;
+      t["inexact_blocks"] = e.inexact_blocks;
+      t["max_rel"] = e.max_rel;
+    }
+    tensors.push_back(std::move(t));
+  }
+  j["tensors"] = std::move(tensors);
+  j["input_bytes"] = r.input_bytes;
+  j["output_bytes"] = r.output_bytes;
+  j["shards_written"] = r.shards_written;
+  j["shards_skipped"] = r.shards_skipped;
+  return j.dump(2) + "\n";
 }
 
 // One GGUF file: no job arrays (the file is written whole, in one run).
@@ -101,7 +140,12 @@ void run_convert_gguf(const ConvertArgs& a) {
 
 void run_convert(const ConvertArgs& a) {
   const io::WriteFormat format = io::write_format_named(a.format);
-  if (format == io::WriteFormat::gguf) return run_convert_gguf(a);
+  if (format == io::WriteFormat::gguf) {
+    if (a.lossless || a.allow_inexact || a.json) {
+      throw UsageError("--lossless, --allow-inexact and --json go with safetensors output, not --format gguf");
+    }
+    return run_convert_gguf(a);
+  }
   if (is_gguf(a.in)) {
     // A GGUF's tensors carry llama.cpp's names and row order, and its config is metadata: no Hugging Face checkpoint.
     throw UsageError(fmt::format(
@@ -112,6 +156,7 @@ void run_convert(const ConvertArgs& a) {
         a.in, a.format, a.in));
   }
   if (a.no_tokenizer) throw UsageError("--no-tokenizer goes with --format gguf (the other formats copy no tokenizer)");
+  if (a.allow_inexact && !a.lossless) throw UsageError("--allow-inexact goes with --lossless");
   if (a.fp8_as_q8 || a.keep_quantized) throw UsageError("--fp8-as-q8 and --keep-quantized go with --format gguf");
   if (io::is_gguf_type_name(a.recipe)) {
     throw UsageError(fmt::format("--recipe {} is a GGUF tensor type: it goes with --format gguf", a.recipe));
@@ -129,13 +174,19 @@ void run_convert(const ConvertArgs& a) {
   o.resume = a.resume;
   o.threads = a.threads;
   o.format = format;
+  o.lossless = a.lossless;
+  o.allow_inexact = a.allow_inexact;
   if (o.job_count == 0 || o.job_index >= o.job_count) {
     throw UsageError("--shard-index must be less than --shard-count");
   }
   ProgressBar bar("convert");
   o.progress = [&bar](std::uint64_t done, std::uint64_t total) { bar.update(done, total); };
   const io::ConvertReport r = io::convert_checkpoint(a.in, a.out, recipe, o);
-  std::string text = error_table(r);
+  if (a.json) {
+    write_stdout(report_json(r));
+    return;
+  }
+  std::string text = error_table(r) + cast_table(r);
   text +=
       fmt::format("recipe {}: {} shard{} written, {} kept from an earlier run; {} -> {}\n", recipe.name,
                   r.shards_written, r.shards_written == 1 ? "" : "s", r.shards_skipped,
@@ -193,6 +244,15 @@ void register_convert(CLI::App& app) {
               "with --format gguf and a type recipe: MXFP4 and NVFP4 weights re-laid out unchanged, integer "
               "(INT4/INT8) weights as Q4_0, Q4_1 or Q8_0 where that holds them exactly; the rest as the recipe's "
               "type");
+  s->add_flag("--lossless", a->lossless,
+              "round nothing: a quantized weight whose target is another scheme is cast into it (MXFP4 -> NVFP4, "
+              "MXFP4 -> FP8 tiles as DeepSeek's cast_e2m1fn_to_e4m3fn, FP8 tiles with power-of-two scales -> "
+              "MXFP8), every block checked before anything is written; a block that cannot be carried exactly, a "
+              "cast that does not exist, or a float tensor the recipe would quantize or narrow is an error");
+  s->add_flag("--allow-inexact", a->allow_inexact,
+              "with --lossless: write the blocks a cast cannot carry exactly (requantized by the target's rule; "
+              "MXFP4 -> FP8 rounds as DeepSeek's cast) and report them and their errors");
+  s->add_flag("--json", a->json, "print the report (per tensor: errors; casts: blocks exact / inexact) as JSON");
   s->add_flag("--merge", a->merge, "after a job array: write OUT's index and config.json");
   s->add_option("--threads", a->threads,
                 "worker threads over the tensors of all shards (default: all cores); output is the same for any count");

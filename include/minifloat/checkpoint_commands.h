@@ -180,6 +180,11 @@ void check_write_format(const Recipe& recipe, WriteFormat format);
 struct TensorReport {
   std::string name, target;
   double rmse = 0, max_abs = 0, rel_rmse = 0;  // of the dequantized tensor against the input (quantized targets)
+  // convert --lossless, a pair cast into another scheme (lossless_cast.h): the output's blocks, those holding a value
+  // that differs from the input's (only with --allow-inexact), and the largest |error| / |input| over the values.
+  // blocks == 0: no cast.
+  std::uint64_t blocks = 0, inexact_blocks = 0;
+  double max_rel = 0;
 };
 struct ConvertOptions {
   std::size_t job_index = 0, job_count = 1;  // --shard-index / --shard-count: a job converts only its shards
@@ -198,6 +203,11 @@ struct ConvertOptions {
   // Each must match some tensor (checked in a one-job run).
   std::vector<std::string> passthrough;
   WriteFormat format = WriteFormat::minifloat;  // convert: the dialect of the tensors and config written
+  // convert --lossless: a pair whose target is another scheme is cast (lossless_cast.h), never requantized, and no
+  // tensor is rounded (a float tensor given a scheme, or narrowed to BF16, is refused); every cast runs once before
+  // anything is written and a block it cannot carry exactly is an error naming the tensor and block.
+  bool lossless = false;
+  bool allow_inexact = false;  // with lossless: such blocks are written requantized and counted (TensorReport)
 };
 struct ConvertReport {
   std::vector<TensorReport> tensors;

@@ -13,6 +13,7 @@
 #include "dialect_writer.h"
 #include "expert_relayout.h"
 #include "int4_relayout.h"
+#include "lossless_convert.h"
 #include "quantization_rule.h"
 #include "../io/file.h"
 #include "minifloat/checkpoint_commands.h"
@@ -96,7 +97,8 @@ void check_global_scales(const fs::path& in, const ConvertOptions& o, const Plan
     const SafetensorsFile f = detail::open_input_shard(c, i);
     std::vector<QuantizedPair> pairs;
     for (const Step& s : detail::plan_shard(c, i, f, plan, pairs)) {
-      if (!s.scheme || !s.scheme->tensor_scale || s.relayout) continue;  // a re-laid-out pair was checked when planned
+      // a re-laid-out pair was checked when planned, a cast one by check_casts
+      if (!s.scheme || !s.scheme->tensor_scale || s.relayout || s.cast) continue;
       if (s.pair) {
         x = dequantize_pair(f, *s.pair);  // requantized: its exact values
       } else {
@@ -285,6 +287,17 @@ std::optional<Step> int_pair_step(const SafetensorsFile& f, const QuantizedPair&
                                   "or write it as minifloat or compressed-tensors; nothing was written"));
 }
 
+// --lossless: a pair whose target is another scheme is cast into it (checked castable here, its blocks before
+// anything is written: check_casts); f32 dequantizes it exactly; bf16 would round, so it is refused.
+Step lossless_step(const SafetensorsFile& f, const QuantizedPair& p, const std::string& target,
+                   const std::optional<Scheme>& want, WriteFormat format, std::optional<detail::WrittenKind> kind) {
+  if (!want && target != "f32") detail::refuse_rounding(f, p.weight, f.find(p.weight)->dtype, target, true);
+  if (want) detail::check_castable(f, p, *want, target);
+  Step s = requantized_step(f, p, target, want, format, kind);
+  s.cast = want.has_value();
+  return s;
+}
+
 // A pair already in IN, by its target:
 //   - the very scheme it holds ("keep" counts as that): its codes and block scales are the bytes the format writes
 //     (MXFP4 and MXFP8 with one E8M0 scale per 32 elements; NVFP4's e4m3 scales per 16; FP8 blocks with F32 scales
@@ -294,10 +307,11 @@ std::optional<Step> int_pair_step(const SafetensorsFile& f, const QuantizedPair&
 //   - another scheme: dequantized exactly first, then quantized into it (requantized_step); its activation scales
 //     describe the old scheme and are left out;
 //   - bf16 or f32: dequantized into that dtype.
+// With --lossless, another scheme is reached by a lossless cast instead (lossless_step), and bf16 is refused.
 // What a format cannot hold (gpt-oss's non-expert weights, a re-layout its names do not fit) is refused before
 // anything is written.
 std::optional<Step> plan_pair(const SafetensorsFile& f, const QuantizedPair& p, const Recipe& recipe,
-                              WriteFormat format, std::optional<detail::WrittenKind> kind) {
+                              WriteFormat format, std::optional<detail::WrittenKind> kind, bool lossless) {
   if (std::optional<Step> s = int_pair_step(f, p, recipe, format)) return s;
   if (p.form == PairForm::blocks) return plan_blocks(f, p, recipe, format, kind);
   const std::string target = recipe.target_for(p.output, 2, true);
@@ -321,6 +335,7 @@ std::optional<Step> plan_pair(const SafetensorsFile& f, const QuantizedPair& p, 
   if (bytes_fit && whole_blocks(p, *want))
     return relaid_step(f, p, keep ? held->name : target, *want, recode, format, kind);
   if (keep) refuse_pair(f, p, target, format);
+  if (lossless) return lossless_step(f, p, target, want, format, kind);
   return requantized_step(f, p, target, want, format, kind);
 }
 
@@ -350,8 +365,13 @@ bool own(const SafetensorsFile& f, const SafetensorsTensor& t) {
 class RecipePlan {
  public:
   RecipePlan(const Recipe& recipe, WriteFormat format, std::optional<detail::WrittenKind> kind, bool release,
-             detail::Declaration declared)
-      : recipe_(recipe), format_(format), kind_(kind), release_(release), declared_(std::move(declared)) {}
+             detail::Declaration declared, bool lossless)
+      : recipe_(recipe),
+        format_(format),
+        kind_(kind),
+        release_(release),
+        declared_(std::move(declared)),
+        lossless_(lossless) {}
 
   std::vector<Step> operator()(const SafetensorsFile& f, std::vector<QuantizedPair>& pairs) const {
     pairs = find_pairs(f);
@@ -389,7 +409,7 @@ class RecipePlan {
     }
     for (const QuantizedPair& p : pairs) {
       if (out.relaid.contains(p.weight) || out.moved.contains(p.weight)) continue;  // gathered
-      if (std::optional<Step> s = plan_pair(f, p, recipe_, format_, kind_)) {
+      if (std::optional<Step> s = plan_pair(f, p, recipe_, format_, kind_, lossless_)) {
         out.relaid.emplace(p.weight, std::move(*s));
         out.moved.insert({p.scale, p.tensor_scale});
         out.moved.insert(p.extras.begin(), p.extras.end());  // requantized or dequantized: they held the old scheme
@@ -416,6 +436,9 @@ class RecipePlan {
       s.target = "keep";
     }
     set_dialect(s, format_, kind_, f);
+    if (lossless_ && (s.scheme || (s.target == "bf16" && t.dtype != DType::BF16))) {
+      detail::refuse_rounding(f, t.name, t.dtype, s.target, false);
+    }
     return s;
   }
 
@@ -424,6 +447,7 @@ class RecipePlan {
   const std::optional<detail::WrittenKind> kind_;
   const bool release_;            // --format deepseek on DeepSeek's bare names: the release form
   detail::Declaration declared_;  // what the files cannot tell (GPTQ v2's zero points)
+  const bool lossless_;           // --lossless: pairs cast between schemes, nothing rounded
 };
 
 // --format gpt-oss: a checkpoint labelled mxfp4 with no expert quantized would load as garbage: refused.
@@ -464,10 +488,18 @@ void check_int_configs(const fs::path& in, const ConvertOptions& o, const Planne
 ConvertReport convert_checkpoint(const fs::path& in, const fs::path& out, const Recipe& recipe,
                                  const ConvertOptions& options) {
   const WriteFormat format = options.format;
+  if (options.allow_inexact && !options.lossless) throw std::invalid_argument("--allow-inexact goes with --lossless");
+  if (options.lossless && format == WriteFormat::gpt_oss) {
+    throw std::invalid_argument(
+        "--lossless with --format gpt-oss: gpt-oss quantizes its experts from floats; convert --lossless casts "
+        "pairs that are already quantized (MXFP4 -> NVFP4, MXFP4 -> FP8 tiles, FP8 tiles -> MXFP8)");
+  }
   const std::optional<detail::WrittenKind> kind = written_kind(recipe, format);  // refused before anything
   const bool release = format == WriteFormat::deepseek && detail::deepseek_release_form(open_checkpoint(in), recipe);
-  const Planner plan = RecipePlan(recipe, format, kind, release, detail::checkpoint_declaration(open_checkpoint(in)));
+  const Planner plan =
+      RecipePlan(recipe, format, kind, release, detail::checkpoint_declaration(open_checkpoint(in)), options.lossless);
   return detail::run_plan(in, out, options, plan, false, &recipe, [&] {
+    if (options.lossless) detail::check_casts(in, options, plan);  // every block, before anything is written
     if (format == WriteFormat::compressed_tensors) check_global_scales(in, options, plan);  // nvfp4 targets only
     if (format == WriteFormat::gpt_oss && options.job_count == 1) check_gpt_oss_experts(in, plan, recipe);
     if (format == WriteFormat::awq || format == WriteFormat::gptq) check_int_configs(in, options, plan, format);

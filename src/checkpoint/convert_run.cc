@@ -15,6 +15,7 @@
 
 #include "convert_paths.h"
 #include "deepseek_release.h"
+#include "lossless_convert.h"
 #include "../io/file.h"
 #include "minifloat/bulk.h"
 #include "minifloat/codec.h"
@@ -311,6 +312,11 @@ std::optional<TensorReport> produce(const SafetensorsFile& f, const Step& s, std
       w.write_tensor(k++, bytes);
     }
     return TensorReport{s.pair->output, s.pair->scheme_name + " re-laid out", 0, 0, 0};
+  }
+  if (s.cast) {
+    const CastOutput c = cast_pair(f, s, threads);
+    write_quantized(f, s, c.q, k, w);
+    return c.row;
   }
   if (s.scheme) return produce_quantized(f, s, k, w, threads, scratch);
   if (s.pair) {

@@ -35,6 +35,7 @@ struct Step {
   bool experts = false;   // gpt-oss: a 3-D MoE expert tensor [E, in, out], quantized as [E x out, in]
   bool relayout = false;  // `pair` holds `scheme`'s codes and scales already: copied under the format's names
   bool release = false;   // --format deepseek for DeepSeek's bare names: X.weight + X.scale (deepseek_release.h)
+  bool cast = false;      // convert --lossless: `pair` cast into `scheme` (lossless_cast.h), not requantized
   float second = 0;       // relayout, two-level schemes: the second-level scale as the format stores it
   ScaleRecode recode = ScaleRecode::none;  // relayout: the block scales rewritten exactly into the target's format
   std::shared_ptr<const detail::ExpertMove> move =
