@@ -129,8 +129,9 @@ void check_casts(const std::filesystem::path& in, const ConvertOptions& o, const
         throw std::invalid_argument(cat(f.path().string(), ": tensor '", s.pair->weight, "' (", s.pair->scheme_name,
                                         ") cast as ", s.target, ": ", r.report.inexact_blocks, " of ", r.report.blocks,
                                         " blocks cannot be carried exactly; the first is ", r.report.why,
-                                        ". --allow-inexact writes such blocks requantized and reports their "
-                                        "error; nothing was written"));
+                                        ". --allow-inexact writes such blocks (requantized by the target's rule; "
+                                        "into FP8 tiles rounded as DeepSeek's cast) and reports their error; "
+                                        "nothing was written"));
       }
       if (s.scheme->tensor_scale && s.dialect) second_scale_written(s.format, r.q.tensor_scale, s.pair->output);
       f.release(*s.in);
