@@ -55,6 +55,7 @@ const std::map<std::string, Layer> kPublicHeaders = {
     {"scale.h", blocks},
     {"pack.h", blocks},
     {"quantize.h", blocks},
+    {"lossless_cast.h", blocks},  // casts between schemes; ref::cast_exactness beside them, as quantize.h's ref::
     {"hadamard.h", blocks},
     // the GEMM's definition: operands, options and the reference beside the entry points
     {"gemm.h", ref},
