@@ -3,7 +3,8 @@ schemes"), on the DeepSeek-V4 release miniature (`make-example-checkpoint --like
 FP4 as I8 with E8M0 1x32 scales, linears FP8 with E8M0 128x128 scales). Every cast is checked by dequantizing input and
 output and comparing every value bit for bit; the written NVFP4 against ModelOpt's NVFP4QTensor and compressed-tensors'
 NVFP4 decompressor, the MXFP8 against ModelOpt's MXFP8QTensor, and MXFP4 -> FP8 against DeepSeek's
-cast_e2m1fn_to_e4m3fn (inference/convert.py) written out below from its published formula."""
+cast_e2m1fn_to_e4m3fn (inference/convert.py) written out below from its published formula. MXFP4 checkpoints that
+compressed-tensors and ModelOpt wrote themselves are cast into NVFP4 the same way."""
 import json
 import pathlib
 
@@ -65,6 +66,34 @@ def expert_names(stored):
     return sorted(k for k in stored if ".experts." in k and k.endswith(".weight") and ".shared_" not in k)
 
 
+def nvfp4_by_library(torch, out, fmt, names, want):
+    """The NVFP4 weights `names` of `out`, dequantized by the dialect's library (compressed-tensors' decompressor for
+    its format; ModelOpt's NVFP4QTensor for ModelOpt's and minifloat's, which share the form: W (F4 / U8), W_scale
+    (F8_E4M3 [R, C/16]), W_scale_2 (F32 [])), against `want` (the input dequantized to bf16: e2m1 x 2^k is exact
+    there)."""
+    stored = tensors(out)
+    if fmt == "compressed-tensors":
+        need("compressed_tensors")
+        from compressed_tensors.compressors import BaseCompressor
+        from compressed_tensors.quantization import QuantizationConfig
+        parsed = QuantizationConfig.model_validate(json.loads((out / "config.json").read_text())["quantization_config"])
+        compressor = BaseCompressor.get_value_from_registry(parsed.format)
+        for name in names:
+            m = name[:-len(".weight")]
+            parts = {k[len(m) + 1:]: v for k, v in stored.items() if k.rsplit(".", 1)[0] == m}
+            assert set(parts) == {"weight_packed", "weight_scale", "weight_global_scale"}, parts.keys()
+            got = compressor.decompress(parts, parsed.config_groups["group_0"])["weight"]
+            same_bits(torch, got, want[name], name)
+    else:
+        qt = need("modelopt.torch.quantization.qtensor")
+        for name in names:
+            w = stored[name].view(torch.uint8)
+            got = qt.NVFP4QTensor(torch.Size([w.shape[0], w.shape[1] * 2]), torch.bfloat16, w).dequantize(
+                dtype=torch.bfloat16, scale=stored[name + "_scale"], double_scale=stored[name + "_scale_2"],
+                block_sizes={-1: 16})
+            same_bits(torch, got, want[name], name, zero_sign=False)  # ModelOpt decodes e2m1 -0 as +0
+
+
 @pytest.mark.parametrize("fmt", ["minifloat", "modelopt", "compressed-tensors"])
 def test_fp4_experts_to_nvfp4(tmp_path, fmt):
     torch = need("torch")
@@ -78,27 +107,7 @@ def test_fp4_experts_to_nvfp4(tmp_path, fmt):
         assert row["blocks"] == 128 * 128 // 16 and row["exact_blocks"] == row["blocks"], row
         assert row["inexact_blocks"] == 0 and row["max_abs"] == 0 and row["max_rel"] == 0, row
     all_values_equal(torch, src, out, tmp_path)
-    want = dequantize(src, tmp_path / "in-bf16")  # e2m1 x 2^k: exact in bf16 too
-    stored = tensors(out)
-    if fmt == "compressed-tensors":
-        from compressed_tensors.compressors import BaseCompressor
-        from compressed_tensors.quantization import QuantizationConfig
-        parsed = QuantizationConfig.model_validate(json.loads((out / "config.json").read_text())["quantization_config"])
-        compressor = BaseCompressor.get_value_from_registry(parsed.format)
-        for name in cast:
-            m = name[:-len(".weight")]
-            parts = {k[len(m) + 1:]: v for k, v in stored.items() if k.rsplit(".", 1)[0] == m}
-            assert set(parts) == {"weight_packed", "weight_scale", "weight_global_scale"}, parts.keys()
-            got = compressor.decompress(parts, parsed.config_groups["group_0"])["weight"]
-            same_bits(torch, got, want[name], name)
-    else:  # minifloat's NVFP4 form is ModelOpt's: W (F4 / U8), W_scale (F8_E4M3 [R, C/16]), W_scale_2 (F32 [])
-        qt = need("modelopt.torch.quantization.qtensor")
-        for name in cast:
-            w = stored[name].view(torch.uint8)
-            got = qt.NVFP4QTensor(torch.Size([w.shape[0], w.shape[1] * 2]), torch.bfloat16, w).dequantize(
-                dtype=torch.bfloat16, scale=stored[name + "_scale"], double_scale=stored[name + "_scale_2"],
-                block_sizes={-1: 16})
-            same_bits(torch, got, want[name], name, zero_sign=False)  # ModelOpt decodes e2m1 -0 as +0
+    nvfp4_by_library(torch, out, fmt, sorted(cast), dequantize(src, tmp_path / "in-bf16"))
     r = minifloat("verify", out)
     assert r.returncode == 0, r.stderr + r.stdout
 
@@ -199,3 +208,21 @@ def test_refused_before_anything_is_written(tmp_path, rules, why):
     r = minifloat("convert", src, out, "--recipe", recipe_file(tmp_path, rules), "--lossless")
     assert r.returncode == 2 and why in r.stderr, r.stderr
     assert not out.exists()
+
+
+@pytest.mark.parametrize("source", ["compressed-tensors", "modelopt"])
+@pytest.mark.parametrize("fmt", ["minifloat", "modelopt", "compressed-tensors"])
+def test_library_mxfp4_to_nvfp4(tmp_path, source, fmt):
+    """A tiny Llama that compressed-tensors' MXFP4 preset or ModelOpt's MXFP4 config quantized, cast by the built-in
+    nvfp4 recipe (its BF16 embeddings and head stay BF16, as the recipe asks): every linear cast exactly."""
+    torch = need("torch")
+    from test_dialects import ct_checkpoint, modelopt_checkpoint
+    src, out = tmp_path / "src", tmp_path / "out"
+    (ct_checkpoint if source == "compressed-tensors" else modelopt_checkpoint)(torch, "MXFP4", src)
+    r = minifloat("convert", src, out, "--recipe", "nvfp4", "--lossless", "--json", "--format", fmt)
+    assert r.returncode == 0, r.stderr
+    cast = {t["name"]: t for t in json.loads(r.stdout)["tensors"] if "blocks" in t}
+    assert len(cast) == 14 and all(t["inexact_blocks"] == 0 and t["target"] == "nvfp4 cast from e2m1-1x32-ue8m0"
+                                   for t in cast.values()), cast
+    all_values_equal(torch, src, out, tmp_path)
+    nvfp4_by_library(torch, out, fmt, sorted(cast), dequantize(src, tmp_path / "in-bf16"))
