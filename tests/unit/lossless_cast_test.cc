@@ -209,6 +209,23 @@ TEST(LosslessCast, Fp8F32TilesToMxfp8) {
   expect_report_matches_ref(in, r);
 }
 
+TEST(LosslessCast, PartialEdgeBlocksAndTiles) {
+  // 130 x 48: a partial 1x32 block at each row's end (16 columns), partial 128x128 tiles on both sides (2 rows).
+  std::vector<std::uint8_t> scales;
+  for (int i = 0; i < 130 * 2; ++i) scales.push_back(static_cast<std::uint8_t>(120 + i % 9));
+  const QuantizedTensor in = mxfp4(130, 48, scales, 5);
+  for (const char* to : {"nvfp4", "fp8-128x128", "fp8-32x32"}) {
+    SCOPED_TRACE(to);
+    const mf::CastResult r = mf::lossless_cast(in, mf::scheme_named(to));
+    expect_bit_exact(in, r);
+    expect_report_matches_ref(in, r);
+  }
+  const QuantizedTensor tiles = fp8(130, 96, "fp8-128x128", {125, 131});  // 2 x 1 tiles, the second of 2 rows
+  const mf::CastResult r = mf::lossless_cast(tiles, mf::scheme_named("mxfp8"));
+  EXPECT_EQ(r.q.scales[129 * 3 + 2], 131);
+  expect_bit_exact(tiles, r);
+}
+
 TEST(LosslessCast, RefusedPairsAndNaNScales) {
   const QuantizedTensor in = mxfp4(1, 32, {127});
   EXPECT_NE(mf::lossless_cast_refusal(mf::scheme_named("nvfp4"), mf::scheme_named("mxfp4")), "");
