@@ -288,10 +288,9 @@ std::optional<Step> int_pair_step(const SafetensorsFile& f, const QuantizedPair&
 }
 
 // --lossless: a pair whose target is another scheme is cast into it (checked castable here, its blocks before
-// anything is written: check_casts); f32 dequantizes it exactly; bf16 would round, so it is refused.
+// anything is written: check_casts); f32 dequantizes it exactly (bf16 would round: refused in plan_pair).
 Step lossless_step(const SafetensorsFile& f, const QuantizedPair& p, const std::string& target,
                    const std::optional<Scheme>& want, WriteFormat format, std::optional<detail::WrittenKind> kind) {
-  if (!want && target != "f32") detail::refuse_rounding(f, p.weight, f.find(p.weight)->dtype, target, true);
   if (want) detail::check_castable(f, p, *want, target);
   Step s = requantized_step(f, p, target, want, format, kind);
   s.cast = want.has_value();
@@ -312,6 +311,9 @@ Step lossless_step(const SafetensorsFile& f, const QuantizedPair& p, const std::
 // anything is written.
 std::optional<Step> plan_pair(const SafetensorsFile& f, const QuantizedPair& p, const Recipe& recipe,
                               WriteFormat format, std::optional<detail::WrittenKind> kind, bool lossless) {
+  if (lossless && recipe.target_for(p.output, 2, true) == "bf16") {
+    detail::refuse_rounding(f, p.weight, f.find(p.weight)->dtype, "bf16", true);  // integer pairs too
+  }
   if (std::optional<Step> s = int_pair_step(f, p, recipe, format)) return s;
   if (p.form == PairForm::blocks) return plan_blocks(f, p, recipe, format, kind);
   const std::string target = recipe.target_for(p.output, 2, true);

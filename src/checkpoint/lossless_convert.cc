@@ -32,7 +32,7 @@ std::optional<Scheme> held_of(const QuantizedPair& p) {
 std::string unreadable(const SafetensorsFile& f, const QuantizedPair& p, const std::optional<Scheme>& held) {
   if (held && own(p)) return "";
   if (!held || (p.form != PairForm::packed && p.form != PairForm::scaled)) {
-    return cat("a ", to_string(p.form), " pair (", p.scheme_name, ") holds no block scheme minifloat casts");
+    return cat("its form (", to_string(p.form), " pair, ", p.scheme_name, ") holds no block scheme minifloat casts");
   }
   const SafetensorsTensor& s = *f.find(p.scale);
   const bool e8 = *held->scale_format == ue8m0 && (s.dtype == DType::F8_E8M0 || s.dtype == DType::U8);
