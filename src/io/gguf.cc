@@ -8,6 +8,7 @@
 #include <limits>
 #include <stdexcept>
 
+#include "byte_source.h"
 #include "file.h"
 #include "little_endian.h"
 #include "minifloat/codec.h"
@@ -506,6 +507,10 @@ GgufFile GgufFile::parse(std::span<const std::byte> all, std::shared_ptr<const v
 }
 
 GgufFile read_gguf(const fs_path& path) {
+  if (detail::is_url(path)) {
+    throw IoError(IoErrc::open_failed, path,
+                  "GGUF files are not read over HTTP yet (safetensors checkpoints are): download the file first");
+  }
   auto mapping = std::make_shared<const detail::MappedFile>(path);
   const std::span<const std::byte> all = mapping->bytes();
   return GgufFile::parse(all, std::move(mapping), path);
