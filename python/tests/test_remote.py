@@ -14,6 +14,7 @@ import re
 import subprocess
 import threading
 import time
+import urllib.parse
 
 import pytest
 
@@ -218,8 +219,15 @@ def test_hf_location_follows_the_hubs_redirect_and_keeps_the_token_on_its_host(r
     assert hub and cdn
     assert all(a == f"Bearer {TOKEN}" for _, a in hub), hub
     assert all(a is None for _, a in cdn), cdn  # never forwarded to the CDN's host
-    # Every file the command read came from the pinned revision.
-    assert all(re.match(r"/(org/repo/resolve/0123abcd|cdn)/", p) for p, _ in server.log), server.log
+    # Every file the command read came from the pinned revision, at the path huggingface_hub itself resolves
+    # (hf_hub_url: {endpoint}/{repo_id}/resolve/{revision}/{filename}).
+    from huggingface_hub import hf_hub_url
+    files = ["config.json", "hf_quant_config.json", "model.safetensors.index.json"] + [
+        hr.shard_name(i, 16) for i in range(16)]
+    want = {urllib.parse.urlparse(hf_hub_url("org/repo", f, revision="0123abcd", endpoint=server.base)).path
+            for f in files}
+    assert {p for p, _ in hub} == want
+    assert {p for p, _ in cdn} == {f"/cdn/{f}" for f in files}
     # The token file the Hub's login writes, when HF_TOKEN is not set.
     home = replica.parent / "hf-home"
     home.mkdir(exist_ok=True)
