@@ -120,12 +120,11 @@ void register_inspect(CLI::App& app) {
     if (is_gguf(a->path)) return write_stdout(inspect_gguf(a->path, a->json));
     if (a->stats && a->headers_only)
       throw UsageError("inspect: --stats reads the tensors' values; --headers-only does not");
-    // Over HTTP only headers are read: a URL is inspected as --headers-only is.
-    const bool remote = io::is_remote(a->path);
-    if (remote && a->stats)
+    if (io::is_remote(a->path) && a->stats)
       throw UsageError("inspect: --stats reads the tensors' values, which are not read over HTTP; download first");
-    const io::InspectReport r = io::inspect_checkpoint(a->path, a->stats, io::config_rules_named(a->rules), a->threads,
-                                                       a->headers_only || remote);
+    // A URL is inspected as --headers-only is (inspect_checkpoint sees to it).
+    const io::InspectReport r =
+        io::inspect_checkpoint(a->path, a->stats, io::config_rules_named(a->rules), a->threads, a->headers_only);
     write_stdout(a->json ? as_json(r) : as_text(r));
     report_remote(a->path);
     // Listed, but what the other commands refuse: exit 2 with their message (docs/checkpoints.md, "Never silent").

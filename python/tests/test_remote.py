@@ -297,3 +297,13 @@ def test_no_such_server_is_a_named_error(tmp_path):
     assert r.returncode != 0
     assert "http://127.0.0.1:9/model.safetensors.index.json" in r.stderr
     assert seconds < 10
+
+
+def test_a_shard_name_a_url_would_read_otherwise_is_refused(tmp_path, server):
+    (tmp_path / "model.safetensors.index.json").write_text(
+        json.dumps({"metadata": {}, "weight_map": {"w": "model?x=1.safetensors"}}))
+    server.root = tmp_path
+    r, _ = run("inspect", f"{server.base}/files/model.safetensors.index.json")
+    assert r.returncode != 0
+    assert "shard name 'model?x=1.safetensors' would change meaning in a URL" in r.stderr, r.stderr
+    assert not any("model?x" in p for p, _ in server.log)

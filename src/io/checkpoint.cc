@@ -54,7 +54,16 @@ Checkpoint open_remote(const std::string& location) {
     c = from_file(url / "model.safetensors");
   }
   std::vector<fs::path> shards;
-  for (std::size_t i = 0; i < c.shards.size(); ++i) shards.push_back(c.shard_path(i));
+  for (std::size_t i = 0; i < c.shards.size(); ++i) {
+    // A plain file name (read_index checks that) may still hold what a URL reads otherwise: a query, a fragment, an
+    // escape. Such a name is refused rather than sent.
+    if (c.shards[i].find_first_of("?#% \t\r\n") != std::string::npos) {
+      throw IoError(
+          IoErrc::index_bad_shard_name, c.index_path.value_or(url),
+          cat("shard name '", c.shards[i], "' would change meaning in a URL (it holds '?', '#', '%' or white space)"));
+    }
+    shards.push_back(c.shard_path(i));
+  }
   detail::prefetch_safetensors_headers(shards);
   return c;
 }
