@@ -117,7 +117,10 @@ void register_inspect(CLI::App& app) {
       ->check(CLI::IsMember(config_rule_names()))
       ->capture_default_str();
   s->callback([a] {
-    if (is_gguf(a->path)) return write_stdout(inspect_gguf(a->path, a->json));
+    if (is_gguf(a->path)) {
+      write_stdout(inspect_gguf(a->path, a->json));
+      return report_remote(a->path);
+    }
     if (a->stats && a->headers_only)
       throw UsageError("inspect: --stats reads the tensors' values; --headers-only does not");
     if (io::is_remote(a->path) && a->stats)

@@ -194,7 +194,7 @@ def test_verify_and_json_over_http_match_local(replica, server):
 
 def test_verify_over_http_needs_headers_only(server):
     r, _ = run("verify", f"{server.base}/files/model.safetensors.index.json")
-    assert r.returncode != 0
+    assert r.returncode == 2, r.stderr
     assert "--headers-only" in r.stderr
     assert server.log == []
 
@@ -242,7 +242,7 @@ def test_hf_location_follows_the_hubs_redirect_and_keeps_the_token_on_its_host(r
 
 def test_hf_revision_not_on_the_hub_is_an_error(server):
     r, _ = run("inspect", "hf://org/repo", env={"HF_ENDPOINT": server.base})  # main: not served here
-    assert r.returncode != 0
+    assert r.returncode == 2, r.stderr
     assert "/org/repo/resolve/main/model.safetensors" in r.stderr, r.stderr
     assert "404" in r.stderr
 
@@ -271,7 +271,7 @@ def test_hostile_servers_are_named_errors_within_the_bound(replica, server, tmp_
     server.mode = mode
     r, seconds = run("inspect", f"{server.base}/files/model.safetensors.index.json",
                      env={"MINIFLOAT_HTTP_TIMEOUT": "2"}, cwd=tmp_path)
-    assert r.returncode != 0
+    assert r.returncode == 2, r.stderr
     assert message in r.stderr, r.stderr
     assert "Traceback" not in r.stderr and "terminate" not in r.stderr
     assert seconds < 10
@@ -287,14 +287,14 @@ def test_a_header_length_over_the_limit_is_refused_before_it_is_fetched(tmp_path
         f.truncate(300_000_000)
     server.root = tmp_path
     r, _ = run("inspect", f"{server.base}/files/huge.safetensors")
-    assert r.returncode != 0
+    assert r.returncode == 2, r.stderr
     assert "header length 200000000 is over the limit" in r.stderr, r.stderr
     assert server.served <= 8
 
 
 def test_no_such_server_is_a_named_error(tmp_path):
     r, seconds = run("inspect", "http://127.0.0.1:9/model.safetensors.index.json")
-    assert r.returncode != 0
+    assert r.returncode == 2, r.stderr
     assert "http://127.0.0.1:9/model.safetensors.index.json" in r.stderr
     assert seconds < 10
 
@@ -304,6 +304,40 @@ def test_a_shard_name_a_url_would_read_otherwise_is_refused(tmp_path, server):
         json.dumps({"metadata": {}, "weight_map": {"w": "model?x=1.safetensors"}}))
     server.root = tmp_path
     r, _ = run("inspect", f"{server.base}/files/model.safetensors.index.json")
-    assert r.returncode != 0
+    assert r.returncode == 2, r.stderr
     assert "shard name 'model?x=1.safetensors' would change meaning in a URL" in r.stderr, r.stderr
     assert not any("model?x" in p for p, _ in server.log)
+
+
+def write_gguf(path, vocab):
+    """A GGUF file written by gguf-py's own writer: a tokenizer-sized string array (so that the header outgrows the
+    first prefix read) and a few F16 tensors whose data dwarfs it."""
+    import gguf
+    import numpy as np
+    w = gguf.GGUFWriter(str(path), "llama")
+    w.add_block_count(2)
+    w.add_token_list([f"token-{i:06d}" for i in range(vocab)])
+    for i in range(4):
+        w.add_tensor(f"blk.{i}.ffn_up.weight", np.zeros((1024, 1024), dtype=np.float16))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
+def test_gguf_over_http_reads_its_header_only(tmp_path, server):
+    path = tmp_path / "model.gguf"
+    write_gguf(path, 20000)  # about 400 kB of metadata: the 64 KiB first read is doubled three times
+    local = minifloat("inspect", path)
+    assert local.returncode == 0, local.stderr
+    server.root = tmp_path
+    r, _ = run("inspect", f"{server.base}/files/model.gguf")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == local.stdout
+    size = path.stat().st_size
+    assert server.served < size / 8, (server.served, size)  # 8 MiB of data, none of it read
+    assert f"bytes of the {size} bytes in 1 file" in r.stderr
+    # verify decodes values: refused over HTTP, naming why.
+    r, _ = run("verify", f"{server.base}/files/model.gguf")
+    assert r.returncode == 2, r.stderr
+    assert "over HTTP only a GGUF file's header is read" in r.stderr, r.stderr
