@@ -341,3 +341,13 @@ def test_gguf_over_http_reads_its_header_only(tmp_path, server):
     r, _ = run("verify", f"{server.base}/files/model.gguf")
     assert r.returncode == 2, r.stderr
     assert "over HTTP only a GGUF file's header is read" in r.stderr, r.stderr
+
+
+def test_an_index_over_its_limit_is_refused_from_its_size(tmp_path, server):
+    with open(tmp_path / "model.safetensors.index.json", "wb") as f:
+        f.truncate(150_000_000)
+    server.root = tmp_path
+    r, _ = run("inspect", f"{server.base}/files/model.safetensors.index.json")
+    assert r.returncode == 2, r.stderr
+    assert "index of 150000000 bytes is over the limit of 100000000" in r.stderr, r.stderr
+    assert server.served <= 1 << 16

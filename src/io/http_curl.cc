@@ -23,6 +23,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 constexpr int kMaxRedirects = 10;
 constexpr std::uint64_t kFirstBytes = 8;            // a safetensors file's header length
+constexpr std::uint64_t kFirstWhole = 1 << 16;      // of a small file read whole (config.json, an index)
 constexpr std::uint64_t kErrorBodyLimit = 1 << 16;  // of an error page, kept for nothing: only bounded
 
 // ---- settings from the environment ----
@@ -135,8 +136,8 @@ struct Reply {
   std::string content_range, etag, location;
   std::vector<std::byte> body;
   bool range_ignored = false, too_large = false;
-  std::uint64_t limit = 0;
-  bool whole_ok = false;  // a 200 (no range honoured) is the answer too: a small file read whole
+  std::uint64_t limit = 0;        // of a 206's body: the range asked for
+  std::uint64_t whole_limit = 0;  // of a 200's body (a small file sent whole); 0: a 200 is a server ignoring Range
   CURL* curl = nullptr;
 };
 
@@ -165,11 +166,11 @@ std::size_t on_body(char* data, std::size_t size, std::size_t n, void* user) {
   session().bytes_read += bytes;
   long status = 0;
   curl_easy_getinfo(r.curl, CURLINFO_RESPONSE_CODE, &status);
-  if (status == 200 && !r.whole_ok) {  // the whole file is coming: stop at its first bytes
+  if (status == 200 && r.whole_limit == 0) {  // the whole file is coming: stop at its first bytes
     r.range_ignored = true;
     return 0;
   }
-  const std::uint64_t limit = status == 200 || status == 206 ? r.limit : kErrorBodyLimit;
+  const std::uint64_t limit = status == 206 ? r.limit : status == 200 ? r.whole_limit : kErrorBodyLimit;
   if (r.body.size() + bytes > limit) {
     r.too_large = true;
     return 0;
@@ -191,15 +192,15 @@ struct CurlHandle {
 };
 
 // GET `url` with Range: bytes=begin-last, no redirect followed, within the time left.
-Reply get(const std::string& url, std::uint64_t begin, std::uint64_t last, bool whole_ok, Clock::time_point until,
-          const std::filesystem::path& name) {
+Reply get(const std::string& url, std::uint64_t begin, std::uint64_t last, std::uint64_t whole_limit,
+          Clock::time_point until, const std::filesystem::path& name) {
   init_curl();
   CurlHandle h;
   if (h.p == nullptr) throw IoError(IoErrc::read_failed, name, "libcurl could not start a request");
   Reply r;
   r.curl = h.p;
   r.limit = last - begin + 1;
-  r.whole_ok = whole_ok;
+  r.whole_limit = whole_limit;
   const std::string range = cat("Range: bytes=", begin, "-", last);
   h.headers = curl_slist_append(h.headers, range.c_str());
   // The token only to the endpoint's own host: never across a redirect to a CDN or anywhere else.
@@ -281,7 +282,7 @@ struct Got {
 
 // bytes=begin-last of e's file, redirects followed (at most kMaxRedirects), transient failures retried
 // (MINIFLOAT_HTTP_RETRIES, default 3) with a growing pause, all inside the session's time bound.
-Got fetch(const std::string& url, Entry& e, std::uint64_t begin, std::uint64_t last, bool whole_ok) {
+Got fetch(const std::string& url, Entry& e, std::uint64_t begin, std::uint64_t last, std::uint64_t whole_limit) {
   const std::filesystem::path name = shown(url);
   const Clock::time_point until = deadline();
   const int retries = static_cast<int>(env_number("MINIFLOAT_HTTP_RETRIES", 3));
@@ -305,7 +306,7 @@ Got fetch(const std::string& url, Entry& e, std::uint64_t begin, std::uint64_t l
     Reply r;
     for (int hops = 0;; ++hops) {
       if (Clock::now() >= until) throw timed_out();
-      r = get(at, begin, last, whole_ok, until, name);
+      r = get(at, begin, last, whole_limit, until, name);
       if (r.code != CURLE_OK || !redirect(r.status)) break;
       if (hops == kMaxRedirects) {
         throw IoError(IoErrc::read_failed, name,
@@ -322,7 +323,7 @@ Got fetch(const std::string& url, Entry& e, std::uint64_t begin, std::uint64_t l
                     "headers over HTTP and stopped");
     }
     if (r.too_large && r.status == 200) {
-      throw IoError(IoErrc::header_too_large, name, cat("the file is over the limit of ", last - begin, " bytes"));
+      throw IoError(IoErrc::header_too_large, name, cat("the file is over the limit of ", whole_limit, " bytes"));
     }
     if (r.too_large && r.status == 206) {
       throw IoError(IoErrc::read_failed, name,
@@ -367,7 +368,7 @@ Got fetch(const std::string& url, Entry& e, std::uint64_t begin, std::uint64_t l
       }
       got.total = cr->total;
       got.bytes = std::move(r.body);
-    } else if (r.status == 200 && whole_ok) {
+    } else if (r.status == 200 && whole_limit != 0) {
       got.total = r.body.size();
       got.bytes = std::move(r.body);
     } else {
@@ -397,7 +398,7 @@ void extend(const std::string& url, Entry& e, std::uint64_t end) {
   if (e.total) end = std::min(end, *e.total);
   if (e.prefix.size() >= end && e.total) return;
   const std::uint64_t begin = e.prefix.size();
-  Got got = fetch(url, e, begin, std::max(end, begin + 1) - 1, false);
+  Got got = fetch(url, e, begin, std::max(end, begin + 1) - 1, 0);
   if (got.missing) throw IoError(IoErrc::open_failed, shown(url), "HTTP 404: no such file");
   e.prefix.insert(e.prefix.end(), got.bytes.begin(), got.bytes.end());
 }
@@ -432,8 +433,8 @@ std::optional<std::vector<std::byte>> http_read_whole(const std::string& url, st
   const std::shared_ptr<Entry> e = entry(url);
   const std::lock_guard lock(e->mutex);
   if (!e->total) {
-    // One byte past the limit: a file over it is known by its size, and refused before more is read.
-    Got got = fetch(url, *e, 0, limit, true);
+    // Its first bytes: a file over the limit is known by its size, and refused before more is read.
+    Got got = fetch(url, *e, 0, std::min<std::uint64_t>(limit, kFirstWhole) - 1, limit);
     if (got.missing) return std::nullopt;
     e->prefix = std::move(got.bytes);
   }
