@@ -7,8 +7,8 @@ namespace {
 
 [[noreturn]] void refuse(const std::string& url) {
   throw IoError(IoErrc::open_failed, url,
-                "minifloat was built without HTTP support (libcurl was not found at build time: install "
-                "libcurl4-openssl-dev and rebuild); download the files and give their local path");
+                "minifloat was built without HTTP support (libcurl was not found at build time, or MINIFLOAT_HTTP "
+                "was OFF: install libcurl4-openssl-dev and rebuild); download the files and give their local path");
 }
 
 }  // namespace
