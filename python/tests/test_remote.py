@@ -70,10 +70,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
             s.log.append((self.path, self.headers.get("Authorization")))
         path = self.path
         m = re.fullmatch(r"/org/repo/resolve/([^/]+)/(.+)", path)
-        if m:  # the Hub: /ORG/REPO/resolve/REV/FILE, pinned to one revision, sent on to its CDN
-            if m.group(1) != "0123abcd":
+        if m:  # the Hub: /ORG/REPO/resolve/REV/FILE, branch main at commit 0123abcd, sent on to its CDN
+            if m.group(1) not in ("main", "0123abcd"):
                 return self.status(404)
-            return self.redirect(f"{s.cdn}/cdn/{m.group(2)}")
+            return self.redirect(f"{s.cdn}/cdn/{m.group(2)}", {"X-Repo-Commit": "0123abcd"})
         if s.mode == "redirect_loop":
             return self.redirect(f"{s.base}{path}")
         name = path.removeprefix("/cdn/").removeprefix("/files/")
@@ -120,9 +120,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
             while (chunk := f.read(1 << 16)) and self.send_body(chunk):
                 pass
 
-    def redirect(self, location):
+    def redirect(self, location, headers=None):
         self.send_response(302)
         self.send_header("Location", location)
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
         self.send_header("Content-Length", "0")
         self.end_headers()
 
@@ -241,10 +243,21 @@ def test_hf_location_follows_the_hubs_redirect_and_keeps_the_token_on_its_host(r
 
 
 def test_hf_revision_not_on_the_hub_is_an_error(server):
-    r, _ = run("inspect", "hf://org/repo", env={"HF_ENDPOINT": server.base})  # main: not served here
+    r, _ = run("inspect", "hf://org/repo@v9", env={"HF_ENDPOINT": server.base})
     assert r.returncode == 2, r.stderr
-    assert "/org/repo/resolve/main/model.safetensors" in r.stderr, r.stderr
+    assert "/org/repo/resolve/v9/model.safetensors" in r.stderr, r.stderr
     assert "404" in r.stderr
+
+
+def test_a_branch_is_pinned_to_the_commit_the_hub_names_first(replica, server):
+    local = minifloat("inspect", "--headers-only", replica)
+    r, _ = run("inspect", "hf://org/repo", env={"HF_ENDPOINT": server.base})
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == local.stdout
+    hub = [p for p, _ in server.log if p.startswith("/org/repo/resolve/")]
+    # The first answer (the index, read alone) named commit 0123abcd; every later file was asked for at it.
+    assert hub[0] == "/org/repo/resolve/main/model.safetensors.index.json"
+    assert all(p.startswith("/org/repo/resolve/0123abcd/") for p in hub[1:]), hub
 
 
 def test_memory_reads_config_over_http(replica, server):

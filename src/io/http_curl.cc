@@ -75,6 +75,12 @@ std::string origin(std::string_view url) {
   return lower(std::string(url.substr(0, end)));
 }
 
+// The Hub's: where the token may go.
+std::string endpoint_origin() {
+  const char* endpoint = std::getenv("HF_ENDPOINT");
+  return origin(endpoint != nullptr && *endpoint != '\0' ? endpoint : "https://huggingface.co");
+}
+
 // A URL as messages show it: without its query, which on a CDN holds a signature.
 std::string shown(std::string_view url) { return std::string(url.substr(0, url.find('?'))); }
 
@@ -91,6 +97,9 @@ struct Entry {
 struct Session {
   std::mutex mutex;
   std::map<std::string, std::shared_ptr<Entry>> files;
+  // "{endpoint}/ORG/REPO/resolve/BRANCH/" -> "{endpoint}/ORG/REPO/resolve/COMMIT/": the commit the Hub's first answer
+  // named (X-Repo-Commit), so that every later file comes from it even if the branch moves meanwhile.
+  std::map<std::string, std::string> pinned;
   std::atomic<std::uint64_t> bytes_read{0}, bytes_total{0}, files_sized{0}, requests{0};
   Clock::time_point deadline{};
   bool started = false;
@@ -133,7 +142,7 @@ void init_curl() {
 struct Reply {
   CURLcode code = CURLE_OK;
   long status = 0;
-  std::string content_range, etag, location;
+  std::string content_range, etag, location, repo_commit;
   std::vector<std::byte> body;
   bool range_ignored = false, too_large = false;
   std::uint64_t limit = 0;        // of a 206's body: the range asked for
@@ -156,6 +165,7 @@ std::size_t on_header(char* data, std::size_t size, std::size_t n, void* user) {
     if (key == "content-range") r.content_range = value;
     if (key == "etag") r.etag = value;
     if (key == "location") r.location = value;
+    if (key == "x-repo-commit") r.repo_commit = value;
   }
   return size * n;
 }
@@ -204,8 +214,7 @@ Reply get(const std::string& url, std::uint64_t begin, std::uint64_t last, std::
   const std::string range = cat("Range: bytes=", begin, "-", last);
   h.headers = curl_slist_append(h.headers, range.c_str());
   // The token only to the endpoint's own host: never across a redirect to a CDN or anywhere else.
-  const char* endpoint = std::getenv("HF_ENDPOINT");
-  if (origin(url) == origin(endpoint != nullptr && *endpoint != '\0' ? endpoint : "https://huggingface.co")) {
+  if (origin(url) == endpoint_origin()) {
     if (const std::string token = hub_token(); !token.empty()) {
       h.headers = curl_slist_append(h.headers, cat("Authorization: Bearer ", token).c_str());
     }
@@ -242,6 +251,35 @@ bool transient(const Reply& r) {
   if (r.code == CURLE_OK) return r.status >= 500 || r.status == 429;
   return r.code == CURLE_COULDNT_CONNECT || r.code == CURLE_RECV_ERROR || r.code == CURLE_SEND_ERROR ||
          r.code == CURLE_GOT_NOTHING || r.code == CURLE_PARTIAL_FILE;
+}
+
+// "{endpoint}/ORG/REPO/resolve/REVISION/" of a Hub URL, or "".
+std::string resolve_prefix(const std::string& url) {
+  if (origin(url) != endpoint_origin()) return "";
+  const std::size_t at = url.find("/resolve/");
+  const std::size_t end = at == std::string::npos ? at : url.find('/', at + 9);
+  return end == std::string::npos ? "" : url.substr(0, end + 1);
+}
+
+// `url` on the commit its branch was pinned to, if it was.
+std::string pinned_url(const std::string& url) {
+  const std::string prefix = resolve_prefix(url);
+  if (prefix.empty()) return url;
+  Session& s = session();
+  const std::lock_guard lock(s.mutex);
+  const auto it = s.pinned.find(prefix);
+  return it == s.pinned.end() ? url : it->second + url.substr(prefix.size());
+}
+
+// The Hub named the commit `url`'s revision is at: pin the revision to it for the rest of the session.
+void pin(const std::string& url, const std::string& commit) {
+  const std::string prefix = resolve_prefix(url);
+  if (prefix.empty() || commit.empty() || commit.find_first_of("/?#% ") != std::string::npos) return;
+  const std::string to = prefix.substr(0, prefix.rfind('/', prefix.size() - 2) + 1) + commit + "/";
+  if (to == prefix) return;
+  Session& s = session();
+  const std::lock_guard lock(s.mutex);
+  s.pinned.emplace(prefix, to);
 }
 
 // "bytes a-b/total" or "bytes */total".
@@ -302,11 +340,13 @@ Got fetch(const std::string& url, Entry& e, std::uint64_t begin, std::uint64_t l
       if (Clock::now() + pause >= until) throw timed_out();
       std::this_thread::sleep_for(pause);
     }
-    std::string at = e.final_url.empty() ? url : e.final_url;
+    std::string at = e.final_url.empty() ? pinned_url(url) : e.final_url;
+    std::string commit;
     Reply r;
     for (int hops = 0;; ++hops) {
       if (Clock::now() >= until) throw timed_out();
       r = get(at, begin, last, whole_limit, until, name);
+      if (commit.empty()) commit = r.repo_commit;
       if (r.code != CURLE_OK || !redirect(r.status)) break;
       if (hops == kMaxRedirects) {
         throw IoError(IoErrc::read_failed, name,
@@ -389,6 +429,7 @@ Got fetch(const std::string& url, Entry& e, std::uint64_t begin, std::uint64_t l
       ++session().files_sized;
     }
     e.final_url = at;
+    pin(url, commit);
     return got;
   }
 }
@@ -455,6 +496,7 @@ void http_begin_session() {
   Session& s = session();
   const std::lock_guard lock(s.mutex);
   s.files.clear();
+  s.pinned.clear();
   s.bytes_read = 0;
   s.bytes_total = 0;
   s.files_sized = 0;
