@@ -81,8 +81,15 @@ std::string endpoint_origin() {
   return origin(endpoint != nullptr && *endpoint != '\0' ? endpoint : "https://huggingface.co");
 }
 
-// A URL as messages show it: without its query, which on a CDN holds a signature.
-std::string shown(std::string_view url) { return std::string(url.substr(0, url.find('?'))); }
+// A server's text (a header, a URL) as messages show it: printable, at most 400 characters, and a URL without its
+// query, which on a CDN holds a signature.
+std::string shown(std::string_view text) {
+  std::string out(text.substr(0, std::min<std::size_t>(text.find('?'), 400)));
+  for (char& c : out) {
+    if (!std::isprint(static_cast<unsigned char>(c))) c = '?';
+  }
+  return out;
+}
 
 // ---- the session: counters, the time bound, the cache ----
 
@@ -390,20 +397,20 @@ Got fetch(const std::string& url, Entry& e, std::uint64_t begin, std::uint64_t l
       const std::optional<ContentRange> cr = parse_content_range(r.content_range);
       if (!cr || cr->first) {
         throw IoError(IoErrc::read_failed, name,
-                      cat("HTTP 416 without a \"bytes */size\" Content-Range (got '", r.content_range, "')"));
+                      cat("HTTP 416 without a \"bytes */size\" Content-Range (got '", shown(r.content_range), "')"));
       }
       got.total = cr->total;
     } else if (r.status == 206) {
       const std::optional<ContentRange> cr = parse_content_range(r.content_range);
       const std::uint64_t want_last = cr ? std::min(last, cr->total - 1) : 0;
       if (!cr || !cr->first || *cr->first != begin || *cr->last != want_last) {
-        throw IoError(
-            IoErrc::read_failed, name,
-            cat("Content-Range '", r.content_range, "' does not answer the request for bytes ", begin, "-", last));
+        throw IoError(IoErrc::read_failed, name,
+                      cat("Content-Range '", shown(r.content_range), "' does not answer the request for bytes ", begin,
+                          "-", last));
       }
       if (r.body.size() != *cr->last - *cr->first + 1) {
         throw IoError(IoErrc::read_failed, name,
-                      cat("the body holds ", r.body.size(), " bytes, its Content-Range '", r.content_range, "' ",
+                      cat("the body holds ", r.body.size(), " bytes, its Content-Range '", shown(r.content_range), "' ",
                           *cr->last - *cr->first + 1));
       }
       got.total = cr->total;
@@ -416,7 +423,7 @@ Got fetch(const std::string& url, Entry& e, std::uint64_t begin, std::uint64_t l
     }
     if (!e.etag.empty() && !r.etag.empty() && r.etag != e.etag) {
       throw IoError(IoErrc::read_failed, name,
-                    cat("the file changed between two reads (ETag ", e.etag, ", then ", r.etag, ")"));
+                    cat("the file changed between two reads (ETag ", shown(e.etag), ", then ", shown(r.etag), ")"));
     }
     if (e.total && *e.total != got.total) {
       throw IoError(IoErrc::read_failed, name,
