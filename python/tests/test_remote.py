@@ -364,3 +364,18 @@ def test_an_index_over_its_limit_is_refused_from_its_size(tmp_path, server):
     assert r.returncode == 2, r.stderr
     assert "index of 150000000 bytes is over the limit of 100000000" in r.stderr, r.stderr
     assert server.served <= 1 << 16
+
+
+def test_a_repo_with_one_model_safetensors_and_no_index(tmp_path, server):
+    tensors = hr.qwen3_moe_fp8_tensors(SMALL_QWEN3)[:40]
+    hr.write_shard(tmp_path / "model.safetensors", tensors)
+    (tmp_path / "config.json").write_text(json.dumps(hr.qwen3_config(SMALL_QWEN3)))
+    local = minifloat("inspect", "--headers-only", tmp_path)
+    assert local.returncode == 0, local.stderr
+    server.root = tmp_path
+    r, _ = run("inspect", "hf://org/repo@0123abcd", env={"HF_ENDPOINT": server.base})
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == local.stdout
+    asked = [p for p, _ in server.log if p.startswith("/org/repo/")]
+    assert asked[0] == "/org/repo/resolve/0123abcd/model.safetensors.index.json"  # a 404: then the one file
+    assert "/org/repo/resolve/0123abcd/model.safetensors" in asked
