@@ -11,6 +11,7 @@
 #include "minifloat/checkpoint_commands.h"
 #include "minifloat/gguf.h"
 #include "minifloat/gguf_model.h"
+#include "minifloat/remote.h"
 #include "minifloat/text.h"
 
 namespace mf::cli {
@@ -29,7 +30,8 @@ std::string type_summary(const io::GgufFile& f) {
 bool is_gguf(const std::string& path) { return std::filesystem::path(path).extension() == ".gguf"; }
 
 std::string inspect_gguf(const std::string& path, bool json) {
-  const io::GgufFile f = io::read_gguf(path);
+  // Over HTTP the header only: inspect lists, it reads no tensor's data.
+  const io::GgufFile f = io::is_remote(path) ? io::read_gguf_header(path) : io::read_gguf(path);
   std::uint64_t params = 0, bytes = 0;
   for (const io::GgufTensor& t : f.tensors()) {
     params += t.elements();

@@ -6,7 +6,9 @@
 
 #include "checkpoint_cli.h"
 #include "common.h"
+#include "remote.h"
 #include "minifloat/checkpoint_commands.h"
+#include "minifloat/remote.h"
 #include "minifloat/text.h"
 
 namespace mf::cli {
@@ -100,7 +102,9 @@ std::string as_text(const io::InspectReport& r) {
 void register_inspect(CLI::App& app) {
   auto a = std::make_shared<InspectArgs>();
   auto* s = app.add_subcommand("inspect", "List a checkpoint's tensors, schemes and bytes; check its config.json");
-  s->add_option("PATH", a->path, "a .safetensors file, model.safetensors.index.json, a directory, or a .gguf file")
+  s->add_option("PATH", a->path,
+                "a .safetensors file, model.safetensors.index.json, a directory, a .gguf file, or the URL of "
+                "an index or .safetensors file, or hf://ORG/REPO[@REVISION] (headers only)")
       ->required();
   s->add_flag("--stats", a->stats, "per-tensor min, max, mean, rms (quantized pairs dequantized)");
   s->add_flag("--json", a->json, "machine-readable output");
@@ -113,12 +117,19 @@ void register_inspect(CLI::App& app) {
       ->check(CLI::IsMember(config_rule_names()))
       ->capture_default_str();
   s->callback([a] {
-    if (is_gguf(a->path)) return write_stdout(inspect_gguf(a->path, a->json));
+    if (is_gguf(a->path)) {
+      write_stdout(inspect_gguf(a->path, a->json));
+      return report_remote(a->path);
+    }
     if (a->stats && a->headers_only)
       throw UsageError("inspect: --stats reads the tensors' values; --headers-only does not");
+    if (io::is_remote(a->path) && a->stats)
+      throw UsageError("inspect: --stats reads the tensors' values, which are not read over HTTP; download first");
+    // A URL is inspected as --headers-only is (inspect_checkpoint sees to it).
     const io::InspectReport r =
         io::inspect_checkpoint(a->path, a->stats, io::config_rules_named(a->rules), a->threads, a->headers_only);
     write_stdout(a->json ? as_json(r) : as_text(r));
+    report_remote(a->path);
     // Listed, but what the other commands refuse: exit 2 with their message (docs/checkpoints.md, "Never silent").
     if (!r.not_understood.empty()) throw UsageError(r.not_understood);
   });

@@ -6,6 +6,7 @@
 
 #include "checkpoint_cli.h"
 #include "common.h"
+#include "remote.h"
 #include "minifloat/checkpoint_commands.h"
 
 namespace mf::cli {
@@ -16,7 +17,8 @@ void register_memory(CLI::App& app) {
   };
   auto a = std::make_shared<Args>();
   auto* s = app.add_subcommand("memory", "Parameters and bytes per precision class of a config under a recipe");
-  s->add_option("--config", a->config, "config.json of the model")->required();
+  s->add_option("--config", a->config, "config.json of the model: a path, a URL, or hf://ORG/REPO[@REVISION]")
+      ->required();
   s->add_option("--recipe", a->recipe, "recipe name or .json file")->capture_default_str();
   s->callback([a] {
     const io::HfConfig config = io::read_hf_config(a->config, io::ConfigRules::detect);
@@ -40,6 +42,7 @@ void register_memory(CLI::App& app) {
                        static_cast<double>(r.bytes) / (1ull << 30),
                        static_cast<double>(r.bytes) / static_cast<double>(r.params));
     write_stdout(out);
+    report_remote(a->config);
   });
 }
 

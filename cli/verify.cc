@@ -5,7 +5,9 @@
 
 #include "checkpoint_cli.h"
 #include "common.h"
+#include "remote.h"
 #include "minifloat/checkpoint_commands.h"
+#include "minifloat/remote.h"
 
 namespace mf::cli {
 
@@ -17,7 +19,9 @@ void register_verify(CLI::App& app) {
   };
   auto a = std::make_shared<Args>();
   auto* s = app.add_subcommand("verify", "Check a checkpoint: index vs shards, config.json, scales, FP4-QAT experts");
-  s->add_option("PATH", a->path, "a .safetensors file, model.safetensors.index.json, a directory, or a .gguf file")
+  s->add_option("PATH", a->path,
+                "a .safetensors file, model.safetensors.index.json, a directory, a .gguf file, or (with "
+                "--headers-only) a URL or hf://ORG/REPO[@REVISION]")
       ->required();
   s->add_option("--config-rules", a->rules,
                 "auto (by its quant_method), deepseek, deepinfer, transformers-fp8, compressed-tensors, modelopt, "
@@ -31,6 +35,8 @@ void register_verify(CLI::App& app) {
               "(no scale, code or FP4-QAT check)");
   s->callback([a] {
     if (is_gguf(a->path)) return write_stdout(verify_gguf(a->path));
+    if (io::is_remote(a->path) && !a->headers_only)
+      throw UsageError("verify: over HTTP only headers are read: add --headers-only, or download the checkpoint");
     io::VerifyOptions o;
     o.rules = io::config_rules_named(a->rules);
     o.fp4_qat = a->fp4_qat;
@@ -44,6 +50,7 @@ void register_verify(CLI::App& app) {
                                r.config
                                    ? fmt::format("; config.json valid under {} rules", io::to_string(r.config->rules))
                                    : std::string("; no config.json")));
+      report_remote(a->path);
     } catch (const io::VerifyError& e) {
       throw UsageError(fmt::format("verify failed at tensor '{}': {}", e.tensor, e.what()));
     } catch (const io::HfConfigError& e) {

@@ -16,13 +16,15 @@ cxx="${CXX_FUZZ:-$(command -v clang++-14 || command -v clang++)}"
 flags=(-std=c++20 -O1 -g -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
        -Iinclude -Isrc/io)
 # target -> the library sources it parses with
+# (src/io/remote.cc and http_none.cc: the byte source the readers take, with no HTTP: the targets parse bytes only.)
+net="src/io/remote.cc src/io/http_none.cc"
 declare -A sources=(
-  [safetensors_fuzz]="src/io/safetensors.cc src/io/json_checked.cc src/formats/text.cc"
-  [index_fuzz]="src/io/index.cc src/io/json_checked.cc"
-  [hf_config_fuzz]="src/checkpoint/hf_config.cc"
-  [gguf_fuzz]="src/io/gguf.cc src/io/gguf_dequantize.cc"
+  [safetensors_fuzz]="src/io/safetensors.cc src/io/json_checked.cc src/formats/text.cc $net"
+  [index_fuzz]="src/io/index.cc src/io/json_checked.cc $net"
+  [hf_config_fuzz]="src/checkpoint/hf_config.cc $net"
+  [gguf_fuzz]="src/io/gguf.cc src/io/gguf_dequantize.cc $net"
   [dialect_pairs_fuzz]="src/checkpoint/dialect_pairs.cc src/io/safetensors.cc src/io/json_checked.cc src/formats/text.cc
-                        src/blocks/scheme.cc"
+                        src/blocks/scheme.cc $net"
 )
 corpus_of() { case "$1" in safetensors_fuzz) echo safetensors;; index_fuzz) echo index;; *) echo "${1%_fuzz}";; esac; }
 targets=("${!sources[@]}")

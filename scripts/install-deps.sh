@@ -9,6 +9,7 @@ apt_packages=(cmake ninja-build g++ pkg-config libgtest-dev libgmock-dev libbenc
               clang libclang-rt-14-dev  # clang and libFuzzer: tests/fuzz (scripts/fuzz.sh)
               libopenblas-dev  # OpenBLAS: the GEMM benchmark's yardstick only
               ccache  # ./test: the Python package's build of the core hits the Release build's objects
+              libcurl4-openssl-dev  # inspect/verify/memory over HTTP range requests (optional at build time)
               time)  # GNU time: the peak memory of inspect/verify on the header-only replicas (test_header_replicas.py)
 missing=()
 for p in "${apt_packages[@]}"; do

@@ -195,8 +195,11 @@ class GgufFile {
 
  private:
   friend GgufFile read_gguf(const std::filesystem::path& path);
+  friend GgufFile read_gguf_header(const std::filesystem::path& path);
   friend GgufFile parse_gguf(std::span<const std::byte> bytes, const std::filesystem::path& name);
   static GgufFile parse(std::span<const std::byte> all, std::shared_ptr<const void> owner,
+                        const std::filesystem::path& path);
+  static GgufFile parse(std::span<const std::byte> prefix, std::uint64_t file_size, std::shared_ptr<const void> owner,
                         const std::filesystem::path& path);
   std::vector<std::pair<std::string, GgufValue>> metadata_;
   std::vector<std::size_t> keys_by_name_;  // positions in metadata_, sorted by key
@@ -217,6 +220,10 @@ class GgufFile {
 // more), gguf_unknown_type, gguf_bad_row (dims[0] not a multiple of the block), size_overflow, gguf_misaligned,
 // offsets_out_of_range, offsets_overlap (and open_failed, read_failed).
 GgufFile read_gguf(const std::filesystem::path& path);
+// The metadata and tensor infos only, with every check of read_gguf but on the data (the tensors are placed against
+// the data section's size, never read: bytes() throws). `path` may be a URL or hf://ORG/REPO[@REV]/FILE.gguf
+// (minifloat/remote.h): the header is read in growing prefixes, 64 KiB then twice as much while it ends first.
+GgufFile read_gguf_header(const std::filesystem::path& path);
 // The same checks on bytes in memory (copied; `name` stands for the file in messages): for tests and fuzzing.
 GgufFile parse_gguf(std::span<const std::byte> bytes, const std::filesystem::path& name);
 

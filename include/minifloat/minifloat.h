@@ -25,6 +25,7 @@
 #include "minifloat/quantize.h"
 #include "minifloat/random.h"
 #include "minifloat/recipe.h"
+#include "minifloat/remote.h"
 #include "minifloat/safetensors.h"
 #include "minifloat/scale.h"
 #include "minifloat/scale_layout.h"

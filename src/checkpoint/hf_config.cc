@@ -9,7 +9,9 @@
 #include <utility>
 #include <vector>
 
+#include "../io/byte_source.h"
 #include "../io/file.h"
+#include "minifloat/remote.h"
 
 namespace mf::io {
 namespace {
@@ -527,20 +529,27 @@ HfConfig parse_hf_config(std::string_view text, ConfigRules rules, std::string_v
   return c;
 }
 
-HfConfig read_hf_config(const std::filesystem::path& path, ConfigRules rules) {
-  const detail::InputFile in(path);
-  if (in.size() > kMaxConfigBytes) {
-    throw HfConfigError(HfErrc::invalid_json, cat(path.string(), ": config of ", in.size(), " bytes is too large"));
+HfConfig read_hf_config(const std::filesystem::path& given, ConfigRules rules) {
+  // hf://ORG/REPO names the repository: its config.json.
+  std::filesystem::path path = resolve_hf(given.string());
+  if (given.string().starts_with("hf://") && path.extension() != ".json") path /= "config.json";
+  // Local or over HTTP (src/io/byte_source.h); a config that is not there is the reader's error, as before.
+  const auto small = [](const std::filesystem::path& p, std::string_view what) {
+    try {
+      return detail::read_small_file(p, kMaxConfigBytes, what);
+    } catch (const IoError& e) {
+      if (e.code != IoErrc::header_too_large) throw;
+      throw HfConfigError(HfErrc::invalid_json, e.what());
+    }
+  };
+  const std::optional<std::vector<std::byte>> config = small(path, "config");
+  if (!config) {
+    throw IoError(IoErrc::open_failed, path,
+                  detail::is_url(path) ? "HTTP 404: no such file" : "no such file (or not a regular file)");
   }
-  const std::vector<std::byte> bytes = in.read(0, in.size(), "config");
-  std::vector<std::byte> mo;
-  const std::filesystem::path mo_path = path.parent_path() / "hf_quant_config.json";
-  std::error_code ec;
-  if (std::filesystem::is_regular_file(mo_path, ec)) {
-    const detail::InputFile f(mo_path);
-    if (f.size() > kMaxConfigBytes) throw HfConfigError(HfErrc::invalid_json, cat(mo_path.string(), ": too large"));
-    mo = f.read(0, f.size(), "hf_quant_config");
-  }
+  const std::vector<std::byte>& bytes = *config;
+  const std::vector<std::byte> mo =
+      small(path.parent_path() / "hf_quant_config.json", "hf_quant_config").value_or(std::vector<std::byte>{});
   try {
     return parse_hf_config(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()), rules,
                            std::string_view(reinterpret_cast<const char*>(mo.data()), mo.size()));

@@ -12,6 +12,7 @@
 #include "minifloat/checkpoint_commands.h"
 #include "minifloat/checkpoint_tensors.h"
 #include "minifloat/codec.h"
+#include "minifloat/remote.h"
 #include "parallel.h"
 #include "quantization_rule.h"
 
@@ -240,6 +241,10 @@ InspectReport inspect_checkpoint(const std::filesystem::path& path, bool stats, 
                                  bool headers_only) {
   if (stats && headers_only)
     throw std::invalid_argument("inspect: --stats reads the tensors' values; --headers-only does not");
+  // Over HTTP only headers are read: a URL is inspected as --headers-only is.
+  if (stats && is_remote(path.string()))
+    throw std::invalid_argument("inspect: --stats reads the tensors' values, which are not read over HTTP");
+  headers_only = headers_only || is_remote(path.string());
   InspectReport r{open_checkpoint(path), {}, 0, 0, std::nullopt, "", "", ""};
   const Checkpoint& c = r.checkpoint;
   if (const auto config = c.config_path()) r.config = read_hf_config(*config, rules);

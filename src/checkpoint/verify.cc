@@ -16,6 +16,7 @@
 #include "minifloat/checkpoint_tensors.h"
 #include "minifloat/codec.h"
 #include "minifloat/recipe.h"
+#include "minifloat/remote.h"
 #include "parallel.h"
 #include "quantization_rule.h"
 
@@ -463,6 +464,10 @@ void check_config_whole(const VerifyReport& r, const ConfigCheck& cc) {
 }  // namespace
 
 VerifyReport verify_checkpoint(const std::filesystem::path& path, const VerifyOptions& options) {
+  if (is_remote(path.string()) && !options.headers_only) {
+    throw std::invalid_argument(
+        "verify: over HTTP only headers are read: verify --headers-only, or download the checkpoint first");
+  }
   VerifyReport r;
   const Checkpoint c = open_checkpoint(path);
   r.summary = check_checkpoint(c, options.headers_only);

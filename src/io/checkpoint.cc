@@ -4,7 +4,9 @@
 #include <algorithm>
 #include <set>
 
+#include "byte_source.h"
 #include "file.h"
+#include "minifloat/remote.h"
 
 namespace mf::io {
 namespace {
@@ -28,9 +30,41 @@ Checkpoint from_file(const fs::path& file) {
   Checkpoint c;
   c.directory = file.parent_path();
   c.shards = {file.filename().string()};
-  const SafetensorsFile f = read_safetensors(file);
+  // Locally the whole file is mapped and checked; over HTTP its header only.
+  const SafetensorsFile f = detail::is_url(file) ? read_safetensors_header(file) : read_safetensors(file);
   c.index.total_size = f.data_size();
   for (const SafetensorsTensor& t : f.tensors()) c.index.weight_map.emplace(t.name, c.shards[0]);
+  return c;
+}
+
+// Over HTTP: the index, or the one file's header, read by range requests; then every shard's header fetched in
+// parallel into the cache, where the commands' readers find it. A URL that names neither an index nor a .safetensors
+// file (hf://ORG/REPO) is a directory: its index, else its model.safetensors.
+Checkpoint open_remote(const std::string& location) {
+  begin_remote_session();
+  const fs::path url = resolve_hf(location);
+  Checkpoint c;
+  if (url.extension() == ".json") {
+    c = from_index(url);
+  } else if (is_safetensors(url)) {
+    c = from_file(url);
+  } else if (detail::read_small_file(url / kIndexFileName, kMaxSafetensorsHeader, "index")) {
+    c = from_index(url / kIndexFileName);
+  } else {
+    c = from_file(url / "model.safetensors");
+  }
+  std::vector<fs::path> shards;
+  for (std::size_t i = 0; i < c.shards.size(); ++i) {
+    // A plain file name (read_index checks that) may still hold what a URL reads otherwise: a query, a fragment, an
+    // escape. Such a name is refused rather than sent.
+    if (c.shards[i].find_first_of("?#% \t\r\n") != std::string::npos) {
+      throw IoError(
+          IoErrc::index_bad_shard_name, c.index_path.value_or(url),
+          cat("shard name '", c.shards[i], "' would change meaning in a URL (it holds '?', '#', '%' or white space)"));
+    }
+    shards.push_back(c.shard_path(i));
+  }
+  detail::prefetch_safetensors_headers(shards);
   return c;
 }
 
@@ -38,12 +72,16 @@ Checkpoint from_file(const fs::path& file) {
 
 std::optional<fs::path> Checkpoint::config_path() const {
   const fs::path p = directory / "config.json";
+  // Remote: read (and cached) now, when it is there; an HTTP 404 is no config.json.
+  if (detail::is_url(p))
+    return detail::read_small_file(p, kMaxSafetensorsHeader, "config") ? std::optional(p) : std::nullopt;
   std::error_code ec;
   if (fs::is_regular_file(p, ec)) return p;
   return std::nullopt;
 }
 
 Checkpoint open_checkpoint(const fs::path& path) {
+  if (is_remote(path.string())) return open_remote(path.string());
   std::error_code ec;
   if (fs::is_directory(path, ec)) {
     if (fs::exists(path / kIndexFileName, ec)) return from_index(path / kIndexFileName);

@@ -8,7 +8,9 @@
 #include <limits>
 #include <stdexcept>
 
+#include "byte_source.h"
 #include "file.h"
+#include "minifloat/remote.h"
 #include "little_endian.h"
 #include "minifloat/codec.h"
 
@@ -17,6 +19,10 @@ namespace {
 
 using detail::cat;
 using fs_path = std::filesystem::path;
+// A GGUF header read without its data (read_gguf_header) is read in growing prefixes, up to this much.
+constexpr std::uint64_t kGgufMaxHeaderRead = std::uint64_t{1} << 30;
+// Thrown by the reader of a prefix that ends before what it reads: read more and parse again.
+struct PrefixShort {};
 
 struct TypeRow {
   std::string_view name;  // empty: an id ggml does not define (removed types)
@@ -222,15 +228,22 @@ std::uint64_t GgufTensor::elements() const {
 
 // A cursor over the file's bytes: every read is checked against the end before it happens.
 struct GgufValueReader {
-  std::span<const std::byte> all;
+  std::span<const std::byte> all;  // the whole file, or (read_gguf_header) its first bytes
   const fs_path& file;
+  std::uint64_t size = all.size();  // the whole file's
   std::uint64_t pos = 0;
 
   std::uint64_t left() const { return all.size() - pos; }
+  // Where the bytes at hand end before the file does, `e` is not the file's fault: the caller reads more and parses
+  // again (PrefixShort); else `e` stands.
+  [[noreturn]] void fail(IoError e) const {
+    if (all.size() < size) throw PrefixShort{};
+    throw std::move(e);
+  }
   void need(std::uint64_t n, std::string_view what) const {
     if (n > left()) {
-      throw IoError(IoErrc::truncated, file,
-                    cat("file ends in ", what, " (needs ", n, " bytes at offset ", pos, ", has ", left(), ")"));
+      fail(IoError(IoErrc::truncated, file,
+                   cat("file ends in ", what, " (needs ", n, " bytes at offset ", pos, ", has ", left(), ")")));
     }
   }
   std::uint64_t uint(std::size_t width, std::string_view what) {
@@ -286,9 +299,9 @@ void GgufValueReader::array(GgufValue& v, int depth, std::string_view key) {
   const GgufValueType et = v.element_type_;
   const std::uint64_t least = et == GgufValueType::STRING ? 8 : et == GgufValueType::ARRAY ? 12 : scalar_bytes(et);
   if (v.count_ > left() / least) {
-    throw IoError(IoErrc::truncated, file,
-                  cat("file ends in ", what, " (", v.count_, " elements of ", gguf_value_type_name(et),
-                      " take at least ", least, " bytes each, ", left(), " bytes left at offset ", pos, ")"));
+    fail(IoError(IoErrc::truncated, file,
+                 cat("file ends in ", what, " (", v.count_, " elements of ", gguf_value_type_name(et),
+                     " take at least ", least, " bytes each, ", left(), " bytes left at offset ", pos, ")")));
   }
   const auto n = static_cast<std::size_t>(v.count_);
   if (et == GgufValueType::STRING) {
@@ -324,8 +337,8 @@ Preamble read_preamble(GgufValueReader& r) {
                   cat("not a GGUF file: it starts with ", quote_text(magic), ", not \"GGUF\""));
   }
   if (r.all.size() < kPreambleBytes) {
-    throw IoError(IoErrc::truncated, file,
-                  cat("file is ", r.all.size(), " bytes, shorter than the ", kPreambleBytes, "-byte GGUF header"));
+    r.fail(IoError(IoErrc::truncated, file,
+                   cat("file is ", r.all.size(), " bytes, shorter than the ", kPreambleBytes, "-byte GGUF header")));
   }
   r.pos = 4;
   Preamble p{static_cast<std::uint32_t>(r.uint(4, "the header")), r.uint(8, "the header"), r.uint(8, "the header")};
@@ -338,10 +351,10 @@ Preamble read_preamble(GgufValueReader& r) {
   const std::uint64_t rest = r.left();
   if (p.tensor_count > rest / kLeastTensorInfo || p.kv_count > rest / kLeastKv ||
       p.kv_count * kLeastKv > rest - p.tensor_count * kLeastTensorInfo) {
-    throw IoError(IoErrc::gguf_bad_count, file,
-                  cat("tensor_count ", p.tensor_count, " and kv_count ", p.kv_count, " cannot fit in the ", rest,
-                      " bytes after the header (a tensor info takes at least ", kLeastTensorInfo,
-                      " bytes, a key-value pair ", kLeastKv, ")"));
+    r.fail(IoError(IoErrc::gguf_bad_count, file,
+                   cat("tensor_count ", p.tensor_count, " and kv_count ", p.kv_count, " cannot fit in the ", rest,
+                       " bytes after the header (a tensor info takes at least ", kLeastTensorInfo,
+                       " bytes, a key-value pair ", kLeastKv, ")")));
   }
   return p;
 }
@@ -471,7 +484,14 @@ void check_placement(const std::vector<GgufTensor>& tensors, std::uint64_t data_
 
 // The checks, in file order; `owner` keeps the bytes alive for the views.
 GgufFile GgufFile::parse(std::span<const std::byte> all, std::shared_ptr<const void> owner, const fs_path& path) {
-  GgufValueReader r{all, path};
+  return parse(all, all.size(), std::move(owner), path);
+}
+
+// `all` the file's first bytes, `file_size` its size: the header's checks, and the tensors against the data
+// section's size; data_ holds the data only when `all` is the whole file. PrefixShort when `all` ends first.
+GgufFile GgufFile::parse(std::span<const std::byte> all, std::uint64_t file_size, std::shared_ptr<const void> owner,
+                         const fs_path& path) {
+  GgufValueReader r{all, path, file_size};
   const Preamble p = read_preamble(r);
   GgufFile f;
   f.version_ = p.version;
@@ -492,23 +512,48 @@ GgufFile GgufFile::parse(std::span<const std::byte> all, std::shared_ptr<const v
 
   // The data section starts at the next multiple of the alignment; ggml requires that padding only with tensors.
   const std::uint64_t start = (r.pos + f.alignment_ - 1) / f.alignment_ * f.alignment_;
-  if (start > all.size() && !f.tensors_.empty()) {
+  if (start > file_size && !f.tensors_.empty()) {
     throw IoError(IoErrc::truncated, path,
                   cat("file ends in the padding before the data section (which starts at ", start, ", file is ",
-                      all.size(), " bytes)"));
+                      file_size, " bytes)"));
   }
-  f.data_offset_ = std::min<std::uint64_t>(start, all.size());
-  f.data_ = all.subspan(static_cast<std::size_t>(f.data_offset_));
-  check_placement(f.tensors_, f.data_.size(), f.alignment_, path);
+  f.data_offset_ = std::min<std::uint64_t>(start, file_size);
+  if (all.size() == file_size) f.data_ = all.subspan(static_cast<std::size_t>(f.data_offset_));
+  check_placement(f.tensors_, file_size - f.data_offset_, f.alignment_, path);
   f.path_ = path;
   f.owner_ = std::move(owner);
   return f;
 }
 
 GgufFile read_gguf(const fs_path& path) {
+  if (detail::is_url(path)) {
+    throw IoError(IoErrc::open_failed, path,
+                  "over HTTP only a GGUF file's header is read (inspect); this command reads tensor data: download "
+                  "the file first");
+  }
   auto mapping = std::make_shared<const detail::MappedFile>(path);
   const std::span<const std::byte> all = mapping->bytes();
   return GgufFile::parse(all, std::move(mapping), path);
+}
+
+GgufFile read_gguf_header(const fs_path& given) {
+  const fs_path path = resolve_hf(given.string());
+  const std::unique_ptr<detail::ByteSource> in = detail::open_source(path);
+  const std::uint64_t size = in->size();
+  // The header's length is known only by parsing it: read a little, and twice as much while it ends first.
+  for (std::uint64_t have = std::min<std::uint64_t>(size, 1 << 16);; have = std::min(size, 2 * have)) {
+    if (have > kGgufMaxHeaderRead) {
+      throw IoError(IoErrc::header_too_large, path,
+                    cat("the metadata and tensor infos run past the first ", kGgufMaxHeaderRead,
+                        " bytes, the most read for a header"));
+    }
+    auto prefix = std::make_shared<std::vector<std::byte>>(in->read(0, have, "header"));
+    const std::span<const std::byte> bytes(*prefix);
+    try {
+      return GgufFile::parse(bytes, size, std::move(prefix), path);
+    } catch (const PrefixShort&) {
+    }
+  }
 }
 
 GgufFile parse_gguf(std::span<const std::byte> bytes, const fs_path& name) {

@@ -4,6 +4,7 @@
 #include <set>
 #include <string>
 
+#include "byte_source.h"
 #include "file.h"
 #include "json_checked.h"
 #include "minifloat/checkpoint.h"
@@ -86,13 +87,13 @@ CheckpointIndex parse_index(std::string_view text, const std::filesystem::path& 
 }
 
 CheckpointIndex read_index(const std::filesystem::path& path) {
-  const detail::InputFile in(path);
   // An index lists names only: a 100 MB bound (as for a safetensors header) is generous and stops a runaway read.
-  if (in.size() > kMaxSafetensorsHeader) {
-    throw IoError(IoErrc::header_too_large, path, cat("index of ", in.size(), " bytes is over the limit"));
+  const std::optional<std::vector<std::byte>> bytes = detail::read_small_file(path, kMaxSafetensorsHeader, "index");
+  if (!bytes) {
+    throw IoError(IoErrc::open_failed, path,
+                  detail::is_url(path) ? "HTTP 404: no such file" : "no such file (or not a regular file)");
   }
-  const std::vector<std::byte> bytes = in.read(0, in.size(), "index");
-  return parse_index(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()), path);
+  return parse_index(std::string_view(reinterpret_cast<const char*>(bytes->data()), bytes->size()), path);
 }
 
 void write_index(const std::filesystem::path& path, const CheckpointIndex& index) {

@@ -9,6 +9,7 @@
 #include <string>
 #include <utility>
 
+#include "byte_source.h"
 #include "file.h"
 #include "json_checked.h"
 #include "minifloat/text.h"
@@ -215,6 +216,11 @@ SafetensorsFile SafetensorsFile::parse(std::span<const std::byte> prefix, std::u
 }
 
 SafetensorsFile read_safetensors(const std::filesystem::path& path) {
+  if (detail::is_url(path)) {
+    throw IoError(IoErrc::open_failed, path,
+                  "over HTTP only headers are read (inspect, verify --headers-only, memory); this command reads "
+                  "tensor data: download the checkpoint first");
+  }
   auto mapping = std::make_shared<const detail::MappedFile>(path);
   const std::span<const std::byte> all = mapping->bytes();
   SafetensorsFile file = SafetensorsFile::parse(all, std::move(mapping), path);
@@ -223,13 +229,15 @@ SafetensorsFile read_safetensors(const std::filesystem::path& path) {
 }
 
 SafetensorsFile read_safetensors_header(const std::filesystem::path& path) {
-  const detail::InputFile in(path);
-  const std::vector<std::byte> length = in.read(0, std::min<std::uint64_t>(8, in.size()), "header length");
-  // The checks on the length come first (a huge length is refused before anything is allocated for it).
-  const std::uint64_t n = read_header_length(std::span(length.data(), length.size()), in.size(), path);
-  auto prefix = std::make_shared<std::vector<std::byte>>(in.read(0, 8 + n, "header"));
+  // A local file or a URL (byte_source.h): the same reads and checks over either.
+  const std::unique_ptr<detail::ByteSource> in = detail::open_source(path);
+  const std::uint64_t size = in->size();
+  const std::vector<std::byte> length = in->read(0, std::min<std::uint64_t>(8, size), "header length");
+  // The checks on the length come first (a huge length is refused before anything is allocated or fetched for it).
+  const std::uint64_t n = read_header_length(std::span(length.data(), length.size()), size, path);
+  auto prefix = std::make_shared<std::vector<std::byte>>(in->read(0, 8 + n, "header"));
   const std::span<const std::byte> bytes(*prefix);
-  return SafetensorsFile::parse(bytes, in.size(), nullptr, path);
+  return SafetensorsFile::parse(bytes, size, nullptr, path);
 }
 
 SafetensorsFile parse_safetensors(std::span<const std::byte> bytes, const std::filesystem::path& name) {

@@ -68,6 +68,7 @@ const std::map<std::string, Layer> kPublicHeaders = {
     {"gguf.h", io},
     {"tensor_file.h", io},
     {"checkpoint.h", io},
+    {"remote.h", io},  // checkpoints over HTTP
     // the checkpoint tool
     {"checkpoint_tensors.h", checkpoint},
     {"checkpoint_commands.h", checkpoint},

@@ -178,6 +178,36 @@ TEST_P(GgufError, IsRejectedWithItsNamedError) {
   expect_io_error([&] { read_gguf(dir / "bad.gguf"); }, bad.code, str("bad.gguf: ", bad.message));
   expect_io_error([&] { parse_gguf(std::as_bytes(std::span(bad.bytes)), "bad.gguf"); }, bad.code,
                   str("bad.gguf: ", bad.message));
+  // The header-only reader (as over HTTP) names the same error.
+  expect_io_error([&] { read_gguf_header(dir / "bad.gguf"); }, bad.code, str("bad.gguf: ", bad.message));
+}
+
+// A header of 200 kB (one long string value) outgrows read_gguf_header's first 64 KiB read twice: it reads on, and
+// finds what the whole-file reader finds, short of the 4 MiB of data; cut inside that string, it names the same
+// truncation.
+TEST(GgufHeaderOnly, ReadsOnPastItsFirstPrefix) {
+  TempDir dir;
+  const std::string long_value(200'000, 'x');
+  const std::string bytes = gguf_bytes({kv("general.notes", VT::STRING, gs(long_value)), kv_u32("a.count", 7)},
+                                       {tinfo("w", {1 << 20}, kF32, 0)}, std::string(4 << 20, '\x01'));
+  write_file(dir / "m.gguf", bytes);
+  const GgufFile head = read_gguf_header(dir / "m.gguf");
+  ASSERT_EQ(head.metadata().size(), 2u);
+  EXPECT_EQ(head.metadata()[0].second.as_string(), long_value);
+  EXPECT_EQ(*head.find_metadata("a.count")->as_uint(), 7u);
+  ASSERT_EQ(head.tensors().size(), 1u);
+  EXPECT_EQ(head.data_offset(), bytes.size() - (4 << 20));
+  EXPECT_EQ(head.data_offset(), read_gguf(dir / "m.gguf").data_offset());
+  EXPECT_THROW(head.bytes(head.tensors()[0]), std::invalid_argument);  // no data was read
+  write_file(dir / "cut.gguf", bytes.substr(0, 150'000));
+  std::string whole;
+  try {
+    read_gguf(dir / "cut.gguf");
+  } catch (const IoError& e) {
+    whole = e.what();
+  }
+  ASSERT_NE(whole.find("file ends in the value of metadata 'general.notes'"), std::string::npos) << whole;
+  expect_io_error([&] { read_gguf_header(dir / "cut.gguf"); }, IoErrc::truncated, whole.substr(whole.find("cut.gguf")));
 }
 
 INSTANTIATE_TEST_SUITE_P(Read, GgufError, ::testing::ValuesIn(bad_files()),
