@@ -54,7 +54,7 @@ class CheckpointReader {
   // nullptr when there is none of that name.
   const LogicalTensor* find(std::string_view name) const;
   // The safetensors shards' __metadata__ (the first shard's entry for a key the shards disagree on), or the GGUF
-  // file's metadata as text (GgufValue::text with every array element).
+  // file's metadata as inspect --json shows it (GgufValue::text: strings quoted, arrays to 8 elements).
   std::map<std::string, std::string> metadata() const;
 
   // The tensor's values as f32 in its shape's order: bit for bit what `minifloat dequantize --dtype f32` writes.

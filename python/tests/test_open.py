@@ -40,8 +40,8 @@ def test_every_like_is_tested():
 def load(path):
     """Every shard's tensors (safetensors' own reader)."""
     from safetensors.torch import load_file
-    out = {}
-    for f in sorted(pathlib.Path(path).glob("*.safetensors")):
+    path, out = pathlib.Path(path), {}
+    for f in [path] if path.is_file() else sorted(path.glob("*.safetensors")):
         out.update(load_file(str(f)))
     return out
 
@@ -93,7 +93,7 @@ FORMATS = [("llama", "nvfp4", "compressed-tensors"), ("llama", "mxfp4", "compres
            ("llama", "mxfp8", "compressed-tensors"), ("llama", "fp8-block", "compressed-tensors"),
            ("llama", "nvfp4", "modelopt"), ("llama", "mxfp4", "modelopt"), ("llama", "mxfp8", "modelopt"),
            ("llama", "fp8-block", "transformers-fp8"), ("llama", "mxfp8", "transformers-fp8"),
-           ("llama", "nvfp4", "minifloat"), ("llama", "mxfp4", "minifloat"), ("qwen-moe", "mxfp4", "gpt-oss"),
+           ("llama", "nvfp4", "minifloat"), ("llama", "mxfp4", "minifloat"),
            ("deepseek-v4", "deepseek-v4", "deepseek"), ("v4-like", "deepseek-v4", "minifloat"),
            ("qwen-moe", "fp8-block", "deepseek")]
 
@@ -106,6 +106,18 @@ def test_converted_formats_read_as_the_cli_dequantizes(tmp_path, arch, recipe, f
     r = cli("convert", tmp_path / "src", tmp_path / "q", "--recipe", recipe, "--format", fmt)
     assert r.returncode == 0, r.stderr
     assert assert_reads_like_the_cli(torch, tmp_path / "q", tmp_path)
+
+
+def test_gpt_oss_blocks_read_as_the_cli_dequantizes(tmp_path):
+    """gpt-oss's MXFP4 experts (X_blocks + X_scales), from a GptOss model transformers builds."""
+    torch = need("torch")
+    from test_convert_gpt_oss import tiny_gpt_oss
+    tiny_gpt_oss(torch, tmp_path / "src")
+    r = cli("convert", tmp_path / "src", tmp_path / "q", "--recipe", "mxfp4", "--format", "gpt-oss")
+    assert r.returncode == 0, r.stderr
+    assert assert_reads_like_the_cli(torch, tmp_path / "q", tmp_path)
+    with minifloat.open(tmp_path / "q") as ck:
+        assert {ck.info(n)["dialect"] for n in ck} >= {"blocks", "plain"}
 
 
 def llama_gguf(tmp_path, recipe):
@@ -129,7 +141,8 @@ def test_gguf_reads_as_the_cli_and_gguf_py(tmp_path, recipe):
     reader = gguf.GGUFReader(str(path))
     with minifloat.open(path) as ck:
         assert ck.keys() == [t.name for t in reader.tensors]
-        assert ck.metadata["general.architecture"] == "llama"
+        assert ck.metadata == minifloat.inspect(path)["metadata"]  # as inspect --json shows it
+        assert ck.metadata["general.architecture"] == '"llama"'
         for t in reader.tensors:
             got = ck.get(t.name)
             ref = dequantize(t.data, t.tensor_type).reshape(got.shape)
@@ -355,9 +368,9 @@ def load_through_open(transformers, torch, path):
     if hasattr(config, "quantization_config"):
         del config.quantization_config  # the weights arrive dequantized
     with minifloat.open(path) as ck:
-        model, info = transformers.AutoModelForCausalLM.from_pretrained(
-            None, config=config, state_dict=ck.state_dict("bfloat16"), dtype=torch.bfloat16,
-            output_loading_info=True)
+        model_class = getattr(transformers, config.architectures[0])  # LlamaForCausalLM, ...
+        model, info = model_class.from_pretrained(None, config=config, state_dict=ck.state_dict("bfloat16"),
+                                                  dtype=torch.bfloat16, output_loading_info=True)
     return model.eval(), info
 
 

@@ -175,7 +175,7 @@ const LogicalTensor* CheckpointReader::find(std::string_view name) const {
 std::map<std::string, std::string> CheckpointReader::metadata() const {
   std::map<std::string, std::string> out;
   if (impl_->gguf) {
-    for (const auto& [key, value] : impl_->gguf->metadata()) out[key] = value.text(value.size());
+    for (const auto& [key, value] : impl_->gguf->metadata()) out[key] = value.text();
     return out;
   }
   for (const std::unique_ptr<Impl::Shard>& s : impl_->shards)
