@@ -11,7 +11,7 @@ namespace mf::io {
 
 // {shards, params, bytes, bits_per_param, schemes, family, not_understood, config?: {rules, quant_method, scheme,
 //  not_converted, dtype, fp8_attn, fp8_mlp, mxfp8, mxfp4}, tensors: [{name, shard, dtype, shape, bytes, params, role,
-//  stats?: {min, max, mean, rms, nonfinite}}]}, indented by 2, with a final newline. Schema in docs/checkpoints.md.
+//  stats?: {min, max, mean, rms, nonfinite}}]}, indented by 2, with a final newline.
 std::string inspect_json(const InspectReport& report);
 
 // A GGUF file's: {format: "gguf", version, alignment, params, bytes, bits_per_param, metadata: {key: text},
