@@ -333,6 +333,27 @@ def test_verify_dequantize_memory_convert(tmp_path):
     assert not (tmp_path / "x").exists()
 
 
+def test_inspect_refusal_carries_the_listing(tmp_path):
+    """A checkpoint the other commands refuse: the CLI lists it and exits 2; inspect raises with the listing."""
+    r = cli("make-example-checkpoint", tmp_path / "src", "--like", "modelopt-w4a8-awq")
+    assert r.returncode == 0, r.stderr
+    r = cli("inspect", tmp_path / "src", "--json")
+    assert r.returncode == 2
+    with pytest.raises(minifloat.CheckpointError) as e:
+        minifloat.inspect(tmp_path / "src")
+    assert e.value.report == json.loads(r.stdout)
+    assert str(e.value) == e.value.report["not_understood"] and str(e.value) in r.stderr
+
+
+def test_progress_bar_with_tqdm(tmp_path, capsys):
+    need("tqdm")
+    src = tmp_path / "src"
+    minifloat.make_example_checkpoint(src, arch="llama")
+    minifloat.dequantize(src, tmp_path / "deq", progress=True)
+    err = capsys.readouterr().err
+    assert "dequantize" in err and "100%" in err, err
+
+
 def test_progress_callback_errors_are_raised(tmp_path):
     src = tmp_path / "src"
     minifloat.make_example_checkpoint(src, arch="llama")
