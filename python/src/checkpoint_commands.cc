@@ -33,8 +33,9 @@ void raise_checkpoint_error(nb::handle type, const char* what, const std::string
   PyErr_SetObject(type.ptr(), e.ptr());
 }
 
-// A Python progress callable called from the library's workers: the GIL taken for each call; the first exception
-// it raises is kept and raised once the command returns (the workers cannot be interrupted mid-tensor).
+// A Python progress callable called from the library's workers: the GIL taken for each call. An exception it raises
+// (KeyboardInterrupt too) stops the command as a failed tensor does (no tensor started after it, shards not yet
+// whole removed) and is raised in its place once the command returns.
 class Progress {
  public:
   explicit Progress(nb::object callback) : callback_(std::move(callback)) {}
@@ -47,9 +48,11 @@ class Progress {
         callback_(done, total);
       } catch (nb::python_error& e) {
         error_.emplace(std::move(e));
+        throw std::runtime_error("stopped by the progress callback");
       }
     };
   }
+  // Call with the GIL held, after the command: its exception, if it raised one.
   void rethrow() {
     if (error_) {
       nb::python_error e = std::move(*error_);
@@ -156,11 +159,13 @@ nb::dict dequantize(const std::string& in, const std::string& out, bool bf16, in
   Progress p(std::move(progress));
   o.progress = p.function();
   io::ConvertReport r;
-  {
+  try {
     nb::gil_scoped_release release;
     r = io::dequantize_checkpoint(in, out, bf16, o);
+  } catch (...) {
+    p.rethrow();
+    throw;
   }
-  p.rethrow();
   return report_dict(r);
 }
 
@@ -198,12 +203,14 @@ nb::dict convert_gguf(const std::string& in, const std::string& out, const std::
   Progress p(std::move(progress));
   o.progress = p.function();
   io::ConvertReport report;
-  {
+  try {
     nb::gil_scoped_release release;
     report = io::convert_to_gguf(in, out, r, o,
                                  no_tokenizer ? io::GgufTokenizerMode::none : io::GgufTokenizerMode::required);
+  } catch (...) {
+    p.rethrow();
+    throw;
   }
-  p.rethrow();
   return report_dict(report);
 }
 
@@ -226,11 +233,13 @@ nb::dict convert(const std::string& in, const std::string& out, const std::strin
   Progress p(std::move(progress));
   o.progress = p.function();
   io::ConvertReport report;
-  {
+  try {
     nb::gil_scoped_release release;
     report = io::convert_checkpoint(in, out, r, o);
+  } catch (...) {
+    p.rethrow();
+    throw;
   }
-  p.rethrow();
   return report_dict(report);
 }
 

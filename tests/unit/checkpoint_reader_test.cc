@@ -17,6 +17,7 @@
 namespace mf::io {
 namespace {
 
+namespace fs = std::filesystem;
 using testing::TempDir;
 
 // Every tensor of the files dequantize wrote in `dir`, in shard order then data order.
@@ -63,7 +64,7 @@ TEST_P(ReaderLike, ReadsWhatDequantizeWrites) {
   }
   (void)dequantize_checkpoint(dir / "src", dir / "f32", false, o);
   (void)dequantize_checkpoint(dir / "src", dir / "bf16", true, o);
-  const auto f32 = written(dir / "f32"), bf16 = written(dir / "bf16");
+  const auto f32 = written(dir / "f32"), as_bf16 = written(dir / "bf16");
   const CheckpointReader r(dir / "src");
   ASSERT_EQ(r.tensors().size(), f32.size());
   for (std::size_t k = 0; k < f32.size(); ++k) {
@@ -75,7 +76,7 @@ TEST_P(ReaderLike, ReadsWhatDequantizeWrites) {
       continue;
     }
     EXPECT_EQ(bytes_of(r.values(t.name)), f32[k].second) << t.name;
-    EXPECT_EQ(bytes_of(r.values16(t.name, mf::bf16, 2)), bf16[k].second) << t.name;
+    EXPECT_EQ(bytes_of(r.values16(t.name, mf::bf16, 2)), as_bf16[k].second) << t.name;
   }
 }
 
