@@ -5,7 +5,9 @@
 // pair of every dialect minifloat reads is one tensor under its dequantized name (W, P.weight, X less _blocks),
 // every other tensor is itself, and the pairs' parts (scales, zero points, weight_shape, ...) and activation scales
 // are not listed. A checkpoint dequantize refuses is refused here, at open, with the same IoError. A .gguf file is
-// listed tensor by tensor under its own names; a type minifloat does not decode is an IoError when read.
+// listed tensor by tensor under its own names; a type minifloat does not decode is an IoError when read. A
+// .safetensors file written by `minifloat quantize` (minifloat.scheme in its __metadata__) is read whole
+// (read_quantized), its tensors dequantized as dequantize does.
 //
 // The shards stay mapped (read-only, nothing read until asked); each read touches only its tensor's bytes and
 // releases their pages after, so memory holds the tensors being read and no more. Reads are const and safe from
@@ -28,7 +30,8 @@ namespace mf::io {
 struct LogicalTensor {
   std::string name;     // as dequantize writes it
   std::string file;     // the shard (or .gguf) file name that holds its weight
-  std::string dialect;  // a pair's form (PairForm's enumerator: "deepseek", "nvfp4", "integer", ...), "plain", "gguf"
+  std::string dialect;  // a pair's form (PairForm's enumerator: "deepseek", "nvfp4", "integer", ...), "plain", "gguf",
+                        // or "quantize" (a `minifloat quantize` file)
   std::string form;     // a pair's parts as to_string(PairForm) names them ("W + W_scale + W_scale_2"), else ""
   std::string scheme;   // a pair's scheme_name, a GGUF tensor's type name, "" for a plain tensor
   std::vector<std::string> stored;   // the stored tensors it is read from: the weight first, then its parts
@@ -66,7 +69,8 @@ class CheckpointReader {
   // A kept tensor's bytes as stored; IoError for any other.
   std::vector<std::byte> stored(std::string_view name) const;
   // A pair's codes and scales as stored, in a QuantizedTensor (read_pair): the deepseek, deepseek_v4 and nvfp4
-  // forms; IoError naming the tensor and its dialect for the forms with no QuantizedTensor and for plain tensors.
+  // forms, and a `minifloat quantize` file's tensors; IoError naming the tensor and its dialect for the forms with
+  // no QuantizedTensor and for plain tensors.
   QuantizedTensor quantized(std::string_view name) const;
 
  private:

@@ -120,6 +120,27 @@ def test_gpt_oss_blocks_read_as_the_cli_dequantizes(tmp_path):
         assert {ck.info(n)["dialect"] for n in ck} >= {"blocks", "plain"}
 
 
+@pytest.mark.parametrize("scheme", ["mxfp4", "nvfp4", "fp8-1x128"])
+def test_quantize_output_reads_as_the_cli_dequantizes(tmp_path, scheme):
+    """A file `minifloat quantize` wrote (NAME, NAME_scale, scheme in __metadata__): read as dequantize reads it."""
+    torch = need("torch")
+    from safetensors.numpy import save_file
+    rng = np.random.default_rng(0)
+    save_file({"a": rng.standard_normal((64, 256)).astype(np.float32),
+               "b": rng.standard_normal((32, 128)).astype(np.float32)}, str(tmp_path / "in.safetensors"))
+    r = cli("quantize", "--scheme", scheme, tmp_path / "in.safetensors", tmp_path / "q.safetensors")
+    assert r.returncode == 0, r.stderr
+    want, err = cli_dequantized(tmp_path / "q.safetensors", tmp_path / "out.safetensors", "f32")
+    assert want is not None, err
+    with minifloat.open(tmp_path / "q.safetensors", framework="pt") as ck:
+        assert sorted(ck.keys()) == sorted(want) == ["a", "b"]
+        for name in ck:
+            assert ck.info(name)["dialect"] == "quantize" and ck.info(name)["stored"][:2] == [name, name + "_scale"]
+            same_bits(torch, ck.get(name), want[name], name)
+            q = ck.get_raw(name)
+            np.testing.assert_array_equal(q.dequantize().view(np.uint32), ck.get(name).numpy().view(np.uint32))
+
+
 def llama_gguf(tmp_path, recipe):
     r = cli("make-example-checkpoint", tmp_path / "src", "--arch", "llama")
     assert r.returncode == 0, r.stderr

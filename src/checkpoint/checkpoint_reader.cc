@@ -15,6 +15,7 @@
 #include "minifloat/checkpoint_tensors.h"
 #include "minifloat/codec.h"
 #include "minifloat/gguf.h"
+#include "minifloat/tensor_file.h"
 #include "quantization_rule.h"
 #include "tensor_values.h"
 
@@ -54,8 +55,11 @@ struct CheckpointReader::Impl {
     const SafetensorsTensor* in = nullptr;
     const QuantizedPair* pair = nullptr;
     const GgufTensor* in_gguf = nullptr;
+    const NamedQuantized* quantized = nullptr;  // a tensor of a `minifloat quantize` file
   };
+  fs::path path;  // as opened: what messages name for a GGUF or quantize file
   std::optional<GgufFile> gguf;
+  std::vector<NamedQuantized> quantize_output;  // read whole (read_quantized): what `minifloat quantize` wrote
   Checkpoint checkpoint;
   std::vector<std::unique_ptr<Shard>> shards;  // stable addresses: entries point into them
   std::vector<Entry> entries;
@@ -64,6 +68,7 @@ struct CheckpointReader::Impl {
 
   void open_safetensors(const fs::path& path);
   void open_gguf(const fs::path& path);
+  void open_quantize_output(const fs::path& path);
   void add(LogicalTensor t, Entry e);
   std::size_t at(std::string_view name) const;
   const SafetensorsFile& file(const Entry& e) const { return shards[e.shard]->f; }
@@ -135,6 +140,28 @@ void CheckpointReader::Impl::open_gguf(const fs::path& path) {
   }
 }
 
+void CheckpointReader::Impl::open_quantize_output(const fs::path& path) {
+  quantize_output = read_quantized(path);
+  const SafetensorsFile f = read_safetensors_header(path);
+  for (const NamedQuantized& q : quantize_output) {
+    LogicalTensor t;
+    t.name = q.name;
+    t.file = path.filename().string();
+    t.dialect = "quantize";
+    t.form = "NAME + NAME_scale (+ NAME_tensor_scale), scheme in __metadata__ (minifloat quantize)";
+    t.scheme = q.tensor.scheme.name;
+    for (const std::string& part : {q.name, q.name + "_scale", q.name + "_tensor_scale"}) {
+      if (const SafetensorsTensor* st = f.find(part)) {
+        t.stored.push_back(part);
+        t.bytes += st->end - st->begin;
+      }
+    }
+    t.shape.assign(q.tensor.shape.begin(), q.tensor.shape.end());
+    t.stored_dtype = std::string(dtype_name(f.find(q.name)->dtype));
+    add(std::move(t), Entry{0, nullptr, nullptr, nullptr, &q});
+  }
+}
+
 std::size_t CheckpointReader::Impl::at(std::string_view name) const {
   const auto it = by_name.find(name);
   if (it == by_name.end()) throw std::out_of_range(std::string(name));
@@ -152,8 +179,12 @@ void CheckpointReader::Impl::release(const Entry& e) const {
 }
 
 CheckpointReader::CheckpointReader(const fs::path& path) : impl_(std::make_unique<Impl>()) {
+  impl_->path = path;
   if (path.extension() == ".gguf") {
     impl_->open_gguf(path);
+  } else if (path.extension() == ".safetensors" &&
+             read_safetensors_header(path).metadata().contains("minifloat.scheme")) {
+    impl_->open_quantize_output(path);  // as dequantize tells the two apart
   } else {
     impl_->open_safetensors(path);
   }
@@ -196,8 +227,13 @@ std::vector<float> CheckpointReader::values(std::string_view name, int threads) 
     }
     return dequantize_gguf(*impl_->gguf, *e.in_gguf);
   }
+  if (e.quantized) {
+    std::vector<float> out(static_cast<std::size_t>(e.quantized->tensor.count()));
+    dequantize(e.quantized->tensor, out.data(), threads);
+    return out;
+  }
   const SafetensorsFile& f = impl_->file(e);
-  if (t.kept) {
+  if (t.kept) {  // (only safetensors checkpoints keep tensors)
     throw IoError(IoErrc::not_dequantizable, f.path(), t.name,
                   detail::cat(t.stored_dtype,
                               " is not a float tensor and no quantized pair: dequantize copies it as stored; read "
@@ -225,7 +261,7 @@ std::vector<std::byte> CheckpointReader::stored(std::string_view name) const {
   const Impl::Entry& e = impl_->entries[k];
   const LogicalTensor& t = impl_->tensors[k];
   if (!t.kept) {
-    const fs::path where = e.in_gguf ? impl_->gguf->path() : impl_->file(e).path();
+    const fs::path where = e.in ? impl_->file(e).path() : impl_->path;
     throw IoError(IoErrc::not_dequantizable, where, t.name,
                   detail::cat("a ", t.dialect == "plain" ? "float" : t.dialect + " (" + t.scheme + ")",
                               " tensor: read its values, or a pair's codes and scales as a QuantizedTensor"));
@@ -240,10 +276,11 @@ QuantizedTensor CheckpointReader::quantized(std::string_view name) const {
   const std::size_t k = impl_->at(name);
   const Impl::Entry& e = impl_->entries[k];
   const LogicalTensor& t = impl_->tensors[k];
+  if (e.quantized) return e.quantized->tensor;
   const bool readable = e.pair && (e.pair->form == PairForm::deepseek || e.pair->form == PairForm::deepseek_v4 ||
                                    e.pair->form == PairForm::nvfp4);
   if (!readable) {
-    const fs::path where = e.in_gguf ? impl_->gguf->path() : impl_->file(e).path();
+    const fs::path where = e.in ? impl_->file(e).path() : impl_->path;
     throw IoError(IoErrc::not_dequantizable, where, t.name,
                   detail::cat("a ", t.dialect, t.scheme.empty() ? "" : " (" + t.scheme + ")",
                               " tensor has no QuantizedTensor form (only the deepseek, deepseek_v4 and nvfp4 pair "
