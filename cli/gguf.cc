@@ -4,11 +4,11 @@
 
 #include <filesystem>
 #include <map>
-#include <nlohmann/json.hpp>
 
 #include "checkpoint_cli.h"
 #include "common.h"
 #include "minifloat/checkpoint_commands.h"
+#include "minifloat/checkpoint_json.h"
 #include "minifloat/gguf.h"
 #include "minifloat/gguf_model.h"
 #include "minifloat/remote.h"
@@ -38,22 +38,7 @@ std::string inspect_gguf(const std::string& path, bool json) {
     bytes += t.bytes;
   }
   const double bits = params ? 8.0 * static_cast<double>(bytes) / static_cast<double>(params) : 0.0;
-  if (json) {
-    nlohmann::ordered_json j{{"format", "gguf"}, {"version", f.version()}, {"alignment", f.alignment()},
-                             {"params", params}, {"bytes", bytes},         {"bits_per_param", bits}};
-    nlohmann::ordered_json meta = nlohmann::ordered_json::object(), tensors = nlohmann::ordered_json::array();
-    for (const auto& [key, value] : f.metadata()) meta[key] = value.text();
-    for (const io::GgufTensor& t : f.tensors()) {
-      tensors.push_back({{"name", t.name},
-                         {"type", io::gguf_type_name(t.type)},
-                         {"shape", t.shape()},
-                         {"bytes", t.bytes},
-                         {"decodable", io::gguf_can_dequantize(t.type)}});
-    }
-    j["metadata"] = std::move(meta);
-    j["tensors"] = std::move(tensors);
-    return j.dump(2) + "\n";
-  }
+  if (json) return io::inspect_gguf_json(f);
   std::string out = fmt::format("GGUF version {}, alignment {}, {} metadata entries\n", f.version(), f.alignment(),
                                 f.metadata().size());
   for (const auto& [key, value] : f.metadata()) out += fmt::format("  {} = {}\n", key, value.text());

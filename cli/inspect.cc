@@ -2,12 +2,12 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <memory>
-#include <nlohmann/json.hpp>
 
 #include "checkpoint_cli.h"
 #include "common.h"
 #include "remote.h"
 #include "minifloat/checkpoint_commands.h"
+#include "minifloat/checkpoint_json.h"
 #include "minifloat/remote.h"
 #include "minifloat/text.h"
 
@@ -43,39 +43,6 @@ std::string config_text(const io::HfConfig& c) {
                        left.empty() ? "" : "; not converted: " + left);
   }
   return out;
-}
-
-std::string as_json(const io::InspectReport& r) {
-  nlohmann::ordered_json j;
-  j["shards"] = r.checkpoint.shards;
-  j["params"] = r.params;
-  j["bytes"] = r.bytes;
-  j["bits_per_param"] = r.params ? 8.0 * static_cast<double>(r.bytes) / static_cast<double>(r.params) : 0.0;
-  j["schemes"] = r.scheme_summary;
-  j["family"] = r.family;
-  j["not_understood"] = r.not_understood;
-  if (r.config) {
-    j["config"] = {{"rules", std::string(io::to_string(r.config->rules))},
-                   {"quant_method", r.config->quant_method},
-                   {"scheme", r.config->scheme},
-                   {"not_converted", r.config->not_converted},
-                   {"dtype", r.config->dtype},
-                   {"fp8_attn", r.config->flags.fp8_attn},
-                   {"fp8_mlp", r.config->flags.fp8_mlp},
-                   {"mxfp8", r.config->flags.mxfp8},
-                   {"mxfp4", r.config->flags.mxfp4}};
-  }
-  nlohmann::ordered_json tensors = nlohmann::ordered_json::array();
-  for (const io::TensorInfo& t : r.tensors) {
-    nlohmann::ordered_json e{{"name", t.name},   {"shard", t.shard}, {"dtype", std::string(io::dtype_name(t.dtype))},
-                             {"shape", t.shape}, {"bytes", t.bytes}, {"params", t.params},
-                             {"role", t.role}};
-    if (t.min)
-      e["stats"] = {{"min", *t.min}, {"max", *t.max}, {"mean", *t.mean}, {"rms", *t.rms}, {"nonfinite", t.nonfinite}};
-    tensors.push_back(std::move(e));
-  }
-  j["tensors"] = std::move(tensors);
-  return j.dump(2) + "\n";
 }
 
 std::string as_text(const io::InspectReport& r) {
@@ -128,7 +95,7 @@ void register_inspect(CLI::App& app) {
     // A URL is inspected as --headers-only is (inspect_checkpoint sees to it).
     const io::InspectReport r =
         io::inspect_checkpoint(a->path, a->stats, io::config_rules_named(a->rules), a->threads, a->headers_only);
-    write_stdout(a->json ? as_json(r) : as_text(r));
+    write_stdout(a->json ? io::inspect_json(r) : as_text(r));
     report_remote(a->path);
     // Listed, but what the other commands refuse: exit 2 with their message (docs/checkpoints.md, "Never silent").
     if (!r.not_understood.empty()) throw UsageError(r.not_understood);

@@ -162,14 +162,19 @@ enum class IoErrc : std::uint8_t {
   gguf_no_tokenizer,      // convert --format gguf: no tokenizer.json or tokenizer.model beside the checkpoint
 };
 
-// The io layer's one exception. what() reads "<file>: <detail>" or "<file>: tensor '<name>': <detail>".
+// The io layer's one exception. what() reads "<file>: <detail>" or "<file>: tensor '<name>': <detail>"; `file` and
+// `tensor` ("" when none is named) hold the two, for callers that report them apart (the Python package's
+// CheckpointError).
 struct IoError : std::runtime_error {
   IoError(IoErrc code, const std::filesystem::path& file, std::string_view detail)
-      : std::runtime_error(file.string() + ": " + std::string(detail)), code(code) {}
+      : std::runtime_error(file.string() + ": " + std::string(detail)), code(code), file(file.string()) {}
   IoError(IoErrc code, const std::filesystem::path& file, std::string_view tensor, std::string_view detail)
       : std::runtime_error(file.string() + ": tensor '" + std::string(tensor) + "': " + std::string(detail)),
-        code(code) {}
+        code(code),
+        file(file.string()),
+        tensor(tensor) {}
   IoErrc code;
+  std::string file, tensor;
 };
 
 }  // namespace mf::io

@@ -8,17 +8,22 @@ The same verbs as the C++ API and the `minifloat` command:
   act_quant, fp8_gemm, fp4_gemm, linear       DeepSeek activation quantization, block-scaled GEMMs, linear layers
   kv_encode, kv_decode, KvCache               KV-cache entries (288 / 528 / 584 bytes per token) and pages
   pack_scales, unpack_scales                  block scales in GEMM kernels' layouts (nvidia-int32, deepgemm, ...)
-  convert, merge, make_example_checkpoint     whole checkpoints, shard by shard (minifloat.dask: one task per shard)
+  open(path) -> Checkpoint                    a checkpoint's tensors, exact and lazy: .get(name), .info, .get_raw
+  inspect, verify, dequantize, memory,        the checkpoint commands as functions, returning their reports
+  convert, merge, make_example_checkpoint     (convert shard by shard; minifloat.dask: one task per shard)
 Every number is computed by the C++ core (minifloat._core); this package converts arguments and arrays only.
 """
-from ._checkpoint import checkpoint_shards, convert, make_example_checkpoint, merge
+from ._checkpoint import (CheckpointError, checkpoint_shards, convert, dequantize, inspect, make_example_checkpoint,
+                          memory, merge, verify)
 from ._codec import decode, encode
 from ._core import __version__, formats  # __version__: the core's, CMakeLists.txt's project()
 from ._ops import (KvCache, act_quant, fp4_gemm, fp8_gemm, kv_decode, kv_encode, kv_formats, kv_page_bytes, linear,
                    pack_scales, scale_layouts, unpack_scales)
+from ._open import Checkpoint, open
 from ._quantize import QuantizedTensor, error_report, fake_quantize, quantize, rotate, schemes
 
 __all__ = ["encode", "decode", "quantize", "fake_quantize", "error_report", "rotate", "formats", "schemes",
            "QuantizedTensor", "act_quant", "fp8_gemm", "fp4_gemm", "linear", "kv_encode", "kv_decode", "kv_formats",
            "kv_page_bytes", "KvCache", "pack_scales", "unpack_scales", "scale_layouts", "convert", "merge",
-           "make_example_checkpoint", "checkpoint_shards"]
+           "make_example_checkpoint", "checkpoint_shards", "open", "Checkpoint", "CheckpointError", "inspect", "verify",
+           "dequantize", "memory"]

@@ -1,6 +1,6 @@
 """Type stubs of minifloat._core, the private extension (use the minifloat package: its functions check arguments
 and name them in errors). Arrays are C-contiguous CPU numpy arrays; outputs are written into `out`."""
-from typing import Any
+from typing import Any, Callable, Optional
 
 import numpy as np
 import numpy.typing as npt
@@ -128,10 +128,40 @@ def unpack_scales(packed: npt.NDArray[np.uint8], packed_shape: list[int], elemen
                   code_shape: list[int]) -> npt.NDArray[np.uint8]:
     """packed: the stored tensor's bytes; ValueError naming both shapes unless they fit the platform."""
 
-def convert_checkpoint(input: str, output: str, recipe: str, job_index: int, job_count: int, resume: bool,
-                       write_index: bool, threads: int) -> dict: ...
+class CheckpointError(RuntimeError):
+    """A checkpoint minifloat refuses or cannot read: .file and .tensor name where (None when not known)."""
+    file: str | None
+    tensor: str | None
+
+Progress = Optional[Callable[[int, int], None]]
+
+def convert(input: str, output: str, recipe: str, format: str, job_index: int, job_count: int, resume: bool,
+            write_index: bool, threads: int, progress: Progress) -> dict: ...
+def convert_gguf(input: str, output: str, recipe: str, threads: int, no_tokenizer: bool, fp8_as_q8: bool,
+                 keep_quantized: bool, progress: Progress) -> dict: ...
+def dequantize(input: str, output: str, bf16: bool, threads: int, job_index: int, job_count: int, resume: bool,
+               passthrough: list[str], progress: Progress) -> dict: ...
+def inspect(path: str, stats: bool, rules: str, threads: int, headers_only: bool) -> str:
+    """`minifloat inspect --json`'s text."""
+def verify(path: str, rules: str, fp4_qat: bool, threads: int, headers_only: bool) -> dict: ...
+def memory(config: str, recipe: str) -> dict: ...
+
+class CheckpointReader:
+    """A checkpoint's logical tensors (minifloat/checkpoint_reader.h); minifloat.open wraps it."""
+    def __init__(self, path: str) -> None: ...
+    @property
+    def is_gguf(self) -> bool: ...
+    def names(self) -> list[str]: ...
+    def info(self, name: str) -> dict: ...
+    def metadata(self) -> dict[str, str]: ...
+    def values(self, name: str, dtype: str, threads: int) -> npt.NDArray[np.float32] | npt.NDArray[np.uint16]:
+        """float32 values, or the bfloat16 / float16 bits rounded from them."""
+    def stored(self, name: str) -> tuple[str, npt.NDArray[np.uint8]]:
+        """A kept tensor's (safetensors dtype name, bytes)."""
+    def quantized(self, name: str) -> QuantizedTensor: ...
+
 def checkpoint_shards(path: str) -> list[str]: ...
-def merge_index(input: str, output: str, recipe: str) -> None: ...
+def merge_index(input: str, output: str, recipe: str, format: str) -> None: ...
 def recipe_targets(recipe: str, names: list[str]) -> tuple[str, str, list[str]]:
     """(recipe name, profile, the target of each name as a floating 2-D tensor: a scheme, bf16, f32 or keep)."""
 def gguf_tensors(path: str) -> list[tuple[str, npt.NDArray[np.float32]]]:

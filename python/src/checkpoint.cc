@@ -1,4 +1,4 @@
-// Whole checkpoints (minifloat/checkpoint_commands.h): convert one job's shards, merge a job array's index, and the
+// Whole checkpoints (minifloat/checkpoint_commands.h): a job array's shards and merge step, and the
 // example checkpoint; a recipe's targets for tensor names (minifloat/recipe.h); a GGUF file's tensors dequantized
 // (minifloat/gguf.h). The Python side (minifloat/_checkpoint.py, minifloat/dask.py) decides which job does what.
 #include <nanobind/stl/string.h>
@@ -18,52 +18,9 @@
 namespace mf::py {
 namespace {
 
-nb::dict report_dict(const io::ConvertReport& r) {
-  nb::dict d;
-  d["input_bytes"] = r.input_bytes;
-  d["output_bytes"] = r.output_bytes;
-  d["shards_written"] = r.shards_written;
-  d["shards_skipped"] = r.shards_skipped;
-  nb::list tensors;
-  for (const io::TensorReport& t : r.tensors) {
-    nb::dict e;
-    e["name"] = t.name;
-    e["target"] = t.target;
-    e["rmse"] = t.rmse;
-    e["max_abs"] = t.max_abs;
-    e["rel_rmse"] = t.rel_rmse;
-    tensors.append(e);
-  }
-  d["tensors"] = tensors;
-  return d;
-}
-
-}  // namespace
-
-namespace {
-
-// convert_checkpoint, checkpoint_shards, merge_index, recipe_targets: the checkpoint converter and its recipes.
+// checkpoint_shards, merge_index, recipe_targets: a job array's shards, its merge step, and recipes' targets
+// (convert itself: checkpoint_commands.cc).
 void bind_convert(nb::module_& m) {
-  m.def(
-      "convert_checkpoint",
-      [](const std::string& in, const std::string& out, const std::string& recipe, std::size_t job_index,
-         std::size_t job_count, bool resume, bool write_index, int threads) {
-        const io::Recipe r = for_arg("recipe", [&] { return io::load_recipe(recipe); });
-        io::ConvertOptions o;
-        o.job_index = job_index;
-        o.job_count = job_count;
-        o.resume = resume;
-        o.write_index = write_index;
-        o.threads = threads;
-        io::ConvertReport report;
-        {
-          nb::gil_scoped_release release;
-          report = io::convert_checkpoint(in, out, r, o);
-        }
-        return report_dict(report);
-      },
-      nb::arg("input"), nb::arg("output"), nb::arg("recipe"), nb::arg("job_index"), nb::arg("job_count"),
-      nb::arg("resume"), nb::arg("write_index"), nb::arg("threads"));
   m.def(
       "checkpoint_shards",
       [](const std::string& path) {
@@ -74,12 +31,13 @@ void bind_convert(nb::module_& m) {
       nb::arg("path"));
   m.def(
       "merge_index",
-      [](const std::string& in, const std::string& out, const std::string& recipe) {
+      [](const std::string& in, const std::string& out, const std::string& recipe, const std::string& format) {
         const io::Recipe r = for_arg("recipe", [&] { return io::load_recipe(recipe); });
+        const io::WriteFormat f = for_arg("format", [&] { return io::write_format_named(format); });
         nb::gil_scoped_release release;
-        io::merge_index(in, out, &r);
+        io::merge_index(in, out, &r, f);
       },
-      nb::arg("input"), nb::arg("output"), nb::arg("recipe"));
+      nb::arg("input"), nb::arg("output"), nb::arg("recipe"), nb::arg("format"));
   // (recipe name, profile, the target of each name as a floating 2-D tensor: a scheme, bf16, f32 or keep).
   m.def(
       "recipe_targets",

@@ -12,4 +12,6 @@ NB_MODULE(_core, m) {
   mf::py::bind_quantize(m);
   mf::py::bind_ops(m);
   mf::py::bind_checkpoint(m);
+  mf::py::bind_checkpoint_commands(m);
+  mf::py::bind_checkpoint_reader(m);
 }

@@ -17,6 +17,7 @@
 #include "int4_relayout.h"
 #include "minifloat/checkpoint_commands.h"
 #include "minifloat/checkpoint_tensors.h"
+#include "quantization_rule.h"
 
 namespace mf::io::detail {
 
@@ -44,6 +45,12 @@ struct Step {
 };
 
 using Planner = std::function<std::vector<Step>(const SafetensorsFile&, std::vector<QuantizedPair>&)>;
+
+// dequantize's plan (dequantize.cc): every pair, read as `declared` says, to its plain weight (target "dequantize"),
+// every other float tensor to bf16 or f32, a tensor that `passthrough` names or that is not float kept as stored,
+// activation scales and the pairs' parts left out. The checkpoint reader (checkpoint_reader.h) lists a checkpoint's
+// logical tensors by the same plan, so that it reads what dequantize writes.
+Planner dequantize_planner(const Declaration& declared, const std::vector<std::string>& passthrough, bool bf16_out);
 
 // Shard `i` of `c`, mapped, with the parts of its pairs that the index puts in other shards borrowed
 // (borrow_partners): a weight and its scale in different shards are planned, read and written in the weight's shard.

@@ -29,10 +29,10 @@ bool passed_through(const std::vector<std::string>& patterns, const std::string&
 
 }  // namespace
 
-ConvertReport dequantize_checkpoint(const fs::path& in, const fs::path& out, bool bf16_out,
-                                    const ConvertOptions& options) {
-  const detail::Declaration declared = detail::checkpoint_declaration(open_checkpoint(in));
-  const Planner plan = [&options, bf16_out, declared](const SafetensorsFile& f, std::vector<QuantizedPair>& pairs) {
+namespace detail {
+
+Planner dequantize_planner(const Declaration& declared, const std::vector<std::string>& passthrough, bool bf16_out) {
+  return [passthrough, bf16_out, declared](const SafetensorsFile& f, std::vector<QuantizedPair>& pairs) {
     pairs = find_pairs(f);
     detail::read_as_declared(pairs, declared);
     std::set<std::string> parts;
@@ -50,7 +50,7 @@ ConvertReport dequantize_checkpoint(const fs::path& in, const fs::path& out, boo
       if (const auto it = by_weight.find(t.name); it != by_weight.end()) {
         s.pair = it->second;
         s.target = "dequantize";
-      } else if (passed_through(options.passthrough, t.name)) {
+      } else if (passed_through(passthrough, t.name)) {
         s.target = "keep";
       } else if (detail::activation_scale(t)) {
         continue;  // calibration of quantized arithmetic: no place in a plain model
@@ -61,6 +61,14 @@ ConvertReport dequantize_checkpoint(const fs::path& in, const fs::path& out, boo
     }
     return steps;
   };
+}
+
+}  // namespace detail
+
+ConvertReport dequantize_checkpoint(const fs::path& in, const fs::path& out, bool bf16_out,
+                                    const ConvertOptions& options) {
+  const Planner plan =
+      detail::dequantize_planner(detail::checkpoint_declaration(open_checkpoint(in)), options.passthrough, bf16_out);
   return detail::run_plan(in, out, options, plan, bf16_out, nullptr);
 }
 
