@@ -64,7 +64,7 @@ void BM_Linear(benchmark::State& state, Way way, std::int64_t n, std::int64_t k,
   mf::bench::Operands& o = operands(m, n, k);
   mf::bench::set_threads(threads);
   mf::Weight w;
-  w.quantized = way == Way::mf_fp8 ? &o.w_fp8 : &o.w_fp4;
+  w.quantized = way == Way::mf_fp8 ? &o.w_fp8 : way == Way::mf_mxfp8 ? &o.w_mxfp8 : &o.w_fp4;
   const std::int64_t shape[] = {m, k};
   mf::GemmOptions opt;
   opt.threads = threads;
@@ -195,8 +195,10 @@ bool available(Way w) { return mf::bench::have_blas() || (w != Way::blas_f32 && 
 void register_large_shapes(int threads) {
   const std::pair<std::int64_t, std::int64_t> shapes[] = {{4096, 4096}, {7168, 2048}};
   // nvfp4: mxfp4's kernels with a scale table per 16 weights in the GEMV.
-  const Way all[] = {Way::mf_bf16, Way::mf_fp8, Way::mf_mxfp4, Way::mf_nvfp4, Way::blas_f32, Way::deq_fp8_blas};
-  const Way direct[] = {Way::mf_bf16, Way::mf_fp8, Way::mf_mxfp4, Way::blas_f32};
+  // mxfp8: fp8_gemm on e4m3 1x32 ue8m0 weights, beside fp8-128x128 on the same shape.
+  const Way all[] = {Way::mf_bf16,  Way::mf_fp8,   Way::mf_mxfp4,    Way::mf_nvfp4,
+                     Way::mf_mxfp8, Way::blas_f32, Way::deq_fp8_blas};
+  const Way direct[] = {Way::mf_bf16, Way::mf_fp8, Way::mf_mxfp8, Way::mf_mxfp4, Way::blas_f32};
   for (const auto& [n, k] : shapes) {
     for (const std::int64_t m : {1, 2, 4, 8, 16, 32, 128, 512, 2048}) {
       for (const Way w : all) {
@@ -224,7 +226,7 @@ void register_large_shapes(int threads) {
     }
   }
   for (const auto& [n, k] : shapes) {
-    for (const Way w : {Way::mf_fp8, Way::mf_mxfp4}) {
+    for (const Way w : {Way::mf_fp8, Way::mf_mxfp8, Way::mf_mxfp4}) {
       benchmark::RegisterBenchmark(case_name("Linear", w, n, k, threads).c_str(), BM_Linear, w, n, k, threads)
           ->Arg(1)
           ->Arg(8)
@@ -250,7 +252,7 @@ void register_large_shapes(int threads) {
 void register_decode_cases(int threads) {
   const std::pair<std::int64_t, std::int64_t> small[] = {{640, 640}, {1536, 640}, {640, 1536}};
   for (const auto& [n, k] : small) {
-    for (const Way w : {Way::mf_bf16, Way::mf_fp8, Way::mf_mxfp4, Way::mf_nvfp4, Way::blas_f32}) {
+    for (const Way w : {Way::mf_bf16, Way::mf_fp8, Way::mf_mxfp8, Way::mf_mxfp4, Way::mf_nvfp4, Way::blas_f32}) {
       if (!available(w)) continue;
       benchmark::RegisterBenchmark(case_name("GemvSmall", w, n, k, 1).c_str(), BM_Gemm, w, n, k, 1)
           ->Arg(1)

@@ -35,9 +35,9 @@
 
 namespace mf::bench {
 
-enum class Way { mf_bf16, mf_fp8, mf_mxfp4, blas_f32, deq_fp8_blas, mf_nvfp4 };
+enum class Way { mf_bf16, mf_fp8, mf_mxfp4, blas_f32, deq_fp8_blas, mf_nvfp4, mf_mxfp8 };
 inline const char* way_name(Way w) {
-  constexpr const char* names[] = {"bf16", "fp8", "mxfp4", "openblas-f32", "dequant-fp8+openblas", "nvfp4"};
+  constexpr const char* names[] = {"bf16", "fp8", "mxfp4", "openblas-f32", "dequant-fp8+openblas", "nvfp4", "mxfp8"};
   return names[static_cast<int>(w)];
 }
 inline bool have_blas() { return MF_HAVE_OPENBLAS != 0; }
@@ -101,9 +101,9 @@ struct Operands {
   std::vector<std::uint16_t> x_bf16;
   QuantizedTensor x_fp8;  // act_quant(x)
   std::vector<std::uint16_t> w_bf16;
-  QuantizedTensor w_fp8, w_fp4, w_nvfp4;  // fp8-128x128, mxfp4, nvfp4
-  std::vector<float> w_f32;               // dequantized fp8 weights: what OpenBLAS multiplies
-  std::vector<float> c, deq;              // outputs, and the dequantize-then-sgemm buffer
+  QuantizedTensor w_fp8, w_fp4, w_nvfp4, w_mxfp8;  // fp8-128x128, mxfp4, nvfp4, mxfp8 (e4m3 1x32 ue8m0)
+  std::vector<float> w_f32;                        // dequantized fp8 weights: what OpenBLAS multiplies
+  std::vector<float> c, deq;                       // outputs, and the dequantize-then-sgemm buffer
 };
 
 inline Operands make_operands(std::int64_t m, std::int64_t n, std::int64_t k) {
@@ -126,6 +126,7 @@ inline Operands make_operands(std::int64_t m, std::int64_t n, std::int64_t k) {
   o.w_fp8 = quantize(w.data(), ws, scheme_named("fp8-128x128"));
   o.w_fp4 = quantize(w.data(), ws, scheme_named("mxfp4"));
   o.w_nvfp4 = quantize(w.data(), ws, scheme_named("nvfp4"));
+  o.w_mxfp8 = quantize(w.data(), ws, scheme_named("mxfp8"));
   o.w_f32.resize(w.size());
   dequantize(o.w_fp8, o.w_f32.data());
   o.c.resize(static_cast<std::size_t>(m * n));
@@ -140,6 +141,7 @@ inline double weight_bytes(const Operands& o, Way w) {
     case Way::mf_fp8: return static_cast<double>(o.w_fp8.nbytes());
     case Way::mf_mxfp4: return static_cast<double>(o.w_fp4.nbytes());
     case Way::mf_nvfp4: return static_cast<double>(o.w_nvfp4.nbytes());
+    case Way::mf_mxfp8: return static_cast<double>(o.w_mxfp8.nbytes());
     case Way::blas_f32: return 4.0 * static_cast<double>(o.w_f32.size());
     case Way::deq_fp8_blas: return static_cast<double>(o.w_fp8.nbytes());
   }
@@ -189,6 +191,7 @@ inline void run(Operands& o, Way w, int threads, float* c = nullptr) {
     case Way::mf_fp8: return fp8_gemm(o.x_fp8, o.w_fp8, out, opt);
     case Way::mf_mxfp4: return fp4_gemm(o.x_fp8, o.w_fp4, out, opt);
     case Way::mf_nvfp4: return fp4_gemm(o.x_fp8, o.w_nvfp4, out, opt);
+    case Way::mf_mxfp8: return fp8_gemm(o.x_fp8, o.w_mxfp8, out, opt);
 #if MF_HAVE_OPENBLAS
     case Way::blas_f32: return blas_gemm(o, o.w_f32.data(), c);
     case Way::deq_fp8_blas: dequantize(o.w_fp8, o.deq.data(), threads); return blas_gemm(o, o.deq.data(), c);
@@ -242,6 +245,7 @@ class WeightRing {
       case Way::deq_fp8_blas: return one(from.w_fp8, to.w_fp8);
       case Way::mf_mxfp4: return one(from.w_fp4, to.w_fp4);
       case Way::mf_nvfp4: return one(from.w_nvfp4, to.w_nvfp4);
+      case Way::mf_mxfp8: return one(from.w_mxfp8, to.w_mxfp8);
       case Way::blas_f32: return one(from.w_f32, to.w_f32);
     }
   }

@@ -96,6 +96,17 @@ def main():
                   f"{g['openblas-f32']:.1f} | {over('fp8', 'openblas-f32')} | {over('mxfp4', 'openblas-f32')} | "
                   f"{over('fp8', 'bf16')} |")
         print()
+    mx = [(kind, key) for kind in ("Gemm", "GemmStreamed", "GemvSmall", "Linear") for key in sorted(cells.get(kind, {}))
+          if key[2] == "mxfp8" and (key[0], key[1], "fp8") in cells[kind]]
+    if mx:  # the task of issue 46: mxfp8 (e4m3 1x32 ue8m0) within 10% of fp8-128x128 on the same shape
+        print("mxfp8 (e4m3 1x32 ue8m0 weights) beside fp8 (fp8-128x128) on the same shape, GFLOP/s (1.00: as fast):\n")
+        print("| case | N x K | M | fp8 | mxfp8 | mxfp8 / fp8 |")
+        print("|---|---|---|---|---|---|")
+        for kind, (shape, m, _) in mx:
+            f, x = cells[kind][(shape, m, "fp8")][0], cells[kind][(shape, m, "mxfp8")][0]
+            print(f"| {kind} | {shape[1:].replace('xK', 'x')} | {m} | {f:.1f} | {x:.1f} | "
+                  f"{x / f if f else 0:.2f} |")
+        print()
     if outliers:
         print("fp8 GEMV (M = 1, 4096 x 4096, fp8-128x128) with one outlier per 128 x 128 block, GFLOP/s "
               "(e4m3 subnormal codes, % of all):\n")

@@ -59,7 +59,7 @@ QuantizedTensor act_quant(const float* x, std::span<const std::int64_t> shape, A
 void act_quant(const float* x, std::span<const std::int64_t> shape, ActScale scale, int threads, QuantizedTensor& out);
 
 // a: act_quant output [M, K]. w: e4m3 weight [N, K] in 1 x B or B_r x B_c blocks with ue8m0 or f32 scales
-// (fp8-128x128, fp8-32x32, fp8-1x128; B_c a multiple of 16 that divides 128 or is a multiple of it).
+// (fp8-128x128, fp8-32x32, fp8-1x128, mxfp8; B_c a multiple of 16 that divides 128 or is a multiple of it).
 void fp8_gemm(const QuantizedTensor& a, const QuantizedTensor& w, GemmOut out, const GemmOptions& options = {});
 // a: act_quant output [M, K]. w: e2m1 weight [N, K], packed: mxfp4-shaped (1x32 blocks, ue8m0 scales, any rule) or
 // nvfp4 (1x16 blocks, E4M3 scales, f32 tensor scale; finite and non-zero). nvfp4 weights are read as element x

@@ -247,8 +247,13 @@ int thread_count(const Problem& p, std::int64_t blocks) {
 
 void compute(Problem p) {
   if (p.m == 0 || p.n == 0) return;
-  // The panel kernels read f32 weight scales; the GEMV and the reference read mxfp4's codes through their table.
-  const bool gemv = HWY_DYNAMIC_DISPATCH(UsesGemv)(p);
+  // The panel kernels read f32 weight scales; the GEMV and the reference read mxfp4's codes through their table, and
+  // AVX3_DL's GEMV mxfp8's; elsewhere mxfp8's GEMV takes the f32 factors that fp8's has.
+  bool gemv = HWY_DYNAMIC_DISPATCH(UsesGemv)(p);
+  if (!gemv && p.kind == WeightKind::e4m3 && p.weight_scale_codes != nullptr) {
+    p.expand_weight_scales();
+    gemv = HWY_DYNAMIC_DISPATCH(UsesGemv)(p);
+  }
   if (!gemv) p.expand_weight_scales();
   // bf16 and f32 products can round (or underflow), and huge weight scales can make a product overflow: then only a
   // real fma gives the definition's result.

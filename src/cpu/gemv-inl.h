@@ -33,6 +33,7 @@
 #include "gemv_e4m3-inl.h"
 #include "gemv_inputs-inl.h"
 #include "gemv_loops-inl.h"
+#include "gemv_mxfp8-inl.h"
 #include "gemv_rows-inl.h"
 #include "hwy/highway.h"
 
@@ -58,7 +59,8 @@ HWY_INLINE std::int64_t GemvRowsBelow(const Problem& p) { return kL == 8 ? 12 : 
 // fp4_problem's activations always have), bf16 whole vectors along K.
 HWY_INLINE bool GemvFits(const Problem& p) {
   switch (p.kind) {
-    case WeightKind::e4m3: return !p.e4m3_factor.empty() && std::has_single_bit(static_cast<unsigned>(p.bc));
+    case WeightKind::e4m3:
+      return (!p.e4m3_factor.empty() && std::has_single_bit(static_cast<unsigned>(p.bc))) || E4m3ScaleCodes(p);
     case WeightKind::e2m1:  // mxfp4's 1x32 blocks, or nvfp4's 1x16 (a table per 16 weights)
       return (p.bc == 32 || p.bc == 16) && (MF_GEMV_E2M1_STRIDED || MF_GEMV_E2M1_TABLE8 || MF_GEMV_E2M1_LANES) &&
              p.weight_scale_codes != nullptr && p.group == kActBlock && p.k % kActBlock == 0;
@@ -185,17 +187,20 @@ HWY_INLINE void BatchBlockSums(const Problem& p, const GemvInputs* in, std::int6
   }
 #if MF_GEMV_E4M3_TABLES
   BlockRows<WeightKind::e4m3>(p, n0, nullptr, rows);
+  const bool codes = E4m3ScaleCodes(p);
   if (in[0].block.pairs != nullptr) {
     const std::uint16_t* pairs[kBatch];
     for (int b = 0; b < kBatch; ++b) pairs[b] = in[b].block.pairs;
-    BlockSumsDotBf16<kBatch>(rows, pairs, p.k, p.group, live, in[0].block.sums, in[0].block.redo);
+    (codes ? BlockSumsDotBf16Codes<kBatch> : BlockSumsDotBf16<kBatch>)(rows, pairs, p.k, p.group, live,
+                                                                       in[0].block.sums, in[0].block.redo);
     return;
   }
   const float* a[kBatch];
   for (int b = 0; b < kBatch; ++b) a[b] = in[b].block.a;
   (p.e4m3_per_group ? BlockSumsTables<true, kBatch>
+   : codes          ? BlockSumsTables<false, kBatch, true>
                     : BlockSumsTables<false, kBatch>)(rows, a, p.k, p.group, live, ScaleShift<WeightKind::e4m3>(p),
-                                                      in[0].block.sums, in[0].block.redo);
+                                             in[0].block.sums, in[0].block.redo);
 #elif MF_GEMV_E4M3_LANES_BLOCKS
   BlockRows<WeightKind::e4m3>(p, n0, nullptr, rows);
   const float* a[kBatch];

@@ -20,6 +20,7 @@
 #include "gemv_e4m3-inl.h"
 #include "gemv_inputs-inl.h"
 #include "gemv_loops-inl.h"
+#include "gemv_mxfp8-inl.h"
 #include "gemv_rows-inl.h"
 #include "hwy/highway.h"
 
@@ -216,6 +217,8 @@ void GemvBlock(const Problem& p, std::int64_t row, const float* HWY_RESTRICT a, 
 #endif
         if (block != nullptr && !block->redo[g]) {
       std::copy(block->sums + kLanes * g, block->sums + kLanes * (g + 1), red);
+    } else if (K == WeightKind::e4m3 && rows[0].scale_codes != nullptr) {  // mxfp8: no factors to read
+      GroupSumsOfDefinition(p, a, n0, k0, end, red);
     } else {
       GroupSums<K, kPerGroup>(rows, a, k0, end, shift, red);
     }

@@ -150,7 +150,9 @@ HWY_INLINE bool GroupProductsOptimistic(const WeightRow (&rows)[kLanes], const f
 // rows at once (a[b]), each decoded vector meeting every one (kGemvPassRows weight rows at a time): sums[16 (b x groups
 // + g) + bitrev4(i)] holds group g of weight row i for activation row b, and redo[b x groups + g] its flag (`live` is
 // the batch's: batches skip different lines, so each row keeps its own). group % 64 == 0, k % group == 0.
-template <bool kPerGroup, int kBatch>
+// kCodes (mxfp8, E4m3ScaleCodes): the rows' scales are ue8m0 codes, each 32-value block's weights multiplied by the
+// code's scale from the table, the product Problem::weight makes.
+template <bool kPerGroup, int kBatch, bool kCodes = false>
 HWY_NOINLINE void BlockSumsTables(const WeightRow (&rows)[kLanes], const float* const* HWY_RESTRICT a, std::int64_t k,
                                   std::int64_t group, std::int64_t live, int shift, float* HWY_RESTRICT sums,
                                   std::uint8_t* HWY_RESTRICT redo) {
@@ -160,6 +162,7 @@ HWY_NOINLINE void BlockSumsTables(const WeightRow (&rows)[kLanes], const float* 
   const std::int64_t groups = k / group;
   for (std::int64_t k0 = 0, g = 0; k0 < k; k0 += group, ++g) {
     auto seen = hn::Set(D8(), std::uint8_t{0x7F});
+    bool huge = false;
     VF acc[kBatch][kLanes][kV];
     for (int pass = 0; pass < kLanes; pass += kRows) {  // their pointers and sums stay in registers
       const std::uint8_t* codes[kRows];
@@ -171,6 +174,12 @@ HWY_NOINLINE void BlockSumsTables(const WeightRow (&rows)[kLanes], const float* 
       for (std::int64_t line = k0; line < k0 + group; line += 64) {
         if (line >= live) {
           for (int i = 0; i < kRows; ++i) SeeCodes(codes[i] + line, whole, seen);
+          if constexpr (kCodes) {  // 0 x Inf, 0 x NaN: a scale that can overflow a weight, or NaN (gemv_mxfp8-inl.h)
+            for (int i = 0; i < kRows; ++i) {
+              const std::uint8_t* scales = rows[pass + i].scale_codes;
+              huge |= ScaleCodeHuge(scales[line >> shift]) || ScaleCodeHuge(scales[(line >> shift) + 1]);
+            }
+          }
           continue;
         }
         VF av[4];  // one activation row's line, held in registers (kBatch = 1)
@@ -182,7 +191,13 @@ HWY_NOINLINE void BlockSumsTables(const WeightRow (&rows)[kLanes], const float* 
           PrefetchRowAhead(codes[i], line, kPrefetchAhead16, rows[pass + i].bytes);
           VF w0, w1, w2, w3;
           codec::DecodeE4m3x64(codes[i] + line, w0, w1, w2, w3);
-          if constexpr (!kPerGroup) {
+          if constexpr (kCodes) {
+            const std::uint8_t* scales = rows[pass + i].scale_codes;
+            const float* table = rows[pass + i].weight_scale_table;
+            const VF first = hn::Set(df, table[scales[line >> shift]]);
+            const VF second = hn::Set(df, table[scales[(line + 32) >> shift]]);
+            w0 = hn::Mul(w0, first), w1 = hn::Mul(w1, first), w2 = hn::Mul(w2, second), w3 = hn::Mul(w3, second);
+          } else if constexpr (!kPerGroup) {
             const float* factors = rows[pass + i].scales;
             const VF first = hn::Set(df, factors[line >> shift] * 0x1p-120f);
             const VF second = hn::Set(df, factors[(line + 32) >> shift] * 0x1p-120f);
@@ -206,7 +221,7 @@ HWY_NOINLINE void BlockSumsTables(const WeightRow (&rows)[kLanes], const float* 
       }
     }
     for (int b = 0; b < kBatch; ++b) hn::StoreU(ReduceTile(df, acc[b]), df, sums + kLanes * (b * groups + g));
-    const std::uint8_t nan_skipped = !SawNoNan(seen);
+    const std::uint8_t nan_skipped = huge || !SawNoNan(seen);
     for (int b = 0; b < kBatch; ++b) redo[b * groups + g] = nan_skipped;
   }
 }
@@ -306,25 +321,34 @@ HWY_NOINLINE __attribute__((target(HWY_TARGET_STR ",avx512bf16"))) void BlockSum
 }
 
 // The activation row as BlockSumsDotBf16 reads it: for each 32 values from c, word c + 2i holds a[c + 16 + i] / 2
-// and word c + 2i + 1 holds a[c + i] / 2, as bf16 (NaN: a quiet NaN). False where that path does not run: no such
-// CPU, not allowed, other weights, groups not whole lines, or an activation that is no e4m3 value (never from
-// act_quant).
+// and word c + 2i + 1 holds a[c + i] / 2, as bf16 (NaN: a quiet NaN); for BlockSumsDotBf16Codes (mxfp8, whose scales
+// go into the weights) a itself. False where that path does not run: no such CPU, not allowed, other weights, groups
+// not whole lines, or an activation that is no e4m3 value (never from act_quant).
 HWY_INLINE bool DotBf16Pairs(const Problem& p, const float* a, std::vector<std::uint16_t>& pairs) {
-  if (p.kind != WeightKind::e4m3 || !p.e4m3_per_group || p.group % 64 != 0 || p.k % p.group != 0 ||
+  const bool codes = E4m3ScaleCodes(p);
+  if (p.kind != WeightKind::e4m3 || !(p.e4m3_per_group || codes) || p.group % 64 != 0 || p.k % p.group != 0 ||
       !gemv_e4m3_bf16_dot_chosen() || !CpuDotBf16RoundsTwice()) {
     return false;
   }
+  // 16 pairs at a time (a decode step's small calls spent a tenth of their time here, scalar): dword i of each 32
+  // values holds a[c + i] in its high word and a[c + 16 + i] in its low one.
+  const __m512 factor = _mm512_set1_ps(codes ? 1.0f : 0.5f), least = _mm512_set1_ps(codes ? 0x1p-9f : 0x1p-10f);
+  const auto word_of = [&](const float* at, __m512i& bits) {  // false: not a normal bf16 e4m3 value, 0 or NaN
+    const __m512 v = _mm512_mul_ps(_mm512_loadu_ps(at), factor);
+    const __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+    const __mmask16 tiny = _mm512_cmp_ps_mask(_mm512_abs_ps(v), least, _CMP_LT_OQ) &
+                           _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_NEQ_OQ);
+    const __mmask16 not_bf16 = _mm512_test_epi32_mask(_mm512_castps_si512(v), _mm512_set1_epi32(0xFFFF));
+    bits = _mm512_mask_mov_epi32(_mm512_castps_si512(v), nan, _mm512_set1_epi32(0x7FC00000));
+    return ((tiny | not_bf16) & static_cast<__mmask16>(~nan)) == 0;
+  };
   pairs.resize(static_cast<std::size_t>(p.k));
   for (std::int64_t c = 0; c < p.k; c += 32) {
-    for (std::int64_t i = 0; i < 32; ++i) {
-      const float half = a[c + i] * 0.5f;
-      const std::uint32_t bits = std::bit_cast<std::uint32_t>(half);
-      if (!std::isnan(half) && ((bits & 0xFFFF) != 0 || (half != 0.0f && std::fabs(half) < 0x1p-10f))) {
-        return false;
-      }
-      const auto word = static_cast<std::uint16_t>(std::isnan(half) ? 0x7FC0 : bits >> 16);
-      pairs[static_cast<std::size_t>(c + (i < 16 ? 2 * i + 1 : 2 * (i - 16)))] = word;
-    }
+    __m512i first, second;
+    if (!word_of(a + c, first) || !word_of(a + c + 16, second)) return false;
+    const __m512i dwords = _mm512_or_si512(_mm512_and_si512(first, _mm512_set1_epi32(static_cast<int>(0xFFFF0000u))),
+                                           _mm512_srli_epi32(second, 16));
+    _mm512_storeu_si512(pairs.data() + c, dwords);
   }
   return true;
 }

@@ -68,14 +68,35 @@ constexpr int kGemvPassRows8 = kBatch == 1   ? 4
                                : kBatch == 2 ? 2
                                              : 1;
 
+// mxfp8 (e4m3 in 1x32 blocks with ue8m0 scales) where AVX3_DL's GEMV reads the scale codes in place
+// (gemv_mxfp8-inl.h): fp8_problem keeps them as codes, and only the other kernels make f32 factors from them.
+HWY_INLINE bool E4m3ScaleCodes(const Problem& p) {
+  return MF_GEMV_E4M3_TABLES && p.kind == WeightKind::e4m3 && p.weight_scale_codes != nullptr &&
+         p.weight_scales.empty() && p.br == 1 && p.bc == 32 && p.group == kActBlock && p.k % kActBlock == 0;
+}
+
+// mxfp8's scale codes in its GEMV (gemv_mxfp8-inl.h): ue8m0 codes 27 .. 227, scales 2^-100 .. 2^100. Within them
+// every weight value x 2^e (|value| in [2^-9, 448]) is a normal bf16 and f32, and so is a x 2^e for an e4m3 activation
+// (|a| in [2^-9, 448]); every product is exact and normal (at least 2^-118), every partial and tree sum of a group a
+// multiple of 2^-118 below 2^125: nothing for the dot product's flush of denormals to touch, nothing that overflows. A
+// block with another scale code is exact only if its 32 weights are all ±0 (their products are ±0 whatever the scale,
+// which then is not applied) and its scale is not NaN (0xFF: 0 x NaN is NaN); quantize gives a block of zeros, such as
+// a zero-padded K's, code 0. Otherwise its group takes the definition's loop. In a line the loops skip (zero
+// activations) only codes above 227 matter: there value x 2^e may overflow, and 0 x Inf or 0 x NaN is NaN.
+constexpr std::uint8_t kLeastScaleCode = 27, kScaleCodeSpan = 200;
+constexpr bool ScaleCodeOutOfRange(std::uint8_t code) {
+  return static_cast<std::uint8_t>(code - kLeastScaleCode) > kScaleCodeSpan;
+}
+constexpr bool ScaleCodeHuge(std::uint8_t code) { return code > kLeastScaleCode + kScaleCodeSpan; }
+
 // One weight row as the GEMV reads it: its codes (or bf16 bits) and its scales.
 struct WeightRow {
   const std::uint8_t* codes;
   const std::uint16_t* bf16;
-  const float* scales;  // e4m3: the row's factors (Problem::e4m3_factor)
-  // e2m1: the row's ue8m0 codes (Problem::weight_scale_codes, read through weight_scale_table)
+  const float* scales;  // e4m3: the row's factors (Problem::e4m3_factor); null for mxfp8's codes (E4m3ScaleCodes)
+  // e2m1 and mxfp8: the row's ue8m0 codes (Problem::weight_scale_codes, read through weight_scale_table)
   const std::uint8_t* scale_codes;
-  const float* weight_scale_table;     // e2m1: Problem::weight_scale_table
+  const float* weight_scale_table;     // e2m1, mxfp8: Problem::weight_scale_table
   const float* e2m1_tables = nullptr;  // e2m1 on AVX2: per scale code, the 16 e2m1 values times it (E2m1Tables)
   std::int64_t bytes = 0;              // the row's length in bytes (codes or bf16)
 };
@@ -89,6 +110,10 @@ HWY_INLINE WeightRow RowOf(const Problem& p, std::int64_t row, std::int64_t scal
   if constexpr (K == WeightKind::e2m1) {
     return {p.codes + row * p.k / 2,     nullptr, nullptr, p.weight_scale_codes + row * p.weight_scale_cols,
             p.weight_scale_table.data(), nullptr, p.k / 2};
+  }
+  if (E4m3ScaleCodes(p)) {
+    return {p.codes + row * p.k,         nullptr, nullptr, p.weight_scale_codes + row * p.weight_scale_cols,
+            p.weight_scale_table.data(), nullptr, p.k};
   }
   const std::int64_t factors = p.weight_scales_inside ? scale_row * p.weight_scale_cols : 0;
   return {p.codes + row * p.k, nullptr, p.e4m3_factor.data() + factors, nullptr, nullptr, nullptr, p.k};

@@ -184,9 +184,13 @@ Problem fp8_problem(const char* op, const QuantizedTensor& a, const QuantizedTen
                     const GemmOptions& o) {
   const std::string as = dims(a.shape), ws = dims(w.shape);
   check_fp8_weight(op, w, as, ws);
-  Problem p = quantized_problem(op, a, w, out, o, as, ws, false);
+  // mxfp8 (1x32 ue8m0): its scale codes as they are, one byte per 32 weights, for AVX3_DL's GEMV to read in place;
+  // the kernels that want f32 scales and factors make them (expand_weight_scales). Decoded here, they were written
+  // and read again in every call: two f32 per 32 weights, a quarter of the weight's own bytes.
+  const bool codes = *w.scheme.scale_format == ue8m0 && w.scheme.block_rows == 1 && w.scheme.block_cols == 32;
+  Problem p = quantized_problem(op, a, w, out, o, as, ws, codes);
   p.kind = WeightKind::e4m3;
-  set_e4m3_factors(p);
+  if (!codes) set_e4m3_factors(p);
   return p;
 }
 
@@ -319,6 +323,7 @@ void Problem::expand_weight_scales() {
   const std::int64_t rows = (n + br - 1) / br;
   weight_scales.resize(static_cast<std::size_t>(rows * weight_scale_cols));
   for (std::size_t i = 0; i < weight_scales.size(); ++i) weight_scales[i] = weight_scale_table[weight_scale_codes[i]];
+  if (kind == WeightKind::e4m3) set_e4m3_factors(*this);  // mxfp8 outside AVX3_DL's GEMV: as fp8_problem made them
 }
 
 void Problem::activation_values(std::int64_t row, std::int64_t k0, std::int64_t len, float* out) const {

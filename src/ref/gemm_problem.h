@@ -45,10 +45,10 @@ struct Problem {
   std::int64_t weight_scale_cols = 0;  // ceil(k / bc)
   // [ceil(n / br)][weight_scale_cols] decoded weight scales; empty: none (or weight_scale_codes)
   std::vector<float> weight_scales;
-  // mxfp4 weights: their ue8m0 scale codes [n][weight_scale_cols] and each code's divisor. weight_scales stays empty
-  // until a kernel that wants f32 scales asks (expand_weight_scales); the M = 1 GEMV reads the bytes through the table,
-  // so a decode-shaped call does not first write N x K / 32 decoded scales to memory (a third of its time,
-  // docs/benchmark-history.md#block-scaled-gemm-issue-5).
+  // mxfp4 and mxfp8 weights: their ue8m0 scale codes [n][weight_scale_cols] and each code's divisor. weight_scales
+  // stays empty until a kernel that wants f32 scales asks (expand_weight_scales); the M = 1 GEMV reads the bytes
+  // through the table, so a decode-shaped call does not first write N x K / 32 decoded scales to memory (a third of its
+  // time, docs/benchmark-history.md#block-scaled-gemm-issue-5).
   const std::uint8_t* weight_scale_codes = nullptr;
   std::array<float, 256> weight_scale_table{};
   bool weight_scales_inside = false;  // powers of two, multiplied into w (exact); else applied per group
@@ -58,7 +58,8 @@ struct Problem {
   // Only the scalar definition computes it: the weight-only form where K is not a multiple of 128.
   bool reference_only = false;
   // e4m3 weights: weight_scales * 2^120 per scale block, the one factor that turns a code's bits moved into f32 place
-  // ((code << 20), an f32 2^-120 times the value) into value * scale; empty when some scale exceeds 2^7.
+  // ((code << 20), an f32 2^-120 times the value) into value * scale; empty when some scale exceeds 2^7, and for
+  // mxfp8 until expand_weight_scales (AVX3_DL's GEMV reads its scale codes instead).
   std::vector<float> e4m3_factor;
   // The e4m3 GEMV may apply each row's factor once per group instead of once per weight: the factor is constant
   // over a group (scales applied per group, or ue8m0 scale blocks at least a group wide, every scale in
@@ -76,7 +77,8 @@ struct Problem {
   bool products_exact() const;
   // a[row, k0 .. k0 + len) into out: a's values, or the e4m3 codes decoded (unscaled, exact).
   void activation_values(std::int64_t row, std::int64_t k0, std::int64_t len, float* out) const;
-  // weight_scales from weight_scale_codes (nothing when weight_scales is filled or there are no codes).
+  // weight_scales from weight_scale_codes (nothing when weight_scales is filled or there are no codes); for e4m3
+  // (mxfp8) e4m3_factor and e4m3_per_group too, as fp8_problem makes them for other e4m3 weights.
   void expand_weight_scales();
   // The weight scale of block (row_block, col_block): weight_scales, or the table entry of its code.
   float weight_scale(std::int64_t row_block, std::int64_t col_block) const;

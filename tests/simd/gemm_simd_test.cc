@@ -286,6 +286,56 @@ TEST(GemmSimdTargets, Fp8Weights1x128) {  // a ue8m0 scale per weight row: the G
     }
   });
 }
+// mxfp8 (e4m3 1x32 ue8m0): AVX3_DL's GEMV reads its scale codes in place and puts each scale into the exponents of
+// the activations its block meets (src/cpu/gemv_mxfp8-inl.h); other targets and kernels make f32 factors as for fp8.
+TEST(GemmSimdTargets, Mxfp8Weights) {
+  each_target_and_e4m3_gemv_loop([] {
+    for (const Kind k : {Kind::normal, Kind::outliers, Kind::adversarial, Kind::extreme, Kind::weight_codes}) {
+      check_quantized("mxfp8", mf::ActScale::ue8m0, k, 9);
+    }
+  });
+}
+
+// mxfp8 scale codes at the edges of the range in which the GEMV applies a scale inside the dot product (27 .. 227:
+// 2^-100 .. 2^100) and just past them, each on a block of weights and on a block of zeros (quantize gives a block of
+// zeros code 0; a zero-padded K is made of them), NaN (0xFF) on a block of zeros (0 x NaN is NaN), and the largest
+// code 0xFE on a block whose weights overflow to Inf there; at M = 1, 3 and 6 (batches of 4 and 2), every target
+// and GEMV loop against the definition.
+TEST(GemmSimdTargets, Mxfp8ScaleCodesAtTheRangeEdges) {
+  std::mt19937 rng(13);
+  const std::int64_t n = 40, k = 512, cols = k / 32;
+  for (const std::int64_t m : {1, 3, 6}) {
+    const std::vector<float> x = values(m * k, Kind::normal, rng);
+    const mf::QuantizedTensor a = mf::act_quant(x.data(), Shape{m, k}, mf::ActScale::ue8m0);
+    mf::QuantizedTensor w = weight("mxfp8", n, k, Kind::normal, rng);
+    const auto zero_block = [&](std::int64_t row, std::int64_t col) {
+      std::fill_n(w.codes.begin() + row * k + col * 32, 32, static_cast<std::uint8_t>((row + col) % 2 ? 0x80 : 0x00));
+    };
+    const struct {
+      std::int64_t row, col;
+      std::uint8_t code;
+      bool zeros;
+    } edits[] = {{0, 0, 26, false},   {1, 3, 27, false},    {2, 5, 227, false},   {3, 6, 228, false},
+                 {17, 1, 26, true},   {18, 2, 228, true},   {19, 4, 0, true},     {20, 7, 0, false},
+                 {33, 9, 0xFE, true}, {34, 10, 0xFF, true}, {35, 15, 0xFE, false}};
+    for (const auto& e : edits) {
+      w.scales[static_cast<std::size_t>(e.row * cols + e.col)] = e.code;
+      if (e.zeros) zero_block(e.row, e.col);
+    }
+    each_target_and_e4m3_gemv_loop([&] {
+      expect_fast_matches_ref(
+          [&](bool fast, mf::GemmOut out, const mf::GemmOptions& o) {
+            fast ? mf::fp8_gemm(a, w, out, o) : mf::ref::fp8_gemm(a, w, out, o);
+          },
+          m, n, "mxfp8 edge scales M=" + std::to_string(m), inputs_of("mxfp8 edges", a, w));
+    });
+    std::vector<float> y(static_cast<std::size_t>(m * n));
+    mf::fp8_gemm(a, w, mf::GemmOut{y.data(), nullptr}, {});
+    EXPECT_TRUE(std::isnan(y[34])) << "0 x NaN scale";  // row 34's zero block times the NaN scale
+    EXPECT_TRUE(std::isfinite(y[19]) && std::isfinite(y[17])) << "blocks of zeros with scales out of range";
+  }
+}
+
 TEST(GemmSimdTargets, Fp8WeightsWithF32Scales) {
   // f32 weight scales stay outside the products: groups of 128, or 32 for 32-wide blocks.
   each_target_and_e4m3_gemv_loop([] {
@@ -355,7 +405,8 @@ void check_zero_tail() {
     mf::ActScale act_scale;
   } cases[] = {{"fp8-128x128", mf::ActScale::ue8m0},  {"e4m3-128x128-f32", mf::ActScale::f32},
                {"fp8-1x128", mf::ActScale::ue8m0},    {"fp8-32x32", mf::ActScale::ue8m0},
-               {"e4m3-32x32-f32", mf::ActScale::f32}, {"mxfp4", mf::ActScale::ue8m0}};
+               {"e4m3-32x32-f32", mf::ActScale::f32}, {"mxfp4", mf::ActScale::ue8m0},
+               {"mxfp8", mf::ActScale::ue8m0}};
   const struct {
     std::int64_t n, k, live;
   } shapes[] = {{192, 640, 576}, {50, 128, 40}, {40, 512, 500}, {33, 1536, 1536}, {16, 256, 0}, {24, 384, 257}};

@@ -87,7 +87,7 @@ TEST(LinearAllocation, CountsThisProgramsAllocations) {  // the counter itself: 
 }
 
 TEST(LinearAllocation, DecodeLoopAllocatesNothing) {
-  for (const char* scheme : {"fp8-128x128", "fp8-1x128", "mxfp4", "nvfp4"}) {
+  for (const char* scheme : {"fp8-128x128", "fp8-1x128", "mxfp8", "mxfp4", "nvfp4"}) {
     for (const int threads : {1, 2}) {
       EXPECT_EQ(allocations_in_decode_loop(scheme, threads, {8, 4, 1}), 0) << scheme << ", " << threads << " threads";
       EXPECT_EQ(allocations_in_decode_loop(scheme, threads, {16, 1}), 0) << scheme << ", " << threads << " threads";
