@@ -931,10 +931,10 @@ ConvertReport convert_to_gguf(const fs::path& in, const fs::path& out, const Ggu
   std::error_code ec;
   const fs::path dir = fs::weakly_canonical(c.directory.empty() ? fs::path(".") : c.directory, ec);
   fs::create_directories(out.parent_path().empty() ? fs::path(".") : out.parent_path());
+  // DeepSeek V4: MOSTLY_MXFP4_MOE (38), which the converter writes whatever --outtype says.
+  const std::uint32_t file_type = m.arch == detail::GgufArch::deepseek4 ? 38 : written_file_type(recipe, plan);
   std::vector<std::pair<std::string, GgufValue>> metadata =
-      detail::gguf_metadata(m, m.arch == detail::GgufArch::deepseek4 ? 38 : written_file_type(recipe, plan),
-                            dir.filename().string());  // V4: MOSTLY_MXFP4_MOE, as the converter says whatever
-                                                       // --outtype
+      detail::gguf_metadata(m, file_type, dir.filename().string());
   metadata.insert(metadata.end(), std::make_move_iterator(tok.begin()), std::make_move_iterator(tok.end()));
   GgufWriter writer(out, std::move(metadata), std::move(specs));
   write_planned(input, plan, options, writer, report);
