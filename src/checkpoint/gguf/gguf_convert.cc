@@ -478,13 +478,21 @@ TensorReport to_blocks(const SafetensorsFile& f, const Planned& p, std::vector<s
 
 // The pair's codes and scales, rows permuted for Q and K or split for gate and up, as ggml blocks: bytes moved, none
 // changed.
+// The MXFP4 pair q's codes (`t`, in f) and scales, checked to be [R, C/2] and [R, C/32] for q's [R, C].
+void mxfp4_parts(const SafetensorsFile& f, const QuantizedPair& q, const SafetensorsTensor& t,
+                 std::vector<std::uint8_t>& codes, std::vector<std::uint8_t>& scales) {
+  const auto rows = static_cast<std::uint64_t>(q.shape[0]), cols = static_cast<std::uint64_t>(q.shape[1]);
+  codes = copy_bytes(f.bytes(t));
+  scales = copy_bytes(f.bytes(*f.find(q.scale)));
+  if (codes.size() != rows * cols / 2 || scales.size() != rows * cols / 32) {
+    throw IoError(IoErrc::gguf_unsupported, f.path(), q.weight, "codes or scales are not [R, C/2] and [R, C/32]");
+  }
+}
+
 TensorReport relayout(const SafetensorsFile& f, const Planned& p, std::vector<std::byte>& bytes) {
   const auto rows = static_cast<std::uint64_t>(p.pair->shape[0]), cols = static_cast<std::uint64_t>(p.pair->shape[1]);
-  std::vector<std::uint8_t> codes = copy_bytes(f.bytes(*p.in));
-  std::vector<std::uint8_t> scales = copy_bytes(f.bytes(*f.find(p.pair->scale)));
-  if (codes.size() != rows * cols / 2 || scales.size() != rows * cols / 32) {
-    throw IoError(IoErrc::gguf_unsupported, f.path(), p.pair->weight, "codes or scales are not [R, C/2] and [R, C/32]");
-  }
+  std::vector<std::uint8_t> codes, scales;
+  mxfp4_parts(f, *p.pair, *p.in, codes, scales);
   if (p.rope_heads != 0) {
     permute_rope_rows(codes, rows, cols / 2, p.rope_heads);
     permute_rope_rows(scales, rows, cols / 32, p.rope_heads);
@@ -547,16 +555,10 @@ std::optional<TensorReport> encode_stacked(const Planned& p, int threads, std::v
   if (p.relaid_stack) {
     bytes.clear();
     for (const detail::StackSource& s : p.stack) {
-      const SafetensorsFile& f = *s.file;
-      std::vector<std::uint8_t> codes = copy_bytes(f.bytes(*s.tensor));
-      std::vector<std::uint8_t> scales = copy_bytes(f.bytes(*f.find(s.pair->scale)));
-      const std::uint64_t rows = s.pair->output_shape[0], cols = s.pair->output_shape[1];
-      if (codes.size() != rows * cols / 2 || scales.size() != rows * cols / 32) {
-        throw IoError(IoErrc::gguf_unsupported, f.path(), s.pair->weight,
-                      "codes or scales are not [R, C/2] and [R, C/32]");
-      }
+      std::vector<std::uint8_t> codes, scales;
+      mxfp4_parts(*s.file, *s.pair, *s.tensor, codes, scales);
       std::vector<std::byte> one;
-      to_blocks(f, p, codes, scales, s.pair->weight, one);
+      to_blocks(*s.file, p, codes, scales, s.pair->weight, one);
       bytes.insert(bytes.end(), one.begin(), one.end());
     }
     return TensorReport{p.reported, p.target, 0, 0, 0};
