@@ -11,10 +11,12 @@
 #include <optional>
 #include <set>
 #include <stdexcept>
+#include <tuple>
 
 #include "../dialect_pairs.h"
 #include "../dialect_writer.h"
 #include "../expert_relayout.h"
+#include "../convert_run.h"
 #include "../../io/file.h"
 #include "gguf_models.h"
 #include "gguf_sources.h"
@@ -67,6 +69,8 @@ struct Planned {
   detail::GgufName split{};                      // its groups: a slice of each group of rows (gguf_models.h)
   bool keep_input = false;                       // the next planned tensor reads the same input
   std::string reported{};                        // the report's name for a stacked tensor
+  bool relaid_stack = false;                     // stacked MXFP4 pairs, each expert re-laid out (DeepSeek V4)
+  std::uint32_t ids_below = 0;  // > 0: an integer table written as I32, each value below this (V4's tid2eid)
 };
 
 // The rows of x ([rows, cols]) in llama.cpp's order for Q and K (convert_hf_to_gguf's LlamaModel.permute): within
@@ -190,17 +194,23 @@ void plan_type(const std::string& name, std::uint64_t cols, GgufType keep, const
 // A layer's stacked experts (ExpertStacker), appended to `plan`: unquantized weights in the recipe's type, quantized
 // pairs as gguf_source_plan decides for all of them at once (each expert dequantized exactly, then the stacked tensor
 // encoded in one type).
-void plan_stacked(detail::StackedTensor s, const GgufRecipe& r, int threads, std::vector<Planned>& plan) {
+// relaid: MXFP4 pairs re-laid out into ggml's blocks, codes and scales unchanged (DeepSeek V4's routed experts).
+void plan_stacked(detail::StackedTensor s, const GgufRecipe& r, int threads, std::vector<Planned>& plan,
+                  bool relaid = false) {
   const detail::StackSource& e = s.experts[0];
   const std::vector<std::uint64_t>& one = e.shape();
   Planned q{e.shard, e.tensor, {s.name, GgufType::F32, {one.rbegin(), one.rend()}}, 0, std::nullopt, "F32"};
   q.spec.dims.push_back(s.experts.size());
-  if (e.pair && !r.type) {
-    throw IoError(IoErrc::gguf_unsupported, e.file->path(), e.pair->weight,
-                  cat("already quantized (", e.pair->scheme_name, ") expert of ", s.name,
-                      ": --format gguf stacks quantized experts with --recipe f32, f16, bf16 or q8_0"));
-  }
-  if (e.pair) {
+  if (relaid) {
+    q.spec.type = GgufType::MXFP4;
+    q.target = "MXFP4 re-laid out";
+    q.relaid_stack = true;
+  } else if (e.pair) {
+    if (!r.type) {
+      throw IoError(IoErrc::gguf_unsupported, e.file->path(), e.pair->weight,
+                    cat("already quantized (", e.pair->scheme_name, ") expert of ", s.name,
+                        ": --format gguf stacks quantized experts with --recipe f32, f16, bf16 or q8_0"));
+    }
     std::vector<detail::PairIn> in;
     for (const detail::StackSource& x : s.experts) in.push_back({x.file, x.pair});
     const detail::SourcePlan sp = detail::gguf_source_plan(in, one[1], detail::SourceUse::stacked, r, threads);
@@ -215,10 +225,45 @@ void plan_stacked(detail::StackedTensor s, const GgufRecipe& r, int threads, std
   plan.push_back(std::move(q));
 }
 
+// DeepSeek V4's unquantized tensor, typed as the converter's tensor_force_quant types it whatever --outtype says: an
+// F32 source and every 1-D tensor F32, a 2-D BF16 one BF16, the hash routing table I32.
+void plan_v4_tensor(const SafetensorsFile& f, const SafetensorsTensor& t, const detail::GgufModel& m,
+                    std::vector<Planned> placed, std::vector<Planned>& plan) {
+  for (Planned& p : placed) {
+    if (p.split.expert != detail::GgufName::kNoExpert) {
+      throw IoError(IoErrc::gguf_unsupported, f.path(), t.name,
+                    cat(dtype_name(t.dtype),
+                        " routed expert: llama.cpp's converter takes DeepSeek V4's routed "
+                        "experts as MXFP4 pairs (I8 codes + F8_E8M0 .scale) only"));
+    }
+    if (p.spec.name.ends_with(".ffn_gate_tid2eid.weight")) {
+      if (t.dtype != DType::I64 && t.dtype != DType::I32) {
+        throw IoError(IoErrc::gguf_unsupported, f.path(), t.name,
+                      cat(dtype_name(t.dtype), ": the hash routing table is an integer tensor (I64 or I32)"));
+      }
+      p.spec.type = GgufType::I32;
+      p.target = "I32";
+      p.ids_below = m.n_expert;
+    } else if (t.dtype == DType::F32 || (t.dtype == DType::BF16 && p.spec.dims.size() < 2)) {
+      p.spec.type = GgufType::F32;
+    } else if (t.dtype == DType::BF16) {
+      p.spec.type = GgufType::BF16;
+      p.target = "BF16";
+    } else {
+      throw IoError(IoErrc::gguf_unsupported, f.path(), t.name,
+                    cat(dtype_name(t.dtype),
+                        ": llama.cpp's converter writes DeepSeek V4's unquantized tensors from BF16 or F32 only "
+                        "(and its FP8 and MXFP4 pairs)"));
+    }
+    plan.push_back(std::move(p));
+  }
+}
+
 // The output tensors for `t` (none for one llama.cpp drops), appended to `plan`.
 void plan_tensor(const SafetensorsFile& f, std::size_t shard, const SafetensorsTensor& t, const detail::GgufModel& m,
                  const GgufRecipe& r, int threads, detail::ExpertStacker& stacker, std::vector<Planned>& plan) {
   std::vector<Planned> placed = place(f, shard, t, t.name, t.shape, m);
+  if (m.arch == detail::GgufArch::deepseek4) return plan_v4_tensor(f, t, m, std::move(placed), plan);
   if (!placed.empty() && !detail::is_float(t.dtype)) {
     throw IoError(IoErrc::gguf_unsupported, f.path(), t.name,
                   cat(dtype_name(t.dtype),
@@ -319,11 +364,44 @@ void plan_source(const SafetensorsFile& f, std::size_t shard, const QuantizedPai
   }
 }
 
+// DeepSeek V4's pair as the converter writes it whatever --outtype says: an FP8 weight dequantized with its 128 x 128
+// ue8m0 scales and written Q8_0 (tensor_force_quant; in one pass, as --fp8-as-q8), a routed expert's MXFP4 codes and
+// scales stacked per layer and re-laid out into ggml's MXFP4 blocks (repack_mxfp4_blocks: bits moved, none changed).
+void plan_v4_pair(const SafetensorsFile& f, std::size_t shard, const QuantizedPair& pair, const detail::GgufModel& m,
+                  const GgufRecipe& r, int threads, detail::ExpertStacker& stacker, std::vector<Planned>& plan) {
+  const std::vector<Planned> placed = place(f, shard, *f.find(pair.weight), pair.output, pair.output_shape, m);
+  if (placed.empty()) return;  // the MTP module's
+  if (placed[0].split.expert != detail::GgufName::kNoExpert) {
+    if (!detail::is_mxfp4(detail::held_scheme(pair)) || pair.form == PairForm::blocks || !pair.extras.empty() ||
+        pair.output_shape.size() != 2 || pair.output_shape[1] % 32 != 0) {
+      throw IoError(IoErrc::gguf_unsupported, f.path(), pair.weight,
+                    cat("a ", pair.scheme_name,
+                        " routed expert: llama.cpp's converter repacks DeepSeek V4's routed "
+                        "experts from MXFP4 (I8 codes + F8_E8M0 .scale per 32) only"));
+    }
+    const detail::StackSource one{shard, f.find(pair.weight), &pair, &f};
+    for (detail::StackedTensor& s :
+         stacker.add(placed[0].spec.name, placed[0].split.expert, one, pair.weight, f.path())) {
+      plan_stacked(std::move(s), r, threads, plan, true);
+    }
+    return;
+  }
+  if (!detail::is_fp8_pair(f, pair) || pair.output_shape.size() != 2) {
+    throw IoError(IoErrc::gguf_unsupported, f.path(), pair.weight,
+                  cat("already quantized (", pair.scheme_name,
+                      "): llama.cpp's converter dequantizes DeepSeek V4's FP8 weights (and re-lays out its MXFP4 "
+                      "experts) only"));
+  }
+  const GgufRecipe q8{r.name, GgufType::BF16, std::nullopt, true, false};  // FP8 -> Q8_0, F16 for a partial block
+  plan_source(f, shard, pair, m, q8, threads, stacker, plan);
+}
+
 // A pair already quantized in IN, appended to `plan`: MXFP4 whose recipe target is MXFP4 (or, --keep-quantized,
 // any MXFP4 pair; any dialect; gpt-oss expert blocks whatever the recipe) is re-laid out into ggml's blocks with its
 // codes and scales unchanged; any other 2-D pair goes in one pass (plan_source).
 void plan_pair(const SafetensorsFile& f, std::size_t shard, const QuantizedPair& pair, const detail::GgufModel& m,
                const GgufRecipe& r, int threads, detail::ExpertStacker& stacker, std::vector<Planned>& plan) {
+  if (m.arch == detail::GgufArch::deepseek4) return plan_v4_pair(f, shard, pair, m, r, threads, stacker, plan);
   const bool blocks = gpt_oss_blocks(pair, m);
   const std::string target = blocks ? "mxfp4" : r.recipe ? r.recipe->target_for(pair.output, 2, true) : r.name;
   const bool wanted = r.recipe ? detail::is_mxfp4(target_scheme(*r.recipe, target)) : r.keep_quantized;
@@ -400,13 +478,21 @@ TensorReport to_blocks(const SafetensorsFile& f, const Planned& p, std::vector<s
 
 // The pair's codes and scales, rows permuted for Q and K or split for gate and up, as ggml blocks: bytes moved, none
 // changed.
+// The MXFP4 pair q's codes (`t`, in f) and scales, checked to be [R, C/2] and [R, C/32] for q's [R, C].
+void mxfp4_parts(const SafetensorsFile& f, const QuantizedPair& q, const SafetensorsTensor& t,
+                 std::vector<std::uint8_t>& codes, std::vector<std::uint8_t>& scales) {
+  const auto rows = static_cast<std::uint64_t>(q.shape[0]), cols = static_cast<std::uint64_t>(q.shape[1]);
+  codes = copy_bytes(f.bytes(t));
+  scales = copy_bytes(f.bytes(*f.find(q.scale)));
+  if (codes.size() != rows * cols / 2 || scales.size() != rows * cols / 32) {
+    throw IoError(IoErrc::gguf_unsupported, f.path(), q.weight, "codes or scales are not [R, C/2] and [R, C/32]");
+  }
+}
+
 TensorReport relayout(const SafetensorsFile& f, const Planned& p, std::vector<std::byte>& bytes) {
   const auto rows = static_cast<std::uint64_t>(p.pair->shape[0]), cols = static_cast<std::uint64_t>(p.pair->shape[1]);
-  std::vector<std::uint8_t> codes = copy_bytes(f.bytes(*p.in));
-  std::vector<std::uint8_t> scales = copy_bytes(f.bytes(*f.find(p.pair->scale)));
-  if (codes.size() != rows * cols / 2 || scales.size() != rows * cols / 32) {
-    throw IoError(IoErrc::gguf_unsupported, f.path(), p.pair->weight, "codes or scales are not [R, C/2] and [R, C/32]");
-  }
+  std::vector<std::uint8_t> codes, scales;
+  mxfp4_parts(f, *p.pair, *p.in, codes, scales);
   if (p.rope_heads != 0) {
     permute_rope_rows(codes, rows, cols / 2, p.rope_heads);
     permute_rope_rows(scales, rows, cols / 32, p.rope_heads);
@@ -466,6 +552,17 @@ TensorReport held(const SafetensorsFile& f, const Planned& p, int threads, std::
 // the stacked tensor's bytes. Its error row for a lossy type (every quantized expert: against its exact values).
 std::optional<TensorReport> encode_stacked(const Planned& p, int threads, std::vector<float>& x,
                                            std::vector<std::byte>& bytes) {
+  if (p.relaid_stack) {
+    bytes.clear();
+    for (const detail::StackSource& s : p.stack) {
+      std::vector<std::uint8_t> codes, scales;
+      mxfp4_parts(*s.file, *s.pair, *s.tensor, codes, scales);
+      std::vector<std::byte> one;
+      to_blocks(*s.file, p, codes, scales, s.pair->weight, one);
+      bytes.insert(bytes.end(), one.begin(), one.end());
+    }
+    return TensorReport{p.reported, p.target, 0, 0, 0};
+  }
   const bool quantized = p.stack[0].pair != nullptr;
   const bool lossy = quantized || p.spec.type == GgufType::Q8_0 ||
                      (p.spec.type != GgufType::F32 && p.spec.type != gguf_type_of(p.in->dtype));
@@ -502,6 +599,30 @@ std::optional<TensorReport> encode_stacked(const Planned& p, int threads, std::v
   return TensorReport{p.reported, p.target, std::sqrt(se / n), max_abs, sx > 0 ? std::sqrt(se / sx) : 0.0};
 }
 
+// An I64 or I32 table of ids below `limit` as I32 (the converter's .to(torch.int32); a value that would not survive
+// it, or that names no expert, is refused).
+void int32_ids(const SafetensorsFile& f, const SafetensorsTensor& t, std::uint32_t limit, std::vector<std::byte>& out) {
+  const std::span<const std::byte> in = f.bytes(t);
+  const std::size_t width = t.dtype == DType::I64 ? 8 : 4, n = in.size() / width;
+  out.resize(n * 4);
+  for (std::size_t i = 0; i < n; ++i) {
+    std::int64_t v = 0;
+    if (width == 8) {
+      std::memcpy(&v, in.data() + 8 * i, 8);
+    } else {
+      std::int32_t w = 0;
+      std::memcpy(&w, in.data() + 4 * i, 4);
+      v = w;
+    }
+    if (v < 0 || v >= limit) {
+      throw IoError(IoErrc::gguf_unsupported, f.path(), t.name,
+                    cat("value ", v, " at ", i, " is not an expert id below n_routed_experts ", limit));
+    }
+    const auto w = static_cast<std::int32_t>(v);
+    std::memcpy(out.data() + 4 * i, &w, 4);
+  }
+}
+
 // Tensor p's bytes as planned, and its error row for a lossy type (every dequantized pair: its error against the
 // exact values).
 std::optional<TensorReport> encode(const std::vector<SafetensorsFile>& files, const Planned& p, int threads,
@@ -514,6 +635,10 @@ std::optional<TensorReport> encode(const std::vector<SafetensorsFile>& files, co
   }
   if (p.pair) return relayout(f, p, bytes);
   if (p.move) return regather(f, p, bytes);
+  if (p.ids_below != 0) {
+    int32_ids(f, *p.in, p.ids_below, bytes);
+    return std::nullopt;
+  }
   if (!p.stack.empty()) return encode_stacked(p, threads, x, bytes);
   if (p.source && p.way != detail::SourceWay::dequantize) return held(f, p, threads, bytes);
   const SafetensorsTensor& t = *p.in;
@@ -579,6 +704,7 @@ namespace {
 struct GgufInput {
   std::vector<SafetensorsFile> files;
   std::vector<std::vector<QuantizedPair>> pairs;
+  std::vector<detail::Lent> lent;  // each shard's parts of pairs read in another shard: written with their weight
   std::vector<std::vector<detail::ExpertMove>> gathers;  // gpt-oss: per-expert MXFP4 weights of each shard, fused
 };
 
@@ -586,7 +712,11 @@ GgufInput open_inputs(const Checkpoint& c, const fs::path& out, const detail::Gg
   GgufInput in;
   for (std::size_t i = 0; i < c.shards.size(); ++i) {
     if (same_file(out, c.shard_path(i))) throw IoError(IoErrc::write_failed, out, "OUT is an input shard");
-    in.files.push_back(read_safetensors(c.shard_path(i)));
+    // A weight's scale that the index puts in another shard is borrowed into the weight's shard, as convert to
+    // safetensors does: the pair is planned there, in the weight's place (the converter reads every shard's tensors
+    // into one dictionary before it pairs them).
+    in.files.push_back(detail::open_input_shard(c, i));
+    in.lent.push_back(detail::lent_parts(in.files.back(), c, i));
     report.input_bytes += in.files.back().header_size() + in.files.back().data_size();
   }
   in.pairs.resize(in.files.size());
@@ -625,7 +755,7 @@ void plan_shard(const GgufInput& in, std::size_t i, const detail::GgufModel& m, 
   for (const SafetensorsTensor& t : in.files[i].tensors()) by_name.push_back(&t);
   std::sort(by_name.begin(), by_name.end(), [](const auto* a, const auto* b) { return a->name < b->name; });
   for (const SafetensorsTensor* t : by_name) {
-    if (parts.contains(t->name)) continue;
+    if (parts.contains(t->name) || in.lent[i].contains(t->name)) continue;
     const auto pair = by_weight.find(t->name);
     if (pair != by_weight.end()) {
       plan_pair(in.files[i], i, *pair->second, m, recipe, threads, stacker, plan);
@@ -634,6 +764,37 @@ void plan_shard(const GgufInput& in, std::size_t i, const detail::GgufModel& m, 
     }
   }
   for (const detail::ExpertMove& move : in.gathers[i]) plan_gather(in.files[i], i, move, m, plan);
+}
+
+// DeepSeek V4: the converter writes the hash layers' routing tables, then each layer's routed experts (gate, down,
+// up), before the rest (generate_extra_tensors), and needs every one of them (KeyError otherwise).
+void order_v4(std::vector<Planned>& plan, const detail::GgufModel& m, const fs::path& where) {
+  const auto rank = [](const Planned& p) -> std::pair<int, int> {
+    const std::string& n = p.spec.name;
+    static constexpr std::string_view kinds[] = {".ffn_gate_tid2eid.", ".ffn_gate_exps.", ".ffn_down_exps.",
+                                                 ".ffn_up_exps."};
+    for (int k = 0; k < 4; ++k) {
+      if (n.find(kinds[k]) != std::string::npos) return {std::stoi(n.substr(4)), k};
+    }
+    return {-1, 0};
+  };
+  const auto key = [&](const Planned& p) {
+    const auto [layer, kind] = rank(p);
+    return layer < 0 ? std::tuple{2, 0, 0} : std::tuple{kind == 0 ? 0 : 1, layer, kind};
+  };
+  std::stable_sort(plan.begin(), plan.end(), [&](const Planned& a, const Planned& b) { return key(a) < key(b); });
+  std::set<std::string> names;
+  for (const Planned& p : plan) names.insert(p.spec.name);
+  for (std::uint32_t l = 0; l < m.n_layer; ++l) {
+    for (const char* k : {"ffn_gate_tid2eid", "ffn_gate_exps", "ffn_down_exps", "ffn_up_exps"}) {
+      const bool needed = std::string_view(k) != "ffn_gate_tid2eid" || l < m.n_hash_layers;
+      if (needed && !names.contains(cat("blk.", l, ".", k, ".weight"))) {
+        detail::gguf_unsupported(
+            where, cat("no tensor for blk.", l, ".", k, ".weight (layers.", l, ".ffn.",
+                       k[9] == 't' ? "gate.tid2eid" : "experts", "): llama.cpp's converter needs it for DeepSeek V4"));
+      }
+    }
+  }
 }
 
 // The tokenizer's metadata (tokenizer.ggml.model "none" with --no-tokenizer), its token count checked against the
@@ -764,6 +925,7 @@ ConvertReport convert_to_gguf(const fs::path& in, const fs::path& out, const Ggu
   detail::ExpertStacker stacker(m.n_expert);
   for (std::size_t i = 0; i < input.files.size(); ++i) plan_shard(input, i, m, recipe, threads, stacker, plan);
   stacker.check_complete(c.index_path.value_or(c.directory));
+  if (m.arch == detail::GgufArch::deepseek4) order_v4(plan, m, c.index_path.value_or(c.directory));
   check_needed(c, plan);
   std::vector<std::pair<std::string, GgufValue>> tok = tokenizer_metadata(c, config, m, plan, tokenizer);
   std::vector<GgufTensorSpec> specs;
@@ -771,8 +933,10 @@ ConvertReport convert_to_gguf(const fs::path& in, const fs::path& out, const Ggu
   std::error_code ec;
   const fs::path dir = fs::weakly_canonical(c.directory.empty() ? fs::path(".") : c.directory, ec);
   fs::create_directories(out.parent_path().empty() ? fs::path(".") : out.parent_path());
+  // DeepSeek V4: MOSTLY_MXFP4_MOE (38), which the converter writes whatever --outtype says.
+  const std::uint32_t file_type = m.arch == detail::GgufArch::deepseek4 ? 38 : written_file_type(recipe, plan);
   std::vector<std::pair<std::string, GgufValue>> metadata =
-      detail::gguf_metadata(m, written_file_type(recipe, plan), dir.filename().string());
+      detail::gguf_metadata(m, file_type, dir.filename().string());
   metadata.insert(metadata.end(), std::make_move_iterator(tok.begin()), std::make_move_iterator(tok.end()));
   GgufWriter writer(out, std::move(metadata), std::move(specs));
   write_planned(input, plan, options, writer, report);

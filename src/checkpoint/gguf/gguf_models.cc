@@ -110,13 +110,15 @@ GgufModel gguf_model(const Json& c, const fs::path& file) {
   if (names_architecture(c, "qwen3", "Qwen3ForCausalLM")) return qwen_model(c, file, GgufArch::qwen3);
   if (names_architecture(c, "qwen3_moe", "Qwen3MoeForCausalLM")) return qwen_model(c, file, GgufArch::qwen3moe);
   if (names_architecture(c, "deepseek_v3", "DeepseekV3ForCausalLM")) return deepseek2_model(c, file);
+  if (names_architecture(c, "deepseek_v4", "DeepseekV4ForCausalLM")) return deepseek4_model(c, file);
   std::string named = c.contains("model_type") ? c["model_type"].dump() : "none";
   if (const auto a = c.find("architectures"); a != c.end() && a->is_array() && !a->empty()) named = (*a)[0].dump();
   gguf_unsupported(file, cat("architecture ", named,
                              ": --format gguf writes Llama (architectures LlamaForCausalLM or model_type llama), "
                              "gpt-oss (GptOssForCausalLM), Qwen2 (Qwen2ForCausalLM), Qwen3 (Qwen3ForCausalLM), "
                              "Qwen3-MoE (Qwen3MoeForCausalLM) and DeepSeek V3 / R1 / Kimi K2 "
-                             "(DeepseekV3ForCausalLM) checkpoints; other models: "
+                             "(DeepseekV3ForCausalLM) and DeepSeek V4 as released (DeepseekV4ForCausalLM) "
+                             "checkpoints; other models: "
                              "--format minifloat, compressed-tensors, modelopt or transformers-fp8"));
 }
 
@@ -125,6 +127,7 @@ std::optional<std::vector<GgufName>> gguf_names(const GgufModel& m, std::string_
     case GgufArch::llama: return llama_names(hf, m.n_layer);
     case GgufArch::gpt_oss: return gpt_oss_names(hf, m.n_layer);
     case GgufArch::deepseek2: return deepseek2_names(m, hf);
+    case GgufArch::deepseek4: return deepseek4_names(m, hf);
     default: return qwen_names(m, hf);
   }
 }
@@ -137,6 +140,14 @@ std::string gguf_mapped(const GgufModel& m) {
   switch (m.arch) {
     case GgufArch::llama: return cat("--format gguf maps a Llama's ", common, ", mlp.{gate,up,down}_proj", layers);
     case GgufArch::gpt_oss: break;
+    case GgufArch::deepseek4:
+      return cat(
+          "--format gguf maps DeepSeek V4's release names: embed, norm, head, hc_head_{fn,base,scale}, "
+          "layers.N.{attn_norm, ffn_norm, hc_attn_*, hc_ffn_*}, layers.N.attn.{attn_sink, wq_a, q_norm, wq_b, "
+          "wkv, kv_norm, wo_a, wo_b, compressor.*, indexer.{wq_b, weights_proj, compressor.*}}, "
+          "layers.N.ffn.{gate.weight, gate.bias, gate.bias_vl, gate.tid2eid, shared_experts.w{1,2,3}} and "
+          "ffn.experts.E.w{1,2,3} for E below n_routed_experts ",
+          m.n_expert, layers, " (mtp.* is dropped)");
     case GgufArch::qwen2:
       return cat("--format gguf maps a Qwen2's ", common, " (with q/k/v biases), mlp.{gate,up,down}_proj", layers);
     case GgufArch::qwen3:
@@ -163,7 +174,8 @@ std::string gguf_mapped(const GgufModel& m) {
 bool gguf_keeps_f32(const GgufModel& m, std::string_view name) {
   // convert_hf_to_gguf: every tensor not named *.weight, every *_norm.weight, and the MoE router (FFN_GATE_INP) stay
   // F32 (Llama has none of them 2-D).
-  if (m.arch == GgufArch::llama) return false;
+  // DeepSeek V4's types follow its source dtypes instead (gguf_convert.cc).
+  if (m.arch == GgufArch::llama || m.arch == GgufArch::deepseek4) return false;
   return !name.ends_with(".weight") || name.ends_with("_norm.weight") || name.find(".ffn_gate_inp.") != name.npos;
 }
 

@@ -19,7 +19,7 @@
 
 namespace mf::io::detail {
 
-enum class GgufArch { llama, gpt_oss, qwen2, qwen3, qwen3moe, deepseek2 };
+enum class GgufArch { llama, gpt_oss, qwen2, qwen3, qwen3moe, deepseek2, deepseek4 };
 
 using GgufKeys = std::vector<std::pair<std::string, GgufValue>>;
 
@@ -38,6 +38,7 @@ struct GgufModel {
   bool drop_lm_head = false;                              // DeepSeek V3 tied: lm_head is not written
   std::uint32_t kv_b_heads = 0, qk_nope = 0, v_head = 0;  // DeepSeek V3's kv_b_proj split
   std::uint32_t n_ff_exp = 0;                             // Qwen3-MoE: a fused gate_up's rows are 2 x this
+  std::uint32_t n_hash_layers = 0;                        // DeepSeek V4: the first layers, routed by tid2eid
 };
 
 // config.json's model: LlamaForCausalLM (or model_type llama) or GptOssForCausalLM (model_type gpt_oss). Throws
@@ -124,6 +125,10 @@ std::optional<std::vector<GgufName>> qwen_names(const GgufModel& m, std::string_
 std::optional<std::vector<GgufName>> expert_name(std::string_view n, std::string_view rest, std::uint32_t n_expert);
 GgufModel deepseek2_model(const nlohmann::json& c, const std::filesystem::path& file);
 std::optional<std::vector<GgufName>> deepseek2_names(const GgufModel& m, std::string_view hf);
+// DeepSeek V4's release form (gguf_deepseek4.cc): bare names, MTP dropped; ffn.gate.tid2eid named for the hash
+// layers.
+GgufModel deepseek4_model(const nlohmann::json& c, const std::filesystem::path& file);
+std::optional<std::vector<GgufName>> deepseek4_names(const GgufModel& m, std::string_view hf);
 // llama.cpp's name of the architecture (general.architecture).
 std::string_view gguf_arch_name(GgufArch arch);
 // TextModel.set_gguf_parameters of convert_hf_to_gguf for `arch` (block_count ... general.file_type), read from

@@ -19,6 +19,7 @@ std::string_view gguf_arch_name(GgufArch arch) {
     case GgufArch::qwen3: return "qwen3";
     case GgufArch::qwen3moe: return "qwen3moe";
     case GgufArch::deepseek2: return "deepseek2";
+    case GgufArch::deepseek4: return "deepseek4";
   }
   return "llama";
 }
