@@ -113,6 +113,12 @@ int main(int argc, char** argv) {
   register_format<mf::e2m1>();
   register_format<mf::ue8m0>();
   register_format<mf::ue4m3>();
+  register_format<mf::e4m3fnuz>();
+  register_format<mf::e5m2fnuz>();
+  register_format<mf::e4m3b11fnuz>();
+  register_format<mf::e3m4>();
+  register_format<mf::e4m3ieee>();
+  register_format<mf::ue5m3>();
   benchmark::RegisterBenchmark("memcpy/bytes_per_value", memcpy_bench)->Arg(4)->Arg(2)->Arg(1);
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

@@ -39,6 +39,7 @@ std::string signed_codes(const Format& f, std::uint32_t lo, std::uint32_t hi) {
 std::string inf_text(const Format& f) { return f.has_inf() ? signed_codes(f, f.inf_code(), f.inf_code()) : "no"; }
 std::string nan_text(const Format& f) {
   if (!f.has_nan()) return "no";
+  if (f.specials == Specials::fnuz) return hex_code(f, f.nan_code()) + " (the code of -0); no -0";
   const std::uint32_t lo = f.specials == Specials::ieee ? f.inf_code() + 1 : f.magnitude_mask();
   std::string s = signed_codes(f, lo, f.magnitude_mask());
   if (!f.has_zero) s += "; no zero";
@@ -84,6 +85,23 @@ std::string markdown() {
   s += "\nE2M1 codes 0x0-0x7: ";
   for (std::uint32_t c = 0; c < 8; ++c) s += (c ? ", " : "") + shortest(decode(e2m1, c));
   s += "; codes 0x8-0xf are the negatives (0x8 is -0).\n";
+  s += "\nThe fnuz formats (e4m3fnuz, e5m2fnuz, e4m3b11fnuz; LLVM's Float8*FNUZ, ml_dtypes' float8_*fnuz) have no "
+       "Inf and no -0: 0x80 is their one NaN. Encoding gives 0x80 for NaN, +-Inf and overflow (saturate: +-max), "
+       "and +0 for -0 and for a negative value that rounds to zero, as ml_dtypes does. e4m3ieee is the IEEE-style "
+       "E4M3 (ml_dtypes' float8_e4m3, LLVM's Float8E4M3), also accepted as float8_e4m3; plain e4m3 is E4M3FN.\n";
+  s += "\nue5m3 (UE5M3, the block scale of NVFP4 with UE5M3 scales; LLVM's Float8E5M3FNU, named float8_e5m3fnu "
+       "here): no sign, 5 exponent bits with bias 15, 3 mantissa bits, zero and subnormals at exponent field 0, "
+       "no Inf, 0xFF the only NaN, so the top binade 0xF8-0xFE is finite and 0xFE = 114688 the largest value. "
+       "Sources checked: NVIDIA's PTX ISA 13.4 (developer preview), \"alternate floating-point data formats\", and "
+       "the CUDA 13.4 math API's __nv_fp8_ue5m3 (no Inf, NaN only 0xFF); LLVM APFloat's Float8E5M3FNU "
+       "(llvm/llvm-project#210720, merged 2026-07: bias 15, zero 00000 000, largest normal 11111 110, NaN 11111 111); "
+       "CUTLASS's CuTe DSL FloatNV8E5M3FNU, whose encode agrees but whose decode gave Inf for the whole top binade "
+       "0xF8-0xFE (IEEE E5M2 widening; NVIDIA/cutlass#3602, fix proposed in #3617): minifloat follows the "
+       "definition, 0xF8-0xFE finite; TransformerEngine's prototype of NVFP4 with UE5M3 scales "
+       "(NVIDIA/TransformerEngine#3325, open) names the format without a decode of its own to compare. ml_dtypes "
+       "has no float8_e5m3fnu, neither 0.6.0 nor its main branch (checked 2026-08), so ue5m3 is tested against a "
+       "table written from these definitions (tests/golden/make_tables.py), not against ml_dtypes. Some "
+       "third-party tables give 122880 (0xFF finite) as the maximum; none of the definitions above does.\n";
   return s;
 }
 

@@ -2,11 +2,14 @@
 //
 // Defaults are bit-exact with ml_dtypes (`np.float32(x).astype(dtype)`) for every f32 input:
 //   * round to nearest, ties to even; subnormals kept; the sign of zero kept;
-//   * overflow: formats with Inf give +-Inf; e4m3/ue4m3/ue8m0 give NaN (e4m3: 448 < |x| <= 464 still rounds to 448);
+//   * overflow: formats with Inf give +-Inf; e4m3/ue4m3/ue5m3/ue8m0 and the fnuz formats give NaN (e4m3: 448 < |x|
+//     <= 464 still rounds to 448);
+//   * fnuz formats (e4m3fnuz, e5m2fnuz, e4m3b11fnuz) have no -0: -0 and negatives that round to zero give +0, and
+//     every NaN and overflow gives their one NaN, 0x80;
 //     formats without NaN (e3m2, e2m3, e2m1) saturate to +-max;
 //   * NaN: the format's NaN with the input's sign; formats without NaN give the zero of the *opposite* sign
 //     (ml_dtypes' choice; OCP MX leaves it open);
-//   * unsigned scale formats (ue8m0, ue4m3): negative inputs give NaN; ue8m0 has no zero, so 0 gives NaN too;
+//   * unsigned scale formats (ue8m0, ue4m3, ue5m3): negative inputs give NaN; ue8m0 has no zero, so 0 gives NaN too;
 //     below 2^-126, ue8m0 rounds on a subnormal-style grid: x <= 2^-127 -> 0x00, 2^-127 < x < 2^-126 -> 0x01.
 // Encoding from f64 rounds once, directly from the f64 value (ml_dtypes rounds f64 -> f32 -> format, twice).
 //
@@ -96,7 +99,7 @@ constexpr std::int64_t special_code(const Format& f, bool negative, Bits mag, Bi
     if (o.overflow == Overflow::saturate || f.specials == Specials::finite) return sign | f.max_finite_code();
     return f.has_inf() ? sign | f.inf_code() : f.nan_code(negative);
   }
-  if (mag == 0) return f.has_zero ? sign : f.nan_code();
+  if (mag == 0) return f.has_zero ? (f.has_negative_zero() ? sign : 0) : f.nan_code();  // fnuz: -0 is +0
   return -1;
 }
 
@@ -154,6 +157,7 @@ constexpr std::uint32_t encode(const Format& f, T x, const EncodeOptions& o) {
   const std::int64_t code =
       (static_cast<std::int64_t>(q + f.mantissa_bits + f.bias - 1) << f.mantissa_bits) + static_cast<std::int64_t>(r);
   if (code > static_cast<std::int64_t>(f.max_finite_code())) return overflow_code(f, sign, o);
+  if (code == 0 && !f.has_negative_zero()) return 0;  // fnuz: a negative that rounds to zero is +0
   return sign | static_cast<std::uint32_t>(code);
 }
 

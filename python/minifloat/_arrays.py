@@ -15,11 +15,14 @@ except ImportError:  # pragma: no cover - exercised only without ml_dtypes
 _ML_DTYPE_NAMES = {
     "f32": "float32", "f16": "float16", "bf16": "bfloat16", "e4m3": "float8_e4m3fn", "e5m2": "float8_e5m2",
     "e3m2": "float6_e3m2fn", "e2m3": "float6_e2m3fn", "e2m1": "float4_e2m1fn", "ue8m0": "float8_e8m0fnu",
+    "e4m3fnuz": "float8_e4m3fnuz", "e5m2fnuz": "float8_e5m2fnuz", "e4m3b11fnuz": "float8_e4m3b11fnuz",
+    "e3m4": "float8_e3m4", "e4m3ieee": "float8_e4m3",  # ue5m3: ml_dtypes has no float8_e5m3fnu (0.6.0)
 }
 # torch's dtype names; e2m1 is torch.float4_e2m1fn_x2, two codes per byte (element 2i in the low nibble).
 _TORCH_DTYPE_NAMES = {
     "f32": "float32", "f16": "float16", "bf16": "bfloat16", "e4m3": "float8_e4m3fn", "e5m2": "float8_e5m2",
-    "ue8m0": "float8_e8m0fnu", "e2m1": "float4_e2m1fn_x2",
+    "ue8m0": "float8_e8m0fnu", "e2m1": "float4_e2m1fn_x2", "e4m3fnuz": "float8_e4m3fnuz",
+    "e5m2fnuz": "float8_e5m2fnuz",
 }
 _STORAGE = {1: np.uint8, 2: np.uint16, 4: np.uint32}
 
@@ -31,7 +34,9 @@ def ml_dtype(fmt: str):
         return None
     if name in ("float32", "float16"):
         return np.dtype(name)
-    return np.dtype(getattr(ml_dtypes, name)) if ml_dtypes is not None else None
+    if ml_dtypes is None or not hasattr(ml_dtypes, name):  # an older ml_dtypes without the dtype
+        return None
+    return np.dtype(getattr(ml_dtypes, name))
 
 
 def is_torch_tensor(x) -> bool:

@@ -61,7 +61,8 @@ def encode(array, fmt: str, overflow: str = "default", rounding: str = "nearest_
     `seed`, default 0, exactly as `minifloat encode --seed`).
     Returns the codes in the smallest unsigned type that holds them (uint8, uint16 for bf16/f16, uint32 for f32),
     shaped like `array`; a torch input gives a torch tensor, in torch's own dtype where torch has the format
-    (float8_e4m3fn, float8_e5m2, float8_e8m0fnu, bfloat16, float16; e2m1 stays uint8, one code per element:
+    (float8_e4m3fn, float8_e5m2, float8_e8m0fnu, float8_e4m3fnuz, float8_e5m2fnuz, bfloat16, float16; e2m1 stays
+    uint8, one code per element:
     decode(codes, "e2m1", dtype=torch.float4_e2m1fn_x2) packs them).
     out: a numpy array to write the codes into and return, instead of a new one: C-contiguous, shaped like `array`,
     of the codes' dtype (or the format's own ml_dtypes dtype, e.g. ml_dtypes.float8_e4m3fn); reusing one buffer

@@ -26,6 +26,7 @@ std::string_view specials_name(Specials s) {
     case Specials::ieee: return "ieee";
     case Specials::nan_only: return "nan_only";
     case Specials::finite: return "finite";
+    case Specials::fnuz: return "fnuz";
   }
   return "";
 }
@@ -78,7 +79,7 @@ void bind_formats(nb::module_& m) {
         return out;
       },
       "The formats as the library defines them (docs/spec.md#formats), one dict each: name, also, bits, sign_bits,\n"
-      "exponent_bits, mantissa_bits, bias, specials (ieee, nan_only, finite), has_zero, has_inf, has_nan,\n"
+      "exponent_bits, mantissa_bits, bias, specials (ieee, nan_only, finite, fnuz), has_zero, has_inf, has_nan,\n"
       "max_finite, min_normal, min_subnormal, max_finite_code, nan_code, inf_code, storage_bytes.");
   m.def("scheme_names", &scheme_names);
   m.def("scheme", [](const std::string& name) { return scheme_dict(scheme_named(name)); });

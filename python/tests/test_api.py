@@ -26,12 +26,16 @@ def test_version_is_the_projects():
 
 def test_formats_and_schemes_metadata():
     fmts = {f["name"]: f for f in minifloat.formats()}
-    assert list(fmts) == ["f32", "bf16", "f16", "e4m3", "e5m2", "e3m2", "e2m3", "e2m1", "ue8m0", "ue4m3"]
+    assert list(fmts) == ["f32", "bf16", "f16", "e4m3", "e5m2", "e3m2", "e2m3", "e2m1", "ue8m0", "ue4m3", "e4m3fnuz",
+                          "e5m2fnuz", "e4m3b11fnuz", "e3m4", "e4m3ieee", "ue5m3"]
     # docs/spec.md#formats, typed by hand
     assert (fmts["e4m3"]["max_finite"], fmts["e4m3"]["nan_code"], fmts["e4m3"]["inf_code"]) == (448.0, 0x7F, None)
     assert (fmts["e5m2"]["max_finite"], fmts["e5m2"]["inf_code"]) == (57344.0, 0x7C)
     assert (fmts["e2m1"]["max_finite"], fmts["e2m1"]["min_subnormal"], fmts["e2m1"]["has_nan"]) == (6.0, 0.5, False)
     assert fmts["ue8m0"]["min_normal"] == 2.0**-127 and fmts["ue8m0"]["has_zero"] is False
+    assert (fmts["e4m3fnuz"]["specials"], fmts["e4m3fnuz"]["nan_code"], fmts["e4m3fnuz"]["max_finite"]) == \
+        ("fnuz", 0x80, 240.0)
+    assert (fmts["ue5m3"]["max_finite"], fmts["ue5m3"]["nan_code"], fmts["ue5m3"]["bias"]) == (114688.0, 0xFF, 15)
     schemes = {s["name"]: s for s in minifloat.schemes()}
     assert schemes["mxfp4"]["bits_per_value"] == 4.25 and schemes["mxfp4"]["block"] == (1, 32)
     assert schemes["nvfp4"]["bits_per_value"] == 4.5 and schemes["nvfp4"]["tensor_scale"] is True

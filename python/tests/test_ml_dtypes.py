@@ -16,7 +16,8 @@ from conftest import ALL_16, F32_GRID, assert_same
 DTYPES = {
     "bf16": ml_dtypes.bfloat16, "f16": np.float16, "e4m3": ml_dtypes.float8_e4m3fn, "e5m2": ml_dtypes.float8_e5m2,
     "e3m2": ml_dtypes.float6_e3m2fn, "e2m3": ml_dtypes.float6_e2m3fn, "e2m1": ml_dtypes.float4_e2m1fn,
-    "ue8m0": ml_dtypes.float8_e8m0fnu,
+    "ue8m0": ml_dtypes.float8_e8m0fnu, "e4m3fnuz": ml_dtypes.float8_e4m3fnuz, "e5m2fnuz": ml_dtypes.float8_e5m2fnuz,
+    "e4m3b11fnuz": ml_dtypes.float8_e4m3b11fnuz, "e3m4": ml_dtypes.float8_e3m4, "e4m3ieee": ml_dtypes.float8_e4m3,
 }
 SOURCES = {"f32": (F32_GRID, np.float32), "bf16": (ALL_16, ml_dtypes.bfloat16), "f16": (ALL_16, np.float16)}
 

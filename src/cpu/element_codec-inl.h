@@ -132,10 +132,12 @@ HWY_INLINE VU UnsignedFixups(DU du, const EncodeConstants<DU>& c, VU bits, VU ma
 
 // Overflow as the traits say, then the f32 sign bit moved down onto the code's (an unsigned format's sign_mask is 0:
 // its fixups follow). Every overflow code is the sign plus overflow_pos (max finite, Inf or the NaN of that sign).
+// A format without -0 (unsigned_zero: fnuz) keeps a zero magnitude unsigned: its -0 code is the NaN.
 template <class DU, class VU = hn::Vec<DU>>
 HWY_INLINE VU OverflowAndSign(DU du, const ElementCodec& k, const EncodeConstants<DU>& c, VU bits, VU mag, VU code) {
   code = k.overflow_is_min ? hn::Min(code, c.overflow_pos)
                            : hn::IfThenElse(hn::Gt(code, c.max_code), c.overflow_pos, code);
+  if (k.unsigned_zero) bits = hn::IfThenZeroElse(hn::Eq(code, hn::Zero(du)), bits);
 #if HWY_ARCH_X86 && HWY_TARGET > HWY_AVX3 && HWY_TARGET <= HWY_SSE4
   // A blend on the f32 sign bit (blendvps): two steps where shift, and, or take three (AVX-512: one ternlog). An
   // unsigned format has no sign bit (sign_mask 0: the blend would change nothing; its fixups follow).
@@ -347,9 +349,11 @@ HWY_INLINE VU EncodeExact(DU du, const ElementCodec& k, VU bits, VU random) {
   const VU k128 = hn::Set(du, 128);
   const VU exponent = hn::Sub(hn::Max(hn::Add(field, hn::Set(du, k.bias)), k128), k128);
   const VU code = hn::Add(hn::Shl(exponent, hn::Set(du, k.mantissa_bits)), r);
+  // fnuz (unsigned_zero): a zero magnitude stays +0, its -0 code being the NaN.
+  const auto signed_code = k.unsigned_zero ? hn::AndNot(hn::Eq(code, hn::Zero(du)), negative) : negative;
   VU c = hn::IfThenElse(hn::Gt(code, hn::Set(du, k.max_code)),
                         hn::IfThenElse(negative, hn::Set(du, k.overflow_neg), hn::Set(du, k.overflow_pos)),
-                        hn::IfThenElse(negative, hn::Or(code, hn::Set(du, k.sign_mask)), code));
+                        hn::IfThenElse(signed_code, hn::Or(code, hn::Set(du, k.sign_mask)), code));
   c = hn::IfThenElse(zero, hn::IfThenElse(negative, hn::Set(du, k.zero_neg), hn::Set(du, k.zero_pos)), c);
   if (!k.is_signed) c = hn::IfThenElse(hn::AndNot(zero, negative), hn::Set(du, k.negative_code), c);
   return c;
@@ -378,6 +382,8 @@ HWY_INLINE VU Decode(DU du, const ElementCodec& k, VU code) {
     value = hn::IfThenElse(GeU(mag, hn::Set(du, k.special_from)), special, value);
   }
   if (!k.has_zero) value = hn::IfThenElse(hn::Eq(mag, hn::Zero(du)), hn::Set(du, k.zero_code_bits), value);
+  // fnuz: the code of -0 is the NaN (the sign below makes it the scalar codec's negative quiet NaN).
+  if (k.unsigned_zero) value = hn::IfThenElse(hn::Eq(code, hn::Set(du, k.sign_mask)), hn::Set(du, 0x7FC00000u), value);
   return hn::Or(value, sign);
 }
 
@@ -620,7 +626,8 @@ HWY_INLINE hn::Vec<DF> DecodeE2m1Lanes(DF df, const std::uint8_t* bytes) {
 // (AVX-512 too: its 512-bit Decode of these formats ran 1.4-1.9x slower in L2).
 HWY_INLINE constexpr bool DecodesViaHalf(const ElementCodec& k) {
   const Format& f = *k.format;
-  const bool specials = f.exponent_bits < 5 ? f.specials != Specials::ieee
+  // Not fnuz: its NaN is the code of -0, which the placement makes the half -0.
+  const bool specials = f.exponent_bits < 5 ? f.specials == Specials::nan_only || f.specials == Specials::finite
                                             : f.exponent_bits == 5 && f.bias == 15 && f.specials == Specials::ieee;
   return f.is_signed() && f.has_zero && f.bits() <= 8 && f.mantissa_bits <= 10 && f.bias <= 15 && specials;
 }

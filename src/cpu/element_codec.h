@@ -17,6 +17,9 @@ struct ElementCodec {
   EncodeOptions options;
   std::uint32_t mantissa_bits, bias, code_mask, sign_mask, magnitude_mask, mantissa_mask;
   bool is_signed, has_zero;
+  // A signed format without -0 (fnuz): the code of -0 is its NaN, so a zero magnitude never takes the sign and the
+  // code sign_mask decodes to NaN.
+  bool unsigned_zero;
 
   // Codes the scalar codec returns where the vector steps take a constant: overflow, zero (by sign), and a
   // negative value in an unsigned format.
@@ -83,6 +86,7 @@ constexpr void set_format_fields(ElementCodec& c, const Format& f, const EncodeO
   c.mantissa_mask = f.mantissa_mask();
   c.is_signed = f.is_signed();
   c.has_zero = f.has_zero;
+  c.unsigned_zero = f.is_signed() && f.has_zero && !f.has_negative_zero();
   c.overflow_pos = detail::overflow_code(f, 0, o);
   c.overflow_neg = detail::overflow_code(f, f.sign_mask(), o);
   c.zero_pos = encode(f, 0.0f, o);

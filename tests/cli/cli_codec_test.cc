@@ -50,6 +50,8 @@ std::uint32_t same(std::uint32_t c) { return c; }
 std::uint32_t e5m2_nan(std::uint32_t c) { return (c & 0x7f) > 0x7c ? (c & 0x80) | 0x7e : c; }
 std::uint32_t bf16_nan(std::uint32_t c) { return (c & 0x7fff) > 0x7f80 ? (c & 0x8000) | 0x7fc0 : c; }
 std::uint32_t f16_nan(std::uint32_t c) { return (c & 0x7fff) > 0x7c00 ? (c & 0x8000) | 0x7e00 : c; }
+std::uint32_t e3m4_nan(std::uint32_t c) { return (c & 0x7f) > 0x70 ? (c & 0x80) | 0x78 : c; }
+std::uint32_t e4m3ieee_nan(std::uint32_t c) { return (c & 0x7f) > 0x78 ? (c & 0x80) | 0x7c : c; }
 
 void PrintTo(const CodeSpace& s, std::ostream* os) { *os << s.name; }
 
@@ -80,12 +82,16 @@ INSTANTIATE_TEST_SUITE_P(Formats, RoundTrip,
                                            CodeSpace{"e3m2", 6, same}, CodeSpace{"e2m3", 6, same},
                                            CodeSpace{"e2m1", 4, same}, CodeSpace{"ue8m0", 8, same},
                                            CodeSpace{"ue4m3", 7, same}, CodeSpace{"bf16", 16, bf16_nan},
-                                           CodeSpace{"f16", 16, f16_nan}),
+                                           CodeSpace{"f16", 16, f16_nan}, CodeSpace{"e4m3fnuz", 8, same},
+                                           CodeSpace{"e5m2fnuz", 8, same}, CodeSpace{"e4m3b11fnuz", 8, same},
+                                           CodeSpace{"e3m4", 8, e3m4_nan}, CodeSpace{"e4m3ieee", 8, e4m3ieee_nan},
+                                           CodeSpace{"ue5m3", 8, same}),
                          [](const auto& info) { return std::string(info.param.name); });
 
 // The decimals decode prints read back (as f32) to the exact values of the hand-typed golden tables.
 TEST(Decode, EveryNarrowCodeMatchesGoldenTable) {
-  for (const char* name : {"e4m3", "e5m2", "e3m2", "e2m3", "e2m1", "ue8m0", "ue4m3"}) {
+  for (const char* name : {"e4m3", "e5m2", "e3m2", "e2m3", "e2m1", "ue8m0", "ue4m3", "e4m3fnuz", "e5m2fnuz",
+                           "e4m3b11fnuz", "e3m4", "e4m3ieee", "ue5m3"}) {
     const auto golden = mf::test::load_golden(name);
     std::vector<std::string> codes;
     for (const auto& g : golden) codes.push_back(hex(g.code));

@@ -204,7 +204,8 @@ TEST(Formats, JsonMatchesSpecTable) {
   std::vector<std::string> names;
   for (const auto& f : j) names.push_back(f["name"]);
   EXPECT_EQ(names,
-            (std::vector<std::string>{"f32", "bf16", "f16", "e4m3", "e5m2", "e3m2", "e2m3", "e2m1", "ue8m0", "ue4m3"}));
+            (std::vector<std::string>{"f32", "bf16", "f16", "e4m3", "e5m2", "e3m2", "e2m3", "e2m1", "ue8m0", "ue4m3",
+                                      "e4m3fnuz", "e5m2fnuz", "e4m3b11fnuz", "e3m4", "e4m3ieee", "ue5m3"}));
   const std::vector<std::string> format_keys = {
       "also",          "bias",     "bits",          "exponent_bits", "has_inf",         "has_nan",
       "has_zero",      "inf_code", "mantissa_bits", "max_finite",    "max_finite_code", "min_normal",
@@ -243,6 +244,24 @@ TEST(Formats, JsonMatchesSpecTable) {
   EXPECT_TRUE(ue8m0["min_subnormal"].is_null());
   EXPECT_EQ(ue8m0["nan_code"], 0xff);
   EXPECT_EQ(j[9]["nan_code"], 0x7f);  // ue4m3
+  const json& e4m3fnuz = j[10];       // arXiv:2206.02915: bias 8, NaN 0x80, no Inf
+  EXPECT_EQ(e4m3fnuz["bias"], 8);
+  EXPECT_EQ(e4m3fnuz["max_finite"], 240.0);
+  EXPECT_EQ(e4m3fnuz["max_finite_code"], 0x7f);
+  EXPECT_EQ(e4m3fnuz["nan_code"], 0x80);
+  EXPECT_TRUE(e4m3fnuz["inf_code"].is_null());
+  EXPECT_EQ(j[11]["max_finite"], 57344.0);  // e5m2fnuz
+  EXPECT_EQ(j[12]["max_finite"], 30.0);     // e4m3b11fnuz
+  EXPECT_EQ(j[13]["inf_code"], 0x70);       // e3m4
+  EXPECT_EQ(j[13]["max_finite"], 15.5);
+  EXPECT_EQ(j[14]["inf_code"], 0x78);  // e4m3ieee
+  EXPECT_EQ(j[14]["max_finite"], 240.0);
+  const json& ue5m3 = j[15];  // PTX ISA 13.4: bias 15, 0xfe = 114688, 0xff NaN
+  EXPECT_EQ(ue5m3["sign_bits"], 0);
+  EXPECT_EQ(ue5m3["max_finite"], 114688.0);
+  EXPECT_EQ(ue5m3["max_finite_code"], 0xfe);
+  EXPECT_EQ(ue5m3["nan_code"], 0xff);
+  EXPECT_EQ(ue5m3["min_subnormal"], std::ldexp(1.0, -17));
 }
 
 TEST(Formats, TextTable) {
@@ -250,7 +269,9 @@ TEST(Formats, TextTable) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   expect_contains(row(r.out, "e4m3"), {"1/4/3", "448 (0x7e)", "0x7f, 0xff"});
   expect_contains(row(r.out, "e5m2"), {"57344 (0x7b)", "0x7c, 0xfc"});
-  EXPECT_EQ(lines(r.out).size(), 11u);  // header + 10 formats
+  expect_contains(row(r.out, "e4m3fnuz"), {"1/4/3", "240 (0x7f)", "0x80 (the code of -0); no -0"});
+  expect_contains(row(r.out, "ue5m3"), {"0/5/3", "114688 (0xfe)", "0xff"});
+  EXPECT_EQ(lines(r.out).size(), 17u);  // header + 16 formats
 }
 
 TEST(Tour, HasTheThreeSections) {

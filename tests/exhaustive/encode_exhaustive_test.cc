@@ -36,6 +36,7 @@ struct Rules {
   std::uint32_t nan_code;       // what +NaN encodes to (magnitude; -NaN adds the sign, or the reverse for no-NaN)
   bool nan_is_zero;             // format has no NaN: NaN -> zero of the opposite sign
   bool is_ue8m0;
+  bool unsigned_zero = false;  // fnuz: the -0 code is the NaN, so -0 and negatives that round to zero give +0
 };
 
 // Typed from docs/spec.md#encode and docs/spec.md#ue8m0.
@@ -47,6 +48,17 @@ Rules rules_for(const Format& f) {
   if (f == e2m3) return {0x20, 0x1F, 7.5, false, 0x1F, 0x1F, 0x00, true, false};
   if (f == e2m1) return {0x08, 0x07, 6.0, false, 0x07, 0x07, 0x00, true, false};
   if (f == ue8m0) return {0x00, 0xFE, 1.5 * std::ldexp(1.0, 127), true, 0xFF, 0xFF, 0xFF, false, true};
+  // fnuz (arXiv:2206.02915, ml_dtypes' float8_*fnuz): NaN, Inf and overflow all give 0x80; the largest values
+  // (240, 57344, 30) have odd mantissas, so the midpoint to the next binade rounds up and overflows.
+  if (f == e4m3fnuz) return {0x80, 0x7F, 248.0, true, 0x80, 0x80, 0x80, false, false, true};
+  if (f == e5m2fnuz) return {0x80, 0x7F, 61440.0, true, 0x80, 0x80, 0x80, false, false, true};
+  if (f == e4m3b11fnuz) return {0x80, 0x7F, 31.0, true, 0x80, 0x80, 0x80, false, false, true};
+  // IEEE-style 8-bit (LLVM Float8E3M4, Float8E4M3): 15.5 and 240 have odd mantissas, the midpoint goes to Inf.
+  if (f == e3m4) return {0x80, 0x6F, 15.75, true, 0x70, 0x70, 0x78, false, false};
+  if (f == e4m3ieee) return {0x80, 0x77, 248.0, true, 0x78, 0x78, 0x7C, false, false};
+  // ue5m3 (PTX ISA 13.4): 0xFE = 114688's mantissa 110 is even, so the midpoint 118784 (to 0xFF's 122880) stays; past
+  // it, NaN.
+  if (f == ue5m3) return {0x00, 0xFE, 118784.0, false, 0xFF, 0xFF, 0xFF, false, false};
   throw std::logic_error("no rules for this format");
 }
 
@@ -122,11 +134,12 @@ class Reference {
     if (r.sign == 0 && negative && (x != 0 || r.is_ue8m0)) return {r.nan_code, r.nan_code, r.nan_code};
     if (std::isinf(x)) return {s | r.inf_code, s | r.inf_code, s | r.max_code};
     if (x == 0) {
-      const std::uint32_t c = r.is_ue8m0 ? r.nan_code : s;
+      const std::uint32_t c = r.is_ue8m0 ? r.nan_code : r.unsigned_zero ? 0 : s;
       return {c, c, c};
     }
     Expected e = positive(std::fabs(static_cast<double>(x)), i);
-    return {s | e.nearest, s | e.toward_zero, s | e.saturate};
+    const auto with_sign = [&](std::uint32_t c) { return r.unsigned_zero && c == 0 ? 0 : s | c; };
+    return {with_sign(e.nearest), with_sign(e.toward_zero), with_sign(e.saturate)};
   }
 
  private:
@@ -270,6 +283,12 @@ TEST(ExhaustiveEncode, E2M3) { check_every_f32<e2m3>(); }
 TEST(ExhaustiveEncode, E2M1) { check_every_f32<e2m1>(); }
 TEST(ExhaustiveEncode, UE8M0) { check_every_f32<ue8m0>(); }
 TEST(ExhaustiveEncode, UE4M3) { check_every_f32<ue4m3>(); }
+TEST(ExhaustiveEncode, E4M3FNUZ) { check_every_f32<e4m3fnuz>(); }
+TEST(ExhaustiveEncode, E5M2FNUZ) { check_every_f32<e5m2fnuz>(); }
+TEST(ExhaustiveEncode, E4M3B11FNUZ) { check_every_f32<e4m3b11fnuz>(); }
+TEST(ExhaustiveEncode, E3M4) { check_every_f32<e3m4>(); }
+TEST(ExhaustiveEncode, E4M3IEEE) { check_every_f32<e4m3ieee>(); }
+TEST(ExhaustiveEncode, UE5M3) { check_every_f32<ue5m3>(); }
 
 }  // namespace
 }  // namespace mf::test

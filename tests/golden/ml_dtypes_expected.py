@@ -23,8 +23,14 @@ FORMATS = {
     "e2m3": ml_dtypes.float6_e2m3fn,
     "e2m1": ml_dtypes.float4_e2m1fn,
     "ue8m0": ml_dtypes.float8_e8m0fnu,
+    "e4m3fnuz": ml_dtypes.float8_e4m3fnuz,
+    "e5m2fnuz": ml_dtypes.float8_e5m2fnuz,
+    "e4m3b11fnuz": ml_dtypes.float8_e4m3b11fnuz,
+    "e3m4": ml_dtypes.float8_e3m4,
+    "e4m3ieee": ml_dtypes.float8_e4m3,
 }
-BITS = {"bf16": 16, "f16": 16, "e4m3": 8, "e5m2": 8, "e3m2": 6, "e2m3": 6, "e2m1": 4, "ue8m0": 8}
+BITS = {"bf16": 16, "f16": 16, "e4m3": 8, "e5m2": 8, "e3m2": 6, "e2m3": 6, "e2m1": 4, "ue8m0": 8, "e4m3fnuz": 8,
+        "e5m2fnuz": 8, "e4m3b11fnuz": 8, "e3m4": 8, "e4m3ieee": 8}
 
 
 def main(out_dir):

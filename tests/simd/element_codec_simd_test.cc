@@ -449,8 +449,8 @@ void TestSaturatingEncodes() {
   const DF df;
   const hn::RebindToUnsigned<DF> du;
   const std::size_t n = hn::Lanes(df);
-  for (const Format* f : codec_formats()) {
-    if (!f->is_signed() || !f->has_zero || f->bias >= 127) continue;
+  // The block quantizers' element formats: src/blocks/scheme.cc takes these alone.
+  for (const Format* f : {&e4m3, &e5m2, &e3m2, &e2m3, &e2m1}) {
     const mf::cpu::ElementCodec k = mf::cpu::element_codec(*f);
     std::vector<float> x;
     for (const float v : encode_inputs(*f, 7)) {

@@ -50,8 +50,21 @@ struct NarrowCase {
   double min_normal;  // hand-typed (docs/spec.md#formats), for the classification check
 };
 const NarrowCase kNarrow[] = {
-    {&e4m3, 0x1p-6}, {&e5m2, 0x1p-14},   {&e3m2, 0x1p-2},  {&e2m3, 1.0},
-    {&e2m1, 1.0},    {&ue8m0, 0x1p-127}, {&ue4m3, 0x1p-6},
+    {&e4m3, 0x1p-6},
+    {&e5m2, 0x1p-14},
+    {&e3m2, 0x1p-2},
+    {&e2m3, 1.0},
+    {&e2m1, 1.0},
+    {&ue8m0, 0x1p-127},
+    {&ue4m3, 0x1p-6},
+    // LLVM APFloat's minExponent: Float8E4M3FNUZ -7, Float8E5M2FNUZ -15, Float8E4M3B11FNUZ -10, Float8E3M4 -2,
+    // Float8E4M3 -6; PTX ISA 13.4's ue5m3 (bias 15): -14.
+    {&e4m3fnuz, 0x1p-7},
+    {&e5m2fnuz, 0x1p-15},
+    {&e4m3b11fnuz, 0x1p-10},
+    {&e3m4, 0x1p-2},
+    {&e4m3ieee, 0x1p-6},
+    {&ue5m3, 0x1p-14},
 };
 
 // gtest prints a parameter by its format's name.
@@ -137,6 +150,25 @@ TEST(DecodeGoldenTables, NarrowSpotValues) {
   EXPECT_TRUE(decodes_to(e5m2, 0x01, 0x1p-16));
   EXPECT_TRUE(decodes_to(e5m2, 0x7c, INFINITY));
   EXPECT_TRUE(decodes_to(e5m2, 0xfc, -INFINITY));
+  // The fnuz formats: 0x80 is the NaN (ml_dtypes decodes it to f32 0xffc00000), 0x7f the largest value.
+  EXPECT_TRUE(decodes_to(e4m3fnuz, 0x80, -NAN));
+  EXPECT_TRUE(decodes_to(e4m3fnuz, 0x7f, 240));
+  EXPECT_TRUE(decodes_to(e4m3fnuz, 0xff, -240));
+  EXPECT_TRUE(decodes_to(e5m2fnuz, 0x7f, 57344));
+  EXPECT_TRUE(decodes_to(e4m3b11fnuz, 0x7f, 30));
+  EXPECT_TRUE(decodes_to(e4m3b11fnuz, 0x01, 0x1p-13));
+  // IEEE-style: e3m4 S.111.0000 and e4m3ieee S.1111.000 are Inf.
+  EXPECT_TRUE(decodes_to(e3m4, 0x6f, 15.5));
+  EXPECT_TRUE(decodes_to(e3m4, 0x70, INFINITY));
+  EXPECT_TRUE(decodes_to(e3m4, 0x80, -0.0));
+  EXPECT_TRUE(decodes_to(e4m3ieee, 0x77, 240));
+  EXPECT_TRUE(decodes_to(e4m3ieee, 0xf8, -INFINITY));
+  // ue5m3 (llvm/llvm-project#210720's table): the top binade is finite, 0xff the NaN.
+  EXPECT_TRUE(decodes_to(ue5m3, 0xf8, 65536));
+  EXPECT_TRUE(decodes_to(ue5m3, 0xfe, 114688));
+  EXPECT_TRUE(decodes_to(ue5m3, 0xff, NAN));
+  EXPECT_TRUE(decodes_to(ue5m3, 0x01, 0x1p-17));
+  EXPECT_TRUE(decodes_to(ue5m3, 0x08, 0x1p-14));
   EXPECT_TRUE(decodes_to(e3m2, 0x1f, 28));
   EXPECT_TRUE(decodes_to(e3m2, 0x01, 0.0625));
   EXPECT_TRUE(decodes_to(e2m3, 0x1f, 7.5));

@@ -201,6 +201,131 @@ TEST(EncodeSpec, Ue4m3) {
   EXPECT_TRUE(encodes(ue4m3, 0x1p-9f, 0x01));
 }
 
+// The fnuz formats, by hand from arXiv:2206.02915 / LLVM's Float8*FNUZ and ml_dtypes 0.6.0's answers (checked with
+// np.float32(x).astype(ml_dtypes.float8_e4m3fnuz)): 0x80 is the one NaN, and no input gives -0.
+TEST(EncodeSpec, Fnuz) {
+  for (const Format* f : {&e4m3fnuz, &e5m2fnuz, &e4m3b11fnuz}) {
+    EXPECT_TRUE(encodes(*f, 0.0f, 0x00));
+    EXPECT_TRUE(encodes(*f, -0.0f, 0x00));
+    EXPECT_TRUE(encodes(*f, -0.0, 0x00));
+    EXPECT_TRUE(encodes(*f, -1e-30f, 0x00));  // rounds to zero: +0, not the NaN
+    EXPECT_TRUE(encodes(*f, -1e-30f, 0x00, kTowardZero));
+    EXPECT_TRUE(encodes(*f, -1e-30f, 0x00, kSaturate));
+    EXPECT_TRUE(encodes(*f, -1e-30f, 0x00, stochastic(0)));
+    EXPECT_TRUE(encodes(*f, kNaN, 0x80));
+    EXPECT_TRUE(encodes(*f, -kNaN, 0x80));
+    EXPECT_TRUE(encodes(*f, kInf, 0x80));
+    EXPECT_TRUE(encodes(*f, -kInf, 0x80));
+    EXPECT_TRUE(encodes(*f, 1e30f, 0x80));
+    EXPECT_TRUE(encodes(*f, -1e30f, 0x80));
+    EXPECT_TRUE(encodes(*f, kNaN, 0x80, kSaturate));  // NaN stays NaN
+    EXPECT_TRUE(encodes(*f, kInf, 0x7f, kSaturate));
+    EXPECT_TRUE(encodes(*f, -kInf, 0xff, kSaturate));
+    EXPECT_TRUE(encodes(*f, -1e30f, 0xff, kSaturate));
+    EXPECT_TRUE(encodes(*f, -1e30f, 0xff, kTowardZero));
+  }
+  // Largest value 0x7f and the overflow threshold: the midpoint to the next binade's first value rounds to even.
+  EXPECT_TRUE(encodes(e4m3fnuz, 240.0f, 0x7f));
+  EXPECT_TRUE(encodes(e4m3fnuz, 247.0f, 0x7f));
+  EXPECT_TRUE(encodes(e4m3fnuz, 248.0f, 0x80));  // tie between 240 (odd mantissa 111) and 256: up, overflow
+  EXPECT_TRUE(encodes(e4m3fnuz, -248.0f, 0x80));
+  EXPECT_TRUE(encodes(e4m3fnuz, -240.0f, 0xff));
+  EXPECT_TRUE(encodes(e4m3fnuz, 0x1p-7f, 0x08));    // min normal
+  EXPECT_TRUE(encodes(e4m3fnuz, 0x1p-10f, 0x01));   // min subnormal
+  EXPECT_TRUE(encodes(e4m3fnuz, -0x1p-10f, 0x81));  // the smallest negative is 0x81, not 0x80
+  EXPECT_TRUE(encodes(e4m3fnuz, 0x1p-11f, 0x00));   // tie with 0: even
+  EXPECT_TRUE(encodes(e4m3fnuz, -0x1p-11f, 0x00));
+  EXPECT_TRUE(encodes(e5m2fnuz, 57344.0f, 0x7f));
+  EXPECT_TRUE(encodes(e5m2fnuz, std::nextafter(61440.0f, 0.0f), 0x7f));
+  EXPECT_TRUE(encodes(e5m2fnuz, 61440.0f, 0x80));
+  EXPECT_TRUE(encodes(e5m2fnuz, 0x1p-15f, 0x04));
+  EXPECT_TRUE(encodes(e5m2fnuz, 0x1p-17f, 0x01));
+  EXPECT_TRUE(encodes(e4m3b11fnuz, 30.0f, 0x7f));
+  EXPECT_TRUE(encodes(e4m3b11fnuz, 31.0f, 0x80));  // tie between 30 and 32: up, overflow
+  EXPECT_TRUE(encodes(e4m3b11fnuz, 0x1p-10f, 0x08));
+  EXPECT_TRUE(encodes(e4m3b11fnuz, 0x1p-13f, 0x01));
+}
+
+// e3m4 and e4m3ieee (IEEE 754 conventions at 8 bits; LLVM's Float8E3M4 / Float8E4M3): Inf at exponent all ones.
+TEST(EncodeSpec, Ieee8Bit) {
+  EXPECT_TRUE(encodes(e3m4, 15.5f, 0x6f));
+  EXPECT_TRUE(encodes(e3m4, std::nextafter(15.75f, 0.0f), 0x6f));
+  EXPECT_TRUE(encodes(e3m4, 15.75f, 0x70));  // tie with 16: 15.5's mantissa 1111 is odd, so up: Inf
+  EXPECT_TRUE(encodes(e3m4, -15.75f, 0xf0));
+  EXPECT_TRUE(encodes(e3m4, 15.75f, 0x6f, kSaturate));
+  EXPECT_TRUE(encodes(e3m4, kInf, 0x70));
+  EXPECT_TRUE(encodes(e3m4, kNaN, 0x78));
+  EXPECT_TRUE(encodes(e3m4, -kNaN, 0xf8));
+  EXPECT_TRUE(encodes(e3m4, 0.25f, 0x10));    // min normal 2^-2
+  EXPECT_TRUE(encodes(e3m4, 0x1p-6f, 0x01));  // min subnormal
+  EXPECT_TRUE(encodes(e3m4, -0.0f, 0x80));
+  EXPECT_TRUE(encodes(e4m3ieee, 240.0f, 0x77));
+  EXPECT_TRUE(encodes(e4m3ieee, std::nextafter(248.0f, 0.0f), 0x77));
+  EXPECT_TRUE(encodes(e4m3ieee, 248.0f, 0x78));  // tie with 256: up, Inf
+  EXPECT_TRUE(encodes(e4m3ieee, 1e30f, 0x77, kTowardZero));
+  EXPECT_TRUE(encodes(e4m3ieee, -kInf, 0xf8));
+  EXPECT_TRUE(encodes(e4m3ieee, -kInf, 0xf7, kSaturate));
+  EXPECT_TRUE(encodes(e4m3ieee, kNaN, 0x7c));
+  EXPECT_TRUE(encodes(e4m3ieee, 0x1p-6f, 0x08));
+  EXPECT_TRUE(encodes(e4m3ieee, 0x1p-9f, 0x01));
+}
+
+// ue5m3, from PTX ISA 13.4 / llvm/llvm-project#210720: bias 15, 0xfe = 114688 the largest, 0xff NaN, no Inf.
+TEST(EncodeSpec, Ue5m3) {
+  EXPECT_TRUE(encodes(ue5m3, 0.0f, 0x00));
+  EXPECT_TRUE(encodes(ue5m3, -0.0f, 0x00));
+  EXPECT_TRUE(encodes(ue5m3, -1.0f, 0xff));
+  EXPECT_TRUE(encodes(ue5m3, 1.0f, 0x78));      // field 15, mantissa 0
+  EXPECT_TRUE(encodes(ue5m3, 65536.0f, 0xf8));  // the top binade is finite
+  EXPECT_TRUE(encodes(ue5m3, 114688.0f, 0xfe));
+  EXPECT_TRUE(encodes(ue5m3, std::nextafter(118784.0f, 0.0f), 0xfe));
+  EXPECT_TRUE(encodes(ue5m3, 118784.0f, 0xfe));  // tie with 0xff's 122880: 0xfe's mantissa 110 is even (as e4m3's 464)
+  EXPECT_TRUE(encodes(ue5m3, std::nextafter(118784.0f, kInf), 0xff));  // overflow: NaN
+  EXPECT_TRUE(encodes(ue5m3, 1e30f, 0xfe, kSaturate));
+  EXPECT_TRUE(encodes(ue5m3, kInf, 0xff));
+  EXPECT_TRUE(encodes(ue5m3, kInf, 0xfe, kSaturate));
+  EXPECT_TRUE(encodes(ue5m3, kNaN, 0xff));
+  EXPECT_TRUE(encodes(ue5m3, 0x1p-14f, 0x08));  // min normal
+  EXPECT_TRUE(encodes(ue5m3, 0x1p-17f, 0x01));  // min subnormal
+  EXPECT_TRUE(encodes(ue5m3, 0x1p-18f, 0x00));  // tie with 0: even
+}
+
+// Properties of every code of the new 8-bit formats (ue5m3 has no ml_dtypes dtype to compare with): each code
+// decodes to its golden table's value (written from the definitions by make_tables.py), every non-NaN code encodes
+// back to itself, and the midpoint of two neighbouring values goes to the one whose code is even, its neighbours
+// in f32 to the nearer one. Codes of -0 (fnuz: none) and overflow aside, neighbours are consecutive codes.
+TEST(EncodeEveryCode, NewFormatsRoundTripAndTieToEven) {
+  for (const Format* f : {&e4m3fnuz, &e5m2fnuz, &e4m3b11fnuz, &e3m4, &e4m3ieee, &ue5m3}) {
+    SCOPED_TRACE(std::string(f->name));
+    std::vector<std::pair<double, std::uint32_t>> finite;  // positive values, with their codes
+    for (const GoldenCode& g : load_golden(f->name)) {
+      const float got = decode(*f, g.code);
+      if (std::isnan(g.value)) {
+        EXPECT_TRUE(std::isnan(got)) << hex(g.code);
+        continue;
+      }
+      EXPECT_EQ(static_cast<double>(got), g.value) << hex(g.code);
+      if (std::isinf(g.value)) continue;
+      EXPECT_EQ(encode(*f, got), g.code) << hex(g.code);  // exact values round to themselves, the sign kept
+      if (g.value >= 0 && (g.code & f->sign_mask()) == 0) finite.emplace_back(g.value, g.code);
+    }
+    ASSERT_GT(finite.size(), 100u);
+    for (std::size_t i = 0; i + 1 < finite.size(); ++i) {
+      const auto [lo, lo_code] = finite[i];
+      const auto [hi, hi_code] = finite[i + 1];
+      ASSERT_EQ(hi_code, lo_code + 1);
+      const float mid = static_cast<float>((lo + hi) / 2);  // exact: a few significant bits
+      const std::uint32_t even = (lo_code & 1) == 0 ? lo_code : hi_code;
+      EXPECT_TRUE(encodes(*f, mid, even));
+      EXPECT_TRUE(encodes(*f, std::nextafter(mid, 0.0f), lo_code));
+      EXPECT_TRUE(encodes(*f, std::nextafter(mid, kInf), hi_code));
+      if (f->is_signed() && lo_code != 0) {  // and the negatives, the sign bit added
+        EXPECT_TRUE(encodes(*f, -mid, even | f->sign_mask()));
+      }
+    }
+  }
+}
+
 TEST(EncodeSpec, SignedZerosAndUnderflow) {
   const std::pair<const Format*, std::uint32_t> signs[] = {{&f32, 0x80000000}, {&bf16, 0x8000}, {&f16, 0x8000},
                                                            {&e4m3, 0x80},      {&e5m2, 0x80},   {&e3m2, 0x20},
@@ -448,6 +573,7 @@ struct RefSpec {
   bool has_nan;
   std::uint32_t nan_code;  // +NaN
   bool ue8m0_rules;        // ties round up; below 2^-126 docs/spec.md#ue8m0's special grid; 0 and negatives are NaN
+  bool no_negative_zero = false;  // fnuz: -0 and negatives that round to zero give +0 (the -0 code is the NaN)
 };
 const RefSpec kRef[] = {
     {&f32, 0x80000000, Over::to_inf, 0x7f800000, true, 0x7fc00000, false},  // reference: the FPU's f64 -> f32
@@ -460,6 +586,12 @@ const RefSpec kRef[] = {
     {&e2m1, 0x8, Over::saturate, 0, false, 0, false},
     {&ue8m0, 0, Over::to_nan, 0xff, true, 0xff, true},
     {&ue4m3, 0, Over::to_nan, 0x7f, true, 0x7f, false},
+    {&e4m3fnuz, 0x80, Over::to_nan, 0x80, true, 0x80, false, true},
+    {&e5m2fnuz, 0x80, Over::to_nan, 0x80, true, 0x80, false, true},
+    {&e4m3b11fnuz, 0x80, Over::to_nan, 0x80, true, 0x80, false, true},
+    {&e3m4, 0x80, Over::to_inf, 0x70, true, 0x78, false},
+    {&e4m3ieee, 0x80, Over::to_inf, 0x78, true, 0x7c, false},
+    {&ue5m3, 0, Over::to_nan, 0xff, true, 0xff, false},
 };
 
 // Non-negative finite values in code order (code i has value v[i]): from the golden tables for the narrow formats,
@@ -492,6 +624,7 @@ std::optional<std::uint32_t> reference(const RefSpec& s, const std::vector<doubl
   if (std::isnan(x)) return s.has_nan ? s.nan_code | (neg ? s.sign_mask : 0) : (neg ? 0 : s.sign_mask);
   if (s.sign_mask == 0 && neg && (x != 0 || s.ue8m0_rules)) return s.nan_code;
   if (s.ue8m0_rules && x == 0) return s.nan_code;
+  if (s.no_negative_zero && x == 0) return 0u;
   const std::uint32_t sign = neg ? s.sign_mask : 0, n = static_cast<std::uint32_t>(v.size());
   const double ax = std::fabs(x);
   if (s.format == &f32) {
@@ -520,6 +653,7 @@ std::optional<std::uint32_t> reference(const RefSpec& s, const std::vector<doubl
     pick = ax < mid ? lo : ax > mid ? lo + 1 : tie_up ? lo + 1 : lo;
   }
   if (pick == n) return overflow();
+  if (s.no_negative_zero && pick == 0) return 0u;
   return sign | pick;
 }
 

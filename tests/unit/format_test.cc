@@ -56,6 +56,21 @@ const SpecRow kSpec[] = {
    0xfe, 0, 0xff, -127, 127, 8, 1, 0x0, 0xff, 0x0, 0xff},
   {"ue4m3", &ue4m3, 0, 4, 3,  7,   448,            448,      0x1p-6,   0x1p-9,   false, true,  true,
    0x7e, 0, 0x7f, -6, 8, 7, 1, 0x0, 0x7f, 0x7, 0xf},
+  // The fnuz formats (arXiv:2206.02915; LLVM Float8E4M3FNUZ, Float8E5M2FNUZ, Float8E4M3B11FNUZ): no Inf, NaN 0x80.
+  {"e4m3fnuz", &e4m3fnuz, 1, 4, 3, 8, 240,        240,      0x1p-7,   0x1p-10,  false, true,  true,
+   0x7f, 0, 0x80, -7, 7, 8, 1, 0x80, 0x7f, 0x7, 0xf},
+  {"e5m2fnuz", &e5m2fnuz, 1, 5, 2, 16, 57344,     57344,    0x1p-15,  0x1p-17,  false, true,  true,
+   0x7f, 0, 0x80, -15, 15, 8, 1, 0x80, 0x7f, 0x3, 0x1f},
+  {"e4m3b11fnuz", &e4m3b11fnuz, 1, 4, 3, 11, 30,  30,       0x1p-10,  0x1p-13,  false, true,  true,
+   0x7f, 0, 0x80, -10, 4, 8, 1, 0x80, 0x7f, 0x7, 0xf},
+  // IEEE-style (LLVM Float8E3M4, Float8E4M3): S.111.0000 / S.1111.000 Inf, quiet NaN mantissa 1000 / 100.
+  {"e3m4", &e3m4, 1, 3, 4, 3, 15.5,               15.5,     0x1p-2,   0x1p-6,   true,  true,  true,
+   0x6f, 0x70, 0x78, -2, 3, 8, 1, 0x80, 0x7f, 0xf, 0x7},
+  {"e4m3ieee", &e4m3ieee, 1, 4, 3, 7, 240,        240,      0x1p-6,   0x1p-9,   true,  true,  true,
+   0x77, 0x78, 0x7c, -6, 7, 8, 1, 0x80, 0x7f, 0x7, 0xf},
+  // PTX ISA 13.4 ue5m3 (llvm/llvm-project#210720): bias 15, largest 0xfe = 1.75 x 2^16, NaN 0xff.
+  {"ue5m3", &ue5m3, 0, 5, 3, 15, 114688,          114688,   0x1p-14,  0x1p-17,  false, true,  true,
+   0xfe, 0, 0xff, -14, 16, 8, 1, 0x0, 0xff, 0x7, 0x1f},
 };
 // clang-format on
 
@@ -139,6 +154,21 @@ TEST(FormatTable, NegativeSpecialCodes) {
   // Unsigned formats have one NaN whatever the sign asked for.
   EXPECT_EQ(ue8m0.nan_code(true), 0xffu);
   EXPECT_EQ(ue4m3.nan_code(true), 0x7fu);
+  EXPECT_EQ(ue5m3.nan_code(true), 0xffu);
+  // fnuz: one NaN, 0x80, for either sign.
+  EXPECT_EQ(e4m3fnuz.nan_code(false), 0x80u);
+  EXPECT_EQ(e4m3fnuz.nan_code(true), 0x80u);
+  EXPECT_EQ(e5m2fnuz.nan_code(true), 0x80u);
+  EXPECT_EQ(e3m4.nan_code(true), 0xf8u);
+  EXPECT_EQ(e3m4.inf_code(true), 0xf0u);
+  EXPECT_EQ(e4m3ieee.nan_code(true), 0xfcu);
+  EXPECT_EQ(e4m3ieee.inf_code(true), 0xf8u);
+  // Which formats have a -0 code.
+  EXPECT_TRUE(e4m3.has_negative_zero());
+  EXPECT_TRUE(e3m4.has_negative_zero());
+  EXPECT_FALSE(e4m3fnuz.has_negative_zero());
+  EXPECT_FALSE(e4m3b11fnuz.has_negative_zero());
+  EXPECT_FALSE(ue5m3.has_negative_zero());
 }
 
 // The NaN and Inf codes of each narrow format, typed from docs/spec.md#formats.
@@ -157,6 +187,13 @@ TEST(FormatTable, NanAndInfPredicatesOnEveryNarrowCode) {
       {&e2m1, {}, {}},
       {&ue8m0, {0xff}, {}},
       {&ue4m3, {0x7f}, {}},
+      {&e4m3fnuz, {0x80}, {}},
+      {&e5m2fnuz, {0x80}, {}},
+      {&e4m3b11fnuz, {0x80}, {}},
+      {&e3m4, {0x71, 0x72, 0x73, 0x74, 0x75, 0x76, 0x77, 0x78, 0x79, 0x7a, 0x7b, 0x7c, 0x7d, 0x7e, 0x7f,
+               0xf1, 0xf2, 0xf3, 0xf4, 0xf5, 0xf6, 0xf7, 0xf8, 0xf9, 0xfa, 0xfb, 0xfc, 0xfd, 0xfe, 0xff}, {0x70, 0xf0}},
+      {&e4m3ieee, {0x79, 0x7a, 0x7b, 0x7c, 0x7d, 0x7e, 0x7f, 0xf9, 0xfa, 0xfb, 0xfc, 0xfd, 0xfe, 0xff}, {0x78, 0xf8}},
+      {&ue5m3, {0xff}, {}},
   };
   // clang-format on
   for (const SpecialSet& s : sets) {
@@ -195,13 +232,25 @@ TEST(FormatTable, FindFormat) {
   for (const SpecRow& r : kSpec) EXPECT_EQ(find_format(r.name), r.format) << r.name;
   // minifloat's own names and the ecosystem's dtype spellings (typed here from ml_dtypes' and PyTorch's dtype
   // names); no other aliases, no padding, no prefixes.
-  const std::vector<std::pair<std::string_view, const Format*>> spelled{
-      {"float32", &f32},           {"bfloat16", &bf16},       {"float16", &f16},        {"float8_e4m3fn", &e4m3},
-      {"float8_e5m2", &e5m2},      {"float6_e3m2fn", &e3m2},  {"float6_e2m3fn", &e2m3}, {"float4_e2m1fn", &e2m1},
-      {"float4_e2m1fn_x2", &e2m1}, {"float8_e8m0fnu", &ue8m0}};
+  const std::vector<std::pair<std::string_view, const Format*>> spelled{{"float32", &f32},
+                                                                        {"bfloat16", &bf16},
+                                                                        {"float16", &f16},
+                                                                        {"float8_e4m3fn", &e4m3},
+                                                                        {"float8_e5m2", &e5m2},
+                                                                        {"float6_e3m2fn", &e3m2},
+                                                                        {"float6_e2m3fn", &e2m3},
+                                                                        {"float4_e2m1fn", &e2m1},
+                                                                        {"float4_e2m1fn_x2", &e2m1},
+                                                                        {"float8_e8m0fnu", &ue8m0},
+                                                                        {"float8_e4m3fnuz", &e4m3fnuz},
+                                                                        {"float8_e5m2fnuz", &e5m2fnuz},
+                                                                        {"float8_e4m3b11fnuz", &e4m3b11fnuz},
+                                                                        {"float8_e3m4", &e3m4},
+                                                                        {"float8_e4m3", &e4m3ieee},
+                                                                        {"float8_e5m3fnu", &ue5m3}};
   for (const auto& [name, f] : spelled) EXPECT_EQ(find_format(name), f) << name;
-  for (std::string_view bad : {"", "fp8", "e4m3fn", "float8_e4m3", "float8_e4m3fnuz", "e4m3 ", " e4m3", "e4m", "bf",
-                               "f8", "ue8m0x", "Float16"}) {
+  for (std::string_view bad : {"", "fp8", "e4m3fn", "float8_e4m3b11", "float8_e5m3", "e4m3 ", " e4m3", "e4m", "bf",
+                               "f8", "ue8m0x", "Float16", "e5m3", "ue5m3fnu"}) {
     EXPECT_EQ(find_format(bad), nullptr) << "'" << bad << "'";
   }
 }
@@ -215,8 +264,22 @@ TEST(FormatTable, EqualityIsByName) {
 TEST(FormatTable, AlsoNamesMentionTheCommonName) {
   // docs/spec.md#formats' "also called" column: the first name each row gives.
   const std::pair<const Format*, std::string_view> also[] = {
-      {&f32, "FP32"},      {&bf16, "BF16"},     {&f16, "FP16"},      {&e4m3, "E4M3FN"}, {&e5m2, "FP8 E5M2"},
-      {&e3m2, "FP6 E3M2"}, {&e2m3, "FP6 E2M3"}, {&e2m1, "FP4 E2M1"}, {&ue8m0, "E8M0"},  {&ue4m3, "NVFP4"},
+      {&f32, "FP32"},
+      {&bf16, "BF16"},
+      {&f16, "FP16"},
+      {&e4m3, "E4M3FN"},
+      {&e5m2, "FP8 E5M2"},
+      {&e3m2, "FP6 E3M2"},
+      {&e2m3, "FP6 E2M3"},
+      {&e2m1, "FP4 E2M1"},
+      {&ue8m0, "E8M0"},
+      {&ue4m3, "NVFP4"},
+      {&e4m3fnuz, "E4M3FNUZ"},
+      {&e5m2fnuz, "E5M2FNUZ"},
+      {&e4m3b11fnuz, "E4M3B11FNUZ"},
+      {&e3m4, "E3M4"},
+      {&e4m3ieee, "float8_e4m3"},
+      {&ue5m3, "UE5M3"},
   };
   for (const auto& [f, word] : also) {
     EXPECT_NE(f->also.find(word), std::string_view::npos) << f->name << ": " << f->also;

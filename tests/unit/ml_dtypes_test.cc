@@ -62,7 +62,8 @@ TEST_P(MlDtypes, DecodeMatchesBitForBit) {
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryFormat, MlDtypes,
-                         ::testing::Values("bf16", "f16", "e4m3", "e5m2", "e3m2", "e2m3", "e2m1", "ue8m0"),
+                         ::testing::Values("bf16", "f16", "e4m3", "e5m2", "e3m2", "e2m3", "e2m1", "ue8m0", "e4m3fnuz",
+                                           "e5m2fnuz", "e4m3b11fnuz", "e3m4", "e4m3ieee"),
                          [](const auto& info) { return std::string(info.param); });
 
 }  // namespace

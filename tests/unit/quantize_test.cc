@@ -475,7 +475,9 @@ TEST(Schemes, CustomSpellingsParse) {
 
   for (const char* bad : {"e2m1", "e2m1-32", "e2m1-1x0", "e2m1-0x32", "e2m1-1xabc", "e2m1--1x32", "e9m9-1x32",
                           "bf16-1x32", "ue8m0-1x32", "int3-1x32", "e2m1-1x32-ue5m3", "e2m1-1x32-ue8m0-ceil",
-                          "e2m1-1x32-ue8m0-f32", "e2m1-1x32-ue8m0-rceil-x", "int8-1x32-ue8m0-floor"}) {
+                          "e2m1-1x32-ue8m0-f32", "e2m1-1x32-ue8m0-rceil-x", "int8-1x32-ue8m0-floor",
+                          // signed 8-bit formats that are no scheme's element (fnuz's -0 code is its NaN)
+                          "e4m3fnuz-1x32", "e5m2fnuz-1x32", "e4m3b11fnuz-1x32", "e3m4-1x32", "e4m3ieee-1x32"}) {
     EXPECT_THROW((void)mf::scheme_named(bad), std::invalid_argument) << bad;
   }
 }

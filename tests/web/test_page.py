@@ -30,7 +30,9 @@ def test_worked_conversion_of_0_3(page, server, cli):
     assert row(page, "e4m3").locator(".stored").inner_text() == "0.3125"
     assert row(page, "e2m1").locator(".stored").inner_text() == "0.5"
     # Every row against the native command.
-    native = cli("show", "0.3", "--formats", "f32,bf16,f16,e4m3,e5m2,e3m2,e2m3,e2m1,ue8m0", "--json")
+    native = cli("show", "0.3", "--formats",
+                 "f32,bf16,f16,e4m3,e5m2,e3m2,e2m3,e2m1,ue8m0,ue4m3,e4m3fnuz,e5m2fnuz,e4m3b11fnuz,e3m4,e4m3ieee,ue5m3",
+                 "--json")
     for f in native["formats"]:
         r = row(page, f["format"])
         assert r.locator(".code").inner_text() == f["code"], f["format"]

@@ -13,9 +13,10 @@ import subprocess
 import numpy as np
 import pytest
 
-FORMATS = ["f32", "bf16", "f16", "e4m3", "e5m2", "e3m2", "e2m3", "e2m1", "ue8m0", "ue4m3"]
+FORMATS = ["f32", "bf16", "f16", "e4m3", "e5m2", "e3m2", "e2m3", "e2m1", "ue8m0", "ue4m3", "e4m3fnuz", "e5m2fnuz",
+           "e4m3b11fnuz", "e3m4", "e4m3ieee", "ue5m3"]
 BITS = {"f32": 32, "bf16": 16, "f16": 16, "e4m3": 8, "e5m2": 8, "e3m2": 6, "e2m3": 6, "e2m1": 4, "ue8m0": 8,
-        "ue4m3": 7}
+        "ue4m3": 7, "e4m3fnuz": 8, "e5m2fnuz": 8, "e4m3b11fnuz": 8, "e3m4": 8, "e4m3ieee": 8, "ue5m3": 8}
 # (rounding, overflow, seed) as mf::Rounding / mf::Overflow numbers and as the command's names.
 OPTIONS = [(0, 0, 0), (1, 0, 0), (2, 0, 7), (0, 1, 0), (1, 1, 0), (2, 1, 7)]
 ROUNDING = ["nearest_even", "toward_zero", "stochastic"]
