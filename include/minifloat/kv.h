@@ -14,7 +14,8 @@
 //                          bytes of bf16 (RoPE dims 448..511) + 28 ue4m3 scales, one per 16 values (S =
 //                          ue4m3(RNE(amax / 6)), no tensor scale, as fp4-e4m3-16) + 4 zero bytes of padding.
 //   mxfp6-e3m2, mxfp6-e2m3 400 bytes = 384 bytes of e3m2 / e2m3 (four values in 3 bytes, value i at bits 6i.. of the
-//                          little-endian 24-bit group, OCP MX) + 16 ue8m0 scales, one per 32 values (OCP floor rule).
+//                          little-endian 24-bit group: the packed layout of docs/spec.md#packing) + 16 ue8m0 scales,
+//                          one per 32 values (OCP MX floor rule).
 //
 // Sources: the 288/528-byte entries are FlashMLA's V4.1 KV formats (csrc/cuda_kernels/kv_cache_format.h: "[raw
 // data, 1-byte scales]", 512 B e4m3 + 16 B ue8m0 and 256 B e2m1 + 32 B e4m3) and DeepInfer's KV cache

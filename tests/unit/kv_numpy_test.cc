@@ -2,9 +2,9 @@
 // quantize_k_cache for MODEL1_FP8Sparse (tests/quant.py: a page of 576-byte data rows, then 8-byte scale rows, padded
 // to a multiple of 576) for v4-mixed, and the V4.1 per-token packers (512 e4m3 + 16 ue8m0; 256 e2m1 + 32 e4m3) for
 // mxfp8 and fp4-e4m3-16; FlashInfer's DeepSeek-V4 NVFP4 page (flashinfer/mla: page_size rows of 224 B e2m1 + 128 B
-// bf16, then page_size rows of 32 B: 28 e4m3 scales and padding) for v4-nvfp4; and OCP MX v1.0's FP6 (floor scale,
-// four codes per 3 bytes) for mxfp6-e3m2 / mxfp6-e2m3. The inputs are bf16 values of moderate size, where the
-// references' clamps of tiny amax do not act (docs/kv.md), so every byte must match.
+// bf16, then page_size rows of 32 B: 28 e4m3 scales and padding) for v4-nvfp4; and OCP MX v1.0 FP6 (floor scale,
+// packed four codes per 3 bytes as docs/spec.md#packing says) for mxfp6-e3m2 / mxfp6-e2m3. The inputs are bf16 values
+// of moderate size, where the references' clamps of tiny amax do not act (docs/kv.md), so every byte must match.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -56,7 +56,7 @@ if fmt == 'v4-mixed':   # FlashMLA tests/quant.py, MODEL1_FP8Sparse
 elif fmt == 'mxfp8':    # V4.1: 512 B e4m3 then 16 B ue8m0 per token
     q, code = e4m3_blocks(x, 32)
     buf = np.concatenate([q, code], -1)
-elif fmt.startswith('mxfp6'):  # OCP MX: S = 2^(floor(log2 amax) - emax), RNE saturated, 4 codes in 3 bytes
+elif fmt.startswith('mxfp6'):  # OCP MX floor scale, RNE saturated; 4 codes in 3 bytes (spec.md#packing)
     ty, emax, top = (md.float6_e3m2fn, 4, 28.0) if fmt == 'mxfp6-e3m2' else (md.float6_e2m3fn, 2, 7.5)
     t = x.reshape(pages, page_size, 16, 32)
     k = np.frexp(np.abs(t).max(-1))[1] - 1 - emax

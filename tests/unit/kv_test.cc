@@ -128,7 +128,7 @@ TEST(KvEntry, V4Nvfp4ByHand) {
 }
 
 // Every group of 4 values is 1, -0.5, 0.25, 0 (amax 1 in every block of 32), packed four per 3 bytes: value i at
-// bits 6i..6i+5 of the little-endian 24-bit group (OCP MX v1.0 FP6 packing).
+// bits 6i..6i+5 of the little-endian 24-bit group (docs/spec.md#packing).
 //   e3m2 (bias 3, emax 4): floor S = 2^(0 - 4), ue8m0 123; 16 = 0b0'111'00 = 0x1C, -8 = 0b1'110'00 = 0x38,
 //     4 = 0b0'101'00 = 0x14, 0: group 0x1C | 0x38 << 6 | 0x14 << 12 = 0x014E1C -> bytes 1C 4E 01.
 //   e2m3 (bias 1, emax 2): S = 2^-2, ue8m0 125; 4 = 0b0'11'000 = 0x18, -2 = 0b1'10'000 = 0x30, 1 = 0b0'01'000 =
