@@ -52,6 +52,14 @@ def reference_4over6(x):
     return codes.numpy(), best_s.view(torch.uint8).numpy(), float(amax)
 
 
+def block_error(x, b, code, tensor_scale):
+    """The float64 sum of squared errors of block b at ue4m3 scale `code`, elements through minifloat's e2m1 cast."""
+    blk = x[16 * b:16 * b + 16]
+    d = np.float32(minifloat.decode(np.uint8([code]), "ue4m3")[0]) * np.float32(tensor_scale)
+    e = minifloat.decode(minifloat.encode(blk / d, "e2m1"), "e2m1").astype(np.float64)
+    return float(((e * np.float64(d) - blk) ** 2).sum())
+
+
 def unpack(packed):
     return np.stack([packed & 0xF, packed >> 4], axis=-1).reshape(-1)
 
@@ -63,8 +71,18 @@ def test_matches_published_reference(seed):
     q = minifloat.quantize(x, "nvfp4-4over6")
     codes, scales, amax = reference_4over6(x)
     assert q.tensor_scale == np.float32(amax) / np.float32(6 * 256)
-    assert_same(q.scales.reshape(-1), scales, what="block scales")
-    assert_same(unpack(q.codes.reshape(-1)), codes, what="codes")
+    # The reference sums the squared errors in float32, minifloat in float64: where the two candidates' errors agree
+    # to float32 precision the choice may differ (docs/schemes.md). Those blocks, and only those, are let through,
+    # and there minifloat's choice has the smaller float64 error.
+    ours = q.scales.reshape(-1)
+    near_ties = np.zeros(ours.size, bool)
+    for b in np.flatnonzero(ours != scales):
+        e_ours, e_ref = block_error(x, b, ours[b], q.tensor_scale), block_error(x, b, scales[b], q.tensor_scale)
+        assert e_ours <= e_ref and e_ref - e_ours <= 2.0 ** -20 * e_ref, (b, e_ours, e_ref)
+        near_ties[b] = True
+    assert near_ties.sum() <= 2, near_ties.sum()
+    assert_same(ours, scales, what="block scales", allowed=near_ties)
+    assert_same(unpack(q.codes.reshape(-1)), codes, what="codes", allowed=np.repeat(near_ties, 16))
     # Both choices occur, so the selection is exercised.
     six = (torch.from_numpy(np.abs(x).reshape(-1, 16).max(1)) / 6 * (6 * 256 / amax)).to(torch.float8_e4m3fn)
     picked_four = scales != six.view(torch.uint8).numpy()
