@@ -30,7 +30,8 @@ def tiny_llama(torch, out, exact_global_scale=False, scale_max=448):
         with torch.no_grad():
             for name, m in model.named_modules():
                 if isinstance(m, torch.nn.Linear) and name != "lm_head":
-                    m.weight.clamp_(-0.04, 0.04).view(-1)[0] = 6 * scale_max * 2.0 ** -16
+                    bound = 0.04 * scale_max / 448  # below the amax set next
+                    m.weight.clamp_(-bound, bound).view(-1)[0] = 6 * scale_max * 2.0 ** -16
     model.save_pretrained(out)
     return model
 
