@@ -56,7 +56,7 @@ if fmt == 'v4-mixed':   # FlashMLA tests/quant.py, MODEL1_FP8Sparse
 elif fmt == 'mxfp8':    # V4.1: 512 B e4m3 then 16 B ue8m0 per token
     q, code = e4m3_blocks(x, 32)
     buf = np.concatenate([q, code], -1)
-elif fmt.startswith('mxfp6'):  # OCP MX floor scale, RNE saturated; 4 codes in 3 bytes (spec.md#packing)
+elif fmt.startswith('mxfp6'):  # OCP MX floor scale, RNE saturated; 4 codes in 3 bytes (docs/spec.md#packing)
     ty, emax, top = (md.float6_e3m2fn, 4, 28.0) if fmt == 'mxfp6-e3m2' else (md.float6_e2m3fn, 2, 7.5)
     t = x.reshape(pages, page_size, 16, 32)
     k = np.frexp(np.abs(t).max(-1))[1] - 1 - emax
