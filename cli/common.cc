@@ -68,7 +68,8 @@ void add_block_flags(CLI::App& sub, BlockFlags& flags, bool with_layout, bool sc
       "--scheme", flags.scheme,
       "block scheme: " + names + ", or ELEMENT-BLOCK[-SCALE[-RULE]] (e2m1-1x32-ue8m0-rceil, int4-1x128)");
   if (scheme_required) s->required();
-  sub.add_option("--rule", flags.rule, "scale rule: floor, rceil, even, f32, e4m3, mse (default: the scheme's)");
+  sub.add_option("--rule", flags.rule,
+                 "scale rule: floor, rceil, even, f32, e4m3, mse, 4over6 (default: the scheme's)");
   sub.add_option("--profile", flags.profile, "compatibility profile: ocp, deepseek, torchao, te, ggml");
   if (with_layout)
     sub.add_option("--layout", flags.layout, "codes layout: packed, unpacked, ggml")->capture_default_str();

@@ -217,9 +217,11 @@ void register_convert(CLI::App& app) {
                 "output directory (not IN): one shard per input shard, index, config.json; with --format gguf, "
                 "one .gguf file")
       ->required();
-  s->add_option("--recipe", a->recipe,
-                "deepseek-v4, deepinfer, fp8-block, mxfp8, mxfp4, nvfp4, or a .json file of pattern: target rules; "
-                "with --format gguf also f32, f16, bf16 or q8_0 (one ggml type for every 2-D weight)")
+  s->add_option(
+       "--recipe", a->recipe,
+       "deepseek-v4, deepinfer, fp8-block, mxfp8, mxfp4, nvfp4, nvfp4-4over6, or a .json file of pattern: target "
+       "rules; "
+       "with --format gguf also f32, f16, bf16 or q8_0 (one ggml type for every 2-D weight)")
       ->required();
   s->add_option("--format", a->format,
                 "what to write: minifloat (default: W + W_scale_inv, DeepSeek's form), compressed-tensors "

@@ -28,7 +28,10 @@ struct Args {
 constexpr std::int64_t kMaxTokens = std::int64_t{1} << 20;
 
 std::vector<KvFormat> format_list_from(const std::string& list) {
-  if (list == "all") return {KvFormat::fp4_e4m3_16, KvFormat::mxfp8, KvFormat::v4_mixed};
+  if (list == "all") {
+    return {KvFormat::fp4_e4m3_16, KvFormat::mxfp8,      KvFormat::v4_mixed,
+            KvFormat::v4_nvfp4,    KvFormat::mxfp6_e3m2, KvFormat::mxfp6_e2m3};
+  }
   std::vector<KvFormat> out;
   for (std::string_view rest = list; !rest.empty();) {
     const std::size_t comma = rest.find(',');
@@ -112,7 +115,8 @@ void run(const Args& a) {
 void register_kv(CLI::App& app) {
   auto a = std::make_shared<Args>();
   auto* sub = app.add_subcommand("kv", "KV-cache entry formats: bytes per token and round-trip error");
-  sub->add_option("--format", a->formats, "fp4-e4m3-16, mxfp8, v4-mixed, a comma-separated list, or all")
+  sub->add_option("--format", a->formats,
+                  "fp4-e4m3-16, mxfp8, v4-mixed, v4-nvfp4, mxfp6-e3m2, mxfp6-e2m3, a comma-separated list, or all")
       ->capture_default_str();
   sub->add_option("IN", a->in, ".npy or .safetensors tensor of shape [..., 512] (default: random tokens)");
   sub->add_option("--tensor", a->tensor, "the tensor of a .safetensors input");

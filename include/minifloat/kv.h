@@ -1,6 +1,6 @@
 // minifloat/kv.h: KV-cache entries, one token of 512 values, and a paged cache of them (docs/spec.md#kv).
 //
-// Three entry formats. Each stores a token's quantized values as codes then scales (the block quantizer's own
+// Six entry formats. Each stores a token's quantized values as codes then scales (the block quantizer's own
 // output, mf::quantize, per token), so an entry decodes with the scheme alone.
 //
 //   fp4-e4m3-16 (default)  288 bytes = 256 bytes of e2m1 (value 2i in the low nibble of byte i) + 32 ue4m3 scales,
@@ -10,6 +10,12 @@
 //   v4-mixed               584 bytes = 448 bytes of e4m3 (the non-RoPE dims 0..447) + 128 bytes of bf16 (the 64
 //                          RoPE dims 448..511, little-endian, RNE) + 7 ue8m0 scales, one per 64 values (deepseek
 //                          profile: V4's act_quant(kv[..., :-rd], 64, ...)) + 1 zero byte of padding.
+//   v4-nvfp4               384 bytes = 224 bytes of e2m1 (dims 0..447, value 2i in the low nibble of byte i) + 128
+//                          bytes of bf16 (RoPE dims 448..511) + 28 ue4m3 scales, one per 16 values (S =
+//                          ue4m3(RNE(amax / 6)), no tensor scale, as fp4-e4m3-16) + 4 zero bytes of padding.
+//   mxfp6-e3m2, mxfp6-e2m3 400 bytes = 384 bytes of e3m2 / e2m3 (four values in 3 bytes, value i at bits 6i.. of the
+//                          little-endian 24-bit group: the packed layout of docs/spec.md#packing) + 16 ue8m0 scales,
+//                          one per 32 values (OCP MX floor rule).
 //
 // Sources: the 288/528-byte entries are FlashMLA's V4.1 KV formats (csrc/cuda_kernels/kv_cache_format.h: "[raw
 // data, 1-byte scales]", 512 B e4m3 + 16 B ue8m0 and 256 B e2m1 + 32 B e4m3) and DeepInfer's KV cache
@@ -18,13 +24,16 @@
 // values only (docs/kv.md): a V4.1 port (vllm-gaudi) clamps the FP4 cache's amax to 6 * 2^-9, so a block with
 // amax <= 6 * 2^-10 keeps scale 0x01 there, where here its scale rounds to 0 and its values to signed zeros (as
 // fp4-e4m3-16 does everywhere); FlashMLA's MODEL1 test helper clamps the v4-mixed scale (amax / 448), not amax, to
-// 1e-4.
+// 1e-4. The 384-byte entry is FlashInfer's DeepSeek-V4 NVFP4 sparse-MLA cache (flashinfer/mla, _BYTES_PER_TOKEN
+// 384: 352 data bytes then 32 scale bytes per token, scales from nvfp4_kv_quantize with global scale 1). The MXFP6
+// entries are minifloat's: the mxfp8 entry's [codes, scales] with OCP MXFP6 elements.
 //
 // Pages. A cache is a run of pages of `page_size` token slots; slot s is token s % page_size of page s / page_size.
-//   fp4-e4m3-16, mxfp8: a page is page_size whole entries back to back (FlashMLA V4.1: scales inline, per token).
+//   fp4-e4m3-16, mxfp8, mxfp6-*: a page is page_size whole entries back to back (FlashMLA V4.1: scales inline).
 //   v4-mixed: a page holds page_size data rows of 576 bytes (e4m3 then bf16), then page_size scale rows of 8 bytes,
 //             and is padded to a multiple of 576 bytes (FlashMLA MODEL1: the scales as a footer of the page, so the
 //             576-byte rows stay 16-byte aligned for TMA). One entry alone is a 1-slot page without the padding.
+//   v4-nvfp4: page_size data rows of 352 bytes, then page_size scale rows of 32 bytes, no padding (FlashInfer).
 #pragma once
 
 #include <cstdint>
@@ -39,24 +48,25 @@
 
 namespace mf {
 
-enum class KvFormat : std::uint8_t { fp4_e4m3_16, mxfp8, v4_mixed };
+enum class KvFormat : std::uint8_t { fp4_e4m3_16, mxfp8, v4_mixed, v4_nvfp4, mxfp6_e3m2, mxfp6_e2m3 };
 
 inline constexpr int kKvValues = 512;   // values per entry (one token's latent)
-inline constexpr int kKvRopeDims = 64;  // v4-mixed: the last 64 values are RoPE dims, kept in bf16
+inline constexpr int kKvRopeDims = 64;  // v4-mixed, v4-nvfp4: the last 64 values are RoPE dims, kept in bf16
 
 // A KV format's byte counts.
 struct KvLayout {
-  int quantized_values;  // values quantized by the block scheme: 512, 512, 448
-  int data_bytes;        // codes (+ bf16 RoPE): 256, 512, 576
-  int scale_bytes;       // scale codes (+ padding): 32, 16, 8
-  int scale_count;       // scale codes: 32, 16, 7
-  bool scale_footer;     // scales after all of a page's data rows (v4-mixed) or right after each token's data
-  int page_align;        // a page's byte size is a multiple of this: 1, 1, 576
-  constexpr int entry_bytes() const { return data_bytes + scale_bytes; }  // 288, 528, 584
+  int quantized_values;  // values quantized by the block scheme: 512, 512, 448, 448, 512, 512
+  int data_bytes;        // codes (+ bf16 RoPE): 256, 512, 576, 352, 384, 384
+  int scale_bytes;       // scale codes (+ padding): 32, 16, 8, 32, 16, 16
+  int scale_count;       // scale codes: 32, 16, 7, 28, 16, 16
+  bool scale_footer;     // scales after all of a page's data rows (v4-*) or right after each token's data
+  int page_align;        // a page's byte size is a multiple of this: 576 for v4-mixed, else 1
+  constexpr int entry_bytes() const { return data_bytes + scale_bytes; }  // 288, 528, 584, 384, 400, 400
 };
 
 KvLayout kv_layout(KvFormat f);
-// "fp4-e4m3-16", "mxfp8", "v4-mixed"; kv_format_named throws std::invalid_argument listing them.
+// "fp4-e4m3-16", "mxfp8", "v4-mixed", "v4-nvfp4", "mxfp6-e3m2", "mxfp6-e2m3"; kv_format_named throws
+// std::invalid_argument listing them.
 KvFormat kv_format_named(std::string_view name);
 std::string_view to_string(KvFormat f);
 std::vector<std::string> kv_format_names();
@@ -109,7 +119,7 @@ class KvCache {
 
 // What a format costs on `values` (tokens x 512): bytes per token against bf16's 1024, and the error of a round
 // trip (count, mse, sqnr_db, mean_rel_error, max_rel_error, mean_abs_error_ratio, zeroed_fraction; the RoPE dims
-// of v4-mixed count too, with their bf16 rounding).
+// of v4-mixed and v4-nvfp4 count too, with their bf16 rounding).
 struct KvReport {
   KvFormat format = KvFormat::fp4_e4m3_16;
   std::int64_t tokens = 0;

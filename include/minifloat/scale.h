@@ -122,6 +122,14 @@ inline std::uint32_t min_e4m3_scale(const Scheme& s) {
   return {code, S * tensor_scale};
 }
 
+// A ue4m3 block scale for the ideal (unrounded) scale `ideal`: RNE, saturated, at least min_e4m3_scale(s).
+inline BlockScale e4m3_block_scale(const Scheme& s, float ideal, float tensor_scale) {
+  // with_rule() guarantees a ue4m3 scale here; naming the constant lets the compiler fold the codec.
+  const std::uint32_t code =
+      std::max(encode(ue4m3, ideal, {Rounding::nearest_even, Overflow::saturate, 0}), min_e4m3_scale(s));
+  return {code, decode(ue4m3, code) * tensor_scale};
+}
+
 // The scale of a power-of-two rule, clamped to what the scale format holds.
 [[gnu::always_inline]] inline BlockScale power_of_two_scale(const Scheme& s, int k, float tensor_scale) {
   k = std::clamp(k, scale_exponent_min(*s.scale_format), scale_exponent_max(*s.scale_format));
@@ -132,7 +140,8 @@ inline std::uint32_t min_e4m3_scale(const Scheme& s) {
   return {code, s.tensor_scale ? S * tensor_scale : S};
 }
 
-// The block scale for rules other than mse (which needs the block's values: see mse_scale in quantize).
+// The block scale for rules other than mse and 4over6 (which need the block's values: see mse_scale and
+// four_over_six_scale in src/blocks/blocking.h).
 // amax = max |x| over the block's finite values; nonfinite: the block holds NaN or +-Inf.
 inline BlockScale block_scale(const Scheme& s, float amax, bool nonfinite, float tensor_scale = 1.0f) {
   const Format& sf = *s.scale_format;
@@ -143,14 +152,10 @@ inline BlockScale block_scale(const Scheme& s, float amax, bool nonfinite, float
       const float S = amax / s.element.max();
       return {std::bit_cast<std::uint32_t>(S), S};
     }
-    case ScaleRule::e4m3: {
+    case ScaleRule::e4m3:
+    case ScaleRule::four_over_six:  // its M=6 candidate; four_over_six_scale() chooses between M=6 and M=4
       // NVFP4: amax / 6 / tensor_scale in f32, saturated into ue4m3 (RNE); elements divide by S * tensor_scale.
-      const float ideal = tensor_scale > 0 ? amax / s.element.max() / tensor_scale : 0.0f;
-      // with_rule() guarantees a ue4m3 scale here; naming the constant lets the compiler fold the codec.
-      const std::uint32_t code =
-          std::max(encode(ue4m3, ideal, {Rounding::nearest_even, Overflow::saturate, 0}), min_e4m3_scale(s));
-      return {code, decode(ue4m3, code) * tensor_scale};
-    }
+      return e4m3_block_scale(s, tensor_scale > 0 ? amax / s.element.max() / tensor_scale : 0.0f, tensor_scale);
     default:
       if (amax == 0) {
         // Zero block: the smallest scale (ue8m0 0x00 = 2^-127); elements become signed zeros either way.
@@ -160,10 +165,17 @@ inline BlockScale block_scale(const Scheme& s, float amax, bool nonfinite, float
   }
 }
 
-// The per-tensor scale of two-level schemes: tensor_amax / (448 * 6) for NVFP4, 1 when the tensor is all zeros.
+// 4/6 normalizes the tensor scale to a block scale of 256 rather than 448, so that a block's M=4 candidate
+// (1.5 times its M=6 scale, at most 384) never saturates e4m3 (fouroversix E4M3_MAX_FOUROVERSIX, ModelOpt
+// E4M3_MAX_46).
+inline constexpr float kFourOverSixScaleMax = 256.0f;
+
+// The per-tensor scale of two-level schemes: tensor_amax / (448 * 6) for NVFP4 (256 * 6 for 4/6), 1 when the
+// tensor is all zeros.
 inline float tensor_scale_for(const Scheme& s, float tensor_amax) {
   if (!s.tensor_scale) return 1.0f;
-  const float ts = tensor_amax / (s.scale_format->max_finite() * s.element.max());
+  const float scale_max = s.rule == ScaleRule::four_over_six ? kFourOverSixScaleMax : s.scale_format->max_finite();
+  const float ts = tensor_amax / (scale_max * s.element.max());
   return ts > 0 && std::isfinite(ts) ? ts : 1.0f;
 }
 

@@ -23,6 +23,8 @@ enum class ScaleRule : std::uint8_t {
   f32,    // S = amax / max_elem, stored as f32                       DeepSeek-V3, TE Float8BlockScaling, int groups
   e4m3,   // S = ue4m3(amax / max_elem / tensor_scale)                NVFP4
   mse,    // the power of two among floor-1 .. rceil+1 with the least squared error   (minifloat's own)
+  four_over_six,  // "4/6": per block, S = ue4m3(amax / 6 / ts) or ue4m3(amax / 4 / ts), whichever has the smaller
+                  // squared error (ties: 6); ts = tensor amax / (6 * 256)  NVFP4 4/6: fouroversix, ModelOpt, TE
 };
 
 // Compatibility profiles: output bit-identical to a named implementation.

@@ -135,8 +135,8 @@ def linear(x, w, out=None, accumulate: bool = False, dtype=None, threads=None, w
 
 
 def kv_formats() -> list:
-    """The KV entry formats: name, scheme, entry_bytes (288, 528, 584), quantized_values, data_bytes, scale_bytes,
-    scale_count, scale_footer (v4-mixed pages keep scales after the data rows), page_align."""
+    """The KV entry formats: name, scheme, entry_bytes (288, 528, 584, 384, 400, 400), quantized_values, data_bytes,
+    scale_bytes, scale_count, scale_footer (v4-mixed and v4-nvfp4 pages keep scales after the data rows), page_align."""
     return [_core.kv_format(n) for n in _core.kv_format_names()]
 
 
@@ -154,7 +154,8 @@ def _kv_values(values):
 
 def kv_encode(values, format: str = "fp4-e4m3-16") -> np.ndarray:
     """KV-cache entries of tokens: values [..., 512] (float32; bfloat16 / float16 widened exactly) -> uint8
-    [..., entry_bytes]: 288 (fp4-e4m3-16), 528 (mxfp8) or 584 (v4-mixed) bytes per token."""
+    [..., entry_bytes]: 288 (fp4-e4m3-16), 528 (mxfp8), 584 (v4-mixed), 384 (v4-nvfp4) or 400 (mxfp6-e3m2,
+    mxfp6-e2m3) bytes per token."""
     a = _kv_values(values)
     entry = _core.kv_format(_str(format, "format"))["entry_bytes"]
     return _core.kv_encode(a, format).reshape(a.shape[:-1] + (entry,))

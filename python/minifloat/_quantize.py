@@ -190,8 +190,8 @@ def quantize(array, scheme: str, rule=None, profile=None, layout=None, rotate=No
              nonfinite="nan") -> QuantizedTensor:
     """Quantize a float32 / bfloat16 / float16 tensor (numpy, ml_dtypes or torch) into a block-scaled scheme.
 
-    scheme: a name from schemes() (mxfp8, mxfp4, nvfp4, fp8-1x128, ...) or ELEMENT-BLOCK[-SCALE[-RULE]].
-    rule: scale rule (floor, rceil, even, f32, e4m3, mse); profile: ocp, deepseek, torchao, te, ggml;
+    scheme: a name from schemes() (mxfp8, mxfp4, nvfp4, nvfp4-4over6, fp8-1x128, ...) or ELEMENT-BLOCK[-SCALE[-RULE]].
+    rule: scale rule (floor, rceil, even, f32, e4m3, mse, 4over6); profile: ocp, deepseek, torchao, te, ggml;
     layout: packed (default), unpacked, ggml; rotate: Hadamard group size applied first (undone on dequantize);
     threads: default all cores; pad: allow partial edge blocks; nonfinite: "nan" (NaN block scale) or "error".
     Blocks run along the last dimension. The GIL is released while the core works.

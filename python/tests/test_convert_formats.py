@@ -16,9 +16,10 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 LINEARS = 14  # 2 layers x (q, k, v, o, gate, up, down); lm_head stays bf16
 
 
-def tiny_llama(torch, out, exact_global_scale=False):
-    """A saved bf16 Llama. exact_global_scale: every linear's amax is 2688 x 2^-16, so NVFP4's tensor scale
-    amax / (448 x 6) is 2^-16, whose reciprocal compressed-tensors' weight_global_scale holds exactly."""
+def tiny_llama(torch, out, exact_global_scale=False, scale_max=448):
+    """A saved bf16 Llama. exact_global_scale: every linear's amax is 6 x scale_max x 2^-16, so NVFP4's tensor
+    scale amax / (scale_max x 6) is 2^-16, whose reciprocal compressed-tensors' weight_global_scale holds exactly
+    (scale_max 448 for nvfp4, 256 for nvfp4-4over6)."""
     transformers = need("transformers")
     torch.manual_seed(0)
     cfg = transformers.LlamaConfig(hidden_size=256, intermediate_size=384, num_hidden_layers=2,
@@ -29,7 +30,8 @@ def tiny_llama(torch, out, exact_global_scale=False):
         with torch.no_grad():
             for name, m in model.named_modules():
                 if isinstance(m, torch.nn.Linear) and name != "lm_head":
-                    m.weight.clamp_(-0.04, 0.04).view(-1)[0] = 2688 * 2.0 ** -16
+                    bound = 0.04 * scale_max / 448  # below the amax set next
+                    m.weight.clamp_(-bound, bound).view(-1)[0] = 6 * scale_max * 2.0 ** -16
     model.save_pretrained(out)
     return model
 
@@ -43,7 +45,8 @@ def convert(src, dst, recipe, fmt):
 def converted(torch, tmp_path, recipe, fmt):
     """(stored tensors, config, minifloat's dequantization of them, of --format minifloat) in bf16 and f32."""
     src = tmp_path / "src"
-    tiny_llama(torch, src, exact_global_scale=recipe == "nvfp4")
+    tiny_llama(torch, src, exact_global_scale=recipe.startswith("nvfp4"),
+               scale_max=256 if recipe == "nvfp4-4over6" else 448)
     stored = convert(src, tmp_path / fmt, recipe, fmt)
     convert(src, tmp_path / "own", recipe, "minifloat")
     for cmd in ("verify", "inspect"):
@@ -63,7 +66,7 @@ def converted(torch, tmp_path, recipe, fmt):
 # ---- compressed-tensors ----
 
 CT = [("nvfp4", "nvfp4-pack-quantized"), ("mxfp4", "mxfp4-pack-quantized"), ("mxfp8", "mxfp8-quantized"),
-      ("fp8-block", "float-quantized")]
+      ("fp8-block", "float-quantized"), ("nvfp4-4over6", "nvfp4-pack-quantized")]
 
 
 @pytest.mark.parametrize("recipe,fmt", CT)
@@ -120,7 +123,8 @@ def test_compressed_tensors_nvfp4_global_scale_must_be_exact(tmp_path):
 
 # ---- NVIDIA ModelOpt ----
 
-@pytest.mark.parametrize("recipe,algo", [("nvfp4", "NVFP4"), ("mxfp4", "mxfp4"), ("mxfp8", "MXFP8")])
+@pytest.mark.parametrize("recipe,algo", [("nvfp4", "NVFP4"), ("mxfp4", "mxfp4"), ("mxfp8", "MXFP8"),
+                                         ("nvfp4-4over6", "NVFP4")])
 def test_modelopt(tmp_path, recipe, algo):
     torch = need("torch")
     qt = need("modelopt.torch.quantization.qtensor")
@@ -146,6 +150,21 @@ def test_modelopt(tmp_path, recipe, algo):
         else:
             want = qt.MXFP8QTensor(w.shape, bf16, w).dequantize(dtype=bf16, scale=s, block_sizes={-1: 32})
         same_bits(torch, deq["bf16"][mod + ".weight"], want, mod, zero_sign=algo == "MXFP8")
+    if recipe == "nvfp4-4over6":
+        # 4/6 in the file: the tensor scale normalized to 256 (amax 1536 x 2^-16 gives 2^-16), and the codes and block
+        # scales of minifloat.quantize(W, "nvfp4-4over6"), which differ from plain nvfp4's.
+        import minifloat
+        import numpy as np
+        src = load(tmp_path / "src")
+        for mod in modules:
+            w = src[mod + ".weight"].float().numpy()
+            assert float(stored[mod + ".weight_scale_2"]) == 2.0 ** -16, mod
+            q = minifloat.quantize(w, "nvfp4-4over6")
+            assert (stored[mod + ".weight_scale"].view(torch.uint8).numpy() == q.scales).all(), mod
+            assert (stored[mod + ".weight"].numpy() == q.codes).all(), mod
+            # Blocks at M=4 have 4 (code 6), not 6 (code 7), as their largest magnitude; both kinds occur.
+            top = np.maximum(q.codes & 7, q.codes >> 4 & 7).reshape(w.shape[0], -1, 8).max(-1)
+            assert (top == 6).any() and (top == 7).any(), mod
 
 
 # ---- transformers FineGrainedFP8 ----

@@ -423,13 +423,21 @@ def kv_expected(v, fmt):
     if fmt == "mxfp8":
         q = minifloat.quantize(v, "mxfp8", profile="deepseek")
         return np.concatenate([q.codes, q.scales], axis=1), q.dequantize()
-    q = minifloat.quantize(v[:, :448].copy(), "e4m3-1x64-ue8m0-rceil", profile="deepseek")
+    if fmt in ("mxfp6-e3m2", "mxfp6-e2m3"):
+        q = minifloat.quantize(v, fmt)
+        return np.concatenate([q.codes, q.scales], axis=1), q.dequantize()
     rope = v[:, 448:].astype(ml_dtypes.bfloat16)
+    if fmt == "v4-nvfp4":  # [224 e2m1 | 128 bf16 | 28 ue4m3 | 4 zero]
+        q = minifloat.quantize(v[:, :448].copy(), "fp4-e4m3-16")
+        entry = np.concatenate([q.codes, rope.view(np.uint8).reshape(t, 128), q.scales, np.zeros((t, 4), np.uint8)], 1)
+        return entry, np.concatenate([q.dequantize(), rope.astype(np.float32)], axis=1)
+    q = minifloat.quantize(v[:, :448].copy(), "e4m3-1x64-ue8m0-rceil", profile="deepseek")
     entry = np.concatenate([q.codes, rope.view(np.uint8).reshape(t, 128), q.scales, np.zeros((t, 1), np.uint8)], 1)
     return entry, np.concatenate([q.dequantize(), rope.astype(np.float32)], axis=1)
 
 
-@pytest.mark.parametrize("fmt, entry_bytes", [("fp4-e4m3-16", 288), ("mxfp8", 528), ("v4-mixed", 584)])
+@pytest.mark.parametrize("fmt, entry_bytes", [("fp4-e4m3-16", 288), ("mxfp8", 528), ("v4-mixed", 584), ("v4-nvfp4", 384),
+                                               ("mxfp6-e3m2", 400), ("mxfp6-e2m3", 400)])
 def test_kv_entries_are_the_quantizers_bytes(fmt, entry_bytes):
     v = kv_values()
     e = minifloat.kv_encode(v, fmt)
@@ -461,6 +469,13 @@ def test_kv_cache_pages():
     e = minifloat.kv_encode(v[:2], "v4-mixed")
     assert_same(mixed.page(0)[:1152], e[:, :576].reshape(-1), what="v4-mixed data rows")
     assert_same(mixed.page(0)[1152:1168], e[:, 576:].reshape(-1), what="v4-mixed scale footer")
+    # v4-nvfp4: rows of 352 data bytes, then the 32-byte scale rows, no padding (FlashInfer's page)
+    assert minifloat.kv_page_bytes("v4-nvfp4", 64) == 64 * 384
+    nv = minifloat.KvCache("v4-nvfp4", page_size=2, pages=1)
+    nv.write(v[:2], [1, 0])
+    e = minifloat.kv_encode(v[1::-1], "v4-nvfp4")
+    assert_same(nv.page(0)[:704], e[:, :352].reshape(-1), what="v4-nvfp4 data rows")
+    assert_same(nv.page(0)[704:768], e[:, 352:].reshape(-1), what="v4-nvfp4 scale footer")
 
 
 def test_kv_errors():

@@ -100,6 +100,18 @@ float finite_amax(const float* x, std::int64_t n) {
   return amax;
 }
 
+namespace {
+// The sum of squared errors of a block's round trip under the scale bs.
+double squared_error(const Scheme& s, std::span<const float> values, const BlockScale& bs) {
+  double err = 0;
+  for (const float x : values) {
+    const double d = static_cast<double>(x) - element_value(s.element, element_code(s, x, bs)) * bs.divisor;
+    err += d * d;
+  }
+  return err;
+}
+}  // namespace
+
 BlockScale mse_scale(const Scheme& s, std::span<const float> values, float amax, float tensor_scale) {
   if (amax == 0) return block_scale(s, 0, false, tensor_scale);
   Scheme floor_s = s, rceil_s = s;
@@ -110,14 +122,20 @@ BlockScale mse_scale(const Scheme& s, std::span<const float> values, float amax,
   double best_err = INFINITY;
   for (int k = lo; k <= hi; ++k) {  // ties keep the smaller scale: finer steps for the same error
     const BlockScale bs = power_of_two_scale(s, k, tensor_scale);
-    double err = 0;
-    for (const float x : values) {
-      const double d = static_cast<double>(x) - element_value(s.element, element_code(s, x, bs)) * bs.divisor;
-      err += d * d;
-    }
+    const double err = squared_error(s, values, bs);
     if (err < best_err) best_err = err, best = bs;
   }
   return best;
+}
+
+BlockScale four_over_six_scale(const Scheme& s, std::span<const float> values, float amax, float tensor_scale) {
+  // The M=4 ideal is the M=6 ideal times 1.5 (fouroversix's scale_expansion_factor), so it rounds from the same
+  // f32 quotient.
+  const float ideal6 = tensor_scale > 0 ? amax / s.element.max() / tensor_scale : 0.0f;
+  const BlockScale six = e4m3_block_scale(s, ideal6, tensor_scale);
+  const BlockScale four = e4m3_block_scale(s, ideal6 * 1.5f, tensor_scale);
+  if (four.code == six.code) return six;
+  return squared_error(s, values, four) < squared_error(s, values, six) ? four : six;
 }
 
 }  // namespace mf::detail

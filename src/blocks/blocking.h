@@ -32,6 +32,9 @@ float finite_amax(const float* x, std::int64_t n);
 
 // The power-of-two scale with the least squared error over one block (rule mse). values: the block's elements.
 BlockScale mse_scale(const Scheme& s, std::span<const float> values, float amax, float tensor_scale);
+// Rule 4over6 over one finite block: the M=6 scale (ue4m3(amax / 6 / ts)) or the M=4 one (1.5 times that ideal,
+// then ue4m3), whichever gives the smaller sum of squared errors; a tie keeps M=6 (fouroversix select_fouroversix).
+BlockScale four_over_six_scale(const Scheme& s, std::span<const float> values, float amax, float tensor_scale);
 
 // The error a NaN or Inf at flat index `i` raises under nonfinite = error.
 [[noreturn]] void throw_nonfinite(const QuantizedTensor& q, std::int64_t i, float value, const std::string& tensor);

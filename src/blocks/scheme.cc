@@ -15,7 +15,7 @@ struct Named {
   bool tensor_scale;
 };
 // docs/spec.md#schemes.
-constexpr std::array<Named, 10> kNamed{{
+constexpr std::array<Named, 11> kNamed{{
     {"mxfp8", "e4m3-1x32-ue8m0-floor", false},
     {"mxfp8-e5m2", "e5m2-1x32-ue8m0-floor", false},
     {"mxfp6-e3m2", "e3m2-1x32-ue8m0-floor", false},
@@ -26,9 +26,11 @@ constexpr std::array<Named, 10> kNamed{{
     {"fp8-1x128", "e4m3-1x128-ue8m0-rceil", false},
     {"fp8-128x128", "e4m3-128x128-ue8m0-rceil", false},
     {"fp8-32x32", "e4m3-32x32-ue8m0-rceil", false},
+    // Last, so that tests drawing random data scheme by scheme keep their streams for the others.
+    {"nvfp4-4over6", "e2m1-1x16-ue4m3-4over6", true},  // Four Over Six (arXiv 2512.02010)
 }};
 
-constexpr std::array<std::string_view, 6> kRules{"floor", "rceil", "even", "f32", "e4m3", "mse"};
+constexpr std::array<std::string_view, 7> kRules{"floor", "rceil", "even", "f32", "e4m3", "mse", "4over6"};
 constexpr std::array<std::string_view, 5> kProfiles{"ocp", "deepseek", "torchao", "te", "ggml"};
 constexpr std::array<std::string_view, 3> kLayouts{"packed", "unpacked", "ggml"};
 
@@ -176,10 +178,16 @@ Scheme with_rule(Scheme s, ScaleRule r) {
   };
   if (r == ScaleRule::f32 && !(sf == f32)) fail("rule f32 stores amax / max as an f32 scale (use scale format f32)");
   if (r == ScaleRule::e4m3 && !(sf == ue4m3)) fail("rule e4m3 needs a ue4m3 scale");
+  // 4/6 picks between the block maxima 6 and 4 of E2M1 (its two largest values) with an e4m3 scale.
+  if (r == ScaleRule::four_over_six && !(sf == ue4m3 && s.element.format == &e2m1)) {
+    fail("rule 4over6 is NVFP4's: e2m1 elements with a ue4m3 scale");
+  }
   if (r != ScaleRule::f32 && r != ScaleRule::e4m3 && s.element.is_int() && r != ScaleRule::rceil) {
     fail("integer elements take rule f32 or rceil");
   }
-  if (s.tensor_scale && r != ScaleRule::e4m3) fail("two-level schemes (nvfp4) scale their blocks with rule e4m3");
+  if (s.tensor_scale && r != ScaleRule::e4m3 && r != ScaleRule::four_over_six) {
+    fail("two-level schemes (nvfp4) scale their blocks with rule e4m3 or 4over6");
+  }
   s.rule = r;
   return s;
 }

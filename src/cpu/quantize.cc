@@ -199,7 +199,10 @@ void quantize_group(const Source& src, const detail::Geometry& g, const Scheme& 
   }
 }
 
-bool needs_reference(const Scheme& s) { return s.rule == ScaleRule::mse || s.profile == Profile::ggml; }
+// Rules that look at a block's values (mse, 4over6) run the scalar reference.
+bool needs_reference(const Scheme& s) {
+  return s.rule == ScaleRule::mse || s.rule == ScaleRule::four_over_six || s.profile == Profile::ggml;
+}
 
 // Whether every row's codes start on a whole byte of the layout, so that rows pack and unpack on their own.
 bool rows_pack_alone(Layout layout, int bits, std::int64_t cols) {

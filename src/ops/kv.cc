@@ -12,7 +12,8 @@
 namespace mf {
 namespace {
 
-constexpr std::array<std::string_view, 3> kNames{"fp4-e4m3-16", "mxfp8", "v4-mixed"};
+constexpr std::array<std::string_view, 6> kNames{"fp4-e4m3-16", "mxfp8",      "v4-mixed",
+                                                 "v4-nvfp4",    "mxfp6-e3m2", "mxfp6-e2m3"};
 
 std::int64_t whole_tokens(std::span<const float> values) {
   if (values.size() % kKvValues != 0) {
@@ -145,6 +146,10 @@ KvLayout kv_layout(KvFormat f) {
     case KvFormat::fp4_e4m3_16: return {512, 256, 32, 32, false, 1};
     case KvFormat::mxfp8: return {512, 512, 16, 16, false, 1};
     case KvFormat::v4_mixed: return {448, 448 + 2 * kKvRopeDims, 8, 7, true, 576};
+    // 224 bytes of e2m1 + 128 of bf16 per data row; 28 ue4m3 scales + 4 zero bytes per scale row; pages unpadded.
+    case KvFormat::v4_nvfp4: return {448, 448 / 2 + 2 * kKvRopeDims, 32, 28, true, 1};
+    case KvFormat::mxfp6_e3m2:
+    case KvFormat::mxfp6_e2m3: return {512, 512 * 6 / 8, 16, 16, false, 1};
   }
   throw KvError("unknown KV format");
 }
@@ -168,6 +173,9 @@ Scheme kv_scheme(KvFormat f) {
     case KvFormat::fp4_e4m3_16: return scheme_named("fp4-e4m3-16");
     case KvFormat::mxfp8: return with_profile(scheme_named("mxfp8"), Profile::deepseek);
     case KvFormat::v4_mixed: return with_profile(scheme_named("e4m3-1x64-ue8m0-rceil"), Profile::deepseek);
+    case KvFormat::v4_nvfp4: return scheme_named("fp4-e4m3-16");
+    case KvFormat::mxfp6_e3m2: return scheme_named("mxfp6-e3m2");
+    case KvFormat::mxfp6_e2m3: return scheme_named("mxfp6-e2m3");
   }
   throw KvError("unknown KV format");
 }

@@ -43,9 +43,10 @@ QuantizedTensor quantize(const float* x, std::span<const std::int64_t> shape, co
           values.push_back(v);
         }
       }
-      const BlockScale bs = (s.rule == ScaleRule::mse && !nonfinite)
-                                ? detail::mse_scale(s, values, amax, q.tensor_scale)
-                                : block_scale(s, amax, nonfinite, q.tensor_scale);
+      const BlockScale bs = nonfinite || (s.rule != ScaleRule::mse && s.rule != ScaleRule::four_over_six)
+                                ? block_scale(s, amax, nonfinite, q.tensor_scale)
+                            : s.rule == ScaleRule::mse ? detail::mse_scale(s, values, amax, q.tensor_scale)
+                                                       : detail::four_over_six_scale(s, values, amax, q.tensor_scale);
       scale_codes[static_cast<std::size_t>(bi * g.block_cols + bj)] = bs.code;
       for (std::int64_t r = r0; r < r1; ++r) {
         for (std::int64_t c = c0; c < c1; ++c) {

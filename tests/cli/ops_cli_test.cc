@@ -61,6 +61,9 @@ TEST_F(OpsCli, KvTableAndJson) {
   EXPECT_NE(r.out.find("fp4-e4m3-16           288"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("mxfp8                 528"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("v4-mixed              584"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("v4-nvfp4              384"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("mxfp6-e3m2            400"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("mxfp6-e2m3            400"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("8 tokens of normal(0, 1), seed 3"), std::string::npos) << r.out;
   const Result j = run({"kv", "--format", "v4-mixed,mxfp8", "--tokens", "2", "--json"});
   ASSERT_EQ(j.exit_code, 0) << j.err;
