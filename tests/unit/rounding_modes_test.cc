@@ -11,6 +11,8 @@
 #include "test_util.h"
 #include "minifloat/codec.h"
 #include "minifloat/format.h"
+#include "minifloat/scale.h"
+#include "minifloat/scheme.h"
 
 namespace mf::test {
 namespace {
@@ -188,6 +190,41 @@ TEST(TransformerEngineE8m0, RoundUpAsFloatToE8m0Computes) {
       {0x7FC00000, 0xFF},  // NaN
   };
   for (const auto& r : rows) EXPECT_TRUE(encodes(ue8m0, f32_bits(r.x), r.code, te));
+}
+
+// TE's MXFP8 block scale, quantize_mxfp8.cuh: biased_exponent = float_to_e8m0(amax * max_norm_rcp) with
+// max_norm_rcp = float(1.0 / 448) = f32 0x3B124925; elements times exp2f_rcp(biased_exponent) = 2^(127 - e), or 1
+// for e = 0. The products below are worked in f32: 448 * 0x3B124925 is within half an ulp of 1 and rounds to 1.0
+// (0x7F); 449 * it is 0x3F804925 (0x80); 1.0 * it = 0x3B124925, mantissa nonzero, field 0x76 + 1 = 0x77; f32 0x04600001
+// = 448 * 2^-127
+// * (1 + 2^-23 / 1.75) times it rounds (f32 subnormal, quantum 2^-149) to 2^-127 exactly: mantissa 0x400000, kept,
+// 0x00, where rceil's exact ceil(log2(amax / 448)) = -126 gives 0x01.
+TEST(TransformerEngineMxScale, ScaleOfFloatToE8m0OfTheProductAndDivisorOneAtCodeZero) {
+  const Scheme te = with_profile(scheme_named("mxfp8"), Profile::te);
+  const Scheme rceil = with_profile(scheme_named("mxfp8"), Profile::deepseek);  // DeepSeek's ue8m0: exact rceil
+  EXPECT_EQ(te.rule, ScaleRule::rceil);
+  const struct {
+    std::uint32_t amax;
+    std::uint32_t code;
+    float divisor;
+  } rows[] = {
+      {0x43E00000, 0x7F, 1.0f},      // 448
+      {0x43E08000, 0x80, 2.0f},      // 449
+      {0x3F800000, 0x77, 0x1p-8f},   // 1.0
+      {0x04600001, 0x00, 1.0f},      // just above 448 * 2^-127: rceil gives 0x01
+      {0x04600000, 0x00, 1.0f},      // 448 * 2^-127 exactly
+      {0x00000000, 0x00, 1.0f},      // zero block
+      {0x7F7FFFFF, 0xF7, 0x1p120f},  // FLT_MAX times it: f32 0x7B124924, field 0xF6 + 1
+  };
+  for (const auto& r : rows) {
+    const BlockScale bs = block_scale(te, f32_bits(r.amax), false);
+    EXPECT_EQ(bs.code, r.code) << hex(r.amax);
+    EXPECT_EQ(bs.divisor, r.divisor) << hex(r.amax);
+  }
+  EXPECT_EQ(block_scale(rceil, f32_bits(0x04600001), false).code, 0x01u);
+  // The elements of a block with scale 0x00 are divided by 1: at most 448 * 2^-127, they become signed zeros.
+  const BlockScale zero = block_scale(te, f32_bits(0x04600001), false);
+  EXPECT_EQ(element_code(te, -f32_bits(0x04600001), zero), 0x80u);
 }
 
 }  // namespace
