@@ -201,7 +201,7 @@ TEST(TransformerEngineE8m0, RoundUpAsFloatToE8m0Computes) {
 // 0x00, where rceil's exact ceil(log2(amax / 448)) = -126 gives 0x01.
 TEST(TransformerEngineMxScale, ScaleOfFloatToE8m0OfTheProductAndDivisorOneAtCodeZero) {
   const Scheme te = with_profile(scheme_named("mxfp8"), Profile::te);
-  const Scheme rceil = with_profile(scheme_named("mxfp8"), Profile::deepseek);  // DeepSeek's ue8m0: exact rceil
+  const Scheme rceil = with_rule(scheme_named("mxfp8"), ScaleRule::rceil);  // the exact rule, profile ocp
   EXPECT_EQ(te.rule, ScaleRule::rceil);
   const struct {
     std::uint32_t amax;
