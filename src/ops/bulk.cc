@@ -124,7 +124,11 @@ struct Encoder {
   template <class Out>
   void operator()(const float* x, std::size_t begin, std::size_t n, Out* codes) const {
     if (!vector) {
-      for (std::size_t i = 0; i < n; ++i) codes[i] = static_cast<Out>(encode(*codec.format, x[i], codec.options));
+      EncodeOptions e = codec.options;
+      for (std::size_t i = 0; i < n; ++i) {
+        if (e.rounding == Rounding::stochastic) e.random_bits = stochastic_bits(o.seed, o.first_index + begin + i);
+        codes[i] = static_cast<Out>(encode(*codec.format, x[i], e));
+      }
       return;
     }
     encode_kernel<Out>()(codec, cpu::EncodeRun{o.seed, o.first_index + begin, nearest, stream}, x, n, codes);
