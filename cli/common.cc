@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <fmt/format.h>
 
+#include "minifloat/text.h"
+
 namespace mf::cli {
 
 std::string known_format_names() {
@@ -39,11 +41,13 @@ std::vector<const Format*> format_list(std::string_view list) {
 
 void add_codec_flags(CLI::App& sub, CodecFlags& flags) {
   sub.add_option("--overflow", flags.overflow,
-                 "default: what the format does (Inf, NaN or saturate, as ml_dtypes); saturate: clip to +-max")
-      ->check(CLI::IsMember({"default", "saturate"}))
+                 "default: what the format does (Inf, NaN or saturate, as ml_dtypes); saturate: clip to +-max; "
+                 "clamp: clip at both ends of the range; nan_outside_range: NaN outside it (ONNX Cast saturate=1/0)")
+      ->check(CLI::IsMember({"default", "saturate", "clamp", "nan_outside_range"}))
       ->capture_default_str();
-  sub.add_option("--rounding", flags.rounding, "nearest_even, toward_zero or stochastic")
-      ->check(CLI::IsMember({"nearest_even", "toward_zero", "stochastic"}))
+  sub.add_option("--rounding", flags.rounding,
+                 "nearest_even, toward_zero, stochastic, away_from_zero (magnitude up) or nearest_away (ties away)")
+      ->check(CLI::IsMember({"nearest_even", "toward_zero", "stochastic", "away_from_zero", "nearest_away"}))
       ->capture_default_str();
   sub.add_option("--seed", flags.seed, "seed of the random bits for --rounding stochastic (reproducible)")
       ->capture_default_str();
@@ -51,10 +55,8 @@ void add_codec_flags(CLI::App& sub, CodecFlags& flags) {
 
 EncodeOptions encode_options(const CodecFlags& flags) {
   EncodeOptions o;
-  o.overflow = flags.overflow == "saturate" ? Overflow::saturate : Overflow::format_default;
-  o.rounding = flags.rounding == "toward_zero"  ? Rounding::toward_zero
-               : flags.rounding == "stochastic" ? Rounding::stochastic
-                                                : Rounding::nearest_even;
+  o.overflow = overflow_named(flags.overflow);
+  o.rounding = rounding_named(flags.rounding);
   return o;
 }
 

@@ -5,8 +5,8 @@
 
 const NUMBER_FORMATS = "f32,bf16,f16,e4m3,e5m2,e3m2,e2m3,e2m1,ue8m0,ue4m3,e4m3fnuz,e5m2fnuz,e4m3b11fnuz,e3m4,e4m3ieee," +
                        "ue5m3";
-const ROUNDING = { nearest_even: 0, toward_zero: 1, stochastic: 2 };  // mf::Rounding
-const OVERFLOW = { default: 0, saturate: 1 };                         // mf::Overflow
+const ROUNDING = { nearest_even: 0, toward_zero: 1, stochastic: 2, away_from_zero: 3, nearest_away: 4 };  // mf::Rounding
+const OVERFLOW = { default: 0, saturate: 1, clamp: 2, nan_outside_range: 3 };                          // mf::Overflow
 const $ = (id) => document.getElementById(id);
 
 let mf = null;            // the module, once loaded

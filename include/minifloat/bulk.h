@@ -1,8 +1,8 @@
 // minifloat/bulk.h: casts of whole arrays, f32 values to codes and back, at memory speed. Every element's code is
-// the scalar codec's (codec.h) bit for bit, on every SIMD target: the same rounding (nearest_even, toward_zero,
-// stochastic) and overflow options, the same NaN, zero and saturation rules. One SIMD element codec per format
-// (src/cpu/element_codec-inl.h), Highway-dispatched to the CPU's best target at run time; a build without Highway
-// (the WebAssembly page) runs the scalar codec element by element behind the same functions.
+// the scalar codec's (codec.h) bit for bit, on every SIMD target: the same rounding and overflow options, the same NaN,
+// zero and saturation rules (away_from_zero, nearest_away, clamp and nan_outside_range run the scalar codec). One SIMD
+// element codec per format (src/cpu/element_codec-inl.h), Highway-dispatched to the CPU's best target at run time; a
+// build without Highway (the WebAssembly page) runs the scalar codec element by element behind the same functions.
 //
 //   #include <cstdio>
 //   #include <vector>

@@ -19,6 +19,18 @@
 //   * Rounding::toward_zero: truncate the magnitude; finite values never overflow (IEEE round-toward-zero).
 //   * Rounding::stochastic: round |x| up with probability equal to the dropped fraction, decided by the caller's
 //     32 random bits: the top (at most 32) dropped bits plus random_bits, carry out means up. Reproducible.
+//   * Rounding::away_from_zero: round the magnitude up (the next code away from zero unless |x| is exact); for
+//     unsigned formats this is IEEE roundTowardPositive, PTX cvt.rp and ONNX Cast's round_mode "up" for E8M0.
+//   * Rounding::nearest_away: to nearest, ties away from zero (IEEE roundTiesToAway); ONNX "nearest" for E8M0.
+//     Both are defined for every format, on the magnitude, the sign applied after (as toward_zero). In formats
+//     without zero (ue8m0) they round below 2^-126 on the grid of the values (code 0 is 2^-127, not 0), not on
+//     ml_dtypes' subnormal-style grid, which nearest_even and toward_zero keep.
+//   * Overflow::clamp: saturate at both ends of the range: above the largest finite value (+Inf too) gives +-max;
+//     what lies below the smallest value an unsigned format holds (negatives, -Inf, and in ue8m0 zero and
+//     |x| < 2^-127) gives code 0. ONNX Cast's saturate=1 for E8M0.
+//   * Overflow::nan_outside_range: a value outside [lowest, max] before rounding gives NaN (for ue8m0 that is 0,
+//     negatives, x < 2^-127, x > 2^127, +-Inf), values inside round as the rounding says. ONNX Cast's saturate=0
+//     for E8M0. Formats without NaN (e2m1, e2m3, e3m2) clamp instead.
 #pragma once
 
 #include <algorithm>
@@ -30,9 +42,10 @@
 
 namespace mf {
 
-enum class Rounding : std::uint8_t { nearest_even, toward_zero, stochastic };
-// format_default: what the format does (see above), named "default" by the CLI, Python and the page; saturate: +-max.
-enum class Overflow : std::uint8_t { format_default, saturate };
+enum class Rounding : std::uint8_t { nearest_even, toward_zero, stochastic, away_from_zero, nearest_away };
+// format_default: what the format does (see above), named "default" by the CLI, Python and the page; saturate: +-max;
+// clamp and nan_outside_range: both ends of the range (see above).
+enum class Overflow : std::uint8_t { format_default, saturate, clamp, nan_outside_range };
 
 struct EncodeOptions {
   Rounding rounding = Rounding::nearest_even;
@@ -68,6 +81,11 @@ constexpr std::uint64_t round_shift(std::uint64_t sig, int shift, const EncodeOp
       const std::uint64_t half = std::uint64_t{1} << (shift - 1);
       return kept + ((dropped > half || (dropped == half && (kept & 1))) ? 1 : 0);
     }
+    case Rounding::away_from_zero: return kept + (dropped != 0 ? 1 : 0);
+    case Rounding::nearest_away: {
+      if (shift > 64) return 0;  // sig < 2^64 <= half of the quantum
+      return kept + (dropped >= (std::uint64_t{1} << (shift - 1)) ? 1 : 0);
+    }
     case Rounding::stochastic: {
       // Resolve the dropped fraction to its top k <= 32 bits and add k random bits: carry out rounds up.
       const int k = std::min(shift, 32);
@@ -82,7 +100,7 @@ constexpr std::uint64_t round_shift(std::uint64_t sig, int shift, const EncodeOp
 
 // The code of +-max finite, +-Inf or NaN when a value is too large for `f`.
 constexpr std::uint32_t overflow_code(const Format& f, std::uint32_t sign, const EncodeOptions& o) {
-  if (o.overflow == Overflow::saturate || o.rounding == Rounding::toward_zero || f.specials == Specials::finite) {
+  if (o.overflow != Overflow::format_default || o.rounding == Rounding::toward_zero || f.specials == Specials::finite) {
     return sign | f.max_finite_code();
   }
   return f.has_inf() ? sign | f.inf_code() : f.nan_code(sign != 0);
@@ -101,6 +119,21 @@ constexpr std::int64_t special_code(const Format& f, bool negative, Bits mag, Bi
   }
   if (mag == 0) return f.has_zero ? (f.has_negative_zero() ? sign : 0) : f.nan_code();  // fnuz: -0 is +0
   return -1;
+}
+
+// Step 2a of encode, for Overflow::clamp and nan_outside_range only: the code of a value outside the format's range
+// [lowest, max] (x: the input, mag: |x|'s bits); -1 for NaN, for values inside, and for the other overflow options.
+// The range is checked before rounding, as ONNX Cast to E8M0 does.
+template <class T, class Bits>
+constexpr std::int64_t range_code(const Format& f, T x, Bits mag, Bits inf_bits, const EncodeOptions& o) {
+  if ((o.overflow != Overflow::clamp && o.overflow != Overflow::nan_outside_range) || mag > inf_bits) return -1;
+  const T max = static_cast<T>(f.max_finite());
+  const T lowest = f.is_signed() ? -max : f.has_zero ? T{0} : static_cast<T>(f.min_normal());
+  const bool above = x > max;
+  if (!above && !(x < lowest)) return -1;  // (ue8m0: lowest = 2^-127, so +-0 lies below)
+  if (o.overflow == Overflow::nan_outside_range && f.has_nan()) return f.nan_code(x < 0);
+  if (above) return f.max_finite_code();
+  return f.is_signed() ? f.sign_mask() | f.max_finite_code() : 0;  // the lowest code: -max, or 0 (0, or 2^-127)
 }
 
 // Step 3 of encode: a finite nonzero |x| (its bits `mag`) as sig * 2^(e - M), sig in [2^M, 2^(M+1)), M the
@@ -133,7 +166,8 @@ constexpr std::uint32_t encode(const Format& f, T x, const EncodeOptions& o) {
   const Bits mag = bits & (inf_bits | ((Bits{1} << S::mantissa_bits) - 1));
   const std::uint32_t sign = negative ? f.sign_mask() : 0;
 
-  // 2. NaN, Inf, zero, and negatives in unsigned formats.
+  // 2. Outside the range (clamp, nan_outside_range); NaN, Inf, zero, and negatives in unsigned formats.
+  if (const std::int64_t out = range_code(f, x, mag, inf_bits, o); out >= 0) return static_cast<std::uint32_t>(out);
   if (const std::int64_t special = special_code(f, negative, mag, inf_bits, o); special >= 0) {
     return static_cast<std::uint32_t>(special);
   }
@@ -142,9 +176,9 @@ constexpr std::uint32_t encode(const Format& f, T x, const EncodeOptions& o) {
   const auto [sig, e] = significand<T>(mag);
 
   // 4. The target's quantum at this magnitude: 2^q, where the grid below the smallest normal is the subnormal one.
-  //    Formats without zero (ue8m0) keep that grid for nearest and toward-zero rounding, as ml_dtypes does; but
-  //    stochastic rounding must not move the exact code 0 = 2^-bias, so it rounds on that code's own binade.
-  if (!f.has_zero && o.rounding == Rounding::stochastic && e < 1 - f.bias) {
+  //    Formats without zero (ue8m0) keep that grid for nearest-even and toward-zero rounding, as ml_dtypes does; the
+  //    other roundings must not move the exact code 0 = 2^-bias, so they round on that code's own binade.
+  if (!f.has_zero && o.rounding != Rounding::nearest_even && o.rounding != Rounding::toward_zero && e < 1 - f.bias) {
     const int q0 = -f.bias - f.mantissa_bits;
     const std::uint64_t r0 = round_shift(sig, S::mantissa_bits + q0 - e, o);
     const std::uint64_t implicit = std::uint64_t{1} << f.mantissa_bits;
@@ -168,7 +202,8 @@ constexpr std::uint32_t encode(const Format& f, float x, const EncodeOptions& o 
   if (f == mf::f32) {  // exact: the identity, NaN payload included, unless Inf must saturate
     const std::uint32_t bits = std::bit_cast<std::uint32_t>(x);
     const bool inf = (bits & 0x7FFFFFFFu) == 0x7F800000u;
-    return inf && o.overflow == Overflow::saturate ? (bits & 0x80000000u) | f32.max_finite_code() : bits;
+    if (!inf || o.overflow == Overflow::format_default) return bits;
+    return (bits & 0x80000000u) | (o.overflow == Overflow::nan_outside_range ? 0x7FC00000u : f32.max_finite_code());
   }
   return detail::encode(f, x, o);
 }

@@ -140,6 +140,19 @@ inline BlockScale e4m3_block_scale(const Scheme& s, float ideal, float tensor_sc
   return {code, s.tensor_scale ? S * tensor_scale : S};
 }
 
+// Transformer Engine's MX block scale (profile te, rule rceil, ue8m0 scales): float_to_e8m0(amax * max_norm_rcp)
+// (transformer_engine/common/cast/mxfp8/quantize_mxfp8.cuh; float_to_e8m0 and exp2f_rcp in util/ptx.cuh; max_norm_rcp
+// = float(1.0 / max_norm)): the f32 product of amax and RN(1 / max_elem), rounded up to
+// a power of two with satfinite (away_from_zero, clamp; docs/encoding.md). That is rceil except for one amax per
+// element type, the f32 just above max_elem * 2^-127 (e4m3: 0x04600001), whose product rounds down onto 2^-127:
+// 0x00 where rceil gives 0x01. TE then multiplies the elements by exp2f_rcp(code), which is 1, not 2^127, for code
+// 0x00: that block's divisor is 1 (its elements, at most max_elem * 2^-127, become signed zeros).
+inline BlockScale te_mx_scale(const Scheme& s, float amax) {
+  const float max_norm_rcp = static_cast<float>(1.0 / static_cast<double>(s.element.max()));
+  const std::uint32_t code = encode(ue8m0, amax * max_norm_rcp, {Rounding::away_from_zero, Overflow::clamp, 0});
+  return {code, code == 0 ? 1.0f : decode(ue8m0, code)};
+}
+
 // The block scale for rules other than mse and 4over6 (which need the block's values: see mse_scale and
 // four_over_six_scale in src/blocks/blocking.h).
 // amax = max |x| over the block's finite values; nonfinite: the block holds NaN or +-Inf.
@@ -157,6 +170,7 @@ inline BlockScale block_scale(const Scheme& s, float amax, bool nonfinite, float
       // NVFP4: amax / 6 / tensor_scale in f32, saturated into ue4m3 (RNE); elements divide by S * tensor_scale.
       return e4m3_block_scale(s, tensor_scale > 0 ? amax / s.element.max() / tensor_scale : 0.0f, tensor_scale);
     default:
+      if (s.profile == Profile::te && s.rule == ScaleRule::rceil && sf == ue8m0) return te_mx_scale(s, amax);
       if (amax == 0) {
         // Zero block: the smallest scale (ue8m0 0x00 = 2^-127); elements become signed zeros either way.
         return power_of_two_scale(s, scale_exponent_min(sf), tensor_scale);

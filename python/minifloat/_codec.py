@@ -56,9 +56,13 @@ def encode(array, fmt: str, overflow: str = "default", rounding: str = "nearest_
     """Encode every value of `array` into `fmt` codes.
 
     array: float32, float64 (rounded once, directly), float16 or bfloat16 (numpy, ml_dtypes or torch), or integers.
-    overflow: "default" (what the format does: Inf, NaN or saturation, as ml_dtypes) or "saturate" (+-max finite).
-    rounding: "nearest_even", "toward_zero" or "stochastic" (random bits of element i, in row-major order, from
-    `seed`, default 0, exactly as `minifloat encode --seed`).
+    overflow: "default" (what the format does: Inf, NaN or saturation, as ml_dtypes), "saturate" (+-max finite),
+    "clamp" (saturate at both ends: below an unsigned format's smallest value gives code 0) or "nan_outside_range"
+    (NaN for a value outside [lowest, max], checked before rounding); clamp / nan_outside_range are ONNX Cast's
+    saturate=1 / 0 for ue8m0 (docs/encoding.md).
+    rounding: "nearest_even", "toward_zero", "stochastic" (random bits of element i, in row-major order, from
+    `seed`, default 0, exactly as `minifloat encode --seed`), "away_from_zero" (the magnitude rounded up; ONNX
+    round_mode "up") or "nearest_away" (ties away from zero; ONNX "nearest").
     Returns the codes in the smallest unsigned type that holds them (uint8, uint16 for bf16/f16, uint32 for f32),
     shaped like `array`; a torch input gives a torch tensor, in torch's own dtype where torch has the format
     (float8_e4m3fn, float8_e5m2, float8_e8m0fnu, float8_e4m3fnuz, float8_e5m2fnuz, bfloat16, float16; e2m1 stays

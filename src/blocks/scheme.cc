@@ -194,7 +194,8 @@ Scheme with_rule(Scheme s, ScaleRule r) {
 
 Scheme with_profile(Scheme s, Profile p) {
   s.profile = p;
-  if (p == Profile::deepseek && *s.scale_format == ue8m0) s.rule = ScaleRule::rceil;
+  // DeepSeek's and Transformer Engine's ue8m0 scales round up (TE: PTX cvt.rp.satfinite.ue8m0x2.f32).
+  if ((p == Profile::deepseek || p == Profile::te) && *s.scale_format == ue8m0) s.rule = ScaleRule::rceil;
   if (p == Profile::ggml) {
     if (!(s.element.format == &e2m1) || s.block_cols != 32 || s.block_rows != 1 || !(*s.scale_format == ue8m0)) {
       throw std::invalid_argument("profile ggml is llama.cpp's MXFP4 (e2m1, 1x32, ue8m0), not " + s.name);

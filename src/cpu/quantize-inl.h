@@ -117,11 +117,12 @@ struct QuantizeRowFn {
   float* divisors;
 
   // MX and DeepSeek scales (ue8m0, floor or rceil, one level) have a power-of-two rule without the general codec;
-  // NVFP4's (ue4m3 of amax / max / tensor scale) has its own. Anything else takes block_scale().
+  // NVFP4's (ue4m3 of amax / max / tensor scale) has its own. Anything else takes block_scale() (also the te
+  // profile, whose scale is an f32 product rounded up: te_mx_scale).
   bool power_of_two() const {
     const Scheme& s = *ec.scheme;
     return *s.scale_format == ue8m0 && !s.tensor_scale && (s.rule == ScaleRule::floor || s.rule == ScaleRule::rceil) &&
-           s.profile != Profile::ggml;
+           s.profile != Profile::ggml && s.profile != Profile::te;
   }
   bool nvfp4() const {
     const Scheme& s = *ec.scheme;

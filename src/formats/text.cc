@@ -136,14 +136,19 @@ Rounding rounding_named(std::string_view name) {
   if (name == "nearest_even") return Rounding::nearest_even;
   if (name == "toward_zero") return Rounding::toward_zero;
   if (name == "stochastic") return Rounding::stochastic;
+  if (name == "away_from_zero") return Rounding::away_from_zero;
+  if (name == "nearest_away") return Rounding::nearest_away;
   throw std::invalid_argument("unknown rounding '" + std::string(name) +
-                              "' (known: nearest_even, toward_zero, stochastic)");
+                              "' (known: nearest_even, toward_zero, stochastic, away_from_zero, nearest_away)");
 }
 
 Overflow overflow_named(std::string_view name) {
   if (name == "default") return Overflow::format_default;
   if (name == "saturate") return Overflow::saturate;
-  throw std::invalid_argument("unknown overflow '" + std::string(name) + "' (known: default, saturate)");
+  if (name == "clamp") return Overflow::clamp;
+  if (name == "nan_outside_range") return Overflow::nan_outside_range;
+  throw std::invalid_argument("unknown overflow '" + std::string(name) +
+                              "' (known: default, saturate, clamp, nan_outside_range)");
 }
 
 }  // namespace mf

@@ -99,19 +99,38 @@ auto decode_kernel() {
   }
 }
 
+// The SIMD element codecs round to nearest even, toward zero or stochastically, with the default or saturating
+// overflow; the other options (away_from_zero, nearest_away; clamp, nan_outside_range) take the scalar codec element
+// by element: the same codes, at scalar speed.
+bool has_vector_codec(const BulkOptions& o) {
+  return (o.rounding == Rounding::nearest_even || o.rounding == Rounding::toward_zero ||
+          o.rounding == Rounding::stochastic) &&
+         (o.overflow == Overflow::format_default || o.overflow == Overflow::saturate);
+}
+
 struct Encoder {
   cpu::ElementCodec codec;
   BulkOptions o;
   bool nearest;  // the CPU rounds f32 arithmetic to nearest
   bool stream;   // streaming stores into the codes (nothing reads them back within the cast)
+  bool vector;   // has_vector_codec(o)
   Encoder(const Format& f, const BulkOptions& options, bool stream_out = false)
       : codec(cpu::element_codec(f, {options.rounding, options.overflow, 0})),
         o(options),
         nearest(std::fegetround() == FE_TONEAREST),
-        stream(stream_out) {}
+        stream(stream_out),
+        vector(has_vector_codec(options)) {}
   // codes of x[0, n), elements begin .. begin + n of the whole array.
   template <class Out>
   void operator()(const float* x, std::size_t begin, std::size_t n, Out* codes) const {
+    if (!vector) {
+      EncodeOptions e = codec.options;
+      for (std::size_t i = 0; i < n; ++i) {
+        if (e.rounding == Rounding::stochastic) e.random_bits = stochastic_bits(o.seed, o.first_index + begin + i);
+        codes[i] = static_cast<Out>(encode(*codec.format, x[i], e));
+      }
+      return;
+    }
     encode_kernel<Out>()(codec, cpu::EncodeRun{o.seed, o.first_index + begin, nearest, stream}, x, n, codes);
   }
 };

@@ -21,6 +21,18 @@ std::string_view rounding_name(Rounding r) {
     case Rounding::nearest_even: return "nearest_even";
     case Rounding::toward_zero: return "toward_zero";
     case Rounding::stochastic: return "stochastic";
+    case Rounding::away_from_zero: return "away_from_zero";
+    case Rounding::nearest_away: return "nearest_away";
+  }
+  return "?";
+}
+
+std::string_view overflow_name(Overflow o) {
+  switch (o) {
+    case Overflow::format_default: return "default";
+    case Overflow::saturate: return "saturate";
+    case Overflow::clamp: return "clamp";
+    case Overflow::nan_outside_range: return "nan_outside_range";
   }
   return "?";
 }
@@ -60,7 +72,7 @@ std::string describe_json(double x, bool from_f32_bits, std::span<const Format* 
       from_f32_bits ? nlohmann::json(hex_code(f32, encode(f32, static_cast<float>(x)))) : nlohmann::json(nullptr);
   j["scale"] = scale;
   j["scaled_input"] = number_json(x / scale);
-  j["overflow"] = options.overflow == Overflow::saturate ? "saturate" : "default";
+  j["overflow"] = overflow_name(options.overflow);
   j["rounding"] = rounding_name(options.rounding);
   j["formats"] = nlohmann::json::array();
   for (const Format* f : formats) {

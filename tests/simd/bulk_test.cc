@@ -32,6 +32,13 @@
 
 namespace {
 
+// Every rounding and overflow option: those without a vector codec (away_from_zero, nearest_away; clamp,
+// nan_outside_range) take the scalar codec inside encode_bulk, and must give its codes all the same.
+constexpr mf::Rounding kRoundings[] = {mf::Rounding::nearest_even, mf::Rounding::toward_zero, mf::Rounding::stochastic,
+                                       mf::Rounding::away_from_zero, mf::Rounding::nearest_away};
+constexpr mf::Overflow kOverflows[] = {mf::Overflow::format_default, mf::Overflow::saturate, mf::Overflow::clamp,
+                                       mf::Overflow::nan_outside_range};
+
 // One instance of each per-target test per target, dispatch pinned to it; the scalar codec runs the same in each.
 class BulkEncodeTarget : public hwy::TestWithParamTarget {};
 HWY_TARGET_INSTANTIATE_TEST_SUITE_P(BulkEncodeTarget);
@@ -106,8 +113,8 @@ TEST_P(BulkEncodeTarget, EveryFormatOptionAndTargetMatchesTheScalarCodec) {
   for (const mf::Format* f : mf::all_formats) {
     if (f->bits() > 16 || (f->bits() > 8 && f->bits() < 16)) continue;
     const std::vector<float> mixed = inputs(*f, 1), clean = vector_steps_only(mixed);
-    for (const auto rounding : {mf::Rounding::nearest_even, mf::Rounding::toward_zero, mf::Rounding::stochastic}) {
-      for (const auto overflow : {mf::Overflow::format_default, mf::Overflow::saturate}) {
+    for (const auto rounding : kRoundings) {
+      for (const auto overflow : kOverflows) {
         const mf::BulkOptions o{rounding, overflow, 42, 1};
         const std::string what = std::string(hwy::TargetName(target)) + " " + std::string(f->name) + " rounding " +
                                  std::to_string(static_cast<int>(rounding)) + " overflow " +
@@ -312,8 +319,8 @@ std::string name_of(std::int64_t target, const mf::Format& f, const mf::BulkOpti
 // Calls fn(o) for every rounding and overflow option.
 template <class Fn>
 void for_each_option(Fn fn) {
-  for (const auto rounding : {mf::Rounding::nearest_even, mf::Rounding::toward_zero, mf::Rounding::stochastic}) {
-    for (const auto overflow : {mf::Overflow::format_default, mf::Overflow::saturate}) {
+  for (const auto rounding : kRoundings) {
+    for (const auto overflow : kOverflows) {
       fn(mf::BulkOptions{rounding, overflow, 42, 1});
     }
   }
@@ -556,7 +563,7 @@ TEST_P(BulkEncodeTarget, F32SubnormalsUnderEveryDenormalModeOnEveryTarget) {
 #endif
     for (const mf::Format* f : mf::all_formats) {
       if (f->bits() > 16 || (f->bits() > 8 && f->bits() < 16)) continue;
-      for (const auto rounding : {mf::Rounding::nearest_even, mf::Rounding::toward_zero, mf::Rounding::stochastic}) {
+      for (const auto rounding : kRoundings) {
         const mf::BulkOptions o{rounding, mf::Overflow::format_default, 5, 1};
         const std::string what = std::string(hwy::TargetName(target)) + " " + std::string(f->name) + " rounding " +
                                  std::to_string(static_cast<int>(rounding)) + " MXCSR modes " + std::to_string(modes);

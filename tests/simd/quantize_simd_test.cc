@@ -439,6 +439,11 @@ TEST_P(QuantizeSimdTarget, Profiles) {
   }
   expect_fast_matches_ref(scheme("fp8-128x128", mf::Profile::deepseek), options(),
                           make_input(kinds()[kNormal], {256, 256}, scheme("fp8-128x128"), seed));
+  // Transformer Engine's MXFP8 (rceil as an f32 product rounded up, divisor 1 for scale 0x00).
+  for (const char* name : {"mxfp8", "mxfp8-e5m2"}) {
+    const mf::Scheme s = scheme(name, mf::Profile::te);
+    expect_all_kinds(s, options(), whole_blocks(s), seed += 100);
+  }
 }
 
 // Layout::unpacked with 4- and 6-bit elements currently fails on every target: a bug of the fast path's row offsets,
