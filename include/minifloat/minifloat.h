@@ -5,6 +5,8 @@
 #include "minifloat/bulk.h"
 #include "minifloat/checkpoint.h"
 #include "minifloat/checkpoint_commands.h"
+#include "minifloat/checkpoint_json.h"
+#include "minifloat/checkpoint_reader.h"
 #include "minifloat/checkpoint_tensors.h"
 #include "minifloat/codec.h"
 #include "minifloat/describe.h"

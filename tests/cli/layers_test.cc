@@ -72,10 +72,12 @@ const std::map<std::string, Layer> kPublicHeaders = {
     // the checkpoint tool
     {"checkpoint_tensors.h", checkpoint},
     {"checkpoint_commands.h", checkpoint},
+    {"checkpoint_reader.h", checkpoint},
     {"hf_config.h", checkpoint},
     {"recipe.h", checkpoint},
     {"gguf_model.h", checkpoint},
     {"describe_json.h", present},
+    {"checkpoint_json.h", present},
     {"picture.h", present},
     {"block_demo.h", present},
     {"minifloat.h", tools},  // everything
