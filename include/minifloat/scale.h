@@ -233,4 +233,10 @@ inline float element_value(const ElementType& el, std::uint32_t code) {
   return static_cast<float>(static_cast<std::int32_t>(code << shift) >> shift);
 }
 
+// An element's value times its block's divisor, as dequantize defines it. Where both are NaN the element's NaN is
+// the result: the hardware returns either operand's NaN, and which one a compiler's `*` gives is not fixed.
+inline float scaled_value(float value, float divisor) {
+  return std::isnan(divisor) && std::isnan(value) ? value : value * divisor;
+}
+
 }  // namespace mf

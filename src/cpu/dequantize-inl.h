@@ -1,5 +1,5 @@
 // Per-target dequantization: a row's codes to element values times each block's divisor, exactly as
-// element_value() * divisor; the output by non-temporal stores where it is too large for the caches.
+// scaled_value(element_value(), divisor); the output by non-temporal stores where it is too large for the caches.
 //
 // Included once per Highway target through quantize-inl.h (foreach_target.h); hence the toggle include guard.
 #if defined(MINIFLOAT_SRC_CPU_DEQUANTIZE_INL_H_) == defined(HWY_TARGET_TOGGLE)
@@ -10,6 +10,7 @@
 #endif
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 
 #include "hwy/cache_control.h"
@@ -46,6 +47,7 @@ struct DecodeRowFn {
 #endif
     // The values of the whole vectors of block b from column c on; returns where they end.
     const auto vectors = [&](std::int64_t b, std::int64_t c, std::int64_t c1) HWY_ATTR __attribute__((always_inline)) {
+      if (std::isnan(divisors[b])) return c;  // scaled_value's rule, in the scalar loop below
       const auto vd = hn::Set(df, divisors[b]);
       for (; c + N <= c1; c += N) {
         const auto v = hn::Mul(decode_lanes(LoadCodes<kNibbles>(codes, c)), vd);
@@ -56,7 +58,9 @@ struct DecodeRowFn {
       }
       return c;
     };
-    if (kVectors && bc % N == 0 && cols % N == 0) {
+    const std::int64_t blocks = (cols + bc - 1) / bc;
+    const bool nan_divisor = std::any_of(divisors, divisors + blocks, [](float x) { return std::isnan(x); });
+    if (kVectors && bc % N == 0 && cols % N == 0 && !nan_divisor) {
       // Whole vectors only: a loop without calls, so the decoder's constants stay in registers (the scalar tail's
       // call below makes the compiler keep them in memory and reload them for every vector).
       for (std::int64_t b = 0, c0 = 0; c0 < cols; ++b, c0 += bc) vectors(b, c0, std::min(c0 + bc, cols));
@@ -66,7 +70,9 @@ struct DecodeRowFn {
     for (std::int64_t b = 0, c0 = 0; c0 < cols; ++b, c0 += bc) {
       const std::int64_t c1 = std::min(c0 + bc, cols);
       std::int64_t c = kVectors ? vectors(b, c0, c1) : c0;
-      for (; c < c1; ++c) out[c] = element_value(ec.scheme->element, static_cast<std::uint32_t>(code(c))) * divisors[b];
+      for (; c < c1; ++c) {
+        out[c] = scaled_value(element_value(ec.scheme->element, static_cast<std::uint32_t>(code(c))), divisors[b]);
+      }
     }
   }
 };

@@ -71,7 +71,8 @@ void dequantize(const QuantizedTensor& q, float* out) {
   for (std::int64_t r = 0; r < g.rows; ++r) {
     for (std::int64_t c = 0; c < g.cols; ++c) {
       const float d = divisors[static_cast<std::size_t>((r / g.br) * g.block_cols + c / g.bc)];
-      out[r * g.cols + c] = element_value(q.scheme.element, codes[static_cast<std::size_t>(r * g.cols + c)]) * d;
+      out[r * g.cols + c] =
+          scaled_value(element_value(q.scheme.element, codes[static_cast<std::size_t>(r * g.cols + c)]), d);
     }
   }
   if (q.rotate) ref::rotate(out, static_cast<std::size_t>(g.count()), q.rotate);

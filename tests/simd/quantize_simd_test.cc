@@ -616,6 +616,31 @@ TEST_P(QuantizeSimdTarget, DequantizeArbitraryCodesAndScales) {
   }
 }
 
+// A NaN element in a block whose scale is NaN too: the element's NaN, on every target (scaled_value). Random codes
+// (NaN codes among them) under NaN scales of both signs, f32 and ue8m0 scales.
+TEST_P(QuantizeSimdTarget, DequantizeNanElementsUnderNanScales) {
+  std::mt19937 rng(12000);
+  for (const char* name : {"fp8-1x128", "fp8-128x128", "mxfp8", "mxfp4"}) {
+    const mf::Scheme s = scheme(name);
+    const Shape shape = whole_blocks(s);
+    mf::QuantizedTensor q = mf::ref::quantize(make_input(kinds()[kNormal], shape, s, rng()).x(), shape, s,
+                                              options(mf::Layout::packed, true));
+    for (auto& c : q.codes) c = static_cast<std::uint8_t>(rng());
+    if (*s.scale_format == mf::f32) {
+      auto* scales = reinterpret_cast<std::uint32_t*>(q.scales.data());
+      for (std::size_t i = 0; i < q.scales.size() / 4; ++i) scales[i] = (rng() & 1 ? 0xFFC00000u : 0x7FC00001u);
+    } else {
+      for (auto& c : q.scales) c = 0xFF;
+    }
+    std::vector<float> ref_out(static_cast<std::size_t>(q.count())), out(ref_out.size());
+    mf::ref::dequantize(q, ref_out.data());
+    for (const int threads : {1, 2}) {
+      mf::dequantize(q, out.data(), threads);
+      same_floats(ref_out, out.data(), "mf::dequantize under NaN scales", std::string(name));
+    }
+  }
+}
+
 // Outputs of 16 MiB or more leave through an L1 buffer and non-temporal stores (quantize.cc kStreamBytes), in chunks
 // of whole blocks, or straight from the decoder when 64-byte aligned; here with random codes and scales, the output
 // 64-byte aligned or 1 to 3 floats past that, rows that
