@@ -379,3 +379,18 @@ def test_a_repo_with_one_model_safetensors_and_no_index(tmp_path, server):
     asked = [p for p, _ in server.log if p.startswith("/org/repo/")]
     assert asked[0] == "/org/repo/resolve/0123abcd/model.safetensors.index.json"  # a 404: then the one file
     assert "/org/repo/resolve/0123abcd/model.safetensors" in asked
+
+
+def test_python_inspect_and_verify_take_a_url(replica, server, monkeypatch):
+    """The package's functions run the same code over HTTP: the same report as the local headers."""
+    mf = pytest.importorskip("minifloat")
+    monkeypatch.setenv("MINIFLOAT_HTTP_TIMEOUT", "5")
+    url = f"{server.base}/files/model.safetensors.index.json"
+    local = mf.inspect(replica, headers_only=True)
+    assert mf.inspect(url) == local
+    assert local["schemes"]  # the FP8 pairs, named as the CLI names them (the test above)
+    v = mf.verify(url, headers_only=True)
+    assert v == mf.verify(replica, headers_only=True)
+    assert server.served < file_bytes(replica) / 100
+    with pytest.raises(Exception, match="--headers-only|headers"):
+        mf.verify(url)
