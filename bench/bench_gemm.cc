@@ -198,7 +198,7 @@ void register_large_shapes(int threads) {
   // mxfp8: fp8_gemm on e4m3 1x32 ue8m0 weights, beside fp8-128x128 on the same shape.
   const Way all[] = {Way::mf_bf16,  Way::mf_fp8,   Way::mf_mxfp4,    Way::mf_nvfp4,
                      Way::mf_mxfp8, Way::blas_f32, Way::deq_fp8_blas};
-  const Way direct[] = {Way::mf_bf16, Way::mf_fp8, Way::mf_mxfp8, Way::mf_mxfp4, Way::blas_f32};
+  const Way direct[] = {Way::mf_bf16, Way::mf_fp8, Way::mf_mxfp8, Way::mf_mxfp4, Way::mf_nvfp4, Way::blas_f32};
   for (const auto& [n, k] : shapes) {
     for (const std::int64_t m : {1, 2, 4, 8, 16, 32, 128, 512, 2048}) {
       for (const Way w : all) {
