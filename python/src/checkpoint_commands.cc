@@ -86,6 +86,23 @@ nb::dict report_dict(const io::ConvertReport& r) {
   return d;
 }
 
+// Runs a writing command (`command(options)` returns its ConvertReport) with the GIL released and progress reported
+// to `progress`; an exception the callback raised is the one that leaves.
+template <class Command>
+nb::dict run_writing(nb::object progress, io::ConvertOptions& o, Command&& command) {
+  Progress p(std::move(progress));
+  o.progress = p.function();
+  io::ConvertReport report;
+  try {
+    nb::gil_scoped_release release;
+    report = command(o);
+  } catch (...) {
+    p.rethrow();
+    throw;
+  }
+  return report_dict(report);
+}
+
 // inspect: the JSON text (parsed by the Python layer).
 std::string inspect(const std::string& path, bool stats, const std::string& rules, int threads, bool headers_only) {
   if (is_gguf(path)) {
@@ -156,17 +173,8 @@ nb::dict dequantize(const std::string& in, const std::string& out, bool bf16, in
   o.job_count = job_count;
   o.resume = resume;
   o.passthrough = passthrough;
-  Progress p(std::move(progress));
-  o.progress = p.function();
-  io::ConvertReport r;
-  try {
-    nb::gil_scoped_release release;
-    r = io::dequantize_checkpoint(in, out, bf16, o);
-  } catch (...) {
-    p.rethrow();
-    throw;
-  }
-  return report_dict(r);
+  return run_writing(std::move(progress), o,
+                     [&](const io::ConvertOptions& opts) { return io::dequantize_checkpoint(in, out, bf16, opts); });
 }
 
 nb::dict memory(const std::string& config, const std::string& recipe) {
@@ -200,18 +208,10 @@ nb::dict convert_gguf(const std::string& in, const std::string& out, const std::
   r.keep_quantized = keep_quantized;
   io::ConvertOptions o;
   o.threads = threads;
-  Progress p(std::move(progress));
-  o.progress = p.function();
-  io::ConvertReport report;
-  try {
-    nb::gil_scoped_release release;
-    report = io::convert_to_gguf(in, out, r, o,
-                                 no_tokenizer ? io::GgufTokenizerMode::none : io::GgufTokenizerMode::required);
-  } catch (...) {
-    p.rethrow();
-    throw;
-  }
-  return report_dict(report);
+  return run_writing(std::move(progress), o, [&](const io::ConvertOptions& opts) {
+    return io::convert_to_gguf(in, out, r, opts,
+                               no_tokenizer ? io::GgufTokenizerMode::none : io::GgufTokenizerMode::required);
+  });
 }
 
 nb::dict convert(const std::string& in, const std::string& out, const std::string& recipe, const std::string& format,
@@ -230,17 +230,8 @@ nb::dict convert(const std::string& in, const std::string& out, const std::strin
   o.write_index = write_index;
   o.threads = threads;
   o.format = f;
-  Progress p(std::move(progress));
-  o.progress = p.function();
-  io::ConvertReport report;
-  try {
-    nb::gil_scoped_release release;
-    report = io::convert_checkpoint(in, out, r, o);
-  } catch (...) {
-    p.rethrow();
-    throw;
-  }
-  return report_dict(report);
+  return run_writing(std::move(progress), o,
+                     [&](const io::ConvertOptions& opts) { return io::convert_checkpoint(in, out, r, opts); });
 }
 
 }  // namespace
