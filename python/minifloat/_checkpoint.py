@@ -88,7 +88,8 @@ def checkpoint_shards(path):
 
 
 def convert(input, output, recipe, shard_index=0, shard_count=1, resume=False, write_index=None, threads=None,
-            format="minifloat", progress="auto", no_tokenizer=False, fp8_as_q8=False, keep_quantized=False):
+            format="minifloat", progress="auto", no_tokenizer=False, fp8_as_q8=False, keep_quantized=False,
+            lossless=False, allow_inexact=False):
     """`minifloat convert`: `input` to `output` under `recipe` (a built-in name such as "deepseek-v4", "mxfp4",
     "nvfp4", or a JSON rules file), written in `format`'s dialect ("minifloat", "compressed-tensors", "modelopt",
     "transformers-fp8", "gpt-oss", "deepseek", "awq", "gptq", or "gguf": one .gguf file, with recipe also f32, f16,
@@ -97,12 +98,18 @@ def convert(input, output, recipe, shard_index=0, shard_count=1, resume=False, w
     shard_index are written, and the index and config.json are left to merge() (unless write_index=True).
     Returns the per-tensor error report as a dict: input_bytes, output_bytes, shards_written, shards_skipped,
     tensors [{name, target, rmse, max_abs, rel_rmse}]. Each shard is written to a temporary name and renamed;
-    resume=True keeps shards already written."""
+    resume=True keeps shards already written. lossless / allow_inexact: the CLI's --lossless / --allow-inexact (pairs
+    cast between schemes without changing a value; each cast tensor's row adds blocks, exact_blocks, inexact_blocks
+    and max_rel)."""
+    if allow_inexact and not lossless:
+        raise ValueError("allow_inexact goes with lossless=True")
     _jobs(shard_index, shard_count)
     if not isinstance(format, str):
         raise TypeError(f"format: expected a string, got {type(format).__name__}")
     input, output, threads = _path(input, "input"), _path(output, "output"), _threads(threads)
     if format == "gguf":
+        if lossless:
+            raise ValueError("lossless: not for format='gguf'")
         if shard_count != 1 or resume or write_index is False:
             raise ValueError("format='gguf' writes one file in one run: no shard_count, resume or write_index")
         return _run(progress, "convert", lambda fn: _core.convert_gguf(
@@ -112,7 +119,8 @@ def convert(input, output, recipe, shard_index=0, shard_count=1, resume=False, w
     if write_index is None:
         write_index = shard_count == 1
     return _run(progress, "convert", lambda fn: _core.convert(
-        input, output, str(recipe), format, shard_index, shard_count, bool(resume), bool(write_index), threads, fn))
+        input, output, str(recipe), format, shard_index, shard_count, bool(resume), bool(write_index), threads,
+        bool(lossless), bool(allow_inexact), fn))
 
 
 def merge(input, output, recipe, format="minifloat"):

@@ -80,6 +80,12 @@ nb::dict report_dict(const io::ConvertReport& r) {
     e["rmse"] = t.rmse;
     e["max_abs"] = t.max_abs;
     e["rel_rmse"] = t.rel_rmse;
+    if (t.blocks != 0) {  // a pair cast by convert's lossless mode
+      e["blocks"] = t.blocks;
+      e["exact_blocks"] = t.blocks - t.inexact_blocks;
+      e["inexact_blocks"] = t.inexact_blocks;
+      e["max_rel"] = t.max_rel;
+    }
     tensors.append(e);
   }
   d["tensors"] = tensors;
@@ -216,7 +222,7 @@ nb::dict convert_gguf(const std::string& in, const std::string& out, const std::
 
 nb::dict convert(const std::string& in, const std::string& out, const std::string& recipe, const std::string& format,
                  std::size_t job_index, std::size_t job_count, bool resume, bool write_index, int threads,
-                 nb::object progress) {
+                 bool lossless, bool allow_inexact, nb::object progress) {
   const io::WriteFormat f = for_arg("format", [&] { return io::write_format_named(format); });
   const io::Recipe r = for_arg("recipe", [&] { return io::load_recipe(recipe); });
   for_arg("format", [&] {
@@ -230,6 +236,8 @@ nb::dict convert(const std::string& in, const std::string& out, const std::strin
   o.write_index = write_index;
   o.threads = threads;
   o.format = f;
+  o.lossless = lossless;
+  o.allow_inexact = allow_inexact;
   return run_writing(std::move(progress), o,
                      [&](const io::ConvertOptions& opts) { return io::convert_checkpoint(in, out, r, opts); });
 }
@@ -265,7 +273,7 @@ void bind_checkpoint_commands(nb::module_& m) {
   m.def("memory", &memory, nb::arg("config"), nb::arg("recipe"));
   m.def("convert", &convert, nb::arg("input"), nb::arg("output"), nb::arg("recipe"), nb::arg("format"),
         nb::arg("job_index"), nb::arg("job_count"), nb::arg("resume"), nb::arg("write_index"), nb::arg("threads"),
-        nb::arg("progress").none());
+        nb::arg("lossless"), nb::arg("allow_inexact"), nb::arg("progress").none());
   m.def("convert_gguf", &convert_gguf, nb::arg("input"), nb::arg("output"), nb::arg("recipe"), nb::arg("threads"),
         nb::arg("no_tokenizer"), nb::arg("fp8_as_q8"), nb::arg("keep_quantized"), nb::arg("progress").none());
 }

@@ -226,3 +226,20 @@ def test_library_mxfp4_to_nvfp4(tmp_path, source, fmt):
                                    for t in cast.values()), cast
     all_values_equal(torch, src, out, tmp_path)
     nvfp4_by_library(torch, out, fmt, sorted(cast), dequantize(src, tmp_path / "in-bf16"))
+
+
+def test_python_convert_lossless_writes_what_the_command_writes(tmp_path):
+    """minifloat.convert(lossless=True) runs the same code: the same files, byte for byte, and the same report rows."""
+    mf = pytest.importorskip("minifloat")
+    src = release(tmp_path)
+    rules = recipe_file(tmp_path, EXPERTS_NVFP4)
+    rows = convert(src, tmp_path / "cli", rules)
+    report = mf.convert(src, tmp_path / "py", rules, lossless=True, progress=False)
+    got = {t["name"]: t for t in report["tensors"]}
+    for name, row in rows.items():
+        for key in ("blocks", "exact_blocks", "inexact_blocks", "max_rel"):
+            assert got[name].get(key) == row.get(key), (name, key)
+    for f in sorted((tmp_path / "cli").iterdir()):
+        assert (tmp_path / "py" / f.name).read_bytes() == f.read_bytes(), f.name
+    with pytest.raises(ValueError, match="allow_inexact goes with lossless"):
+        mf.convert(src, tmp_path / "no", rules, allow_inexact=True)
