@@ -31,6 +31,9 @@ struct QuantizeOptions {
   // Transformer Engine's delayed scaling), which saves a pass over the input; values above it saturate. 0: computed
   // from the input (after the rotation, if any).
   float tensor_amax = 0.0f;
+  // Two-level schemes: the tensor scale itself when the caller holds it (a checkpoint's, or vLLM's k_scale / v_scale
+  // for an NVFP4 KV cache): > 0 and finite; it replaces tensor_amax. 0: from tensor_amax or the input.
+  float tensor_scale = 0.0f;
   std::string tensor_name = "x";  // names the tensor in error messages
 };
 

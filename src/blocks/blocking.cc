@@ -49,6 +49,13 @@ void check_options(const Geometry& g, const Scheme& s, const QuantizeOptions& o)
   if (!(o.tensor_amax >= 0.0f) || !std::isfinite(o.tensor_amax)) {
     throw QuantizeError("tensor_amax = " + std::to_string(o.tensor_amax) + " is not a finite amax >= 0");
   }
+  if (!(o.tensor_scale >= 0.0f) || !std::isfinite(o.tensor_scale)) {
+    throw QuantizeError("tensor_scale = " + std::to_string(o.tensor_scale) +
+                        " is not a finite scale > 0 (or 0: none given)");
+  }
+  if (o.tensor_scale > 0 && o.tensor_amax > 0) {
+    throw QuantizeError("give tensor_scale or tensor_amax, not both");
+  }
 }
 
 }  // namespace

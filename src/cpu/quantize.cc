@@ -221,9 +221,11 @@ Source source_of(const void* input, InputType type, const detail::Geometry& g, c
   return {widened.data(), nullptr, InputType::f32};
 }
 
-// The second-level scale (1 for one-level schemes) from the tensor's finite amax: given, or found in a pass of its own.
+// The second-level scale (1 for one-level schemes): given, or from the tensor's finite amax (given, or found in a
+// pass of its own).
 float tensor_scale_of(const Source& src, std::int64_t n, const Scheme& s, const QuantizeOptions& o, int threads) {
   if (!s.tensor_scale) return 1.0f;
+  if (o.tensor_scale > 0) return o.tensor_scale;
   if (o.tensor_amax > 0) return tensor_scale_for(s, o.tensor_amax);
   return tensor_scale_for(
       s, src.f32 ? tensor_amax(src.f32, n, threads) : tensor_amax_narrow(src.narrow, src.type, n, threads));

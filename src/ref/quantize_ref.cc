@@ -20,7 +20,9 @@ QuantizedTensor quantize(const float* x, std::span<const std::int64_t> shape, co
     ref::rotate(rotated.data(), rotated.size(), o.rotate);
     x = rotated.data();
   }
-  q.tensor_scale = tensor_scale_for(s, o.tensor_amax > 0 ? o.tensor_amax : detail::finite_amax(x, g.count()));
+  q.tensor_scale = s.tensor_scale && o.tensor_scale > 0
+                       ? o.tensor_scale
+                       : tensor_scale_for(s, o.tensor_amax > 0 ? o.tensor_amax : detail::finite_amax(x, g.count()));
   std::vector<std::uint8_t> codes(static_cast<std::size_t>(g.count()));
   std::vector<std::uint32_t> scale_codes(static_cast<std::size_t>(g.blocks()));
   std::vector<float> values;
