@@ -128,5 +128,7 @@ struct KvReport {
   ErrorStats error;
 };
 KvReport kv_report(KvFormat f, std::span<const float> values);
+// The error statistics of a round trip: x against back (the same size); non-finite x are counted apart.
+ErrorStats kv_error_stats(std::span<const float> x, std::span<const float> back);
 
 }  // namespace mf

@@ -252,17 +252,22 @@ KvReport kv_report(KvFormat f, std::span<const float> values) {
   r.tokens = whole_tokens(values);
   r.bytes_per_token = kv_layout(f).entry_bytes();
   r.compression = 2.0 * kKvValues / r.bytes_per_token;
-  const std::vector<float> back = kv_decode(f, kv_encode(f, values));
+  r.error = kv_error_stats(values, kv_decode(f, kv_encode(f, values)));
+  return r;
+}
+
+ErrorStats kv_error_stats(std::span<const float> values, std::span<const float> back) {
+  ErrorStats s;
   double err2 = 0, sig2 = 0, abs_err = 0, abs_x = 0, rel = 0;
   std::int64_t nonzero = 0, zeroed = 0;
   for (std::size_t i = 0; i < values.size(); ++i) {
     const double x = values[i], q = back[i];
     if (!std::isfinite(x)) {
-      ++r.error.nonfinite;
+      ++s.nonfinite;
       continue;
     }
     const double e = std::isfinite(q) ? std::fabs(x - q) : INFINITY;
-    ++r.error.count;
+    ++s.count;
     err2 += e * e;
     sig2 += x * x;
     abs_err += e;
@@ -270,20 +275,20 @@ KvReport kv_report(KvFormat f, std::span<const float> values) {
     if (x != 0) {
       ++nonzero;
       rel += e / std::fabs(x);
-      r.error.max_rel_error = std::max(r.error.max_rel_error, e / std::fabs(x));
+      s.max_rel_error = std::max(s.max_rel_error, e / std::fabs(x));
       if (q == 0) ++zeroed;
     }
   }
-  if (r.error.count) {
-    r.error.mse = err2 / static_cast<double>(r.error.count);
-    r.error.sqnr_db = err2 == 0 ? INFINITY : 10 * std::log10(sig2 / err2);
-    r.error.mean_abs_error_ratio = abs_x > 0 ? abs_err / abs_x : 0;
+  if (s.count) {
+    s.mse = err2 / static_cast<double>(s.count);
+    s.sqnr_db = err2 == 0 ? INFINITY : 10 * std::log10(sig2 / err2);
+    s.mean_abs_error_ratio = abs_x > 0 ? abs_err / abs_x : 0;
   }
   if (nonzero) {
-    r.error.mean_rel_error = rel / static_cast<double>(nonzero);
-    r.error.zeroed_fraction = static_cast<double>(zeroed) / static_cast<double>(nonzero);
+    s.mean_rel_error = rel / static_cast<double>(nonzero);
+    s.zeroed_fraction = static_cast<double>(zeroed) / static_cast<double>(nonzero);
   }
-  return r;
+  return s;
 }
 
 }  // namespace mf
