@@ -20,6 +20,7 @@
 #include "minifloat/hadamard.h"
 #include "minifloat/hf_config.h"
 #include "minifloat/kv.h"
+#include "minifloat/kv_vllm.h"
 #include "minifloat/lossless_cast.h"
 #include "minifloat/npy.h"
 #include "minifloat/pack.h"

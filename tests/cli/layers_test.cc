@@ -60,6 +60,7 @@ const std::map<std::string, Layer> kPublicHeaders = {
     // the GEMM's definition: operands, options and the reference beside the entry points
     {"gemm.h", ref},
     {"kv.h", ops},
+    {"kv_vllm.h", ops},
     {"scale_layout.h", ops},
     {"error_report.h", ops},
     // file containers
