@@ -84,6 +84,40 @@ TEST_F(OpsCli, KvErrors) {
   expect_usage_error(run({"kv", path("kv.safetensors")}), "[3, 100] does not fit KV entries of [tokens, 512]");
 }
 
+// docs/kv.md#vllm-nvfp4's example vector (head_dim 64, scale 0.5): vllm-nvfp4 stores the eight 1s as 1.03125 and
+// 2688 as 1344 (saturated), the rest exactly: MSE = (8 * 0.03125^2 + 1344^2) / 64 = 28224.0001220703125; 4/6 holds
+// the 1s exactly: 1344^2 / 64 = 28224.
+TEST_F(OpsCli, KvVllmExampleAndErrors) {
+  std::vector<float> x(64, 0.0f);
+  for (int i = 0; i < 16; i += 2) x[i] = 1.0f;
+  for (int i = 16; i < 32; ++i) x[i] = -3.0f;
+  x[48] = 2688.0f;
+  const std::vector<std::uint64_t> shape{1, 64};
+  const std::vector<io::TensorView> v{{"k", io::DType::F32, shape, std::as_bytes(std::span(x))}};
+  io::write_safetensors(path("k.safetensors"), v);
+  const Result j = run({"kv", path("k.safetensors"), "--format", "vllm-nvfp4,vllm-nvfp4-4over6", "--head-dim", "64",
+                        "--scale", "0.5", "--json"});
+  ASSERT_EQ(j.exit_code, 0) << j.err;
+  EXPECT_NE(j.out.find("\"bytes_per_vector\": 36"), std::string::npos) << j.out;
+  EXPECT_NE(j.out.find("\"mse\": 28224.00012207031"), std::string::npos) << j.out;
+  EXPECT_NE(j.out.find("\"mse\": 28224.0,"), std::string::npos) << j.out;
+  EXPECT_NE(j.out.find("\"source\": \"1 vectors of "), std::string::npos) << j.out;
+  const Result t = run({"kv", "--format", "vllm-nvfp4", "--tokens", "4"});
+  ASSERT_EQ(t.exit_code, 0) << t.err;
+  EXPECT_NE(t.out.find("head_dim 128, per-tensor scale 1: 4 vectors of normal(0, 1), seed 0"), std::string::npos)
+      << t.out;
+  EXPECT_NE(t.out.find("vllm-nvfp4                   72   3.556x"), std::string::npos) << t.out;
+  for (const std::string bad : {"0", "-1", "nan", "inf"}) {
+    expect_usage_error(run({"kv", "--format", "vllm-nvfp4", "--scale", bad}), "--scale must be a finite per-tensor");
+  }
+  expect_usage_error(run({"kv", "--format", "vllm-nvfp4", "--head-dim", "72"}), "--head-dim must be a multiple of 16");
+  expect_usage_error(run({"kv", "--format", "mxfp8,vllm-nvfp4"}), "measured in separate runs");
+  expect_usage_error(run({"kv", "--head-dim", "64"}), "--head-dim and --scale apply to the vllm-* formats only");
+  expect_usage_error(run({"kv", "--format", "vllm-nvfp5"}), "unknown vLLM KV format 'vllm-nvfp5'");
+  expect_usage_error(run({"kv", path("k.safetensors"), "--format", "vllm-nvfp4"}),
+                     "[1, 64] does not fit KV entries of [tokens, 128]");
+}
+
 // docs/spec.md#scale-packing: [1536, 128] ue8m0 codes -> [1536, 32] int32 on NVIDIA, [1536, 64] int16 on Ascend; other
 // tensors copied.
 TEST_F(OpsCli, PackScalesSeed000) {
