@@ -120,6 +120,24 @@ class KvCache:
     def write(self, values: npt.NDArray[np.float32], slots: npt.NDArray[np.int64]) -> None: ...
     def read(self, slots: npt.NDArray[np.int64]) -> npt.NDArray[np.float32]: ...
 
+# kv_vllm.cc: vLLM's NVFP4 KV cache (minifloat/kv_vllm.h). Scales are per tensor, finite and > 0 (ValueError naming
+# k_scale / v_scale / scale otherwise); head_dim a multiple of 16.
+def vllm_kv_format_names() -> list[str]: ...
+def vllm_kv_entry_bytes(head_dim: int) -> int: ...
+def vllm_kv_page_bytes(head_dim: int, num_kv_heads: int, block_size: int, swizzle_v_scales: bool) -> int: ...
+def vllm_kv_encode(values: npt.NDArray[np.float32], format: str, head_dim: int, scale: float) -> npt.NDArray[np.uint8]:
+    """n x head_dim values -> the entries back to back (flat)."""
+def vllm_kv_decode(entries: npt.NDArray[np.uint8], format: str, head_dim: int, scale: float) -> npt.NDArray[np.float32]:
+    """A whole number of entries -> n x head_dim values (flat)."""
+def vllm_kv_write_pages(pages: npt.NDArray[np.uint8], key: npt.NDArray[np.float32], value: npt.NDArray[np.float32],
+                        slots: npt.NDArray[np.int64], k_scale: float, v_scale: float, format: str, head_dim: int,
+                        num_kv_heads: int, block_size: int, swizzle_v_scales: bool) -> None:
+    """key, value: tokens x num_kv_heads x head_dim (flat); pages written in place."""
+def vllm_kv_read_pages(pages: npt.NDArray[np.uint8], slots: npt.NDArray[np.int64], k_scale: float, v_scale: float,
+                       format: str, head_dim: int, num_kv_heads: int, block_size: int,
+                       swizzle_v_scales: bool) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]]:
+    """(key, value), each len(slots) x num_kv_heads x head_dim (flat)."""
+
 def scale_layout_names() -> list[str]: ...
 def packed_scale_shape(platform: str, code_shape: list[int]) -> list[int]: ...
 def pack_scales(codes: npt.NDArray[np.uint8], platform: str) -> tuple[npt.NDArray[np.uint8], list[int], int]:

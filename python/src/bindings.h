@@ -53,6 +53,7 @@ void bind_formats(nb::module_& m);     // formats(), schemes(): metadata
 void bind_codec(nb::module_& m);       // encode, decode, pack, unpack
 void bind_quantize(nb::module_& m);    // quantize, dequantize, fake_quantize, error_report, rotate
 void bind_ops(nb::module_& m);         // act_quant, fp8_gemm, fp4_gemm, linear, kv_encode/decode, KvCache, pack_scales
+void bind_kv_vllm(nb::module_& m);     // vllm_kv_encode/decode, vllm_kv_write_pages/read_pages: vLLM's NVFP4 KV cache
 void bind_checkpoint(nb::module_& m);  // checkpoint_shards, merge_index, recipe_targets, gguf_tensors, ...
 void bind_checkpoint_commands(nb::module_& m);  // inspect, verify, dequantize, memory, convert; CheckpointError
 void bind_checkpoint_reader(nb::module_& m);    // CheckpointReader (minifloat.open)

@@ -11,6 +11,7 @@ NB_MODULE(_core, m) {
   mf::py::bind_codec(m);
   mf::py::bind_quantize(m);
   mf::py::bind_ops(m);
+  mf::py::bind_kv_vllm(m);
   mf::py::bind_checkpoint(m);
   mf::py::bind_checkpoint_commands(m);
   mf::py::bind_checkpoint_reader(m);
