@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "enum_names.h"
 #include "minifloat/bulk.h"
 #include "minifloat/quantize.h"
 
@@ -154,15 +155,7 @@ KvLayout kv_layout(KvFormat f) {
   throw KvError("unknown KV format");
 }
 
-KvFormat kv_format_named(std::string_view name) {
-  std::string known;
-  for (std::size_t i = 0; i < kNames.size(); ++i) {
-    if (kNames[i] == name) return static_cast<KvFormat>(i);
-    known += i ? ", " : "";
-    known += kNames[i];
-  }
-  throw std::invalid_argument("unknown KV format '" + std::string(name) + "' (known: " + known + ")");
-}
+KvFormat kv_format_named(std::string_view name) { return detail::enum_named<KvFormat>(kNames, name, "KV format"); }
 
 std::string_view to_string(KvFormat f) { return kNames[static_cast<std::size_t>(f)]; }
 

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "enum_names.h"
 #include "minifloat/quantize.h"
 #include "minifloat/text.h"
 
@@ -125,13 +126,7 @@ std::int64_t check_pages(const VllmKvPages& p, std::size_t buffer_bytes, std::sp
 }  // namespace
 
 VllmKvFormat vllm_kv_format_named(std::string_view name) {
-  std::string known;
-  for (std::size_t i = 0; i < kNames.size(); ++i) {
-    if (kNames[i] == name) return static_cast<VllmKvFormat>(i);
-    known += i ? ", " : "";
-    known += kNames[i];
-  }
-  throw std::invalid_argument("unknown vLLM KV format '" + std::string(name) + "' (known: " + known + ")");
+  return detail::enum_named<VllmKvFormat>(kNames, name, "vLLM KV format");
 }
 
 std::string_view to_string(VllmKvFormat f) { return kNames[static_cast<std::size_t>(f)]; }
