@@ -128,3 +128,22 @@ def test_convert_refuses_it_for_every_format(tmp_path, fmt):
     assert f"recipe nvfp4-ue5m3 cannot be written as --format {fmt}" in r.stderr, r.stderr
     assert "UE5M3 block scales no checkpoint dialect holds" in r.stderr, r.stderr
     assert not out.exists()
+
+
+def test_python_package_matches_the_rule():
+    import minifloat
+    x = data()
+    q = minifloat.quantize(x, "nvfp4-ue5m3", layout="unpacked")
+    codes, scales, ts = reference(x)
+    assert q.tensor_scale == ts and q.scales.dtype == np.uint8
+    assert_same(q.scales.reshape(-1), scales, what="block scales")
+    assert_same(q.codes.reshape(-1), codes, what="codes")
+    with pytest.raises(TypeError, match="ue5m3 scales have no torch or ml_dtypes dtype"):
+        q.scales_as(np.uint8)
+    table = minifloat.decode(q.scales, "ue5m3")  # the codes decode through the package's own format
+    assert_same(table.reshape(-1).view(np.uint32), ue5m3_values()[scales].astype(np.float32).view(np.uint32),
+                what="decoded scales")
+    back = q.dequantize()
+    assert_same(minifloat.fake_quantize(x, "nvfp4-ue5m3").view(np.uint32), back.view(np.uint32), what="fake_quantize")
+    report = minifloat.error_report(x, "nvfp4-ue5m3")
+    assert report["scheme"] == "nvfp4-ue5m3" and report["bits_per_value"] == 4.5
