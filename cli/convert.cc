@@ -219,7 +219,8 @@ void register_convert(CLI::App& app) {
       ->required();
   s->add_option(
        "--recipe", a->recipe,
-       "deepseek-v4, deepinfer, fp8-block, mxfp8, mxfp4, nvfp4, nvfp4-4over6, or a .json file of pattern: target "
+       "deepseek-v4, deepinfer, fp8-block, mxfp8, mxfp4, nvfp4, nvfp4-4over6, nvfp4-ue5m3 (no --format holds its "
+       "UE5M3 scales: refused), or a .json file of pattern: target "
        "rules; "
        "with --format gguf also f32, f16, bf16 or q8_0 (one ggml type for every 2-D weight)")
       ->required();

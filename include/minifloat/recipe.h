@@ -13,7 +13,9 @@
 //   deepinfer    the same split with FP8 32x32 (DeepInfer's weight_block_size [32, 32]) and FP4 experts.
 //   fp8-block    DeepSeek V3: every linear FP8 e4m3 128x128 with f32 scales (weight_scale_inv), embeddings and
 //                lm_head BF16.
-//   mxfp8, mxfp4, nvfp4, nvfp4-4over6   every linear in that scheme; embeddings, lm_head and the router gate BF16.
+//   mxfp8, mxfp4, nvfp4, nvfp4-4over6, nvfp4-ue5m3   every linear in that scheme; embeddings, lm_head and the
+//                router gate BF16 (nvfp4-ue5m3: no checkpoint dialect holds UE5M3 scales, so convert refuses to
+//                write it; check_write_format names why).
 #pragma once
 
 #include <filesystem>

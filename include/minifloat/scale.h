@@ -96,9 +96,10 @@ struct PowerOfTwoFast {
 // (nvfp4_tensor.py), so its scales never use the subnormals and all-zero blocks get 0x08.
 inline constexpr std::uint32_t kTorchaoMinE4m3Scale = 0x08;
 
-// The smallest ue4m3 scale code a scheme's e4m3 rule may give (the torchao profile's clamp, else 0).
+// The smallest ue4m3 scale code a scheme's e4m3 rule may give (the torchao profile's clamp, else 0; torchao has no
+// UE5M3 scales, so a ue5m3 scale is never clamped).
 inline std::uint32_t min_e4m3_scale(const Scheme& s) {
-  return s.profile == Profile::torchao ? kTorchaoMinE4m3Scale : 0;
+  return s.profile == Profile::torchao && *s.scale_format == ue4m3 ? kTorchaoMinE4m3Scale : 0;
 }
 
 // NVFP4's block scale (rule e4m3) without the general codec: ue4m3(RNE(amax / max / tensor_scale)), saturated, at
@@ -128,6 +129,15 @@ inline BlockScale e4m3_block_scale(const Scheme& s, float ideal, float tensor_sc
   const std::uint32_t code =
       std::max(encode(ue4m3, ideal, {Rounding::nearest_even, Overflow::saturate, 0}), min_e4m3_scale(s));
   return {code, decode(ue4m3, code) * tensor_scale};
+}
+
+// NVFP4 with UE5M3 scales (rule e4m3 on a ue5m3 scale): the ideal scale rounded to nearest even into ue5m3 and
+// saturated to 0xFE = 114688 (also +Inf from a tiny tensor scale), as TransformerEngine#3325 converts it
+// (static_cast to __nv_fp8_ue5m3, RN satfinite); ideals up to 2^-18 (half the least subnormal) become 0x00,
+// a zero divisor: the block's elements become signed zeros.
+inline BlockScale ue5m3_block_scale(float ideal, float tensor_scale) {
+  const std::uint32_t code = encode(ue5m3, ideal, {Rounding::nearest_even, Overflow::saturate, 0});
+  return {code, decode(ue5m3, code) * tensor_scale};
 }
 
 // The scale of a power-of-two rule, clamped to what the scale format holds.
@@ -166,9 +176,12 @@ inline BlockScale block_scale(const Scheme& s, float amax, bool nonfinite, float
       return {std::bit_cast<std::uint32_t>(S), S};
     }
     case ScaleRule::e4m3:
-    case ScaleRule::four_over_six:  // its M=6 candidate; four_over_six_scale() chooses between M=6 and M=4
+    case ScaleRule::four_over_six: {  // its M=6 candidate; four_over_six_scale() chooses between M=6 and M=4
       // NVFP4: amax / 6 / tensor_scale in f32, saturated into ue4m3 (RNE); elements divide by S * tensor_scale.
-      return e4m3_block_scale(s, tensor_scale > 0 ? amax / s.element.max() / tensor_scale : 0.0f, tensor_scale);
+      const float ideal = tensor_scale > 0 ? amax / s.element.max() / tensor_scale : 0.0f;
+      if (sf == ue5m3) return ue5m3_block_scale(ideal, tensor_scale);
+      return e4m3_block_scale(s, ideal, tensor_scale);
+    }
     default:
       if (s.profile == Profile::te && s.rule == ScaleRule::rceil && sf == ue8m0) return te_mx_scale(s, amax);
       if (amax == 0) {

@@ -66,7 +66,7 @@ class QuantizedTensor:
       per 3 bytes), shaped [..., bytes per row] when rows end on a byte, else flat; "unpacked" one code per byte,
       shaped like the tensor; "ggml" [..., cols / 32, 17] blocks (scale byte, then 16 bytes).
     scales: one per block, [rows, ceil(cols / Bc)] (or [ceil(rows / Br), ceil(cols / Bc)] for tiles): uint8 codes
-      for ue8m0 / ue4m3 scales, float32 for f32 scales.
+      for ue8m0 / ue4m3 / ue5m3 scales, float32 for f32 scales.
     tensor_scale: the second-level float scale of two-level schemes (nvfp4), else None.
     """
 
@@ -169,6 +169,9 @@ class QuantizedTensor:
         s = self.scales
         if sf == "f32":
             raise TypeError("scales_as: f32 scales are float32 already (.scales)")
+        if sf == "ue5m3":  # neither torch nor ml_dtypes has float8_e5m3fnu
+            raise TypeError("scales_as: ue5m3 scales have no torch or ml_dtypes dtype; .scales holds their uint8 codes "
+                            "(decode with minifloat.decode(codes, 'ue5m3'))")
         as_fmt = "e4m3" if sf == "ue4m3" else sf
         if is_torch_dtype(dtype):
             own = torch_dtype(as_fmt)
@@ -190,7 +193,8 @@ def quantize(array, scheme: str, rule=None, profile=None, layout=None, rotate=No
              nonfinite="nan") -> QuantizedTensor:
     """Quantize a float32 / bfloat16 / float16 tensor (numpy, ml_dtypes or torch) into a block-scaled scheme.
 
-    scheme: a name from schemes() (mxfp8, mxfp4, nvfp4, nvfp4-4over6, fp8-1x128, ...) or ELEMENT-BLOCK[-SCALE[-RULE]].
+    scheme: a name from schemes() (mxfp8, mxfp4, nvfp4, nvfp4-4over6, nvfp4-ue5m3, fp8-1x128, ...) or
+    ELEMENT-BLOCK[-SCALE[-RULE]].
     rule: scale rule (floor, rceil, even, f32, e4m3, mse, 4over6); profile: ocp, deepseek, torchao, te, ggml;
     layout: packed (default), unpacked, ggml; rotate: Hadamard group size applied first (undone on dequantize);
     threads: default all cores; pad: allow partial edge blocks; nonfinite: "nan" (NaN block scale) or "error".

@@ -15,7 +15,7 @@ struct Named {
   bool tensor_scale;
 };
 // docs/spec.md#schemes.
-constexpr std::array<Named, 11> kNamed{{
+constexpr std::array<Named, 12> kNamed{{
     {"mxfp8", "e4m3-1x32-ue8m0-floor", false},
     {"mxfp8-e5m2", "e5m2-1x32-ue8m0-floor", false},
     {"mxfp6-e3m2", "e3m2-1x32-ue8m0-floor", false},
@@ -28,6 +28,8 @@ constexpr std::array<Named, 11> kNamed{{
     {"fp8-32x32", "e4m3-32x32-ue8m0-rceil", false},
     // Last, so that tests drawing random data scheme by scheme keep their streams for the others.
     {"nvfp4-4over6", "e2m1-1x16-ue4m3-4over6", true},  // Four Over Six (arXiv 2512.02010)
+    // NVFP4 with UE5M3 block scales (TransformerEngine#3325's prototype; docs/schemes.md#nvfp4-with-ue5m3-scales).
+    {"nvfp4-ue5m3", "e2m1-1x16-ue5m3-e4m3", true},
 }};
 
 constexpr std::array<std::string_view, 7> kRules{"floor", "rceil", "even", "f32", "e4m3", "mse", "4over6"};
@@ -76,7 +78,7 @@ ElementType element_named(std::string_view name, std::string_view whole) {
 
 ScaleRule default_rule(const ElementType& el, const Format& scale) {
   if (scale == f32 || el.is_int()) return ScaleRule::f32;
-  if (scale == ue4m3) return ScaleRule::e4m3;
+  if (scale == ue4m3 || scale == ue5m3) return ScaleRule::e4m3;
   return ScaleRule::floor;
 }
 
@@ -117,9 +119,9 @@ void parse_block(std::string_view text, std::string_view whole, Scheme& s) {
 
 const Format* scale_format_named(std::string_view name, std::string_view whole) {
   const Format* sf = find_format(name);
-  if (!sf || !(*sf == ue8m0 || *sf == ue4m3 || *sf == f32)) {
+  if (!sf || !(*sf == ue8m0 || *sf == ue4m3 || *sf == ue5m3 || *sf == f32)) {
     throw std::invalid_argument("scheme '" + std::string(whole) + "': scale format '" + std::string(name) +
-                                "' is not one of ue8m0, ue4m3, f32");
+                                "' is not one of ue8m0, ue4m3, ue5m3, f32");
   }
   return sf;
 }
@@ -177,7 +179,9 @@ Scheme with_rule(Scheme s, ScaleRule r) {
                                 std::string(why));
   };
   if (r == ScaleRule::f32 && !(sf == f32)) fail("rule f32 stores amax / max as an f32 scale (use scale format f32)");
-  if (r == ScaleRule::e4m3 && !(sf == ue4m3)) fail("rule e4m3 needs a ue4m3 scale");
+  // Rule e4m3 rounds amax / max (/ tensor scale) to nearest in a scale format with a mantissa: NVFP4's ue4m3, or
+  // ue5m3 (NVFP4 with UE5M3 scales).
+  if (r == ScaleRule::e4m3 && !(sf == ue4m3 || sf == ue5m3)) fail("rule e4m3 needs a ue4m3 or ue5m3 scale");
   // 4/6 picks between the block maxima 6 and 4 of E2M1 (its two largest values) with an e4m3 scale.
   if (r == ScaleRule::four_over_six && !(sf == ue4m3 && s.element.format == &e2m1)) {
     fail("rule 4over6 is NVFP4's: e2m1 elements with a ue4m3 scale");

@@ -295,6 +295,7 @@ std::string_view to_string(WriteFormat f) {
 }
 
 void check_write_format(const Recipe& recipe, WriteFormat format) {
+  detail::check_no_ue5m3(recipe, format);
   if (format == WriteFormat::deepseek) {
     detail::check_deepseek(recipe);
   } else if (format == WriteFormat::awq || format == WriteFormat::gptq) {
@@ -309,6 +310,23 @@ void check_write_format(const Recipe& recipe, WriteFormat format) {
 namespace detail {
 
 bool deepseek_expresses(const Recipe& r);
+
+// No dialect holds UE5M3 block scales (nvfp4-ue5m3): ModelOpt 0.47.0's hf_quant_config and compressed-tensors
+// 0.20.0's quantization_config have no field that says the scales are UE5M3, and safetensors no dtype for them, so a
+// reader would take the bytes for E4M3 or E8M0 scales; minifloat's own form tells scales apart by their dtype alone.
+void check_no_ue5m3(const Recipe& r, WriteFormat format) {
+  for (const RecipeRule& rule : r.rules) {
+    const std::optional<Scheme> s = target_scheme(r, rule.target);
+    if (!s || !(*s->scale_format == ue5m3)) continue;
+    throw std::invalid_argument(
+        cat("recipe ", r.name, " cannot be written as --format ", to_string(format), ": rule '", rule.pattern,
+            "' targets ", s->name,
+            ", whose UE5M3 block scales no checkpoint dialect holds (ModelOpt and "
+            "compressed-tensors have no UE5M3 scale field, safetensors no UE5M3 dtype); `minifloat quantize "
+            "--scheme ",
+            s->name, "` writes a .safetensors of its own (scales as U8 codes, the scheme in __metadata__)"));
+  }
+}
 
 // "minifloat, ..." for a recipe: the formats whose forms hold every scheme target.
 std::string formats_that_can(const Recipe& r, const std::set<std::optional<WrittenKind>>& kinds) {
@@ -329,6 +347,7 @@ std::string formats_that_can(const Recipe& r, const std::set<std::optional<Writt
 }
 
 WrittenKind recipe_kind(const Recipe& r, WriteFormat format) {
+  check_no_ue5m3(r, format);  // before "no form there": say why (convert to GGUF comes here, not check_write_format)
   const std::set<std::optional<WrittenKind>> kinds = kinds_of(r);
   if (format == WriteFormat::compressed_tensors) {
     if (const auto ct = ct_kinds(r); ct && !ct->empty()) return *ct->begin();  // each weight: its own (ct_kind_of)

@@ -21,6 +21,10 @@ enum class WrittenKind { nvfp4, mxfp4, mxfp8, fp8_block };
 // as ct_kind_of its scheme); throws std::invalid_argument as check_write_format does.
 WrittenKind recipe_kind(const Recipe& recipe, WriteFormat format);
 
+// Throws std::invalid_argument naming the rule when a scheme target of `recipe` has UE5M3 block scales
+// (nvfp4-ue5m3), which no --format holds.
+void check_no_ue5m3(const Recipe& recipe, WriteFormat format);
+
 // The kind a compressed-tensors checkpoint writes scheme `s` as: its kind_of, and FP8 e4m3 128x128 blocks with ue8m0
 // scales as fp8_block (F32 scales, exact for powers of two); nullopt when it has none.
 std::optional<WrittenKind> ct_kind_of(const Scheme& s);

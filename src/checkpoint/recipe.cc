@@ -61,11 +61,11 @@ Recipe builtin(std::string_view name) {
   if (name == "fp8-block") {
     return {"fp8-block", Profile::deepseek, plain_names_first({{"*", "e4m3-128x128-f32"}}), hf(128, "", "")};
   }
-  if (name == "mxfp8" || name == "mxfp4" || name == "nvfp4" || name == "nvfp4-4over6") {
+  if (name == "mxfp8" || name == "mxfp4" || name == "nvfp4" || name == "nvfp4-4over6" || name == "nvfp4-ue5m3") {
     return {std::string(name), Profile::ocp, plain_names_first({{"*", std::string(name)}}), std::nullopt};
   }
   throw RecipeError(cat("unknown recipe '", name,
-                        "' (known: deepseek-v4, deepinfer, fp8-block, mxfp8, mxfp4, nvfp4, nvfp4-4over6, "
+                        "' (known: deepseek-v4, deepinfer, fp8-block, mxfp8, mxfp4, nvfp4, nvfp4-4over6, nvfp4-ue5m3, "
                         "or a .json file of rules)"));
 }
 
@@ -121,7 +121,7 @@ std::optional<Scheme> target_scheme(const Recipe& recipe, const std::string& tar
 Recipe recipe_named(std::string_view name) { return builtin(name); }
 
 std::vector<std::string> recipe_names() {
-  return {"deepseek-v4", "deepinfer", "fp8-block", "mxfp8", "mxfp4", "nvfp4", "nvfp4-4over6"};
+  return {"deepseek-v4", "deepinfer", "fp8-block", "mxfp8", "mxfp4", "nvfp4", "nvfp4-4over6", "nvfp4-ue5m3"};
 }
 
 Recipe parse_recipe(std::string_view text, std::string name) {

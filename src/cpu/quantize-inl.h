@@ -129,6 +129,13 @@ struct QuantizeRowFn {
     return s.rule == ScaleRule::e4m3 && *s.scale_format == ue4m3 && s.profile != Profile::deepseek &&
            tensor_scale > 0 && std::isfinite(tensor_scale);
   }
+  // NVFP4 with UE5M3 scales: the groups below scale it with the ue5m3 codec (GroupE4m3 takes any unsigned scale
+  // codec); a block on its own takes block_scale().
+  bool nvfp4_ue5m3() const {
+    const Scheme& s = *ec.scheme;
+    return s.rule == ScaleRule::e4m3 && *s.scale_format == ue5m3 && s.profile != Profile::deepseek &&
+           tensor_scale > 0 && std::isfinite(tensor_scale);
+  }
   std::uint32_t floor_bits() const {
     return ec.scheme->profile == Profile::deepseek ? std::bit_cast<std::uint32_t>(kDeepSeekMinAmax) : 0;
   }
@@ -145,12 +152,14 @@ struct QuantizeRowFn {
     const PowerOfTwoFast p(*ec.scheme);
     std::int64_t b = 0, c0 = 0;
 #if HWY_TARGET != HWY_SCALAR
-    if ((pow2 || e4m3) && bc % static_cast<std::int64_t>(kGroup) == 0) {
+    const bool wide = nvfp4_ue5m3();
+    if ((pow2 || e4m3 || wide) && bc % static_cast<std::int64_t>(kGroup) == 0) {
       const DU du;
       const auto floor = hn::Set(du, floor_bits());
       HWY_ALIGN std::uint32_t group_codes[kGroup];
       HWY_ALIGN float group_divisors[kGroup], reciprocals[kGroup];
-      const SaturatingGrid<DF> ue4m3_grid(kUe4m3Codec);
+      const ElementCodec& scale_codec = wide ? kUe5m3Codec : kUe4m3Codec;
+      const SaturatingGrid<DF> scale_grid(scale_codec);
       // Groups of kGroup whole blocks, and the row's last whole blocks as a group of fewer (a row of fewer than
       // kGroup blocks, or one that is not a multiple of them: K = 1024 or 7168 on AVX-512); a partial last block
       // goes on its own below.
@@ -162,7 +171,7 @@ struct QuantizeRowFn {
         auto m = GroupMaxAbsBits(x + c0, bc, count);
         m = hn::IfThenElse(hn::Lt(m, hn::Set(du, 0x7F800000u)), hn::Max(m, floor), m);
         const bool done = pow2 ? GroupPowerOfTwo(m, p, group_codes, group_divisors, reciprocals)
-                               : GroupE4m3(m, ec.max, tensor_scale, min_e4m3_scale(*ec.scheme), kUe4m3Codec, ue4m3_grid,
+                               : GroupE4m3(m, ec.max, tensor_scale, min_e4m3_scale(*ec.scheme), scale_codec, scale_grid,
                                            group_codes, group_divisors, reciprocals);
         if (done) {
           std::copy_n(group_codes, count, scale_codes + b);

@@ -110,13 +110,15 @@ HWY_INLINE bool GroupPowerOfTwo(hn::Vec<DU> m, const PowerOfTwoFast& p, std::uin
   return true;
 }
 
-// NVFP4's scale format's codec, made once.
+// NVFP4's scale formats' codecs, made once: ue4m3, and ue5m3 (NVFP4 with UE5M3 scales).
 inline constexpr ElementCodec kUe4m3Codec = element_codec(ue4m3);
+inline constexpr ElementCodec kUe5m3Codec = element_codec(ue5m3);
 
-// e4m3_scale_fast on N blocks (NVFP4): codes ue4m3(RNE(amax / max / tensor_scale)) and divisors S * tensor_scale,
-// the same operations lane by lane, and reciprocals RN(1 / divisor) (0 where not a normal float: see Divisor). False
-// when a block needs block_scale() (amax zero or not finite) or gets a divisor that is zero or not finite. `scale`:
-// the ue4m3 codec's traits and its saturating grid (y >= 0, so the grid's sign step leaves the codes unsigned).
+// e4m3_scale_fast on N blocks (NVFP4; with the ue5m3 codec, ue5m3_block_scale): codes ue4m3(RNE(amax / max /
+// tensor_scale)) and divisors S * tensor_scale, the same operations lane by lane, and reciprocals RN(1 / divisor) (0
+// where not a normal float: see Divisor). False when a block needs block_scale() (amax zero or not finite) or gets a
+// divisor that is zero or not finite. `scale`: the scale codec's traits and its saturating grid (y >= 0, so the
+// grid's sign step leaves the codes unsigned).
 HWY_INLINE bool GroupE4m3(hn::Vec<DU> m, float max_elem, float tensor_scale, std::uint32_t min_code,
                           const ElementCodec& scale, const SaturatingGrid<DF>& scale_grid, std::uint32_t* scale_codes,
                           float* divisors, float* reciprocals) {

@@ -64,7 +64,11 @@ std::pair<DType, std::vector<std::uint64_t>> code_dtype(const QuantizedTensor& q
   return {t, to_unsigned(q.shape)};
 }
 
-DType scale_dtype(const Format& f) { return f == ue8m0 ? DType::F8_E8M0 : f == ue4m3 ? DType::F8_E4M3 : DType::F32; }
+// ue5m3 has no safetensors dtype: its codes are stored as U8 bytes (as TransformerEngine#3325 keeps them), read back
+// by the scheme in __metadata__.
+DType scale_dtype(const Format& f) {
+  return f == ue8m0 ? DType::F8_E8M0 : f == ue4m3 ? DType::F8_E4M3 : f == ue5m3 ? DType::U8 : DType::F32;
+}
 
 }  // namespace
 

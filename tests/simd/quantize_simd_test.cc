@@ -37,9 +37,11 @@ mf::Scheme scheme(const std::string& name, mf::Profile p = mf::Profile::ocp) {
 // Custom spellings beside scheme_names(): one per remaining rule and element family, and blocks of 48 (three
 // vectors on AVX-512, six on AVX2, twelve on SSE4: not a power of two, so a group of blocks takes its per-block loop),
 // with a power-of-two scale and with NVFP4's e4m3 scale.
-const std::vector<std::string> kCustom = {
-    "e2m1-1x32-ue8m0-rceil", "e4m3-1x128-f32",        "e5m2-1x32-ue8m0-even", "int8-1x32", "int4-1x128",
-    "e2m3-1x32-ue8m0-mse",   "e4m3-1x48-ue8m0-floor", "e2m1-1x48-ue4m3-e4m3"};
+const std::vector<std::string> kCustom = {"e2m1-1x32-ue8m0-rceil", "e4m3-1x128-f32", "e5m2-1x32-ue8m0-even",
+                                          "int8-1x32", "int4-1x128", "e2m3-1x32-ue8m0-mse", "e4m3-1x48-ue8m0-floor",
+                                          "e2m1-1x48-ue4m3-e4m3",
+                                          // UE5M3 scales (nvfp4-ue5m3's) with one level, and in blocks of 48.
+                                          "e2m1-1x16-ue5m3", "e2m1-1x48-ue5m3-e4m3"};
 
 std::string shape_text(const Shape& shape) {
   std::string s = "[";
@@ -391,7 +393,8 @@ TEST_P(QuantizeSimdTarget, GroupsOfBlocksOnWideRows) {
 // (the reciprocal alone gets some of them wrong: checked by removing the redo).
 TEST_P(QuantizeSimdTarget, MidpointsUnderDivisorsThatAreNotPowersOfTwo) {
   std::uint32_t seed = 2800;
-  for (const char* name : {"nvfp4", "fp4-e4m3-16", "e4m3-1x128-f32", "e2m1-1x32-f32", "e5m2-1x32-f32"}) {
+  for (const char* name :
+       {"nvfp4", "fp4-e4m3-16", "e4m3-1x128-f32", "e2m1-1x32-f32", "e5m2-1x32-f32", "nvfp4-ue5m3", "e2m1-1x16-ue5m3"}) {
     const mf::Scheme s = scheme(name);
     const Shape shape{4, 37 * s.block_cols};
     Input in{"midpoints times the block's divisor, 0 to 4 ulp off", shape,

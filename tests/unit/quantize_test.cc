@@ -471,13 +471,15 @@ TEST(Schemes, CustomSpellingsParse) {
   EXPECT_EQ(s.block_rows, 128);
   EXPECT_EQ(s.rule, mf::ScaleRule::f32);
   EXPECT_EQ(mf::scheme_named("e2m1-1x16-ue4m3").rule, mf::ScaleRule::e4m3);
-  EXPECT_EQ(mf::scheme_named("e3m2-1x32").rule, mf::ScaleRule::floor);  // ue8m0 by default
+  EXPECT_EQ(mf::scheme_named("e2m1-1x16-ue5m3").rule, mf::ScaleRule::e4m3);  // nvfp4-ue5m3's scale, one level
+  EXPECT_EQ(mf::scheme_named("e3m2-1x32").rule, mf::ScaleRule::floor);       // ue8m0 by default
 
-  for (const char* bad : {"e2m1", "e2m1-32", "e2m1-1x0", "e2m1-0x32", "e2m1-1xabc", "e2m1--1x32", "e9m9-1x32",
-                          "bf16-1x32", "ue8m0-1x32", "int3-1x32", "e2m1-1x32-ue5m3", "e2m1-1x32-ue8m0-ceil",
-                          "e2m1-1x32-ue8m0-f32", "e2m1-1x32-ue8m0-rceil-x", "int8-1x32-ue8m0-floor",
-                          // signed 8-bit formats that are no scheme's element (fnuz's -0 code is its NaN)
-                          "e4m3fnuz-1x32", "e5m2fnuz-1x32", "e4m3b11fnuz-1x32", "e3m4-1x32", "e4m3ieee-1x32"}) {
+  for (const char* bad :
+       {"e2m1", "e2m1-32", "e2m1-1x0", "e2m1-0x32", "e2m1-1xabc", "e2m1--1x32", "e9m9-1x32", "bf16-1x32", "ue8m0-1x32",
+        "int3-1x32", "e2m1-1x32-e5m2", "e2m1-1x32-ue8m0-ceil", "e2m1-1x32-ue8m0-f32", "e2m1-1x32-ue8m0-rceil-x",
+        "int8-1x32-ue8m0-floor", "e2m1-1x16-ue5m3-4over6", "e2m1-1x32-f32-e4m3",
+        // signed 8-bit formats that are no scheme's element (fnuz's -0 code is its NaN)
+        "e4m3fnuz-1x32", "e5m2fnuz-1x32", "e4m3b11fnuz-1x32", "e3m4-1x32", "e4m3ieee-1x32"}) {
     EXPECT_THROW((void)mf::scheme_named(bad), std::invalid_argument) << bad;
   }
 }

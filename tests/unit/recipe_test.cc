@@ -74,12 +74,12 @@ TEST(Recipe, OtherBuiltIns) {
   const Recipe v3 = recipe_named("fp8-block");
   EXPECT_EQ(v3.target_for("model.layers.0.mlp.experts.0.up_proj.weight", 2, true), "e4m3-128x128-f32");
   EXPECT_EQ(target_scheme(v3, "e4m3-128x128-f32")->scale_format, &f32);
-  for (const char* s : {"mxfp8", "mxfp4", "nvfp4", "nvfp4-4over6"}) {
+  for (const char* s : {"mxfp8", "mxfp4", "nvfp4", "nvfp4-4over6", "nvfp4-ue5m3"}) {
     const Recipe r = recipe_named(s);
     EXPECT_EQ(r.target_for("model.layers.0.self_attn.o_proj.weight", 2, true), s);
     EXPECT_EQ(r.target_for("lm_head.weight", 2, true), "bf16");
   }
-  EXPECT_EQ(recipe_names().size(), 7u);
+  EXPECT_EQ(recipe_names().size(), 8u);
   try {
     recipe_named("int3");
     ADD_FAILURE();

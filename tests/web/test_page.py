@@ -88,7 +88,7 @@ def test_outlier_in_a_32_value_mxfp4_block(page, server, cli):
     assert int(page.get_attribute("#block-summary", "data-zeroed")) == after
 
 
-@pytest.mark.parametrize("scheme,rule", [("mxfp8", "rceil"), ("nvfp4", ""), ("nvfp4", "4over6")])
+@pytest.mark.parametrize("scheme,rule", [("mxfp8", "rceil"), ("nvfp4", ""), ("nvfp4", "4over6"), ("nvfp4-ue5m3", "")])
 def test_block_schemes_match_the_command(page, server, cli, scheme, rule):
     values = "0.1,-0.25,0.3,0.02,1.5,-0.7,0.05,2,1e-4,3.5"
     load(page, server, "?" + urllib.parse.urlencode({"block": values, "scheme": scheme, "rule": rule}))
