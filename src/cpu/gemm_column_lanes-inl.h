@@ -6,9 +6,10 @@
 //   * the tile is MR activation rows x kPanelColumns columns; one accumulator vector holds one partial sum p[i]
 //     (k = i mod 16) of a vector of outputs, fed one k at a time by a broadcast activation times a panel vector, in
 //     increasing k: each lane runs the definition's fma sequence for its output;
-//   * the 16 partial sums are not live at once: the sums p[i] and p[i + 8] are built together, added (the tree's
-//     first level) and folded into the later levels as soon as their partners exist, in the order that needs the
-//     fewest pending sums. Every add takes the definition's operands in the definition's order.
+//   * the 16 partial sums are not live at once: on AVX-512 the sums p[i] and p[i + 8] are built together, added (the
+//     tree's first level) and folded into the later levels as soon as their partners exist, in the order that needs
+//     the fewest pending sums; AVX2 builds one at a time in the same order (ColumnTileGroupOneSum). Every add takes
+//     the definition's operands in the definition's order.
 // gemm-inl.h's 4 x 4 tile keeps K along the lanes instead and spends about 50 shuffles per group and 16 outputs on
 // its transposing tree; this tile spends 15 vertical adds per group and 16 outputs (measured in
 // docs/benchmark-history.md#sixth-session-the-column-lane-tile-and-weights-streamed-from-memory).
@@ -158,10 +159,10 @@ HWY_INLINE void PrefetchColumnPanel(const Problem& p, std::int64_t n0, std::int6
   }
 }
 
-// One group for MR activation rows (a, stride lda) x the panel's columns, `chain` values per partial sum (kChain
-// when it is not 0: a whole group of 128 has 8, and the loops unrolled in full ran 3-7% faster at M = 512 on one
-// AVX-512 thread of the Sapphire Rapids-class Xeon, 7-19% on two AVX2 ones): sums[mi][v] lane j = the group's tree
-// sum for (row mi, column kL v + j).
+// One group for MR activation rows (a, stride lda) x the panel's columns on AVX-512, `chain` values per partial sum
+// (kChain when it is not 0: a whole group of 128 has 8, and the loops unrolled in full ran 3-7% faster at M = 512 on
+// one AVX-512 thread of the Sapphire Rapids-class Xeon): sums[mi][v] lane j = the group's tree sum for (row mi,
+// column kL v + j).
 template <int MR, int kChain = 0>
 HWY_INLINE void ColumnTileGroup(const float* HWY_RESTRICT a, std::size_t lda, const float* HWY_RESTRICT panel,
                                 std::int64_t runtime_chain, VF (&sums)[MR][kPanelVectors]) {
