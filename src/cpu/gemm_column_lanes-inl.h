@@ -6,9 +6,10 @@
 //   * the tile is MR activation rows x kPanelColumns columns; one accumulator vector holds one partial sum p[i]
 //     (k = i mod 16) of a vector of outputs, fed one k at a time by a broadcast activation times a panel vector, in
 //     increasing k: each lane runs the definition's fma sequence for its output;
-//   * the 16 partial sums are not live at once: the sums p[i] and p[i + 8] are built together, added (the tree's
-//     first level) and folded into the later levels as soon as their partners exist, in the order that needs the
-//     fewest pending sums. Every add takes the definition's operands in the definition's order.
+//   * the 16 partial sums are not live at once: on AVX-512 the sums p[i] and p[i + 8] are built together, added (the
+//     tree's first level) and folded into the later levels as soon as their partners exist, in the order that needs
+//     the fewest pending sums; AVX2 builds one at a time in the same order (ColumnTileGroupOneSum). Every add takes
+//     the definition's operands in the definition's order.
 // gemm-inl.h's 4 x 4 tile keeps K along the lanes instead and spends about 50 shuffles per group and 16 outputs on
 // its transposing tree; this tile spends 15 vertical adds per group and 16 outputs (measured in
 // docs/benchmark-history.md#sixth-session-the-column-lane-tile-and-weights-streamed-from-memory).
@@ -47,11 +48,12 @@ namespace hn = hwy::HWY_NAMESPACE;
 // registers. Each activation then meets one weight vector, so the compiler folds its broadcast into the fma (an
 // embedded {1to16} memory operand): on Zen 4 a separate broadcast into a register costs a vector-pipe slot, and
 // the 32-column x 4-row tile that shared each broadcast between two fmas ran 15-20% slower in a microbenchmark
-// with everything in L1. AVX2 (no embedded broadcast): two vectors (16 columns) x 2 rows, 8 accumulators of 16
-// registers.
+// with everything in L1. AVX2 (no embedded broadcast): two vectors (16 columns) x 6 rows, one partial sum at a
+// time: 12 accumulators, 2 weight vectors and a broadcast of 16 registers, the shape of OpenBLAS's Haswell sgemm
+// kernel; the pending tree sums wait in L1 (ColumnTileGroupOneSum).
 constexpr int kPanelVectors = kL == 16 ? 1 : 2;
 constexpr std::int64_t kPanelColumns = kPanelVectors * static_cast<std::int64_t>(kL);
-constexpr int kColumnTileRows = kL == 16 ? 6 : 2;
+constexpr int kColumnTileRows = 6;
 // From how many activation rows the column-lane tile takes over from the 4 x 4 one. AVX-512: at M = 8 to 20 the two
 // measured within the noise of each other (the panel transpose is then a larger share), from 32 on it is 1.3-2x
 // faster. AVX2, where the 4 x 4 tile's 32 accumulators do not fit in the registers: 0.95-1.9x at M = 8 to 16, at
@@ -157,10 +159,10 @@ HWY_INLINE void PrefetchColumnPanel(const Problem& p, std::int64_t n0, std::int6
   }
 }
 
-// One group for MR activation rows (a, stride lda) x the panel's columns, `chain` values per partial sum (kChain
-// when it is not 0: a whole group of 128 has 8, and the loops unrolled in full ran 3-7% faster at M = 512 on one
-// AVX-512 thread of the Sapphire Rapids-class Xeon, 7-19% on two AVX2 ones): sums[mi][v] lane j = the group's tree
-// sum for (row mi, column kL v + j).
+// One group for MR activation rows (a, stride lda) x the panel's columns on AVX-512, `chain` values per partial sum
+// (kChain when it is not 0: a whole group of 128 has 8, and the loops unrolled in full ran 3-7% faster at M = 512 on
+// one AVX-512 thread of the Sapphire Rapids-class Xeon): sums[mi][v] lane j = the group's tree sum for (row mi,
+// column kL v + j).
 template <int MR, int kChain = 0>
 HWY_INLINE void ColumnTileGroup(const float* HWY_RESTRICT a, std::size_t lda, const float* HWY_RESTRICT panel,
                                 std::int64_t runtime_chain, VF (&sums)[MR][kPanelVectors]) {
@@ -213,6 +215,72 @@ HWY_INLINE void ColumnTileGroup(const float* HWY_RESTRICT a, std::size_t lda, co
   }
 }
 
+#if !MF_GEMM_WIDE
+// The chain of partial sum p[i] (k = i, i + 16, ... for `chain` values) for MR rows x the panel's two vectors, from
+// +0 in increasing k.
+template <int MR, int kChain>
+HWY_INLINE void ColumnChain(const float* HWY_RESTRICT a, std::size_t lda, const float* HWY_RESTRICT panel,
+                            std::int64_t i, std::int64_t runtime_chain, VF (&p)[MR][kPanelVectors]) {
+  const DF df;
+  const std::int64_t chain = kChain != 0 ? kChain : runtime_chain;
+  for (int mi = 0; mi < MR; ++mi) {
+    for (int v = 0; v < kPanelVectors; ++v) p[mi][v] = hn::Zero(df);
+  }
+#pragma GCC unroll 8
+  for (std::int64_t j = 0; j < chain; ++j) {
+    const std::int64_t k = i + kLanes * j;
+    VF w[kPanelVectors];
+    for (int v = 0; v < kPanelVectors; ++v) w[v] = hn::Load(df, panel + k * kPanelColumns + v * kL);
+    for (int mi = 0; mi < MR; ++mi) {
+      const VF b = hn::Set(df, a[mi * lda + k]);
+      for (int v = 0; v < kPanelVectors; ++v) p[mi][v] = hn::MulAdd(b, w[v], p[mi][v]);
+    }
+  }
+}
+
+// ColumnTileGroup for AVX2's 16 registers: one partial sum at a time, 6 rows x 16 columns (12 chains); the sums that
+// wait for their partners in the tree (p[i] for p[i + 8], then q, r and r[0] + r[2] as in ColumnTileGroup, in the
+// same order and with the same operands) are kept in `held`, which the compiler leaves in L1: one load or store per
+// chain of 8 fmas. The 2 x 16 tile that built p[i] and p[i + 8] together loaded a weight vector or a broadcast per
+// fma; this one loads 8 per 12 fmas.
+template <int MR, int kChain = 0>
+HWY_INLINE void ColumnTileGroupOneSum(const float* HWY_RESTRICT a, std::size_t lda, const float* HWY_RESTRICT panel,
+                                      std::int64_t runtime_chain, VF (&sums)[MR][kPanelVectors]) {
+  constexpr int kV = kPanelVectors;
+  constexpr int kOrder[8] = {0, 4, 2, 6, 1, 5, 3, 7};
+  enum { kX, kQ, kR, kLeft };  // p[i]; q[i] awaiting q[i + 4]; r[0] or r[1]; r[0] + r[2]
+  alignas(32) float held[4][MR][kV][kL];
+  const DF df;
+#pragma GCC unroll 1
+  for (int step = 0; step < 8; ++step) {
+    const std::int64_t i = kOrder[step];
+    VF p[MR][kV];
+    ColumnChain<MR, kChain>(a, lda, panel, i, runtime_chain, p);
+    for (int mi = 0; mi < MR; ++mi) {
+      for (int v = 0; v < kV; ++v) hn::Store(p[mi][v], df, held[kX][mi][v]);
+    }
+    ColumnChain<MR, kChain>(a, lda, panel, i + 8, runtime_chain, p);
+    for (int mi = 0; mi < MR; ++mi) {
+      for (int v = 0; v < kV; ++v) {
+        const VF q = hn::Add(hn::Load(df, held[kX][mi][v]), p[mi][v]);  // q[i] = p[i] + p[i + 8]
+        if (step % 2 == 0) {
+          hn::Store(q, df, held[kQ][mi][v]);
+          continue;
+        }
+        const VF r = hn::Add(hn::Load(df, held[kQ][mi][v]), q);  // r[i - 4] = q[i - 4] + q[i]
+        if (step == 1 || step == 5) {
+          hn::Store(r, df, held[kR][mi][v]);
+        } else if (step == 3) {
+          hn::Store(hn::Add(hn::Load(df, held[kR][mi][v]), r), df, held[kLeft][mi][v]);  // r[0] + r[2]
+        } else {  // (r[0] + r[2]) + (r[1] + r[3])
+          sums[mi][v] = hn::Add(hn::Load(df, held[kLeft][mi][v]), hn::Add(hn::Load(df, held[kR][mi][v]), r));
+        }
+      }
+    }
+  }
+}
+#endif
+
 // What one thread's column-lane call keeps: the decoded panel, the pass's packed activations, the running C.
 struct ColumnPass {
   const Problem* p;
@@ -231,11 +299,19 @@ HWY_INLINE void ColumnTileRows(const ColumnPass& w, std::int64_t m, std::int64_t
   const Problem& p = *w.p;
   const float* a = w.pass_a + (m - w.m0) * p.group;
   VF sums[MR][kPanelVectors];
+#if MF_GEMM_WIDE
   if (len == 8 * kLanes) {
     ColumnTileGroup<MR, 8>(a, static_cast<std::size_t>(p.group), w.panel, 8, sums);
   } else {
     ColumnTileGroup<MR>(a, static_cast<std::size_t>(p.group), w.panel, len / kLanes, sums);
   }
+#else
+  if (len == 8 * kLanes) {
+    ColumnTileGroupOneSum<MR, 8>(a, static_cast<std::size_t>(p.group), w.panel, 8, sums);
+  } else {
+    ColumnTileGroupOneSum<MR>(a, static_cast<std::size_t>(p.group), w.panel, len / kLanes, sums);
+  }
+#endif
   for (int mi = 0; mi < MR; ++mi) {
     const VF act_scales = hn::Set(df, p.activation_scale(std::min(m + mi, p.m - 1), g));
     float* c = w.cs + (m - w.m0 + mi) * kPanelColumns;
