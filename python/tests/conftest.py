@@ -52,3 +52,8 @@ def need(module: str):
     except ImportError as e:
         pytest.fail(f"{module} is not installed ({e}); install python/requirements-test.txt, or set "
                     f"MINIFLOAT_SKIP={module.split('.')[0]} to leave it out on purpose", pytrace=False)
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "serial: measures wall time, so ./test runs it after the parallel (pytest-xdist) "
+                                       "run, alone on the machine")

