@@ -108,12 +108,12 @@ class Linear(torch.nn.Module):
         self.k_padded = math.ceil(k / _ACT_BLOCK) * _ACT_BLOCK
         if self.k_padded != k:
             w = np.pad(w, ((0, 0), (0, self.k_padded - k)))
-        self.weight_q = _quantize_weight(w, scheme, profile, pad, name)
-        if not _has_gemm(self.weight_q.scheme, self.weight_q.profile):
+        wq = _quantize_weight(w, scheme, profile, pad, name)
+        if not _has_gemm(wq.scheme, wq.profile):
             raise NoGemmError(f"{name}: minifloat has no GEMM for {scheme} weights (fp8_gemm takes e4m3 with 1x128, "
                              "128x128, 32x32 blocks or f32 scales; fp4_gemm mxfp4 and nvfp4): use fake_quantize_model")
+        self.weight_q = wq
         self.scheme = scheme
-        self._w = self.weight_q._q  # the core's tensor, looked up once
         if bias is not None:
             b = bias.detach().to(torch.float32) if isinstance(bias, torch.Tensor) else torch.as_tensor(bias)
             if tuple(b.shape) != (self.out_features,):
@@ -121,6 +121,24 @@ class Linear(torch.nn.Module):
             bias = b.to(out_dtype).contiguous()
         self.register_buffer("bias", bias)
         self._buffers_by_lead = OrderedDict()  # input shape -> buffers (_buffers_for)
+        self._last = None  # (input shape, its buffers): the shape of the last call
+        self._out_bf16 = out_dtype is torch.bfloat16
+
+    @property
+    def weight_q(self) -> QuantizedTensor:
+        """The quantized weight [out_features, in_features zero-padded to whole 1x128 blocks]."""
+        return self._weight_q
+
+    @weight_q.setter
+    def weight_q(self, wq: QuantizedTensor):
+        # forward() reads the core's tensor from _w, looked up once per weight: a weight assigned later replaces it too
+        # (a stale _w would go on multiplying with the old weight).
+        if not isinstance(wq, QuantizedTensor):
+            raise TypeError(f"{self.name}: weight_q must be a minifloat.QuantizedTensor, not {type(wq).__name__}")
+        if wq.shape != (self.out_features, self.k_padded):
+            raise ValueError(f"{self.name}: weight_q {list(wq.shape)} is not [{self.out_features}, {self.k_padded}] "
+                             "(out_features, in_features padded to whole 1x128 blocks)")
+        self._weight_q, self._w = wq, wq._q
 
     @classmethod
     def from_linear(cls, linear: torch.nn.Linear, scheme: str, **kw) -> "Linear":
@@ -170,27 +188,30 @@ class Linear(torch.nn.Module):
                                    "model under torch.inference_mode() or torch.no_grad()")
             x = x.detach()
         shape = x.shape
-        if not shape:
-            raise ValueError(f"{self.name}: input is a scalar; [..., {self.in_features}] is expected")
-        if shape[-1] != self.in_features:
-            raise ValueError(f"{self.name}: input [..., {shape[-1]}] does not fit in_features {self.in_features}")
+        bufs = self._last
+        if bufs is None or bufs[0] != shape:  # a decode loop's calls take the last shape's buffers, looked up once
+            if not shape:
+                raise ValueError(f"{self.name}: input is a scalar; [..., {self.in_features}] is expected")
+            if shape[-1] != self.in_features:
+                raise ValueError(f"{self.name}: input [..., {shape[-1]}] does not fit in_features {self.in_features}")
+            bufs = self._last = (shape,) + self._buffers_for(shape)
         if not x.is_cpu:
             raise TypeError(f"{self.name}: minifloat runs on the CPU; the input is on {x.device}")
         # f32 as it is, bf16 as its bits: the core widens them and zero-pads K to k_padded, reading x at its address
         # (a numpy view would cost more than the rest of the call's Python); other dtypes (f16) widened by torch.
-        bf16 = x.dtype is torch.bfloat16
-        if not bf16 and x.dtype is not torch.float32:
+        dtype = x.dtype
+        bf16 = dtype is torch.bfloat16
+        if not bf16 and dtype is not torch.float32:
             x = x.to(torch.float32)
         if not x.is_contiguous():
             x = x.contiguous()
-        raw, out, out_ptr, rows, bias_raw = self._buffers_for(shape)
+        _, raw, out, out_ptr, rows, bias_raw = bufs
         if not self.reuse_output:  # a new output per call, so that a result the caller keeps is never overwritten
             raw, out, out_ptr = self._new_output(tuple(shape[:-1]))
         if bias_raw is not None:
             raw[...] = bias_raw  # the GEMM adds the product to it: bias added after, in one rounding
-        _core.linear_quantized_raw(x.data_ptr(), rows, self.in_features, bf16, self._w, out_ptr,
-                                   self.out_dtype is torch.bfloat16, bias_raw is not None, self.threads,
-                                   self.weight_only)
+        _core.linear_quantized_raw(x.data_ptr(), rows, self.in_features, bf16, self._w, out_ptr, self._out_bf16,
+                                   bias_raw is not None, self.threads, self.weight_only)
         return out
 
 

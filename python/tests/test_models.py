@@ -98,6 +98,35 @@ def test_linear_is_minifloat_linear(scheme, out_dtype):
         assert_same(bits_of(reused(x)), bits_of(want), what="reused buffer")
 
 
+def test_linear_weight_replaced():
+    """forward() keeps the core's weight and the last input shape's buffers from call to call: a QuantizedTensor
+    assigned to weight_q after calls is the one multiplied from the next call on (the bits of minifloat.linear with
+    it, not with the old weight), with a bias and without, new and reused outputs; a weight of another shape or
+    type is refused, and so is an input that does not fit after calls that did."""
+    g = torch.Generator().manual_seed(6)
+    w1, w2 = torch.randn(64, 256, generator=g), torch.randn(64, 256, generator=g)
+    bias, x = torch.randn(64, generator=g), torch.randn(1, 256, generator=g)
+    for b in (None, bias):
+        for reuse in (False, True):
+            lin = Linear(w1, b, "mxfp4", reuse_output=reuse)
+            with torch.inference_mode():
+                y1 = lin(x).clone()
+                lin.weight_q = minifloat.quantize(w2.numpy(), "mxfp4")
+                y2 = lin(x)
+            want1 = np.asarray(expected(x, w1.numpy(), b, "mxfp4", torch.float32))
+            want2 = np.asarray(expected(x, w2.numpy(), b, "mxfp4", torch.float32))
+            assert not np.array_equal(want1, want2)
+            assert_same(bits_of(y1), want1.view(np.int32), what="the first weight")
+            assert_same(bits_of(y2), want2.view(np.int32), what=f"the weight assigned (bias {b is not None}, "
+                                                                f"reuse_output {reuse})")
+            with pytest.raises(ValueError, match=r"linear: input \[\.\.\., 128\] does not fit in_features 256"):
+                lin(torch.randn(1, 128))
+    with pytest.raises(ValueError, match=r"weight_q \[64, 128\] is not \[64, 256\]"):
+        lin.weight_q = minifloat.quantize(np.zeros((64, 128), np.float32), "mxfp4")
+    with pytest.raises(TypeError, match="weight_q must be a minifloat.QuantizedTensor, not ndarray"):
+        lin.weight_q = np.zeros((64, 256), np.float32)
+
+
 def test_linear_pads_k():
     g = torch.Generator().manual_seed(2)
     w, bias, x = torch.randn(192, 576, generator=g), torch.randn(192, generator=g), torch.randn(3, 576, generator=g)

@@ -261,8 +261,7 @@ void compute(Problem p) {
   const std::int64_t mp = padded_rows(p.m);
   const std::int64_t blocks = (p.n + kLanes - 1) / kLanes;
   const int threads = thread_count(p, blocks);
-  // Small problems are not worth starting threads for.
-  const bool parallel = threads > 1 && static_cast<double>(p.m) * static_cast<double>(p.n) * p.k > 1 << 20;
+  const bool parallel = threads > 1 && static_cast<double>(p.m) * static_cast<double>(p.n) * p.k > kParallelMacs;
   if (gemv) return gemv_threads(p, blocks, threads, parallel);
   if (HWY_DYNAMIC_DISPATCH(UsesColumnLanes)(p)) return column_lane_threads(p, mp, blocks, threads, parallel);
   const auto lda = static_cast<std::size_t>((p.k + kLanes - 1) / kLanes * kLanes);

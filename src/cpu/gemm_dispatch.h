@@ -12,6 +12,14 @@ namespace mf::gemm {
 // the kernels behind fp8_gemm, fp4_gemm, bf16_gemm and f32_gemm (src/ops/gemm.cc).
 void compute(Problem p);
 
+// compute() opens an OpenMP region only above this many multiply-adds (M x N x K); smaller calls run on the calling
+// thread. Measured at M = 1 on SmolLM2-135M's shapes (Zen 4, 2 threads, wall clock, workers spinning as OpenMP leaves
+// them between calls): [576, 640] (369 Ki) took 10-11 us on two threads against 16 on one, [1536, 640] 23-25 against
+// 42-53, while [192, 640] (123 Ki) gained nothing it kept from run to run (5.3-8.4 against 5.9-6.0 us). Under
+// OMP_WAIT_POLICY=passive a region's start wakes sleeping threads, about 8 us: [576, 640] then took 24-26 us on two.
+// (It was 2^20, which kept every SmolLM2 decode shape on one thread.)
+inline constexpr double kParallelMacs = 1 << 18;
+
 // The decode of the e4m3 GEMV (M = 1) on the target dispatch picks now: "tables" (AVX3_DL and newer: AVX512-VBMI's
 // byte tables, to f32 values that are never subnormal, for groups of whole 64-code lines; others go through fp16 as
 // on AVX3; src/cpu/gemv_e4m3-inl.h, and the table of which loop runs where in gemv_loops-inl.h), "avx512" (AVX3: 16

@@ -491,20 +491,20 @@ TEST_P(GemmSimdTarget, NanWeightScaleInZeroTail) {
   }
 }
 
-// Calls large enough for two threads (M x N x K > 2^20) split their columns between them: M = 1 and single passes
-// of activation rows (M <= 256) take chunks of column blocks from a queue (src/cpu/column_queue.h), larger M a
-// fixed share per thread. N = 1000 (63 blocks) is 16 chunks at M = 1 and M = 3 (the GEMV, each chunk's columns for
-// every row) and 7 at M = 9 (4 x 4 tile on AVX-512), N = 500 is 8 at M = 18 (column-lane tile), the last ending
-// inside a block; M = 256 is one whole pass, read in place (no
-// padded copy; so are M = 1 and any M that needs no padding), M = 300 makes two passes of the 4 x 4 tile's 256 rows
-// (one of the column-lane tile's 512), M = 600 two of the column-lane tile's. A chunk skipped,
-// taken twice (accumulate adds twice) or cut short shows up as a mismatch. Best target only: the split is the same
-// on all.
+// Calls large enough for two threads (M x N x K > kParallelMacs, 2^18) split their columns between them: M = 1 and
+// single passes of activation rows (M <= 256) take chunks of column blocks from a queue (src/cpu/column_queue.h),
+// larger M a fixed share per thread. N = 1000 (63 blocks) is 16 chunks at M = 1 and M = 3 (the GEMV, each chunk's
+// columns for every row) and 7 at M = 9 (4 x 4 tile on AVX-512), N = 500 is 8 at M = 18 (column-lane tile), the last
+// ending inside a block; N = 576 at K = 640 (SmolLM2-135M's q_proj, K padded) is 9 chunks at M = 1, the smallest
+// decode shape that runs on two threads; M = 256 is one whole pass, read in place (no padded copy; so are M = 1 and
+// any M that needs no padding), M = 300 makes two passes of the 4 x 4 tile's 256 rows (one of the column-lane tile's
+// 512), M = 600 two of the column-lane tile's. A chunk skipped, taken twice (accumulate adds twice) or cut short shows
+// up as a mismatch. Best target only: the split is the same on all.
 TEST(GemmSimd, ColumnsSplitBetweenThreads) {
   std::mt19937 rng(10);
-  for (const Dims d : {Dims{1, 1000, 1152}, Dims{3, 1000, 384}, Dims{9, 1000, 128}, Dims{18, 500, 128},
-                       Dims{256, 40, 128}, Dims{300, 40, 128}, Dims{600, 40, 128}}) {
-    ASSERT_GT(d.m * d.n * d.k, std::int64_t{1} << 20);
+  for (const Dims d : {Dims{1, 1000, 1152}, Dims{1, 576, 640}, Dims{3, 1000, 384}, Dims{9, 1000, 128},
+                       Dims{18, 500, 128}, Dims{256, 40, 128}, Dims{300, 40, 128}, Dims{600, 40, 128}}) {
+    ASSERT_GT(static_cast<double>(d.m * d.n * d.k), mf::gemm::kParallelMacs);
     const std::vector<float> x = values(d.m * d.k, Kind::normal, rng);
     const mf::QuantizedTensor a = mf::act_quant(x.data(), Shape{d.m, d.k}, mf::ActScale::ue8m0);
     std::vector<std::uint16_t> a16(static_cast<std::size_t>(d.m * d.k)), w16(static_cast<std::size_t>(d.n * d.k));
