@@ -320,8 +320,38 @@ HWY_NOINLINE __attribute__((target(HWY_TARGET_STR ",avx512bf16"))) void BlockSum
   }
 }
 
-// The activation row as BlockSumsDotBf16 reads it: for each 32 values from c, word c + 2i holds a[c + 16 + i] / 2
-// and word c + 2i + 1 holds a[c + i] / 2, as bf16 (NaN: a quiet NaN); for BlockSumsDotBf16Codes (mxfp8, whose scales
+// a[0, k) (k a multiple of 32) times `factor` into the dot product's pairs: for each 32 values from c, dword i holds
+// a[c + i] x factor in its high word (word c + 2i + 1, which the dot product multiplies first) and a[c + 16 + i] x
+// factor in its low one, as bf16 (NaN: a quiet NaN). False, with pairs unfinished, where a value times `factor` is no
+// bf16, is nonzero below `least` in magnitude or above `greatest`: where the dot product could flush a denormal or
+// round where the fma does not.
+HWY_INLINE bool Bf16PairsOf(const float* a, std::int64_t k, float factor, float least, float greatest,
+                            std::vector<std::uint16_t>& pairs) {
+  // 16 pairs at a time (a decode step's small calls spent a tenth of their time here, scalar).
+  const __m512 times = _mm512_set1_ps(factor), low = _mm512_set1_ps(least), high = _mm512_set1_ps(greatest);
+  const auto word_of = [&](const float* at, __m512i& bits) {  // false: not a normal bf16 in range, 0 or NaN
+    const __m512 v = _mm512_mul_ps(_mm512_loadu_ps(at), times);
+    const __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+    const __m512 magnitude = _mm512_abs_ps(v);
+    const __mmask16 tiny = _mm512_cmp_ps_mask(magnitude, low, _CMP_LT_OQ) &
+                           _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_NEQ_OQ);
+    const __mmask16 huge = _mm512_cmp_ps_mask(magnitude, high, _CMP_GT_OQ);
+    const __mmask16 not_bf16 = _mm512_test_epi32_mask(_mm512_castps_si512(v), _mm512_set1_epi32(0xFFFF));
+    bits = _mm512_mask_mov_epi32(_mm512_castps_si512(v), nan, _mm512_set1_epi32(0x7FC00000));
+    return ((tiny | huge | not_bf16) & static_cast<__mmask16>(~nan)) == 0;
+  };
+  pairs.resize(static_cast<std::size_t>(k));
+  for (std::int64_t c = 0; c < k; c += 32) {
+    __m512i first, second;
+    if (!word_of(a + c, first) || !word_of(a + c + 16, second)) return false;
+    const __m512i dwords = _mm512_or_si512(_mm512_and_si512(first, _mm512_set1_epi32(static_cast<int>(0xFFFF0000u))),
+                                           _mm512_srli_epi32(second, 16));
+    _mm512_storeu_si512(pairs.data() + c, dwords);
+  }
+  return true;
+}
+
+// The activation row as BlockSumsDotBf16 reads it (Bf16PairsOf): a / 2; for BlockSumsDotBf16Codes (mxfp8, whose scales
 // go into the weights) a itself. False where that path does not run: no such CPU, not allowed, other weights, groups
 // not whole lines, or an activation that is no e4m3 value (never from act_quant).
 HWY_INLINE bool DotBf16Pairs(const Problem& p, const float* a, std::vector<std::uint16_t>& pairs) {
@@ -330,27 +360,7 @@ HWY_INLINE bool DotBf16Pairs(const Problem& p, const float* a, std::vector<std::
       !gemv_e4m3_bf16_dot_chosen() || !CpuDotBf16RoundsTwice()) {
     return false;
   }
-  // 16 pairs at a time (a decode step's small calls spent a tenth of their time here, scalar): dword i of each 32
-  // values holds a[c + i] in its high word and a[c + 16 + i] in its low one.
-  const __m512 factor = _mm512_set1_ps(codes ? 1.0f : 0.5f), least = _mm512_set1_ps(codes ? 0x1p-9f : 0x1p-10f);
-  const auto word_of = [&](const float* at, __m512i& bits) {  // false: not a normal bf16 e4m3 value, 0 or NaN
-    const __m512 v = _mm512_mul_ps(_mm512_loadu_ps(at), factor);
-    const __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
-    const __mmask16 tiny = _mm512_cmp_ps_mask(_mm512_abs_ps(v), least, _CMP_LT_OQ) &
-                           _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_NEQ_OQ);
-    const __mmask16 not_bf16 = _mm512_test_epi32_mask(_mm512_castps_si512(v), _mm512_set1_epi32(0xFFFF));
-    bits = _mm512_mask_mov_epi32(_mm512_castps_si512(v), nan, _mm512_set1_epi32(0x7FC00000));
-    return ((tiny | not_bf16) & static_cast<__mmask16>(~nan)) == 0;
-  };
-  pairs.resize(static_cast<std::size_t>(p.k));
-  for (std::int64_t c = 0; c < p.k; c += 32) {
-    __m512i first, second;
-    if (!word_of(a + c, first) || !word_of(a + c + 16, second)) return false;
-    const __m512i dwords = _mm512_or_si512(_mm512_and_si512(first, _mm512_set1_epi32(static_cast<int>(0xFFFF0000u))),
-                                           _mm512_srli_epi32(second, 16));
-    _mm512_storeu_si512(pairs.data() + c, dwords);
-  }
-  return true;
+  return Bf16PairsOf(a, p.k, codes ? 1.0f : 0.5f, codes ? 0x1p-9f : 0x1p-10f, HUGE_VALF, pairs);
 }
 #endif  // MF_GEMV_E4M3_TABLES
 

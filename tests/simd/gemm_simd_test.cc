@@ -346,17 +346,60 @@ TEST(GemmSimdTargets, Fp8WeightsWithF32Scales) {
     }
   });
 }
+// mxfp4: on AVX3_DL by the bf16 dot product where it can run and again without (each_e4m3_gemv_loop: the same choice).
 TEST(GemmSimdTargets, Fp4Weights) {
-  each_target([] {
+  each_target_and_e4m3_gemv_loop([] {
     for (const Kind k : {Kind::normal, Kind::outliers, Kind::adversarial, Kind::extreme, Kind::weight_codes}) {
       check_quantized("mxfp4", mf::ActScale::ue8m0, k, 6);
     }
   });
 }
+// mxfp4 scale codes at the edges of the range in which AVX3_DL's e2m1 GEMV multiplies by the bf16 dot product (18 ..
+// 235: every weight a normal bf16 in [2^-110, 2^111)) and just past them, each on a block of weights and on a block of
+// zeros (±0 codes), code 0 (a zero-padded K's) on zeros and on weights, the largest code 0xFE on zeros and on weights
+// that overflow to Inf there, and NaN (0xFF) on zeros (0 x NaN is NaN); at M = 1, 3 and 6 (batches of 4 and 2), every
+// target and GEMV loop against the definition. Rows of exact codes only (the loop that looks at no code) sit beside
+// them in the same blocks of 16 rows.
+TEST(GemmSimdTargets, Mxfp4ScaleCodesAtTheDotRangeEdges) {
+  std::mt19937 rng(14);
+  const std::int64_t n = 40, k = 512, cols = k / 32;
+  for (const std::int64_t m : {1, 3, 6}) {
+    const std::vector<float> x = values(m * k, Kind::normal, rng);
+    const mf::QuantizedTensor a = mf::act_quant(x.data(), Shape{m, k}, mf::ActScale::ue8m0);
+    mf::QuantizedTensor w = weight("mxfp4", n, k, Kind::normal, rng);
+    const auto zero_block = [&](std::int64_t row, std::int64_t col) {  // 32 codes: 16 bytes of ±0 pairs
+      std::fill_n(w.codes.begin() + row * k / 2 + col * 16, 16, static_cast<std::uint8_t>((row + col) % 2 ? 0x88 : 0x00));
+    };
+    const struct {
+      std::int64_t row, col;
+      std::uint8_t code;
+      bool zeros;
+    } edits[] = {{0, 0, 17, false},   {1, 3, 18, false},    {2, 5, 235, false},   {3, 6, 236, false},
+                 {17, 1, 17, true},   {18, 2, 236, true},   {19, 4, 0, true},     {20, 7, 0, false},
+                 {33, 9, 0xFE, true}, {34, 10, 0xFF, true}, {35, 15, 0xFE, false}};
+    for (const auto& e : edits) {
+      w.scales[static_cast<std::size_t>(e.row * cols + e.col)] = e.code;
+      if (e.zeros) zero_block(e.row, e.col);
+    }
+    each_target_and_e4m3_gemv_loop([&] {
+      expect_fast_matches_ref(
+          [&](bool fast, mf::GemmOut out, const mf::GemmOptions& o) {
+            fast ? mf::fp4_gemm(a, w, out, o) : mf::ref::fp4_gemm(a, w, out, o);
+          },
+          m, n, "mxfp4 edge scales M=" + std::to_string(m), inputs_of("mxfp4 edges", a, w));
+    });
+    std::vector<float> y(static_cast<std::size_t>(m * n));
+    mf::fp4_gemm(a, w, mf::GemmOut{y.data(), nullptr}, {});
+    EXPECT_TRUE(std::isnan(y[34])) << "0 x NaN scale";  // row 34's zero block times the NaN scale
+    EXPECT_TRUE(std::isfinite(y[19]) && std::isfinite(y[17]) && std::isfinite(y[33]))
+        << "blocks of zeros with scales out of range";
+  }
+}
+
 // nvfp4: the e2m1 GEMV with a table per 16 weights, and the tiles; E4M3 scales inside w, t per group (spoil: block
 // scales 0, NaN, subnormal and 448; t = 2^120 in the extreme kind).
 TEST(GemmSimdTargets, Nvfp4Weights) {
-  each_target([] {
+  each_target_and_e4m3_gemv_loop([] {
     for (const Kind k : {Kind::normal, Kind::outliers, Kind::adversarial, Kind::extreme, Kind::weight_codes}) {
       check_quantized("nvfp4", mf::ActScale::ue8m0, k, 7);
     }
