@@ -196,9 +196,9 @@ HWY_INLINE void BatchBlockSums(const Problem& p, const GemvInputs* in, std::int6
       const bool exact =
           E2m1ScalesExact(rows, p.weight_scale_cols, in[0].e2m1_bf16_exact_first, in[0].e2m1_bf16_exact_length);
       const bool block16 = p.bc == 16;
-      const auto run = block16 ? (exact ? BlockSumsE2m1DotBf16<kBatch, true, false> : BlockSumsE2m1DotBf16<kBatch, true, true>)
-                               : (exact ? BlockSumsE2m1DotBf16<kBatch, false, false>
-                                        : BlockSumsE2m1DotBf16<kBatch, false, true>);
+      const auto run =
+          block16 ? (exact ? BlockSumsE2m1DotBf16<kBatch, true, false> : BlockSumsE2m1DotBf16<kBatch, true, true>)
+                  : (exact ? BlockSumsE2m1DotBf16<kBatch, false, false> : BlockSumsE2m1DotBf16<kBatch, false, true>);
       run(rows, pairs, p.k, ScaleShift<WeightKind::e2m1>(p), in[0].e2m1_bf16, in[0].e2m1_bf16_scale, in[0].block.sums,
           in[0].block.redo);
       return;

@@ -189,8 +189,9 @@ HWY_INLINE void GroupSums(const WeightRow (&rows)[kLanes], const float* HWY_REST
 // tree sum (multiples of 2^-19, below 2^24), and scaling by a power of two commutes with each of their roundings: the
 // group sum times 2 x scale is the definition's group sum, bit for bit.
 // e2m1: `a` is the activation row as it is (read by the definition's loop for a group the dot product leaves:
-// block->redo) and e2m1_tables holds, per scale code, the 16 e2m1 values times its scale. Where the GEMV is batched (GemvBatched: e2m1 on 16-lane targets and
-// AVX2, e4m3 where `block`) the group sums are in block->sums (BlockSumsOfRows made them for a batch of rows).
+// block->redo) and e2m1_tables holds, per scale code, the 16 e2m1 values times its scale. Where the GEMV is batched
+// (GemvBatched: e2m1 on 16-lane targets and AVX2, e4m3 where `block`) the group sums are in block->sums
+// (BlockSumsOfRows made them for a batch of rows).
 template <WeightKind K, bool kPerGroup = false>
 void GemvBlock(const Problem& p, std::int64_t row, const float* HWY_RESTRICT a, std::int64_t n0, float* HWY_RESTRICT c,
                std::int64_t live, const float* HWY_RESTRICT e2m1_tables = nullptr, BlockSumsInputs* block = nullptr) {

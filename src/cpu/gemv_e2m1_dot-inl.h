@@ -39,10 +39,10 @@ constexpr std::uint8_t kScaleExact = 0, kScaleZerosOnly = 1, kScaleNever = 2;
 
 // Per scale code, the 16 e2m1 values times its scale as bf16 (the f32 product, as Problem::weight makes it, cut to
 // its high half), twice over: 32 words, one line, for a word permute that reads 5 index bits. Beside them, each code's
-// kScaleExact and the others. Why the range: an activation (an e4m3 value, |a| in [2^-9, 448], a multiple of 2^-9) times a weight whose
-// exponent is at least -110 (a multiple of 2^-117) is a multiple of 2^-126, and so is every sum of such, so no product
-// or sum is an f32 denormal, which the dot product would flush; below 2^111 no product (< 2^120) or sum of 128 of them
-// reaches f32's largest. Made again, in the thread's GemvBuffers, only when the scales differ.
+// kScaleExact and the others. Why the range: an activation (an e4m3 value, |a| in [2^-9, 448], a multiple of 2^-9)
+// times a weight whose exponent is at least -110 (a multiple of 2^-117) is a multiple of 2^-126, and so is every sum of
+// such, so no product or sum is an f32 denormal, which the dot product would flush; below 2^111 no product (< 2^120) or
+// sum of 128 of them reaches f32's largest. Made again, in the thread's GemvBuffers, only when the scales differ.
 HWY_INLINE void E2m1DotTables(const Problem& p, GemvBuffers& b) {
   if (b.e2m1_bf16 && std::memcmp(b.e2m1_bf16_of.data(), p.weight_scale_table.data(), sizeof(float) * 256) == 0) return;
   if (!b.e2m1_bf16) b.e2m1_bf16 = hwy::AllocateAligned<std::uint16_t>(256 * 32);
@@ -53,8 +53,8 @@ HWY_INLINE void E2m1DotTables(const Problem& p, GemvBuffers& b) {
       const float w = codec::kE2m1Values[j] * scale;
       const std::uint32_t bits = std::bit_cast<std::uint32_t>(w);
       const float magnitude = std::fabs(w);
-      const bool fits = std::isnan(w) || w == 0.0f ||
-                        ((bits & 0xFFFFu) == 0 && magnitude >= 0x1p-110f && magnitude < 0x1p111f);
+      const bool fits =
+          std::isnan(w) || w == 0.0f || ((bits & 0xFFFFu) == 0 && magnitude >= 0x1p-110f && magnitude < 0x1p111f);
       if (!fits && kind == kScaleExact) kind = kScaleZerosOnly;
       b.e2m1_bf16[code * 32 + j] = b.e2m1_bf16[code * 32 + 16 + j] = static_cast<std::uint16_t>(bits >> 16);
     }
@@ -199,7 +199,8 @@ HWY_NOINLINE __attribute__((target(HWY_TARGET_STR ",avx512bf16"))) void BlockSum
             if constexpr (kBatch == 1) {
               dots[b][i] = _mm512_dpbf16_ps(dots[b][i], (__m512bh)w, a1[s]);
             } else {
-              dots[b][i] = _mm512_dpbf16_ps(dots[b][i], (__m512bh)w, (__m512bh)_mm512_loadu_si512(pairs[b] + k0 + 32 * s));
+              dots[b][i] =
+                  _mm512_dpbf16_ps(dots[b][i], (__m512bh)w, (__m512bh)_mm512_loadu_si512(pairs[b] + k0 + 32 * s));
             }
           }
         }

@@ -333,8 +333,8 @@ HWY_INLINE bool Bf16PairsOf(const float* a, std::int64_t k, float factor, float 
     const __m512 v = _mm512_mul_ps(_mm512_loadu_ps(at), times);
     const __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
     const __m512 magnitude = _mm512_abs_ps(v);
-    const __mmask16 tiny = _mm512_cmp_ps_mask(magnitude, low, _CMP_LT_OQ) &
-                           _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_NEQ_OQ);
+    const __mmask16 tiny =
+        _mm512_cmp_ps_mask(magnitude, low, _CMP_LT_OQ) & _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_NEQ_OQ);
     const __mmask16 huge = _mm512_cmp_ps_mask(magnitude, high, _CMP_GT_OQ);
     const __mmask16 not_bf16 = _mm512_test_epi32_mask(_mm512_castps_si512(v), _mm512_set1_epi32(0xFFFF));
     bits = _mm512_mask_mov_epi32(_mm512_castps_si512(v), nan, _mm512_set1_epi32(0x7FC00000));

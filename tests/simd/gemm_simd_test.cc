@@ -359,7 +359,7 @@ TEST(GemmSimdTargets, Fp4Weights) {
 // zeros (±0 codes), code 0 (a zero-padded K's) on zeros and on weights, the largest code 0xFE on zeros and on weights
 // that overflow to Inf there, and NaN (0xFF) on zeros (0 x NaN is NaN); at M = 1, 3 and 6 (batches of 4 and 2), every
 // target and GEMV loop against the definition. Rows of exact codes only (the loop that looks at no code) sit beside
-// them in the same blocks of 16 rows.
+// them in the same blocks of 16 rows; two rows have tiny codes (2 and 10) throughout.
 TEST(GemmSimdTargets, Mxfp4ScaleCodesAtTheDotRangeEdges) {
   std::mt19937 rng(14);
   const std::int64_t n = 40, k = 512, cols = k / 32;
@@ -368,7 +368,8 @@ TEST(GemmSimdTargets, Mxfp4ScaleCodesAtTheDotRangeEdges) {
     const mf::QuantizedTensor a = mf::act_quant(x.data(), Shape{m, k}, mf::ActScale::ue8m0);
     mf::QuantizedTensor w = weight("mxfp4", n, k, Kind::normal, rng);
     const auto zero_block = [&](std::int64_t row, std::int64_t col) {  // 32 codes: 16 bytes of ±0 pairs
-      std::fill_n(w.codes.begin() + row * k / 2 + col * 16, 16, static_cast<std::uint8_t>((row + col) % 2 ? 0x88 : 0x00));
+      std::fill_n(w.codes.begin() + row * k / 2 + col * 16, 16,
+                  static_cast<std::uint8_t>((row + col) % 2 ? 0x88 : 0x00));
     };
     const struct {
       std::int64_t row, col;
@@ -381,6 +382,10 @@ TEST(GemmSimdTargets, Mxfp4ScaleCodesAtTheDotRangeEdges) {
       w.scales[static_cast<std::size_t>(e.row * cols + e.col)] = e.code;
       if (e.zeros) zero_block(e.row, e.col);
     }
+    // Whole rows of tiny scales (2^-125, 2^-117): there products and sums fall below 2^-126, the f32 denormals that
+    // the dot product would flush, and nothing larger hides them.
+    std::fill_n(w.scales.begin() + 21 * cols, cols, std::uint8_t{2});
+    std::fill_n(w.scales.begin() + 22 * cols, cols, std::uint8_t{10});
     each_target_and_e4m3_gemv_loop([&] {
       expect_fast_matches_ref(
           [&](bool fast, mf::GemmOut out, const mf::GemmOptions& o) {
