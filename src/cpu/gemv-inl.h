@@ -139,6 +139,10 @@ HWY_INLINE GemvInputs GemvInputsOf(const Problem& p, std::int64_t row, const flo
     const auto at = static_cast<std::size_t>(row) * groups;
     b.block_sums.resize(groups * kLanes * static_cast<std::size_t>(p.m));
     b.block_redo.resize(groups * static_cast<std::size_t>(p.m));
+    if (E4m3ScaleCodes(p)) {  // mxfp8: the activations as they are, the codes' factors per 32 weights (fp16)
+      in.block = {nullptr, a, b.block_sums.data() + at * kLanes, b.block_redo.data() + at, false};
+      return in;
+    }
     const bool fields = gemv_e4m3_f32_fields_chosen();
     in.block = {nullptr, rb.scaled.data(), b.block_sums.data() + at * kLanes, b.block_redo.data() + at, fields};
     if (fields) {
@@ -233,8 +237,10 @@ HWY_INLINE void BatchBlockSums(const Problem& p, const GemvInputs* in, std::int6
   BlockRows<WeightKind::e4m3>(p, n0, nullptr, rows);
   const float* a[kBatch];
   for (int b = 0; b < kBatch; ++b) a[b] = in[b].block.a;
-  (in[0].block.fields ? BlockSumsLanes<true, kBatch>
-                      : BlockSumsLanes<false, kBatch>)(rows, a, p.k, p.group, live, in[0].block.sums, in[0].block.redo);
+  (E4m3ScaleCodes(p) ? BlockSumsLanes<false, kBatch, true>
+   : in[0].block.fields
+       ? BlockSumsLanes<true, kBatch>
+       : BlockSumsLanes<false, kBatch>)(rows, a, p.k, p.group, live, in[0].block.sums, in[0].block.redo);
 #endif
 }
 

@@ -222,7 +222,7 @@ void GemvBlock(const Problem& p, std::int64_t row, const float* HWY_RESTRICT a, 
 #endif
         if (block != nullptr && !block->redo[g]) {
       std::copy(block->sums + kLanes * g, block->sums + kLanes * (g + 1), red);
-    } else if (K == WeightKind::e4m3 && rows[0].scale_codes != nullptr) {  // mxfp8: no factors to read
+    } else if (MF_GEMV_E4M3_TABLES && K == WeightKind::e4m3 && rows[0].scale_codes != nullptr) {  // mxfp8's redo
       GroupSumsOfDefinition(p, a, n0, k0, end, red);
     } else {
       GroupSums<K, kPerGroup>(rows, a, k0, end, shift, red);

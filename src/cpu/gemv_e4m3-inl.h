@@ -35,6 +35,14 @@ namespace hn = hwy::HWY_NAMESPACE;
 // activations carry the rest of 2^-1 (kE4m3ActScale), so that every product is a x value / 2 either way.
 constexpr float kE4m3ActScale = MF_GEMV_E4M3_FP16 ? 0x1p7f : 0x1p119f;
 
+#if MF_GEMV_E4M3_FP16
+// What the fp16 decode (value x 2^-8) of scale column `col` of a row is multiplied by: the scale times 2^8, from the
+// row's factor (2^120 x scale) or, for mxfp8's codes read in place (E4m3ScaleCodes), from the code's scale.
+HWY_INLINE float E4m3HalfFactor(const WeightRow& r, std::int64_t col) {
+  return r.scales != nullptr ? r.scales[col] * 0x1p-112f : r.weight_scale_table[r.scale_codes[col]] * 0x1p8f;
+}
+#endif
+
 // kL lanes of e4m3 weights w[row, k..] exactly as Problem::weight gives them: through fp16 the value times 2^-8
 // (codec::DecodeE4m3Half), or the code, sign-extended, shifted so that its fields sit where f32's do (bits 20-26,
 // sign at 31): the value times 2^-120 (an f32 subnormal for subnormal codes, as exact); one product by 2^120 x
@@ -48,7 +56,7 @@ HWY_INLINE VF LoadE4m3(const WeightRow& r, std::int64_t k, int shift) {
 #if MF_GEMV_E4M3_FP16
   // kPerGroup: value x 2^-8 as it is; the activations carry 2^7 and the group's sum the rest.
   const VF half = codec::DecodeE4m3Half(df, r.codes + k);
-  const VF v = kPerGroup ? half : hn::Mul(half, hn::Set(df, r.scales[k >> shift] * 0x1p-112f));
+  const VF v = kPerGroup ? half : hn::Mul(half, hn::Set(df, E4m3HalfFactor(r, k >> shift)));
   const auto c = hn::PromoteTo(di, hn::LoadU(d8, reinterpret_cast<const std::int8_t*>(r.codes + k)));
 #else
   const auto c = hn::PromoteTo(di, hn::LoadU(d8, reinterpret_cast<const std::int8_t*>(r.codes + k)));
@@ -71,8 +79,8 @@ HWY_INLINE void LoadE4m3Pair(const WeightRow& r, std::int64_t k, int shift, VF& 
     const DF df;
     codec::DecodeE4m3Halves(df, r.codes + k, w0, w1);
     if constexpr (!kPerGroup) {
-      w0 = hn::Mul(w0, hn::Set(df, r.scales[k >> shift] * 0x1p-112f));
-      w1 = hn::Mul(w1, hn::Set(df, r.scales[(k + static_cast<std::int64_t>(kL)) >> shift] * 0x1p-112f));
+      w0 = hn::Mul(w0, hn::Set(df, E4m3HalfFactor(r, k >> shift)));
+      w1 = hn::Mul(w1, hn::Set(df, E4m3HalfFactor(r, (k + static_cast<std::int64_t>(kL)) >> shift)));
     }
     return;
   }
@@ -395,7 +403,10 @@ HWY_INLINE void DecodeE4m3Pair(const std::uint8_t* codes, VF& w0, VF& w1) {
 // `live` (zero activations) are only looked through. redo[g] = 1 where group g holds a NaN code (the caller redoes it
 // with the checked loop). sums[16 (b x groups + g) + bitrev4(i)]: group g of weight row i for activation row b;
 // redo[b x groups + g]. group % 64 == 0, k % group == 0.
-template <bool kFields, int kBatch>
+// kCodes (mxfp8's codes read in place, E4m3ScaleCodes; fp16, not kFields): each 16 weights' fp16 decode times their
+// 32-value block's factor (E4m3HalfFactor: value x scale, Problem::weight's, exactly), and `a` the activation row as it
+// is: the definition's fmas themselves; a NaN scale code in a line past `live` redoes its group too.
+template <bool kFields, int kBatch, bool kCodes = false>
 HWY_NOINLINE void BlockSumsLanes(const WeightRow (&rows)[kLanes], const float* const* HWY_RESTRICT a, std::int64_t k,
                                  std::int64_t group, std::int64_t live, float* HWY_RESTRICT sums,
                                  std::uint8_t* HWY_RESTRICT redo) {
@@ -407,6 +418,7 @@ HWY_NOINLINE void BlockSumsLanes(const WeightRow (&rows)[kLanes], const float* c
   for (std::int64_t k0 = 0, g = 0; k0 < k; k0 += group, ++g) {
     auto seen_u = hn::Zero(du8);
     auto seen_s = hn::Set(di8, std::int8_t{-128});
+    bool nan_scale = false;  // kCodes: a NaN scale in a line only looked through (0 x NaN is NaN)
     VF acc[kBatch][kLanes][kV];
     for (int pass = 0; pass < kLanes; pass += kRows) {
       const std::uint8_t* codes[kRows];
@@ -424,7 +436,15 @@ HWY_NOINLINE void BlockSumsLanes(const WeightRow (&rows)[kLanes], const float* c
           const auto* signed_at = reinterpret_cast<const std::int8_t*>(at);
           seen_s = hn::Max(seen_s, hn::Max(hn::LoadU(di8, signed_at), hn::LoadU(di8, signed_at + 32)));
         }
-        if (line >= live) continue;
+        if (line >= live) {
+          if constexpr (kCodes) {
+            for (int j = 0; j < kRows; ++j) {
+              const std::uint8_t* scale_codes = rows[pass + j].scale_codes + (line >> 5);
+              nan_scale |= scale_codes[0] == 0xFF || scale_codes[1] == 0xFF;
+            }
+          }
+          continue;
+        }
 #pragma GCC unroll 4
         for (std::int64_t step = 0; step < 64; step += kLanes) {
           if constexpr (kBatch == 1) {  // the activations loaded once per step for the four rows
@@ -433,6 +453,10 @@ HWY_NOINLINE void BlockSumsLanes(const WeightRow (&rows)[kLanes], const float* c
             for (int j = 0; j < kRows; ++j) {
               VF w0, w1;
               DecodeE4m3Pair<kFields>(codes[j] + line + step, w0, w1);
+              if constexpr (kCodes) {
+                const VF factor = hn::Set(df, E4m3HalfFactor(rows[pass + j], (line + step) >> 5));
+                w0 = hn::Mul(w0, factor), w1 = hn::Mul(w1, factor);
+              }
               s[j][0][0] = hn::MulAdd(a0, w0, s[j][0][0]);
               s[j][0][1] = hn::MulAdd(a1, w1, s[j][0][1]);
             }
@@ -441,6 +465,10 @@ HWY_NOINLINE void BlockSumsLanes(const WeightRow (&rows)[kLanes], const float* c
             for (int j = 0; j < kRows; ++j) {
               VF w0, w1;
               DecodeE4m3Pair<kFields>(codes[j] + line + step, w0, w1);
+              if constexpr (kCodes) {
+                const VF factor = hn::Set(df, E4m3HalfFactor(rows[pass + j], (line + step) >> 5));
+                w0 = hn::Mul(w0, factor), w1 = hn::Mul(w1, factor);
+              }
 #pragma GCC unroll 4
               for (int b = 0; b < kBatch; ++b) {
                 s[j][b][0] = hn::MulAdd(hn::LoadU(df, a[b] + line + step), w0, s[j][b][0]);
@@ -455,7 +483,7 @@ HWY_NOINLINE void BlockSumsLanes(const WeightRow (&rows)[kLanes], const float* c
       }
     }
     for (int b = 0; b < kBatch; ++b) ReduceAvx2(acc[b], sums + kLanes * (b * groups + g));
-    const std::uint8_t nan_seen = !hn::AllFalse(du8, hn::Eq(seen_u, hn::Set(du8, std::uint8_t{0xFF}))) ||
+    const std::uint8_t nan_seen = nan_scale || !hn::AllFalse(du8, hn::Eq(seen_u, hn::Set(du8, std::uint8_t{0xFF}))) ||
                                   !hn::AllFalse(di8, hn::Eq(seen_s, hn::Set(di8, std::int8_t{0x7F})));
     for (int b = 0; b < kBatch; ++b) redo[b * groups + g] = nan_seen;
   }
@@ -487,10 +515,11 @@ HWY_INLINE bool E4m3WholeLines(const Problem& p) {
   return p.kind == WeightKind::e4m3 && p.group % 64 == 0 && p.k % p.group == 0 && (p.e4m3_per_group || p.bc >= 32);
 }
 
-// The e4m3 weights whose block sums BlockSumsOfRows makes: in whole lines on AVX3_DL, and with per-group factors too
-// on AVX2 (BlockSumsLanes).
+// The e4m3 weights whose block sums BlockSumsOfRows makes: in whole lines on AVX3_DL, and with per-group factors or
+// mxfp8's codes too on AVX2 (BlockSumsLanes).
 HWY_INLINE bool E4m3Batched(const Problem& p) {
-  return E4m3WholeLines(p) && (MF_GEMV_E4M3_TABLES || (MF_GEMV_E4M3_LANES_BLOCKS && p.e4m3_per_group));
+  return E4m3WholeLines(p) &&
+         (MF_GEMV_E4M3_TABLES || (MF_GEMV_E4M3_LANES_BLOCKS && (p.e4m3_per_group || E4m3ScaleCodes(p))));
 }
 
 }  // namespace HWY_NAMESPACE

@@ -336,6 +336,34 @@ TEST(GemmSimdTargets, Mxfp8ScaleCodesAtTheRangeEdges) {
   }
 }
 
+// mxfp8 at the edge of the scale codes AVX2's GEMV reads in place (E4m3ScaleCodes: up to 246, 2^119, and NaN, where
+// its factor, the scale times 2^8, is finite): codes 246, 0 and 0xFF on blocks of weights, and the same weight with one
+// code 247 (2^120), which takes the f32 factors' loops; at M = 1 and 3, every target and GEMV loop against the
+// definition.
+TEST(GemmSimdTargets, Mxfp8ScaleCodesAtTheFp16FactorEdge) {
+  std::mt19937 rng(15);
+  const std::int64_t n = 40, k = 512, cols = k / 32;
+  for (const std::int64_t m : {1, 3}) {
+    const std::vector<float> x = values(m * k, Kind::normal, rng);
+    const mf::QuantizedTensor a = mf::act_quant(x.data(), Shape{m, k}, mf::ActScale::ue8m0);
+    mf::QuantizedTensor w = weight("mxfp8", n, k, Kind::normal, rng);
+    w.scales[static_cast<std::size_t>(2 * cols + 5)] = 246;
+    w.scales[static_cast<std::size_t>(17 * cols + 1)] = 0;
+    w.scales[static_cast<std::size_t>(33 * cols + 9)] = 0xFF;
+    for (const bool past : {false, true}) {
+      if (past) w.scales[static_cast<std::size_t>(20 * cols + 7)] = 247;
+      each_target_and_e4m3_gemv_loop([&] {
+        expect_fast_matches_ref(
+            [&](bool fast, mf::GemmOut out, const mf::GemmOptions& o) {
+              fast ? mf::fp8_gemm(a, w, out, o) : mf::ref::fp8_gemm(a, w, out, o);
+            },
+            m, n, "mxfp8 fp16 factor edge M=" + std::to_string(m) + (past ? " with 247" : ""),
+            inputs_of("mxfp8 factor edge", a, w));
+      });
+    }
+  }
+}
+
 TEST(GemmSimdTargets, Fp8WeightsWithF32Scales) {
   // f32 weight scales stay outside the products: groups of 128, or 32 for 32-wide blocks.
   each_target_and_e4m3_gemv_loop([] {
@@ -513,29 +541,34 @@ TEST(GemmSimdTargets, GemvActivationWithZeroTail) { each_target_and_e4m3_gemv_lo
 // A NaN weight scale (ue8m0 code 0xFF) on a block that lies wholly in the activations' zero tail: 0 x (value x NaN)
 // is NaN in the definition, so those outputs are NaN although the GEMV skips the tail's products (it leaves weights
 // with a NaN scale to the tiles, which skip nothing). fp8-32x32 at N = 50, K = 128: scale block (1, 3) holds rows
-// 32 to 49, columns 96 to 127.
+// 32 to 49, columns 96 to 127; mxfp8 (whose GEMV reads the scale codes in place on AVX3_DL and AVX2): the same columns
+// of row 32.
 TEST_P(GemmSimdTarget, NanWeightScaleInZeroTail) {
   std::mt19937 rng(12);
   for (const std::int64_t m : {1, 3}) {
     std::vector<float> x = values(m * 128, Kind::normal, rng);
     for (std::int64_t r = 0; r < m; ++r) std::fill(x.begin() + r * 128 + 40, x.begin() + (r + 1) * 128, 0.0f);
     const mf::QuantizedTensor a = mf::act_quant(x.data(), Shape{m, 128}, mf::ActScale::ue8m0);
-    mf::QuantizedTensor w = weight("fp8-32x32", 50, 128, Kind::normal, rng);
-    ASSERT_EQ(w.scales.size(), 2u * 4u);
-    w.scales[1 * 4 + 3] = 0xFF;
-    each_e4m3_gemv_loop([&] {
-      expect_fast_matches_ref(
-          [&](bool fast, mf::GemmOut out, const mf::GemmOptions& o) {
-            fast ? mf::fp8_gemm(a, w, out, o) : mf::ref::fp8_gemm(a, w, out, o);
-          },
-          m, 50, "M=" + std::to_string(m));
-      std::vector<float> y(static_cast<std::size_t>(m * 50));
-      mf::fp8_gemm(a, w, mf::GemmOut{y.data(), nullptr}, {});
-      for (std::int64_t r = 0; r < m; ++r) {
-        EXPECT_FALSE(std::isnan(y[static_cast<std::size_t>(r * 50 + 31)])) << "row " << r;
-        EXPECT_TRUE(std::isnan(y[static_cast<std::size_t>(r * 50 + 32)])) << "row " << r;
-      }
-    });
+    for (const std::string scheme : {"fp8-32x32", "mxfp8"}) {  // mxfp8: its codes read in place (AVX3_DL, AVX2)
+      SCOPED_TRACE(scheme);
+      mf::QuantizedTensor w = weight(scheme, 50, 128, Kind::normal, rng);
+      const bool mx = scheme == "mxfp8";
+      ASSERT_EQ(w.scales.size(), mx ? 50u * 4u : 2u * 4u);
+      w.scales[mx ? 32 * 4 + 3 : 1 * 4 + 3] = 0xFF;  // row 32 (mxfp8) or rows 32-49, the last 32 columns
+      each_e4m3_gemv_loop([&] {
+        expect_fast_matches_ref(
+            [&](bool fast, mf::GemmOut out, const mf::GemmOptions& o) {
+              fast ? mf::fp8_gemm(a, w, out, o) : mf::ref::fp8_gemm(a, w, out, o);
+            },
+            m, 50, "M=" + std::to_string(m));
+        std::vector<float> y(static_cast<std::size_t>(m * 50));
+        mf::fp8_gemm(a, w, mf::GemmOut{y.data(), nullptr}, {});
+        for (std::int64_t r = 0; r < m; ++r) {
+          EXPECT_FALSE(std::isnan(y[static_cast<std::size_t>(r * 50 + 31)])) << "row " << r;
+          EXPECT_TRUE(std::isnan(y[static_cast<std::size_t>(r * 50 + 32)])) << "row " << r;
+        }
+      });
+    }
   }
 }
 
