@@ -30,6 +30,7 @@
 #include "gemv_blocks-inl.h"
 #include "gemv_bf16-inl.h"
 #include "gemv_e2m1-inl.h"
+#include "gemv_e2m1_dot-inl.h"
 #include "gemv_e4m3-inl.h"
 #include "gemv_inputs-inl.h"
 #include "gemv_loops-inl.h"
@@ -91,6 +92,18 @@ HWY_INLINE GemvInputs GemvInputsOf(const Problem& p, std::int64_t row, const flo
     const auto groups = static_cast<std::size_t>(p.k / kActBlock);
     b.block_sums.resize(groups * kLanes * static_cast<std::size_t>(p.m));
     in.block = {nullptr, in.strided, b.block_sums.data() + groups * kLanes * static_cast<std::size_t>(row), nullptr};
+#if MF_GEMV_E2M1_DOT
+    if (E2m1DotPairs(p, in.strided, rb.pairs)) {  // BlockSumsE2m1DotBf16, with its tables and redo flags
+      E2m1DotTables(p, b);
+      b.block_redo.resize(groups * static_cast<std::size_t>(p.m));
+      in.block.pairs = rb.pairs.data();
+      in.block.redo = b.block_redo.data() + groups * static_cast<std::size_t>(row);
+      in.e2m1_bf16 = b.e2m1_bf16.get();
+      in.e2m1_bf16_scale = b.e2m1_bf16_scale.data();
+      in.e2m1_bf16_exact_first = b.e2m1_bf16_exact_first;
+      in.e2m1_bf16_exact_length = b.e2m1_bf16_exact_length;
+    }
+#endif
   }
 #endif
 #if MF_GEMV_E2M1_STRIDED || MF_GEMV_E2M1_TABLE8
@@ -126,6 +139,10 @@ HWY_INLINE GemvInputs GemvInputsOf(const Problem& p, std::int64_t row, const flo
     const auto at = static_cast<std::size_t>(row) * groups;
     b.block_sums.resize(groups * kLanes * static_cast<std::size_t>(p.m));
     b.block_redo.resize(groups * static_cast<std::size_t>(p.m));
+    if (E4m3ScaleCodes(p)) {  // mxfp8: the activations as they are, the codes' factors per 32 weights (fp16)
+      in.block = {nullptr, a, b.block_sums.data() + at * kLanes, b.block_redo.data() + at, false};
+      return in;
+    }
     const bool fields = gemv_e4m3_f32_fields_chosen();
     in.block = {nullptr, rb.scaled.data(), b.block_sums.data() + at * kLanes, b.block_redo.data() + at, fields};
     if (fields) {
@@ -153,7 +170,7 @@ HWY_INLINE void GemvBlockOf(const Problem& p, GemvInputs& in, std::int64_t col0,
                                          in.block.sums != nullptr ? &in.block : nullptr);
     case WeightKind::e2m1:
 #if MF_GEMV_E2M1_STRIDED
-      return GemvBlock<WeightKind::e2m1>(p, in.row, in.strided, col0, c, in.live, in.e2m1_tables, &in.block);
+      return GemvBlock<WeightKind::e2m1>(p, in.row, in.a, col0, c, in.live, in.e2m1_tables, &in.block);
 #elif MF_GEMV_E2M1_TABLE8
       return GemvBlock<WeightKind::e2m1>(p, in.row, in.a, col0, c, in.live, in.e2m1_tables, &in.block);
 #elif MF_GEMV_E2M1_LANES
@@ -176,6 +193,21 @@ HWY_INLINE void BatchBlockSums(const Problem& p, const GemvInputs* in, std::int6
   WeightRow rows[kLanes];
   if (p.kind == WeightKind::e2m1) {
     BlockRows<WeightKind::e2m1>(p, n0, in[0].e2m1_tables, rows);
+#if MF_GEMV_E2M1_DOT
+    if (in[0].block.pairs != nullptr) {  // E2m1DotPairs
+      const std::uint16_t* pairs[kBatch];
+      for (int b = 0; b < kBatch; ++b) pairs[b] = in[b].block.pairs;
+      const bool exact =
+          E2m1ScalesExact(rows, p.weight_scale_cols, in[0].e2m1_bf16_exact_first, in[0].e2m1_bf16_exact_length);
+      const bool block16 = p.bc == 16;
+      const auto run =
+          block16 ? (exact ? BlockSumsE2m1DotBf16<kBatch, true, false> : BlockSumsE2m1DotBf16<kBatch, true, true>)
+                  : (exact ? BlockSumsE2m1DotBf16<kBatch, false, false> : BlockSumsE2m1DotBf16<kBatch, false, true>);
+      run(rows, pairs, p.k, ScaleShift<WeightKind::e2m1>(p), in[0].e2m1_bf16, in[0].e2m1_bf16_scale, in[0].block.sums,
+          in[0].block.redo);
+      return;
+    }
+#endif
     const float* a[kBatch];
     for (int b = 0; b < kBatch; ++b) a[b] = in[b].block.a;  // 16-lane targets: in the strided lane order
     if (p.bc == 16) {                                       // nvfp4
@@ -205,8 +237,10 @@ HWY_INLINE void BatchBlockSums(const Problem& p, const GemvInputs* in, std::int6
   BlockRows<WeightKind::e4m3>(p, n0, nullptr, rows);
   const float* a[kBatch];
   for (int b = 0; b < kBatch; ++b) a[b] = in[b].block.a;
-  (in[0].block.fields ? BlockSumsLanes<true, kBatch>
-                      : BlockSumsLanes<false, kBatch>)(rows, a, p.k, p.group, live, in[0].block.sums, in[0].block.redo);
+  (E4m3ScaleCodes(p) ? BlockSumsLanes<false, kBatch, true>
+   : in[0].block.fields
+       ? BlockSumsLanes<true, kBatch>
+       : BlockSumsLanes<false, kBatch>)(rows, a, p.k, p.group, live, in[0].block.sums, in[0].block.redo);
 #endif
 }
 

@@ -188,9 +188,10 @@ HWY_INLINE void GroupSums(const WeightRow (&rows)[kLanes], const float* HWY_REST
 // power of two, and stays normal (|a|, |value| in [2^-9, 448], scale in [2^-100, 2^7]); so does every partial and
 // tree sum (multiples of 2^-19, below 2^24), and scaling by a power of two commutes with each of their roundings: the
 // group sum times 2 x scale is the definition's group sum, bit for bit.
-// e2m1: `a` is the activation row in the strided lane order (DecodeE2m1x32Strided) and e2m1_tables holds, per
-// scale code, the 16 e2m1 values times its scale. Where the GEMV is batched (GemvBatched: e2m1 on 16-lane targets and
-// AVX2, e4m3 where `block`) the group sums are in block->sums (BlockSumsOfRows made them for a batch of rows).
+// e2m1: `a` is the activation row as it is (read by the definition's loop for a group the dot product leaves:
+// block->redo) and e2m1_tables holds, per scale code, the 16 e2m1 values times its scale. Where the GEMV is batched
+// (GemvBatched: e2m1 on 16-lane targets and AVX2, e4m3 where `block`) the group sums are in block->sums
+// (BlockSumsOfRows made them for a batch of rows).
 template <WeightKind K, bool kPerGroup = false>
 void GemvBlock(const Problem& p, std::int64_t row, const float* HWY_RESTRICT a, std::int64_t n0, float* HWY_RESTRICT c,
                std::int64_t live, const float* HWY_RESTRICT e2m1_tables = nullptr, BlockSumsInputs* block = nullptr) {
@@ -212,12 +213,16 @@ void GemvBlock(const Problem& p, std::int64_t row, const float* HWY_RESTRICT a, 
     const std::int64_t k0 = g * p.group, end = std::min(p.k, k0 + p.group);
 #if MF_GEMV_BATCHED
     if constexpr (K == WeightKind::e2m1) {  // BlockSums, for every activation row of the batch at once
-      std::copy(block->sums + kLanes * g, block->sums + kLanes * (g + 1), red);
+      if (block->redo == nullptr || !block->redo[g]) {
+        std::copy(block->sums + kLanes * g, block->sums + kLanes * (g + 1), red);
+      } else {  // a scale the dot product could not apply (BlockSumsE2m1DotBf16)
+        GroupSumsOfDefinition<MF_GEMV_E2M1_STRIDED != 0>(p, a, n0, k0, end, red);
+      }
     } else  // NOLINT(readability/braces)
 #endif
         if (block != nullptr && !block->redo[g]) {
       std::copy(block->sums + kLanes * g, block->sums + kLanes * (g + 1), red);
-    } else if (K == WeightKind::e4m3 && rows[0].scale_codes != nullptr) {  // mxfp8: no factors to read
+    } else if (MF_GEMV_E4M3_TABLES && K == WeightKind::e4m3 && rows[0].scale_codes != nullptr) {  // mxfp8's redo
       GroupSumsOfDefinition(p, a, n0, k0, end, red);
     } else {
       GroupSums<K, kPerGroup>(rows, a, k0, end, shift, red);

@@ -35,6 +35,14 @@ namespace hn = hwy::HWY_NAMESPACE;
 // activations carry the rest of 2^-1 (kE4m3ActScale), so that every product is a x value / 2 either way.
 constexpr float kE4m3ActScale = MF_GEMV_E4M3_FP16 ? 0x1p7f : 0x1p119f;
 
+#if MF_GEMV_E4M3_FP16
+// What the fp16 decode (value x 2^-8) of scale column `col` of a row is multiplied by: the scale times 2^8, from the
+// row's factor (2^120 x scale) or, for mxfp8's codes read in place (E4m3ScaleCodes), from the code's scale.
+HWY_INLINE float E4m3HalfFactor(const WeightRow& r, std::int64_t col) {
+  return r.scales != nullptr ? r.scales[col] * 0x1p-112f : r.weight_scale_table[r.scale_codes[col]] * 0x1p8f;
+}
+#endif
+
 // kL lanes of e4m3 weights w[row, k..] exactly as Problem::weight gives them: through fp16 the value times 2^-8
 // (codec::DecodeE4m3Half), or the code, sign-extended, shifted so that its fields sit where f32's do (bits 20-26,
 // sign at 31): the value times 2^-120 (an f32 subnormal for subnormal codes, as exact); one product by 2^120 x
@@ -48,7 +56,7 @@ HWY_INLINE VF LoadE4m3(const WeightRow& r, std::int64_t k, int shift) {
 #if MF_GEMV_E4M3_FP16
   // kPerGroup: value x 2^-8 as it is; the activations carry 2^7 and the group's sum the rest.
   const VF half = codec::DecodeE4m3Half(df, r.codes + k);
-  const VF v = kPerGroup ? half : hn::Mul(half, hn::Set(df, r.scales[k >> shift] * 0x1p-112f));
+  const VF v = kPerGroup ? half : hn::Mul(half, hn::Set(df, E4m3HalfFactor(r, k >> shift)));
   const auto c = hn::PromoteTo(di, hn::LoadU(d8, reinterpret_cast<const std::int8_t*>(r.codes + k)));
 #else
   const auto c = hn::PromoteTo(di, hn::LoadU(d8, reinterpret_cast<const std::int8_t*>(r.codes + k)));
@@ -71,8 +79,8 @@ HWY_INLINE void LoadE4m3Pair(const WeightRow& r, std::int64_t k, int shift, VF& 
     const DF df;
     codec::DecodeE4m3Halves(df, r.codes + k, w0, w1);
     if constexpr (!kPerGroup) {
-      w0 = hn::Mul(w0, hn::Set(df, r.scales[k >> shift] * 0x1p-112f));
-      w1 = hn::Mul(w1, hn::Set(df, r.scales[(k + static_cast<std::int64_t>(kL)) >> shift] * 0x1p-112f));
+      w0 = hn::Mul(w0, hn::Set(df, E4m3HalfFactor(r, k >> shift)));
+      w1 = hn::Mul(w1, hn::Set(df, E4m3HalfFactor(r, (k + static_cast<std::int64_t>(kL)) >> shift)));
     }
     return;
   }
@@ -320,8 +328,38 @@ HWY_NOINLINE __attribute__((target(HWY_TARGET_STR ",avx512bf16"))) void BlockSum
   }
 }
 
-// The activation row as BlockSumsDotBf16 reads it: for each 32 values from c, word c + 2i holds a[c + 16 + i] / 2
-// and word c + 2i + 1 holds a[c + i] / 2, as bf16 (NaN: a quiet NaN); for BlockSumsDotBf16Codes (mxfp8, whose scales
+// a[0, k) (k a multiple of 32) times `factor` into the dot product's pairs: for each 32 values from c, dword i holds
+// a[c + i] x factor in its high word (word c + 2i + 1, which the dot product multiplies first) and a[c + 16 + i] x
+// factor in its low one, as bf16 (NaN: a quiet NaN). False, with pairs unfinished, where a value times `factor` is no
+// bf16, is nonzero below `least` in magnitude or above `greatest`: where the dot product could flush a denormal or
+// round where the fma does not.
+HWY_INLINE bool Bf16PairsOf(const float* a, std::int64_t k, float factor, float least, float greatest,
+                            std::vector<std::uint16_t>& pairs) {
+  // 16 pairs at a time (a decode step's small calls spent a tenth of their time here, scalar).
+  const __m512 times = _mm512_set1_ps(factor), low = _mm512_set1_ps(least), high = _mm512_set1_ps(greatest);
+  const auto word_of = [&](const float* at, __m512i& bits) {  // false: not a normal bf16 in range, 0 or NaN
+    const __m512 v = _mm512_mul_ps(_mm512_loadu_ps(at), times);
+    const __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+    const __m512 magnitude = _mm512_abs_ps(v);
+    const __mmask16 tiny =
+        _mm512_cmp_ps_mask(magnitude, low, _CMP_LT_OQ) & _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_NEQ_OQ);
+    const __mmask16 huge = _mm512_cmp_ps_mask(magnitude, high, _CMP_GT_OQ);
+    const __mmask16 not_bf16 = _mm512_test_epi32_mask(_mm512_castps_si512(v), _mm512_set1_epi32(0xFFFF));
+    bits = _mm512_mask_mov_epi32(_mm512_castps_si512(v), nan, _mm512_set1_epi32(0x7FC00000));
+    return ((tiny | huge | not_bf16) & static_cast<__mmask16>(~nan)) == 0;
+  };
+  pairs.resize(static_cast<std::size_t>(k));
+  for (std::int64_t c = 0; c < k; c += 32) {
+    __m512i first, second;
+    if (!word_of(a + c, first) || !word_of(a + c + 16, second)) return false;
+    const __m512i dwords = _mm512_or_si512(_mm512_and_si512(first, _mm512_set1_epi32(static_cast<int>(0xFFFF0000u))),
+                                           _mm512_srli_epi32(second, 16));
+    _mm512_storeu_si512(pairs.data() + c, dwords);
+  }
+  return true;
+}
+
+// The activation row as BlockSumsDotBf16 reads it (Bf16PairsOf): a / 2; for BlockSumsDotBf16Codes (mxfp8, whose scales
 // go into the weights) a itself. False where that path does not run: no such CPU, not allowed, other weights, groups
 // not whole lines, or an activation that is no e4m3 value (never from act_quant).
 HWY_INLINE bool DotBf16Pairs(const Problem& p, const float* a, std::vector<std::uint16_t>& pairs) {
@@ -330,27 +368,7 @@ HWY_INLINE bool DotBf16Pairs(const Problem& p, const float* a, std::vector<std::
       !gemv_e4m3_bf16_dot_chosen() || !CpuDotBf16RoundsTwice()) {
     return false;
   }
-  // 16 pairs at a time (a decode step's small calls spent a tenth of their time here, scalar): dword i of each 32
-  // values holds a[c + i] in its high word and a[c + 16 + i] in its low one.
-  const __m512 factor = _mm512_set1_ps(codes ? 1.0f : 0.5f), least = _mm512_set1_ps(codes ? 0x1p-9f : 0x1p-10f);
-  const auto word_of = [&](const float* at, __m512i& bits) {  // false: not a normal bf16 e4m3 value, 0 or NaN
-    const __m512 v = _mm512_mul_ps(_mm512_loadu_ps(at), factor);
-    const __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
-    const __mmask16 tiny = _mm512_cmp_ps_mask(_mm512_abs_ps(v), least, _CMP_LT_OQ) &
-                           _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_NEQ_OQ);
-    const __mmask16 not_bf16 = _mm512_test_epi32_mask(_mm512_castps_si512(v), _mm512_set1_epi32(0xFFFF));
-    bits = _mm512_mask_mov_epi32(_mm512_castps_si512(v), nan, _mm512_set1_epi32(0x7FC00000));
-    return ((tiny | not_bf16) & static_cast<__mmask16>(~nan)) == 0;
-  };
-  pairs.resize(static_cast<std::size_t>(p.k));
-  for (std::int64_t c = 0; c < p.k; c += 32) {
-    __m512i first, second;
-    if (!word_of(a + c, first) || !word_of(a + c + 16, second)) return false;
-    const __m512i dwords = _mm512_or_si512(_mm512_and_si512(first, _mm512_set1_epi32(static_cast<int>(0xFFFF0000u))),
-                                           _mm512_srli_epi32(second, 16));
-    _mm512_storeu_si512(pairs.data() + c, dwords);
-  }
-  return true;
+  return Bf16PairsOf(a, p.k, codes ? 1.0f : 0.5f, codes ? 0x1p-9f : 0x1p-10f, HUGE_VALF, pairs);
 }
 #endif  // MF_GEMV_E4M3_TABLES
 
@@ -385,7 +403,10 @@ HWY_INLINE void DecodeE4m3Pair(const std::uint8_t* codes, VF& w0, VF& w1) {
 // `live` (zero activations) are only looked through. redo[g] = 1 where group g holds a NaN code (the caller redoes it
 // with the checked loop). sums[16 (b x groups + g) + bitrev4(i)]: group g of weight row i for activation row b;
 // redo[b x groups + g]. group % 64 == 0, k % group == 0.
-template <bool kFields, int kBatch>
+// kCodes (mxfp8's codes read in place, E4m3ScaleCodes; fp16, not kFields): each 16 weights' fp16 decode times their
+// 32-value block's factor (E4m3HalfFactor: value x scale, Problem::weight's, exactly), and `a` the activation row as it
+// is: the definition's fmas themselves; a NaN scale code in a line past `live` redoes its group too.
+template <bool kFields, int kBatch, bool kCodes = false>
 HWY_NOINLINE void BlockSumsLanes(const WeightRow (&rows)[kLanes], const float* const* HWY_RESTRICT a, std::int64_t k,
                                  std::int64_t group, std::int64_t live, float* HWY_RESTRICT sums,
                                  std::uint8_t* HWY_RESTRICT redo) {
@@ -397,6 +418,7 @@ HWY_NOINLINE void BlockSumsLanes(const WeightRow (&rows)[kLanes], const float* c
   for (std::int64_t k0 = 0, g = 0; k0 < k; k0 += group, ++g) {
     auto seen_u = hn::Zero(du8);
     auto seen_s = hn::Set(di8, std::int8_t{-128});
+    bool nan_scale = false;  // kCodes: a NaN scale in a line only looked through (0 x NaN is NaN)
     VF acc[kBatch][kLanes][kV];
     for (int pass = 0; pass < kLanes; pass += kRows) {
       const std::uint8_t* codes[kRows];
@@ -414,7 +436,15 @@ HWY_NOINLINE void BlockSumsLanes(const WeightRow (&rows)[kLanes], const float* c
           const auto* signed_at = reinterpret_cast<const std::int8_t*>(at);
           seen_s = hn::Max(seen_s, hn::Max(hn::LoadU(di8, signed_at), hn::LoadU(di8, signed_at + 32)));
         }
-        if (line >= live) continue;
+        if (line >= live) {
+          if constexpr (kCodes) {
+            for (int j = 0; j < kRows; ++j) {
+              const std::uint8_t* scale_codes = rows[pass + j].scale_codes + (line >> 5);
+              nan_scale |= scale_codes[0] == 0xFF || scale_codes[1] == 0xFF;
+            }
+          }
+          continue;
+        }
 #pragma GCC unroll 4
         for (std::int64_t step = 0; step < 64; step += kLanes) {
           if constexpr (kBatch == 1) {  // the activations loaded once per step for the four rows
@@ -423,6 +453,10 @@ HWY_NOINLINE void BlockSumsLanes(const WeightRow (&rows)[kLanes], const float* c
             for (int j = 0; j < kRows; ++j) {
               VF w0, w1;
               DecodeE4m3Pair<kFields>(codes[j] + line + step, w0, w1);
+              if constexpr (kCodes) {
+                const VF factor = hn::Set(df, E4m3HalfFactor(rows[pass + j], (line + step) >> 5));
+                w0 = hn::Mul(w0, factor), w1 = hn::Mul(w1, factor);
+              }
               s[j][0][0] = hn::MulAdd(a0, w0, s[j][0][0]);
               s[j][0][1] = hn::MulAdd(a1, w1, s[j][0][1]);
             }
@@ -431,6 +465,10 @@ HWY_NOINLINE void BlockSumsLanes(const WeightRow (&rows)[kLanes], const float* c
             for (int j = 0; j < kRows; ++j) {
               VF w0, w1;
               DecodeE4m3Pair<kFields>(codes[j] + line + step, w0, w1);
+              if constexpr (kCodes) {
+                const VF factor = hn::Set(df, E4m3HalfFactor(rows[pass + j], (line + step) >> 5));
+                w0 = hn::Mul(w0, factor), w1 = hn::Mul(w1, factor);
+              }
 #pragma GCC unroll 4
               for (int b = 0; b < kBatch; ++b) {
                 s[j][b][0] = hn::MulAdd(hn::LoadU(df, a[b] + line + step), w0, s[j][b][0]);
@@ -445,7 +483,7 @@ HWY_NOINLINE void BlockSumsLanes(const WeightRow (&rows)[kLanes], const float* c
       }
     }
     for (int b = 0; b < kBatch; ++b) ReduceAvx2(acc[b], sums + kLanes * (b * groups + g));
-    const std::uint8_t nan_seen = !hn::AllFalse(du8, hn::Eq(seen_u, hn::Set(du8, std::uint8_t{0xFF}))) ||
+    const std::uint8_t nan_seen = nan_scale || !hn::AllFalse(du8, hn::Eq(seen_u, hn::Set(du8, std::uint8_t{0xFF}))) ||
                                   !hn::AllFalse(di8, hn::Eq(seen_s, hn::Set(di8, std::int8_t{0x7F})));
     for (int b = 0; b < kBatch; ++b) redo[b * groups + g] = nan_seen;
   }
@@ -477,10 +515,11 @@ HWY_INLINE bool E4m3WholeLines(const Problem& p) {
   return p.kind == WeightKind::e4m3 && p.group % 64 == 0 && p.k % p.group == 0 && (p.e4m3_per_group || p.bc >= 32);
 }
 
-// The e4m3 weights whose block sums BlockSumsOfRows makes: in whole lines on AVX3_DL, and with per-group factors too
-// on AVX2 (BlockSumsLanes).
+// The e4m3 weights whose block sums BlockSumsOfRows makes: in whole lines on AVX3_DL, and with per-group factors or
+// mxfp8's codes too on AVX2 (BlockSumsLanes).
 HWY_INLINE bool E4m3Batched(const Problem& p) {
-  return E4m3WholeLines(p) && (MF_GEMV_E4M3_TABLES || (MF_GEMV_E4M3_LANES_BLOCKS && p.e4m3_per_group));
+  return E4m3WholeLines(p) &&
+         (MF_GEMV_E4M3_TABLES || (MF_GEMV_E4M3_LANES_BLOCKS && (p.e4m3_per_group || E4m3ScaleCodes(p))));
 }
 
 }  // namespace HWY_NAMESPACE

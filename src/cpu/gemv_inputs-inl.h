@@ -25,9 +25,10 @@ namespace hn = hwy::HWY_NAMESPACE;
 // reads them (BlockSumsOfRows): e4m3 on AVX3_DL by BlockSumsDotBf16 where `pairs` (DotBf16Pairs), else by
 // BlockSumsTables from `a` (the activation row, halved where the factors go per group); on AVX2 by BlockSumsLanes
 // (`a` scaled as `fields` says); e2m1 on 16-lane targets and AVX2 by BlockSumsE2m1. `sums` and `redo` are the row's
-// own room for a block's group sums ([groups][16]) and NaN flags ([groups]); the rows' rooms follow each other.
+// own room for a block's group sums ([groups][16]) and NaN flags ([groups]; e2m1: the groups a scale keeps from the dot
+// product); the rows' rooms follow each other.
 struct BlockSumsInputs {
-  const std::uint16_t* pairs;
+  const std::uint16_t* pairs;  // e4m3: DotBf16Pairs; e2m1: E2m1DotPairs
   const float* a;
   float* sums;          // [groups][16]
   std::uint8_t* redo;   // [groups]
@@ -52,6 +53,10 @@ struct GemvInputs {
   BlockSumsInputs block{};        // sums == nullptr: groups one by one (GroupSums)
   const float* strided = nullptr;      // e2m1 on 16-lane targets: StridedActivations
   const float* e2m1_tables = nullptr;  // e2m1 on 16-lane targets and AVX2: E2m1Tables
+  // e2m1 by the dot product (block.pairs set, AVX3_DL): E2m1DotTables' bf16 words and scale kinds
+  const std::uint16_t* e2m1_bf16 = nullptr;
+  const std::uint8_t* e2m1_bf16_scale = nullptr;
+  int e2m1_bf16_exact_first = 0, e2m1_bf16_exact_length = 0;
 };
 struct GemvBuffers {
   std::vector<GemvRowBuffers> rows;      // one per activation row
@@ -61,6 +66,11 @@ struct GemvBuffers {
   // e2m1 (16-lane targets and AVX2): per scale code the 16 e2m1 values times its scale, and the scales they are of
   hwy::AlignedFreeUniquePtr<float[]> e2m1_tables;
   std::array<float, 256> e2m1_tables_of{};
+  // e2m1 by the dot product (AVX3_DL): per scale code 32 bf16 words and its kind (E2m1DotTables), and the scales
+  hwy::AlignedFreeUniquePtr<std::uint16_t[]> e2m1_bf16;
+  std::array<std::uint8_t, 256> e2m1_bf16_scale{};
+  std::array<float, 256> e2m1_bf16_of{};
+  int e2m1_bf16_exact_first = 0, e2m1_bf16_exact_length = 0;  // the longest run of exact codes
 };
 HWY_INLINE GemvBuffers& ThreadGemvBuffers() {
   static thread_local GemvBuffers buffers;

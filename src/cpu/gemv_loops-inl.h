@@ -40,6 +40,11 @@
 // AVX3 and newer: BlockSumsE2m1 in the strided lane order, from a 16-value table per scale code; batched.
 // Why: one 16-entry lane permute reads value x scale for 16 weights, and the tree runs in that lane order.
 #define MF_GEMV_E2M1_STRIDED (HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3)
+// AVX3_DL and newer (AVX512-VBMI), activations that are e4m3 values (act_quant's), where the CPU's AVX512-BF16 dot
+// product rounds as two fmas and gemv_e4m3_bf16_dot_chosen(): BlockSumsE2m1DotBf16 (gemv_e2m1_dot-inl.h), else the
+// row above. Why: a two-source byte permute, a word table and one dot product per 32 weights, where the row above
+// takes two broadcasts, two shifts, two permutes and two fmas (on one Zen 4 thread in L2: mxfp4 1.2x, nvfp4 1.07x).
+#define MF_GEMV_E2M1_DOT (HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3_DL)
 // AVX2 without AVX-512: BlockSumsE2m1 by codec::E2m1x8Table's eight values per scale code; batched.
 // Why: one look-up per 8 weights of a shared scale (two per 16 were 5-10% slower in L2), four rows' sums in registers.
 #define MF_GEMV_E2M1_TABLE8 (HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2 && HWY_TARGET > HWY_AVX3)

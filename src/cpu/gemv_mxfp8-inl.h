@@ -28,15 +28,17 @@ namespace mf::gemm {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-// One group's 16 sums into red (lane bitrev4(i) for row n0 + i) in the definition's loop, as gemm_ref.cc writes it:
-// for the blocks and groups the vector loops leave (a NaN code, a scale out of range).
+// One group's 16 sums into red (lane bitrev4(i) for row n0 + i; kStrided, the e2m1 GEMV's: StridedTreeLane(i)) in the
+// definition's loop, as gemm_ref.cc writes it: for the blocks and groups the vector loops leave (a NaN code, a scale
+// out of range).
+template <bool kStrided = false>
 HWY_INLINE void GroupSumsOfDefinition(const Problem& p, const float* HWY_RESTRICT a, std::int64_t n0, std::int64_t k0,
                                       std::int64_t end, float* HWY_RESTRICT red) {
   for (int i = 0; i < kLanes; ++i) {
     const std::int64_t row = std::min(n0 + i, p.n - 1);
     float partial[kLanes] = {};
     for (std::int64_t k = k0; k < end; ++k) partial[k % kLanes] = std::fma(a[k], p.weight(row, k), partial[k % kLanes]);
-    red[bitrev4(i)] = tree_sum(partial);
+    red[kStrided ? StridedTreeLane(i) : bitrev4(i)] = tree_sum(partial);
   }
 }
 

@@ -70,9 +70,14 @@ constexpr int kGemvPassRows8 = kBatch == 1   ? 4
 
 // mxfp8 (e4m3 in 1x32 blocks with ue8m0 scales) where AVX3_DL's GEMV reads the scale codes in place
 // (gemv_mxfp8-inl.h): fp8_problem keeps them as codes, and only the other kernels make f32 factors from them.
+// On AVX2 (MF_GEMV_E4M3_LANES_BLOCKS) too, where LoadE4m3 multiplies each 32-value block's fp16 decode by the code's
+// scale times 2^8, made from the codes in place: for scales up to 2^119 (Problem::weight_scale_codes_below_2to120),
+// where that factor is finite. Expanded instead, two f32 per 32 weights were written and read again in every call
+// (mxfp8 ran at 0.42x fp8-128x128's weights per second on one thread in L2 on the AVX2 target).
 HWY_INLINE bool E4m3ScaleCodes(const Problem& p) {
-  return MF_GEMV_E4M3_TABLES && p.kind == WeightKind::e4m3 && p.weight_scale_codes != nullptr &&
-         p.weight_scales.empty() && p.br == 1 && p.bc == 32 && p.group == kActBlock && p.k % kActBlock == 0;
+  return (MF_GEMV_E4M3_TABLES || (MF_GEMV_E4M3_LANES_BLOCKS && p.weight_scale_codes_below_2to120)) &&
+         p.kind == WeightKind::e4m3 && p.weight_scale_codes != nullptr && p.weight_scales.empty() && p.br == 1 &&
+         p.bc == 32 && p.group == kActBlock && p.k % kActBlock == 0;
 }
 
 // mxfp8's scale codes in its GEMV (gemv_mxfp8-inl.h): ue8m0 codes 27 .. 227, scales 2^-100 .. 2^100. Within them

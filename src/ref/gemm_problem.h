@@ -52,6 +52,9 @@ struct Problem {
   const std::uint8_t* weight_scale_codes = nullptr;
   std::array<float, 256> weight_scale_table{};
   bool weight_scales_inside = false;  // powers of two, multiplied into w (exact); else applied per group
+  // mxfp8's scale codes (fp8_problem): every one at most 2^119 or NaN (ue8m0 246, 255), so that the AVX2 GEMV's factor
+  // per 32 weights, the scale times 2^8 (its fp16 decode gives value x 2^-8), is finite and exact.
+  bool weight_scale_codes_below_2to120 = false;
   // nvfp4 weights: the f32 second-level (tensor) scale. The E4M3 block scales go into w (element x scale: 2 x 4
   // significant bits, exact), this one into each group's factor beside the activation's; 1 for every other weight.
   float weight_tensor_scale = 1.0f;

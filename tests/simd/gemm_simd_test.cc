@@ -336,6 +336,34 @@ TEST(GemmSimdTargets, Mxfp8ScaleCodesAtTheRangeEdges) {
   }
 }
 
+// mxfp8 at the edge of the scale codes AVX2's GEMV reads in place (E4m3ScaleCodes: up to 246, 2^119, and NaN, where
+// its factor, the scale times 2^8, is finite): codes 246, 0 and 0xFF on blocks of weights, and the same weight with one
+// code 247 (2^120), which takes the f32 factors' loops; at M = 1 and 3, every target and GEMV loop against the
+// definition.
+TEST(GemmSimdTargets, Mxfp8ScaleCodesAtTheFp16FactorEdge) {
+  std::mt19937 rng(15);
+  const std::int64_t n = 40, k = 512, cols = k / 32;
+  for (const std::int64_t m : {1, 3}) {
+    const std::vector<float> x = values(m * k, Kind::normal, rng);
+    const mf::QuantizedTensor a = mf::act_quant(x.data(), Shape{m, k}, mf::ActScale::ue8m0);
+    mf::QuantizedTensor w = weight("mxfp8", n, k, Kind::normal, rng);
+    w.scales[static_cast<std::size_t>(2 * cols + 5)] = 246;
+    w.scales[static_cast<std::size_t>(17 * cols + 1)] = 0;
+    w.scales[static_cast<std::size_t>(33 * cols + 9)] = 0xFF;
+    for (const bool past : {false, true}) {
+      if (past) w.scales[static_cast<std::size_t>(20 * cols + 7)] = 247;
+      each_target_and_e4m3_gemv_loop([&] {
+        expect_fast_matches_ref(
+            [&](bool fast, mf::GemmOut out, const mf::GemmOptions& o) {
+              fast ? mf::fp8_gemm(a, w, out, o) : mf::ref::fp8_gemm(a, w, out, o);
+            },
+            m, n, "mxfp8 fp16 factor edge M=" + std::to_string(m) + (past ? " with 247" : ""),
+            inputs_of("mxfp8 factor edge", a, w));
+      });
+    }
+  }
+}
+
 TEST(GemmSimdTargets, Fp8WeightsWithF32Scales) {
   // f32 weight scales stay outside the products: groups of 128, or 32 for 32-wide blocks.
   each_target_and_e4m3_gemv_loop([] {
@@ -346,17 +374,65 @@ TEST(GemmSimdTargets, Fp8WeightsWithF32Scales) {
     }
   });
 }
+// mxfp4: on AVX3_DL by the bf16 dot product where it can run and again without (each_e4m3_gemv_loop: the same choice).
 TEST(GemmSimdTargets, Fp4Weights) {
-  each_target([] {
+  each_target_and_e4m3_gemv_loop([] {
     for (const Kind k : {Kind::normal, Kind::outliers, Kind::adversarial, Kind::extreme, Kind::weight_codes}) {
       check_quantized("mxfp4", mf::ActScale::ue8m0, k, 6);
     }
   });
 }
+// mxfp4 scale codes at the edges of the range in which AVX3_DL's e2m1 GEMV multiplies by the bf16 dot product (18 ..
+// 235: every weight a normal bf16 in [2^-110, 2^111)) and just past them, each on a block of weights and on a block of
+// zeros (±0 codes), code 0 (a zero-padded K's) on zeros and on weights, the largest code 0xFE on zeros and on weights
+// that overflow to Inf there, and NaN (0xFF) on zeros (0 x NaN is NaN); at M = 1, 3 and 6 (batches of 4 and 2), every
+// target and GEMV loop against the definition. Rows of exact codes only (the loop that looks at no code) sit beside
+// them in the same blocks of 16 rows; two rows have tiny codes (2 and 10) throughout.
+TEST(GemmSimdTargets, Mxfp4ScaleCodesAtTheDotRangeEdges) {
+  std::mt19937 rng(14);
+  const std::int64_t n = 40, k = 512, cols = k / 32;
+  for (const std::int64_t m : {1, 3, 6}) {
+    const std::vector<float> x = values(m * k, Kind::normal, rng);
+    const mf::QuantizedTensor a = mf::act_quant(x.data(), Shape{m, k}, mf::ActScale::ue8m0);
+    mf::QuantizedTensor w = weight("mxfp4", n, k, Kind::normal, rng);
+    const auto zero_block = [&](std::int64_t row, std::int64_t col) {  // 32 codes: 16 bytes of ±0 pairs
+      std::fill_n(w.codes.begin() + row * k / 2 + col * 16, 16,
+                  static_cast<std::uint8_t>((row + col) % 2 ? 0x88 : 0x00));
+    };
+    const struct {
+      std::int64_t row, col;
+      std::uint8_t code;
+      bool zeros;
+    } edits[] = {{0, 0, 17, false},   {1, 3, 18, false},    {2, 5, 235, false},   {3, 6, 236, false},
+                 {17, 1, 17, true},   {18, 2, 236, true},   {19, 4, 0, true},     {20, 7, 0, false},
+                 {33, 9, 0xFE, true}, {34, 10, 0xFF, true}, {35, 15, 0xFE, false}};
+    for (const auto& e : edits) {
+      w.scales[static_cast<std::size_t>(e.row * cols + e.col)] = e.code;
+      if (e.zeros) zero_block(e.row, e.col);
+    }
+    // Whole rows of tiny scales (2^-125, 2^-117): there products and sums fall below 2^-126, the f32 denormals that
+    // the dot product would flush, and nothing larger hides them.
+    std::fill_n(w.scales.begin() + 21 * cols, cols, std::uint8_t{2});
+    std::fill_n(w.scales.begin() + 22 * cols, cols, std::uint8_t{10});
+    each_target_and_e4m3_gemv_loop([&] {
+      expect_fast_matches_ref(
+          [&](bool fast, mf::GemmOut out, const mf::GemmOptions& o) {
+            fast ? mf::fp4_gemm(a, w, out, o) : mf::ref::fp4_gemm(a, w, out, o);
+          },
+          m, n, "mxfp4 edge scales M=" + std::to_string(m), inputs_of("mxfp4 edges", a, w));
+    });
+    std::vector<float> y(static_cast<std::size_t>(m * n));
+    mf::fp4_gemm(a, w, mf::GemmOut{y.data(), nullptr}, {});
+    EXPECT_TRUE(std::isnan(y[34])) << "0 x NaN scale";  // row 34's zero block times the NaN scale
+    EXPECT_TRUE(std::isfinite(y[19]) && std::isfinite(y[17]) && std::isfinite(y[33]))
+        << "blocks of zeros with scales out of range";
+  }
+}
+
 // nvfp4: the e2m1 GEMV with a table per 16 weights, and the tiles; E4M3 scales inside w, t per group (spoil: block
 // scales 0, NaN, subnormal and 448; t = 2^120 in the extreme kind).
 TEST(GemmSimdTargets, Nvfp4Weights) {
-  each_target([] {
+  each_target_and_e4m3_gemv_loop([] {
     for (const Kind k : {Kind::normal, Kind::outliers, Kind::adversarial, Kind::extreme, Kind::weight_codes}) {
       check_quantized("nvfp4", mf::ActScale::ue8m0, k, 7);
     }
@@ -465,29 +541,34 @@ TEST(GemmSimdTargets, GemvActivationWithZeroTail) { each_target_and_e4m3_gemv_lo
 // A NaN weight scale (ue8m0 code 0xFF) on a block that lies wholly in the activations' zero tail: 0 x (value x NaN)
 // is NaN in the definition, so those outputs are NaN although the GEMV skips the tail's products (it leaves weights
 // with a NaN scale to the tiles, which skip nothing). fp8-32x32 at N = 50, K = 128: scale block (1, 3) holds rows
-// 32 to 49, columns 96 to 127.
+// 32 to 49, columns 96 to 127; mxfp8 (whose GEMV reads the scale codes in place on AVX3_DL and AVX2): the same columns
+// of row 32.
 TEST_P(GemmSimdTarget, NanWeightScaleInZeroTail) {
   std::mt19937 rng(12);
   for (const std::int64_t m : {1, 3}) {
     std::vector<float> x = values(m * 128, Kind::normal, rng);
     for (std::int64_t r = 0; r < m; ++r) std::fill(x.begin() + r * 128 + 40, x.begin() + (r + 1) * 128, 0.0f);
     const mf::QuantizedTensor a = mf::act_quant(x.data(), Shape{m, 128}, mf::ActScale::ue8m0);
-    mf::QuantizedTensor w = weight("fp8-32x32", 50, 128, Kind::normal, rng);
-    ASSERT_EQ(w.scales.size(), 2u * 4u);
-    w.scales[1 * 4 + 3] = 0xFF;
-    each_e4m3_gemv_loop([&] {
-      expect_fast_matches_ref(
-          [&](bool fast, mf::GemmOut out, const mf::GemmOptions& o) {
-            fast ? mf::fp8_gemm(a, w, out, o) : mf::ref::fp8_gemm(a, w, out, o);
-          },
-          m, 50, "M=" + std::to_string(m));
-      std::vector<float> y(static_cast<std::size_t>(m * 50));
-      mf::fp8_gemm(a, w, mf::GemmOut{y.data(), nullptr}, {});
-      for (std::int64_t r = 0; r < m; ++r) {
-        EXPECT_FALSE(std::isnan(y[static_cast<std::size_t>(r * 50 + 31)])) << "row " << r;
-        EXPECT_TRUE(std::isnan(y[static_cast<std::size_t>(r * 50 + 32)])) << "row " << r;
-      }
-    });
+    for (const std::string scheme : {"fp8-32x32", "mxfp8"}) {  // mxfp8: its codes read in place (AVX3_DL, AVX2)
+      SCOPED_TRACE(scheme);
+      mf::QuantizedTensor w = weight(scheme, 50, 128, Kind::normal, rng);
+      const bool mx = scheme == "mxfp8";
+      ASSERT_EQ(w.scales.size(), mx ? 50u * 4u : 2u * 4u);
+      w.scales[mx ? 32 * 4 + 3 : 1 * 4 + 3] = 0xFF;  // row 32 (mxfp8) or rows 32-49, the last 32 columns
+      each_e4m3_gemv_loop([&] {
+        expect_fast_matches_ref(
+            [&](bool fast, mf::GemmOut out, const mf::GemmOptions& o) {
+              fast ? mf::fp8_gemm(a, w, out, o) : mf::ref::fp8_gemm(a, w, out, o);
+            },
+            m, 50, "M=" + std::to_string(m));
+        std::vector<float> y(static_cast<std::size_t>(m * 50));
+        mf::fp8_gemm(a, w, mf::GemmOut{y.data(), nullptr}, {});
+        for (std::int64_t r = 0; r < m; ++r) {
+          EXPECT_FALSE(std::isnan(y[static_cast<std::size_t>(r * 50 + 31)])) << "row " << r;
+          EXPECT_TRUE(std::isnan(y[static_cast<std::size_t>(r * 50 + 32)])) << "row " << r;
+        }
+      });
+    }
   }
 }
 
