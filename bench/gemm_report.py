@@ -96,6 +96,23 @@ def main():
                   f"{g['openblas-f32']:.1f} | {over('fp8', 'openblas-f32')} | {over('mxfp4', 'openblas-f32')} | "
                   f"{over('fp8', 'bf16')} |")
         print()
+    formats = ("fp8", "mxfp8", "mxfp4", "nvfp4")
+    if machine.get("read") and any(k[2] in formats for kind in ("Gemm", "GemmStreamed") for k in cells.get(kind, {})):
+        # issue 46's targets: every weight format at M = 1 as a share of the read bandwidth, M = 512 against OpenBLAS
+        print("Every weight format: weight bytes per second as a share of the read bandwidth (of read), and GFLOP/s "
+              "against OpenBLAS's on the same shape (x BLAS):\n")
+        print("| case | N x K | M | " + " | ".join(f"{w} of read | {w} x BLAS" for w in formats) + " |")
+        print("|---|---|---|" + "---|---|" * len(formats))
+        for kind in ("Gemm", "GemmStreamed"):
+            kc = cells.get(kind, {})
+            for shape, m in sorted({k[:2] for k in kc}, key=lambda s: (s[0] != "N4096xK4096", s[1])):
+                blas = kc.get((shape, m, "openblas-f32"), (0, 0))[0]
+                row = []
+                for w in formats:
+                    g = kc.get((shape, m, w))
+                    row += [f"{g[1] / machine['read']:.2f}" if g else "-", f"{g[0] / blas:.2f}" if g and blas else "-"]
+                print(f"| {kind} | {shape[1:].replace('xK', 'x')} | {m} | " + " | ".join(row) + " |")
+        print()
     mx = [(kind, key) for kind in ("Gemm", "GemmStreamed", "GemvSmall", "Linear") for key in sorted(cells.get(kind, {}))
           if key[2] == "mxfp8" and (key[0], key[1], "fp8") in cells[kind]]
     if mx:  # the task of issue 46: mxfp8 (e4m3 1x32 ue8m0) within 10% of fp8-128x128 on the same shape
