@@ -28,7 +28,8 @@ constexpr std::array<Named, 12> kNamed{{
     {"fp8-32x32", "e4m3-32x32-ue8m0-rceil", false},
     // Last, so that tests drawing random data scheme by scheme keep their streams for the others.
     {"nvfp4-4over6", "e2m1-1x16-ue4m3-4over6", true},  // Four Over Six (arXiv 2512.02010)
-    // NVFP4 with UE5M3 block scales (TransformerEngine#3325's prototype; docs/schemes.md#nvfp4-with-ue5m3-scales).
+    // NVFP4 with UE5M3 block scales (TransformerEngine#3325's prototype;
+    // docs/schemes.md#nvfp4-with-ue5m3-scales-nvfp4-ue5m3).
     {"nvfp4-ue5m3", "e2m1-1x16-ue5m3-e4m3", true},
 }};
 
