@@ -17,6 +17,7 @@ from ._quantize import QuantizedTensor, fake_quantize, quantize
 _ACT_BLOCK = 128  # act_quant's 1x128 blocks: K must be a multiple of this
 _BUFFERS_KEPT = 4  # input shapes whose buffers a Linear keeps (prefill and decode, batch sizes)
 # Schemes tried, in this order, when suggesting one whose blocks fit a shape.
+_BIAS_GONE = object()  # Linear.forward: the bias buffer replaced by a Parameter of that name
 _SUGGEST = ("mxfp4", "mxfp8", "nvfp4", "fp8-1x128", "fp8-128x128", "fp8-32x32")
 
 
@@ -114,15 +115,30 @@ class Linear(torch.nn.Module):
                              "128x128, 32x32 blocks or f32 scales; fp4_gemm mxfp4 and nvfp4): use fake_quantize_model")
         self.weight_q = wq
         self.scheme = scheme
-        if bias is not None:
-            b = bias.detach().to(torch.float32) if isinstance(bias, torch.Tensor) else torch.as_tensor(bias)
-            if tuple(b.shape) != (self.out_features,):
-                raise ValueError(f"{name}: bias shape {list(b.shape)} is not [{self.out_features}]")
-            bias = b.to(out_dtype).contiguous()
-        self.register_buffer("bias", bias)
+        self.register_buffer("bias", self._bias_as_added(bias))
+        # The bias tensor the cached buffers view: forward() compares it with the buffer by identity, so that a bias
+        # assigned later (lin.bias = t, None, or one .to() / load_state_dict(assign=True) replaced) is the one added.
+        self._bias_src = self._buffers["bias"]
         self._buffers_by_lead = OrderedDict()  # input shape -> buffers (_buffers_for)
         self._last = None  # (input shape, its buffers): the shape of the last call
         self._out_bf16 = out_dtype is torch.bfloat16
+
+    def _bias_as_added(self, bias):
+        """bias as forward() adds it: [out_features] in out_dtype, contiguous, on the CPU (None stays None)."""
+        if bias is None:
+            return None
+        b = bias.detach().to(torch.float32) if isinstance(bias, torch.Tensor) else torch.as_tensor(bias)
+        if tuple(b.shape) != (self.out_features,):
+            raise ValueError(f"{self.name}: bias shape {list(b.shape)} is not [{self.out_features}]")
+        return b.to(device="cpu", dtype=self.out_dtype).contiguous()
+
+    def _bias_replaced(self):
+        """A new bias tensor in the buffer: checked and converted as the constructor does, the old views dropped."""
+        bias = self._parameters.pop("bias") if "bias" in self._parameters else self._buffers.get("bias")
+        self._buffers["bias"] = self._bias_as_added(bias)  # a Parameter assigned becomes the buffer again
+        self._bias_src = self._buffers["bias"]
+        self._buffers_by_lead.clear()
+        self._last = None
 
     @property
     def weight_q(self) -> QuantizedTensor:
@@ -187,6 +203,8 @@ class Linear(torch.nn.Module):
                 raise RuntimeError(f"{self.name}: minifloat.torch.Linear is inference only (no gradients): run the "
                                    "model under torch.inference_mode() or torch.no_grad()")
             x = x.detach()
+        if self._buffers.get("bias", _BIAS_GONE) is not self._bias_src:
+            self._bias_replaced()
         shape = x.shape
         bufs = self._last
         if bufs is None or bufs[0] != shape:  # a decode loop's calls take the last shape's buffers, looked up once

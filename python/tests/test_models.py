@@ -328,3 +328,33 @@ def test_eval_cli(minilm, tmp_path):
     write_gguf(bad, extra_q4k=True)
     r = run_eval(bad, "--recipe", "mxfp4")
     assert r.returncode == 2 and "blk.1.ffn_down.weight" in r.stderr and "Q4_K" in r.stderr, r.stderr
+
+
+def test_linear_bias_replaced():
+    """The bias forward() adds is the module's bias at the call, not the one its cached buffers were made with: a
+    tensor assigned after calls, None, a Parameter, and the buffer that .to(dtype) leaves, each give minifloat.linear's
+    bits with that bias (converted to out_dtype as the constructor converts it); a bias of another shape is refused."""
+    g = torch.Generator().manual_seed(7)
+    w, b1, b2 = torch.randn(64, 256, generator=g), torch.randn(64, generator=g), torch.randn(64, generator=g)
+    x = torch.randn(1, 256, generator=g)
+    want = {name: np.asarray(expected(x, w.numpy(), b, "mxfp4", torch.float32)).view(np.int32)
+            for name, b in (("b1", b1), ("b2", b2), ("none", None))}
+    assert not np.array_equal(want["b1"], want["b2"]) and not np.array_equal(want["b1"], want["none"])
+    for reuse in (False, True):
+        lin = Linear(w, b1, "mxfp4", reuse_output=reuse)
+        with torch.inference_mode():
+            assert_same(bits_of(lin(x).clone()), want["b1"], what="the first bias")
+            lin.bias = b2.clone()
+            assert_same(bits_of(lin(x).clone()), want["b2"], what=f"a bias assigned (reuse_output {reuse})")
+            lin.bias = None
+            assert_same(bits_of(lin(x).clone()), want["none"], what="the bias removed")
+            lin.bias = torch.nn.Parameter(b1.clone(), requires_grad=False)
+            assert_same(bits_of(lin(x).clone()), want["b1"], what="a Parameter assigned")
+            assert "bias" in dict(lin.named_buffers()) and "bias" not in dict(lin.named_parameters())
+            lin.to(torch.float64)  # the buffer replaced by a float64 copy: back to out_dtype, the same values
+            assert_same(bits_of(lin(x).clone()), want["b1"], what="the bias .to(float64) left")
+            assert lin.bias.dtype == torch.float32
+    with pytest.raises(ValueError, match=r"bias shape \[32\] is not \[64\]"):
+        lin.bias = torch.zeros(32)
+        with torch.inference_mode():
+            lin(x)
