@@ -56,6 +56,9 @@ void check_options(const Geometry& g, const Scheme& s, const QuantizeOptions& o)
   if (o.tensor_scale > 0 && o.tensor_amax > 0) {
     throw QuantizeError("give tensor_scale or tensor_amax, not both");
   }
+  if (o.tensor_scale > 0 && !s.tensor_scale) {  // never silently dropped
+    throw QuantizeError("tensor_scale given, but scheme " + std::string(s.name) + " has no tensor scale");
+  }
 }
 
 }  // namespace

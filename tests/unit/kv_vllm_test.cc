@@ -277,14 +277,18 @@ TEST(VllmKv, BadShapesAreRefused) {
                KvError);
 }
 
-// The quantizer's given tensor scale: used as is, checked, and exclusive with tensor_amax.
+// The quantizer's given tensor scale: used as is (reference and fast path), checked, exclusive with tensor_amax,
+// refused by one-level schemes.
 TEST(VllmKv, QuantizeTakesATensorScale) {
   const std::vector<float> x = example();
   const std::vector<std::int64_t> shape{1, 64};
   QuantizeOptions o;
   o.tensor_scale = 0.5f;
   EXPECT_EQ(quantize(x.data(), shape, scheme_named("nvfp4"), o).tensor_scale, 0.5f);
-  EXPECT_EQ(quantize(x.data(), shape, scheme_named("mxfp4"), o).tensor_scale, 1.0f);  // one-level: no tensor scale
+  EXPECT_EQ(ref::quantize(x.data(), shape, scheme_named("nvfp4"), o).tensor_scale, 0.5f);
+  // a one-level scheme has no tensor scale to take: an error, never dropped
+  EXPECT_THROW(quantize(x.data(), shape, scheme_named("mxfp4"), o), QuantizeError);
+  EXPECT_THROW(ref::quantize(x.data(), shape, scheme_named("mxfp4"), o), QuantizeError);
   o.tensor_amax = 10;
   EXPECT_THROW(quantize(x.data(), shape, scheme_named("nvfp4"), o), QuantizeError);
   o.tensor_amax = 0;
