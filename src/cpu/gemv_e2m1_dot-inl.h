@@ -143,7 +143,7 @@ HWY_NOINLINE __attribute__((target(HWY_TARGET_STR ",avx512bf16"))) void BlockSum
     const std::uint16_t* HWY_RESTRICT tables, const std::uint8_t* HWY_RESTRICT scale_kinds, float* HWY_RESTRICT sums,
     std::uint8_t* HWY_RESTRICT redo) {
   const DF df;
-  constexpr int kRows = kGemvPassRows<kBatch>;
+  constexpr int kRows = kBatch == 1 ? kLanes : kGemvPassRows<kBatch>;  // one activation row: all 16 weight rows in registers
   const std::int64_t groups = k / kActBlock;
   __m512i permute[4];
   for (int s = 0; s < 4; ++s) permute[s] = _mm512_load_si512(kE2m1DotPermutes.index[s]);
@@ -162,7 +162,7 @@ HWY_NOINLINE __attribute__((target(HWY_TARGET_STR ",avx512bf16"))) void BlockSum
       for (auto& b : dots) {
         for (__m512& d : b) d = _mm512_setzero_ps();
       }
-#pragma GCC unroll 8
+#pragma GCC unroll 16
       for (int i = 0; i < kRows; ++i) {
         const WeightRow& r = rows[pass + i];
         const std::uint8_t* codes = r.codes + k0 / 2;

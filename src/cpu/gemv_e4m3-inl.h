@@ -196,7 +196,7 @@ HWY_NOINLINE void BlockSumsTables(const WeightRow (&rows)[kLanes], const float* 
         }
 #pragma GCC unroll 8
         for (int i = 0; i < kRows; ++i) {
-          PrefetchRowAhead(codes[i], line, kPrefetchAhead16, rows[pass + i].bytes);
+          PrefetchRowAhead(codes[i], line, kE4m3PrefetchAhead, rows[pass + i].bytes);
           VF w0, w1, w2, w3;
           codec::DecodeE4m3x64(codes[i] + line, w0, w1, w2, w3);
           if constexpr (kCodes) {
@@ -307,7 +307,7 @@ HWY_NOINLINE __attribute__((target(HWY_TARGET_STR ",avx512bf16"))) void BlockSum
         }
 #pragma GCC unroll 8
         for (int i = 0; i < kRows; ++i) {
-          PrefetchRowAhead(codes[i], line, kPrefetchAhead16, rows[pass + i].bytes);
+          PrefetchRowAhead(codes[i], line, kE4m3PrefetchAhead, rows[pass + i].bytes);
           __m512i w0, w1;
           codec::DecodeE4m3x64Bf16Pairs(codes[i] + line, w0, w1);
 #pragma GCC unroll 4

@@ -79,7 +79,7 @@ HWY_NOINLINE __attribute__((target(HWY_TARGET_STR ",avx512bf16"))) void BlockSum
     std::int64_t live, float* HWY_RESTRICT sums, std::uint8_t* HWY_RESTRICT redo) {
   const DF df;
   const auto whole = LineCodes(0, 64);
-  constexpr int kRows = kGemvPassRows<kBatch>;
+  constexpr int kRows = kBatch == 1 ? kLanes : kGemvPassRows<kBatch>;
   const std::int64_t groups = k / group;
   const std::uint32_t* steps = kBf16ExponentSteps.step;
   for (std::int64_t k0 = 0, g = 0; k0 < k; k0 += group, ++g) {
@@ -108,9 +108,9 @@ HWY_NOINLINE __attribute__((target(HWY_TARGET_STR ",avx512bf16"))) void BlockSum
           a0[b] = _mm512_loadu_si512(pairs[b] + line), a1[b] = _mm512_loadu_si512(pairs[b] + line + 32);
           m0[b] = ScalableWords(a0[b]), m1[b] = ScalableWords(a1[b]);
         }
-#pragma GCC unroll 8
+#pragma GCC unroll 16
         for (int i = 0; i < kRows; ++i) {
-          PrefetchRowAhead(codes[i], line, kPrefetchAhead16, rows[pass + i].bytes);
+          PrefetchRowAhead(codes[i], line, kE4m3PrefetchAhead, rows[pass + i].bytes);
           __m512i w0, w1;
           codec::DecodeE4m3x64Bf16Pairs(codes[i] + line, w0, w1);
           const std::uint8_t c0 = scales[i][line >> 5], c1 = scales[i][(line >> 5) + 1];

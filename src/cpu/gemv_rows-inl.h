@@ -16,6 +16,7 @@
 
 #include "../ref/gemm_problem.h"
 #include "gemv_loops-inl.h"
+#include "prefetch_distance.h"
 #include "hwy/highway.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -54,6 +55,7 @@ HWY_INLINE void PrefetchRowAhead(const void* row, std::int64_t at, std::int64_t 
 // (docs/benchmark-history.md#which-fp8-gemv-loop-and-how-far-ahead-to-prefetch-2026-12-02-1405-1425); the table loop
 // with none ran 0.48-0.77x streamed (docs/benchmark-history.md#subnormal-weight-codes-2026-12-03-1315).
 constexpr std::int64_t kPrefetchAhead8 = 512, kPrefetchAhead16 = 256;
+// The 16-lane e4m3 loops take kE4m3PrefetchAhead (prefetch_distance.h), which depends on the CPU's maker.
 #endif
 
 // Activation rows whose products one pass over a block's weights makes (BlockSumsOfRows), and the weight rows each
