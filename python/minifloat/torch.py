@@ -123,6 +123,14 @@ class Linear(torch.nn.Module):
         self._last = None  # (input shape, its buffers): the shape of the last call
         self._out_bf16 = out_dtype is torch.bfloat16
 
+    def __getstate__(self):
+        """Pickled (copy.deepcopy, torch.save) without the per-input-shape buffers, which the next call makes again;
+        the quantized weight goes as its codes and scales (QuantizedTensor pickles, checked when read back)."""
+        state = self.__dict__.copy()
+        state["_buffers_by_lead"] = OrderedDict()
+        state["_last"] = None
+        return state
+
     def _bias_as_added(self, bias):
         """bias as forward() adds it: [out_features] in out_dtype, contiguous, on the CPU (None stays None)."""
         if bias is None:
