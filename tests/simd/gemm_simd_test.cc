@@ -322,6 +322,14 @@ TEST(GemmSimdTargets, Mxfp8ScaleCodesAtTheRangeEdges) {
       w.scales[static_cast<std::size_t>(e.row * cols + e.col)] = e.code;
       if (e.zeros) zero_block(e.row, e.col);
     }
+    for (std::int64_t row = 48; row < 64; ++row) {
+      for (const std::int64_t col : {cols - 2, cols - 1}) {
+        w.scales[static_cast<std::size_t>(row * cols + col)] = 0;
+        zero_block(row, col);
+      }
+    }
+    w.scales[static_cast<std::size_t>(50 * cols + 3)] = 236, zero_block(50, 3);
+    w.scales[static_cast<std::size_t>(51 * cols + 2)] = 17, zero_block(51, 2);
     each_target_and_e4m3_gemv_loop([&] {
       expect_fast_matches_ref(
           [&](bool fast, mf::GemmOut out, const mf::GemmOptions& o) {
@@ -387,10 +395,12 @@ TEST(GemmSimdTargets, Fp4Weights) {
 // zeros (±0 codes), code 0 (a zero-padded K's) on zeros and on weights, the largest code 0xFE on zeros and on weights
 // that overflow to Inf there, and NaN (0xFF) on zeros (0 x NaN is NaN); at M = 1, 3 and 6 (batches of 4 and 2), every
 // target and GEMV loop against the definition. Rows of exact codes only (the loop that looks at no code) sit beside
-// them in the same blocks of 16 rows; two rows have tiny codes (2 and 10) throughout.
+// them in the same blocks of 16 rows; two rows have tiny codes (2 and 10) throughout. Rows 48-63 are a zero-padded
+// K's (every row of SmolLM2's K = 576 padded to 640 ends so): blocks of zeros with code 0 at the row's end, and zero
+// blocks with codes 17 and 236, and nothing else out of the range.
 TEST(GemmSimdTargets, Mxfp4ScaleCodesAtTheDotRangeEdges) {
   std::mt19937 rng(14);
-  const std::int64_t n = 40, k = 512, cols = k / 32;
+  const std::int64_t n = 64, k = 512, cols = k / 32;
   for (const std::int64_t m : {1, 3, 6}) {
     const std::vector<float> x = values(m * k, Kind::normal, rng);
     const mf::QuantizedTensor a = mf::act_quant(x.data(), Shape{m, k}, mf::ActScale::ue8m0);
@@ -410,6 +420,14 @@ TEST(GemmSimdTargets, Mxfp4ScaleCodesAtTheDotRangeEdges) {
       w.scales[static_cast<std::size_t>(e.row * cols + e.col)] = e.code;
       if (e.zeros) zero_block(e.row, e.col);
     }
+    for (std::int64_t row = 48; row < 64; ++row) {
+      for (const std::int64_t col : {cols - 2, cols - 1}) {
+        w.scales[static_cast<std::size_t>(row * cols + col)] = 0;
+        zero_block(row, col);
+      }
+    }
+    w.scales[static_cast<std::size_t>(50 * cols + 3)] = 236, zero_block(50, 3);
+    w.scales[static_cast<std::size_t>(51 * cols + 2)] = 17, zero_block(51, 2);
     // Whole rows of tiny scales (2^-125, 2^-117): there products and sums fall below 2^-126, the f32 denormals that
     // the dot product would flush, and nothing larger hides them.
     std::fill_n(w.scales.begin() + 21 * cols, cols, std::uint8_t{2});
