@@ -322,14 +322,6 @@ TEST(GemmSimdTargets, Mxfp8ScaleCodesAtTheRangeEdges) {
       w.scales[static_cast<std::size_t>(e.row * cols + e.col)] = e.code;
       if (e.zeros) zero_block(e.row, e.col);
     }
-    for (std::int64_t row = 48; row < 64; ++row) {
-      for (const std::int64_t col : {cols - 2, cols - 1}) {
-        w.scales[static_cast<std::size_t>(row * cols + col)] = 0;
-        zero_block(row, col);
-      }
-    }
-    w.scales[static_cast<std::size_t>(50 * cols + 3)] = 236, zero_block(50, 3);
-    w.scales[static_cast<std::size_t>(51 * cols + 2)] = 17, zero_block(51, 2);
     each_target_and_e4m3_gemv_loop([&] {
       expect_fast_matches_ref(
           [&](bool fast, mf::GemmOut out, const mf::GemmOptions& o) {
