@@ -136,6 +136,42 @@ void bind_quantized_tensor_properties(nb::class_<QuantizedTensor>& c) {
       .def_prop_ro("scales", [](nb::handle self) { return view(nb::cast<QuantizedTensor&>(self).scales, self); });
 }
 
+// Pickling (copy.deepcopy, torch.save, multiprocessing): the parts, and on the way back the scheme resolved from its
+// name, rule and profile and the parts checked against it (validate), so that a damaged or foreign state is a
+// QuantizeError naming what does not fit, never a tensor whose codes and scales disagree with its scheme.
+using Pickled = std::tuple<std::vector<std::int64_t>, std::string, std::string, std::string, std::string, int,
+                           nb::bytes, nb::bytes, std::vector<std::int64_t>, float>;
+
+Pickled pickled(const QuantizedTensor& q) {
+  return {q.shape,
+          q.scheme.name,
+          std::string(to_string(q.scheme.rule)),
+          std::string(to_string(q.scheme.profile)),
+          std::string(to_string(q.layout)),
+          q.rotate,
+          nb::bytes(reinterpret_cast<const char*>(q.codes.data()), q.codes.size()),
+          nb::bytes(reinterpret_cast<const char*>(q.scales.data()), q.scales.size()),
+          q.scale_shape,
+          q.tensor_scale};
+}
+
+QuantizedTensor unpickled(const Pickled& state) {
+  const auto& [shape, scheme, rule, profile, layout, rotate, codes, scales, scale_shape, tensor_scale] = state;
+  QuantizedTensor t;
+  t.shape = shape;
+  t.scheme = make_scheme(scheme, rule, profile);
+  t.layout = for_arg("layout", [&] { return layout_named(layout); });
+  t.rotate = rotate;
+  const auto* c = static_cast<const std::uint8_t*>(codes.data());
+  const auto* s = static_cast<const std::uint8_t*>(scales.data());
+  t.codes.assign(c, c + codes.size());
+  t.scales.assign(s, s + scales.size());
+  t.scale_shape = scale_shape;
+  t.tensor_scale = tensor_scale;
+  validate(t);
+  return t;
+}
+
 // QuantizedTensor's methods: scale_codes, dequantize (into f32 or bf16) and error_report.
 void bind_quantized_tensor_methods(nb::class_<QuantizedTensor>& c) {
   // One scale code per block, [block rows, block cols], whatever the layout (ggml keeps them inside its blocks).
@@ -176,41 +212,8 @@ void bind_quantized_tensor_methods(nb::class_<QuantizedTensor>& c) {
             return report_dict(r, q.scheme);
           },
           nb::arg("array"), nb::arg("worst_blocks"));
-  // Pickling (copy.deepcopy, torch.save, multiprocessing): the parts, and on the way back the scheme resolved from
-  // its name, rule and profile and the parts checked against it (validate), so that a damaged or foreign state is a
-  // QuantizeError naming what does not fit, never a tensor whose codes and scales disagree with its scheme.
-  using State = std::tuple<std::vector<std::int64_t>, std::string, std::string, std::string, std::string, int,
-                           nb::bytes, nb::bytes, std::vector<std::int64_t>, float>;
-  c.def("__getstate__",
-        [](const QuantizedTensor& q) {
-          return State{q.shape,
-                       q.scheme.name,
-                       std::string(to_string(q.scheme.rule)),
-                       std::string(to_string(q.scheme.profile)),
-                       std::string(to_string(q.layout)),
-                       q.rotate,
-                       nb::bytes(reinterpret_cast<const char*>(q.codes.data()), q.codes.size()),
-                       nb::bytes(reinterpret_cast<const char*>(q.scales.data()), q.scales.size()),
-                       q.scale_shape,
-                       q.tensor_scale};
-        })
-      .def("__setstate__", [](QuantizedTensor& q, const State& state) {
-        QuantizedTensor t;
-        t.shape = std::get<0>(state);
-        t.scheme = make_scheme(std::get<1>(state), std::get<2>(state), std::get<3>(state));
-        t.layout = for_arg("layout", [&] { return layout_named(std::get<4>(state)); });
-        t.rotate = std::get<5>(state);
-        const nb::bytes& codes = std::get<6>(state);
-        const nb::bytes& scales = std::get<7>(state);
-        const auto* c = static_cast<const std::uint8_t*>(codes.data());
-        const auto* s = static_cast<const std::uint8_t*>(scales.data());
-        t.codes.assign(c, c + codes.size());
-        t.scales.assign(s, s + scales.size());
-        t.scale_shape = std::get<8>(state);
-        t.tensor_scale = std::get<9>(state);
-        validate(t);
-        new (&q) QuantizedTensor(std::move(t));
-      });
+  c.def("__getstate__", &pickled);
+  c.def("__setstate__", [](QuantizedTensor& q, const Pickled& state) { new (&q) QuantizedTensor(unpickled(state)); });
 }
 
 }  // namespace

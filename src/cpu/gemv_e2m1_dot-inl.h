@@ -143,7 +143,8 @@ HWY_NOINLINE __attribute__((target(HWY_TARGET_STR ",avx512bf16"))) void BlockSum
     const std::uint16_t* HWY_RESTRICT tables, const std::uint8_t* HWY_RESTRICT scale_kinds, float* HWY_RESTRICT sums,
     std::uint8_t* HWY_RESTRICT redo) {
   const DF df;
-  constexpr int kRows = kBatch == 1 ? kLanes : kGemvPassRows<kBatch>;  // one activation row: all 16 weight rows in registers
+  // One activation row: all 16 weight rows' sums in registers, read by the tree where they are.
+  constexpr int kRows = kBatch == 1 ? kLanes : kGemvPassRows<kBatch>;
   const std::int64_t groups = k / kActBlock;
   __m512i permute[4];
   for (int s = 0; s < 4; ++s) permute[s] = _mm512_load_si512(kE2m1DotPermutes.index[s]);

@@ -296,6 +296,29 @@ TEST(GemmSimdTargets, Mxfp8Weights) {
   });
 }
 
+// A scale code written at (row, col) of a weight in 1x32 blocks (mxfp8 or mxfp4), and where `zeros` its block's codes
+// made ±0 (+0 and -0 blocks alternating): the edge-scale tests' edits. Out of range is a test failure (at()), not a
+// write past the weight.
+struct ScaleEdit {
+  std::int64_t row, col;
+  std::uint8_t code;
+  bool zeros;
+};
+void edit_scales(mf::QuantizedTensor& w, const std::vector<ScaleEdit>& edits) {
+  const bool e2m1 = w.scheme.element.bits() == 4;
+  const std::int64_t cols = w.cols() / 32, block_bytes = e2m1 ? 16 : 32;
+  const std::uint8_t negative_zeros = e2m1 ? 0x88 : 0x80;  // two -0 nibbles, or one -0 e4m3 code
+  for (const ScaleEdit& e : edits) {
+    const auto block = static_cast<std::size_t>(e.row * cols + e.col);
+    w.scales.at(block) = e.code;
+    if (!e.zeros) continue;
+    const auto at = block * static_cast<std::size_t>(block_bytes);
+    (void)w.codes.at(at + static_cast<std::size_t>(block_bytes) - 1);
+    std::fill_n(w.codes.begin() + static_cast<std::ptrdiff_t>(at), block_bytes,
+                (e.row + e.col) % 2 ? negative_zeros : std::uint8_t{0x00});
+  }
+}
+
 // mxfp8 scale codes at the edges of the range in which the GEMV applies a scale inside the dot product (27 .. 227:
 // 2^-100 .. 2^100) and just past them, each on a block of weights and on a block of zeros (quantize gives a block of
 // zeros code 0; a zero-padded K is made of them), NaN (0xFF) on a block of zeros (0 x NaN is NaN), and the largest
@@ -303,25 +326,22 @@ TEST(GemmSimdTargets, Mxfp8Weights) {
 // and GEMV loop against the definition.
 TEST(GemmSimdTargets, Mxfp8ScaleCodesAtTheRangeEdges) {
   std::mt19937 rng(13);
-  const std::int64_t n = 40, k = 512, cols = k / 32;
+  const std::int64_t n = 40, k = 512;
   for (const std::int64_t m : {1, 3, 6}) {
     const std::vector<float> x = values(m * k, Kind::normal, rng);
     const mf::QuantizedTensor a = mf::act_quant(x.data(), Shape{m, k}, mf::ActScale::ue8m0);
     mf::QuantizedTensor w = weight("mxfp8", n, k, Kind::normal, rng);
-    const auto zero_block = [&](std::int64_t row, std::int64_t col) {
-      std::fill_n(w.codes.begin() + row * k + col * 32, 32, static_cast<std::uint8_t>((row + col) % 2 ? 0x80 : 0x00));
-    };
-    const struct {
-      std::int64_t row, col;
-      std::uint8_t code;
-      bool zeros;
-    } edits[] = {{0, 0, 26, false},   {1, 3, 27, false},    {2, 5, 227, false},   {3, 6, 228, false},
-                 {17, 1, 26, true},   {18, 2, 228, true},   {19, 4, 0, true},     {20, 7, 0, false},
-                 {33, 9, 0xFE, true}, {34, 10, 0xFF, true}, {35, 15, 0xFE, false}};
-    for (const auto& e : edits) {
-      w.scales[static_cast<std::size_t>(e.row * cols + e.col)] = e.code;
-      if (e.zeros) zero_block(e.row, e.col);
-    }
+    edit_scales(w, {{0, 0, 26, false},
+                    {1, 3, 27, false},
+                    {2, 5, 227, false},
+                    {3, 6, 228, false},
+                    {17, 1, 26, true},
+                    {18, 2, 228, true},
+                    {19, 4, 0, true},
+                    {20, 7, 0, false},
+                    {33, 9, 0xFE, true},
+                    {34, 10, 0xFF, true},
+                    {35, 15, 0xFE, false}});
     each_target_and_e4m3_gemv_loop([&] {
       expect_fast_matches_ref(
           [&](bool fast, mf::GemmOut out, const mf::GemmOptions& o) {
@@ -397,29 +417,25 @@ TEST(GemmSimdTargets, Mxfp4ScaleCodesAtTheDotRangeEdges) {
     const std::vector<float> x = values(m * k, Kind::normal, rng);
     const mf::QuantizedTensor a = mf::act_quant(x.data(), Shape{m, k}, mf::ActScale::ue8m0);
     mf::QuantizedTensor w = weight("mxfp4", n, k, Kind::normal, rng);
-    const auto zero_block = [&](std::int64_t row, std::int64_t col) {  // 32 codes: 16 bytes of ±0 pairs
-      std::fill_n(w.codes.begin() + row * k / 2 + col * 16, 16,
-                  static_cast<std::uint8_t>((row + col) % 2 ? 0x88 : 0x00));
-    };
-    const struct {
-      std::int64_t row, col;
-      std::uint8_t code;
-      bool zeros;
-    } edits[] = {{0, 0, 17, false},   {1, 3, 18, false},    {2, 5, 235, false},   {3, 6, 236, false},
-                 {17, 1, 17, true},   {18, 2, 236, true},   {19, 4, 0, true},     {20, 7, 0, false},
-                 {33, 9, 0xFE, true}, {34, 10, 0xFF, true}, {35, 15, 0xFE, false}};
-    for (const auto& e : edits) {
-      w.scales[static_cast<std::size_t>(e.row * cols + e.col)] = e.code;
-      if (e.zeros) zero_block(e.row, e.col);
-    }
+    edit_scales(w, {{0, 0, 17, false},
+                    {1, 3, 18, false},
+                    {2, 5, 235, false},
+                    {3, 6, 236, false},
+                    {17, 1, 17, true},
+                    {18, 2, 236, true},
+                    {19, 4, 0, true},
+                    {20, 7, 0, false},
+                    {33, 9, 0xFE, true},
+                    {34, 10, 0xFF, true},
+                    {35, 15, 0xFE, false},
+                    {50, 3, 236, true},
+                    {51, 2, 17, true}});
+    std::vector<ScaleEdit> padding;  // rows 48-63: a zero-padded K's last two blocks
     for (std::int64_t row = 48; row < 64; ++row) {
-      for (const std::int64_t col : {cols - 2, cols - 1}) {
-        w.scales[static_cast<std::size_t>(row * cols + col)] = 0;
-        zero_block(row, col);
-      }
+      padding.push_back({row, cols - 2, 0, true});
+      padding.push_back({row, cols - 1, 0, true});
     }
-    w.scales[static_cast<std::size_t>(50 * cols + 3)] = 236, zero_block(50, 3);
-    w.scales[static_cast<std::size_t>(51 * cols + 2)] = 17, zero_block(51, 2);
+    edit_scales(w, padding);
     // Whole rows of tiny scales (2^-125, 2^-117): there products and sums fall below 2^-126, the f32 denormals that
     // the dot product would flush, and nothing larger hides them.
     std::fill_n(w.scales.begin() + 21 * cols, cols, std::uint8_t{2});
